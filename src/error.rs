@@ -1,0 +1,74 @@
+//! The one error type of the core. Every fallible kernel returns [`Result`]; the
+//! Python bindings map each variant to a Python exception in exactly one place.
+
+use std::fmt;
+
+/// What can go wrong in a kernel. Variants carry what the message needs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HebError {
+    /// Two arrays that must agree in a dimension do not.
+    ShapeMismatch {
+        what: &'static str,
+        expected: usize,
+        found: usize,
+    },
+    /// A category code lies outside `-1..K_f` for its feature.
+    CodeOutOfRange {
+        feature: usize,
+        code: i64,
+        n_categories: usize,
+    },
+    /// A class index lies outside `0..C`.
+    ClassOutOfRange { class: i64, n_classes: usize },
+    /// A parameter is outside its valid range.
+    InvalidParameter(String),
+    /// A table would need more memory than can be allocated.
+    Allocation { what: &'static str, bytes: u128 },
+    /// The thread pool could not be built.
+    ThreadPool(String),
+}
+
+impl fmt::Display for HebError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HebError::ShapeMismatch {
+                what,
+                expected,
+                found,
+            } => write!(f, "{what}: expected {expected}, found {found}"),
+            HebError::CodeOutOfRange {
+                feature,
+                code,
+                n_categories,
+            } => write!(
+                f,
+                "feature {feature}: category code {code} outside -1..{n_categories}"
+            ),
+            HebError::ClassOutOfRange { class, n_classes } => {
+                write!(f, "class index {class} outside 0..{n_classes}")
+            }
+            HebError::InvalidParameter(message) => write!(f, "{message}"),
+            HebError::Allocation { what, bytes } => write!(
+                f,
+                "cannot allocate {bytes} bytes for {what}: the cardinality is beyond what memory allows"
+            ),
+            HebError::ThreadPool(message) => write!(f, "cannot start the thread pool: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for HebError {}
+
+/// The core's result type.
+pub type Result<T> = std::result::Result<T, HebError>;
+
+/// A zero-filled `Vec<f64>` of `len` elements, or [`HebError::Allocation`] when the
+/// memory cannot be had (instead of aborting the process).
+pub fn zeroed(len: usize, what: &'static str) -> Result<Vec<f64>> {
+    let bytes = (len as u128) * (std::mem::size_of::<f64>() as u128);
+    let mut v: Vec<f64> = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| HebError::Allocation { what, bytes })?;
+    v.resize(len, 0.0);
+    Ok(v)
+}

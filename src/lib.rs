@@ -1,0 +1,37 @@
+//! hebnb's core: Naive Bayes on integer-coded categorical data with Dirichlet smoothing
+//! whose concentration is chosen by Type-II maximum likelihood (empirical Bayes).
+//!
+//! The kernels are pure functions over array views and know nothing of Python; the
+//! bindings live in `python` behind the `python` feature.
+//!
+//! # Model assumptions
+//! Features are conditionally independent given the class (Naive Bayes), each
+//! class-conditional feature distribution is categorical with a Dirichlet prior whose
+//! mean is fixed (uniform or pooled marginal) and whose concentration is estimated.
+//!
+//! ```
+//! use hebnb::{counts::count_categories, layout::FeatureLayout};
+//! use ndarray::array;
+//! let layout = FeatureLayout::from_cardinalities(&[2]);
+//! let counts = count_categories(
+//!     array![[0, 1, 1]].view(), array![0_i64, 1, 1].view(), array![1.0, 1.0, 1.0].view(),
+//!     &layout, 2,
+//! ).unwrap();
+//! assert_eq!(counts.class_totals, vec![1.0, 2.0]);
+//! ```
+
+pub mod counts;
+pub mod error;
+pub mod evidence;
+pub mod gamma_differences;
+pub mod layout;
+pub mod naive_bayes;
+pub mod parallel;
+pub mod scoring;
+pub mod solver;
+
+#[cfg(test)]
+mod gamma_difference_reference;
+
+#[cfg(feature = "python")]
+mod python;
