@@ -1,0 +1,6 @@
+"""hebnb: Naive Bayes for categorical data whose smoothing is learned from the data."""
+
+from .naive_bayes import CategoricalNB
+
+__all__ = ["CategoricalNB"]
+__version__ = "0.1.0"

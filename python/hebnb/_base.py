@@ -1,0 +1,113 @@
+"""What every hebnb classifier shares: parameter checks, the thread budget, and
+``predict`` / ``predict_proba`` / ``predict_log_proba`` written once over
+``predict_joint_log_proba``."""
+
+from __future__ import annotations
+
+import numbers
+from abc import abstractmethod
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core
+
+
+def n_threads(n_jobs) -> int:
+    """scikit-learn's ``n_jobs`` convention as a thread count (None -> 1, -1 -> all cores)."""
+    if n_jobs is not None and (not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
+    return max(1, int(effective_n_jobs(n_jobs)))
+
+
+def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
+    """A finite positive (or non-negative) real parameter, or a ValueError naming it."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite real {bound}, got {value!r}")
+    return float(value)
+
+
+def check_bounds(bounds) -> tuple[float, float]:
+    """``concentration_bounds``: a pair 0 < low <= high < inf."""
+    try:
+        low, high = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"concentration_bounds must be a pair (low, high), got {bounds!r}"
+        ) from None
+    if not (0 < low <= high < np.inf):
+        raise ValueError(f"concentration_bounds must satisfy 0 < low <= high < inf, got {bounds!r}")
+    return low, high
+
+
+def check_choice(name: str, value, choices) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value
+
+
+def class_log_prior(class_count, *, fit_prior: bool, class_prior) -> np.ndarray:
+    """ln pi_c: the Laplace prior (N_c + 1) / (S + C) of SPEC, uniform, or the user's."""
+    n_classes = class_count.shape[0]
+    if class_prior is not None:
+        prior = np.asarray(class_prior, dtype=np.float64)
+        if prior.shape != (n_classes,):
+            raise ValueError(
+                f"Number of priors must match number of classes: got {prior.shape[0] if prior.ndim else 1}"
+                f" priors for {n_classes} classes"
+            )
+        if np.any(prior < 0) or not np.all(np.isfinite(prior)) or not np.isclose(prior.sum(), 1.0):
+            raise ValueError("class_prior must be non-negative and sum to 1")
+        with np.errstate(divide="ignore"):
+            return np.log(prior)
+    if not fit_prior:
+        return np.full(n_classes, -np.log(n_classes))
+    return np.log(class_count + 1.0) - np.log(class_count.sum() + n_classes)
+
+
+class CategoricalClassifier(ClassifierMixin, BaseEstimator):
+    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``."""
+
+    @abstractmethod
+    def _joint_log_likelihood(self, X) -> np.ndarray:
+        """Unnormalised ``ln P(c, x)`` of each row, shape (n_samples, n_classes)."""
+
+    def predict_joint_log_proba(self, X) -> np.ndarray:
+        """Joint log-probability ``ln P(c, x)`` of each row and class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), columns in the order of ``classes_``.
+        """
+        check_is_fitted(self)
+        return self._joint_log_likelihood(X)
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Log posterior class probabilities, shape (n_samples, n_classes)."""
+        joint = self.predict_joint_log_proba(X)
+        return _core.log_posterior(joint, n_threads(self.n_jobs))
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """Most probable class of each row (ties go to the first class in ``classes_``)."""
+        joint = self.predict_joint_log_proba(X)
+        return self.classes_[np.argmax(joint, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = True
+        tags.classifier_tags.poor_score = True
+        return tags

@@ -1,0 +1,266 @@
+"""Categorical Naive Bayes with fixed or empirical-Bayes (Type-II ML) smoothing."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from . import _core
+from ._base import (
+    CategoricalClassifier,
+    check_bounds,
+    check_choice,
+    check_positive,
+    class_log_prior,
+    n_threads,
+)
+from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
+
+#: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
+#: constant m) or "type2" (Type-II ML per class and feature).
+SMOOTHERS = {
+    "laplace": "uniform",
+    "lidstone": "uniform",
+    "kt": "uniform",
+    "heb-u": "uniform",
+    "m-estimate": "marginal",
+    "target-encoding": "marginal",
+    "heb-m": "marginal",
+}
+DEFAULT_M = {"m-estimate": 2.0, "target-encoding": 10.0}
+EMPIRICAL_BAYES = {"heb-u", "heb-m"}
+
+
+class CategoricalNB(CategoricalClassifier):
+    """Naive Bayes for categorical features with Dirichlet smoothing learned from the data.
+
+    Each class-conditional distribution of a feature is smoothed toward a prior mean
+    ``mu_f`` with a concentration ``m``::
+
+        theta[c, f, v] = (N[c, f, v] + m[c, f] * mu[f, v]) / (N[c, f] + m[c, f])
+
+    The empirical-Bayes smoothers (``"heb-m"``, ``"heb-u"``) choose ``m[c, f]`` for every
+    class and feature by Type-II maximum likelihood (the Dirichlet-multinomial evidence),
+    so there is no smoothing knob to tune; the fixed smoothers are there as baselines.
+
+    Parameters
+    ----------
+    smoothing : {"heb-m", "heb-u", "laplace", "lidstone", "kt", "m-estimate", \
+"target-encoding"}, default="heb-m"
+        ``"heb-m"``: pooled marginal mean, Type-II ML concentration. ``"heb-u"``: uniform
+        mean, Type-II ML. ``"laplace"``: add one (m = K_f). ``"lidstone"``: add ``alpha``.
+        ``"kt"``: add one half. ``"m-estimate"`` / ``"target-encoding"``: pooled marginal
+        mean with the fixed concentration ``m`` (default 2 and 10).
+    alpha : float, default=1.0
+        Pseudo-count per category of ``"lidstone"``.
+    m : float or None, default=None
+        Concentration of ``"m-estimate"`` (default 2) and ``"target-encoding"`` (default 10).
+    min_count : float, default=10
+        Classes with fewer (weighted) rows fall back to m = K_f (empirical Bayes only).
+    concentration_bounds : (float, float), default=(1e-2, 1e4)
+        The interval the Type-II ML concentration is clamped to.
+    fit_prior : bool, default=True
+        Learn class priors ((N_c + 1) / (S + C)); if False, use a uniform prior.
+    class_prior : array-like of shape (n_classes,), default=None
+        Prior probabilities of the classes; overrides ``fit_prior``.
+    handle_unknown : {"ignore", "error"}, default="ignore"
+        A category not seen in training is skipped at predict time, or raises.
+    n_jobs : int, default=None
+        Threads for counting, solving and scoring (None: 1, -1: all cores). Results do
+        not depend on it.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    categories_ : list of ndarray
+        The categories of each feature (sorted distinct non-missing training values).
+    n_categories_ : ndarray of shape (n_features,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features,)
+        Defined when X is a DataFrame with string column names.
+    class_count_ : ndarray of shape (n_classes,)
+        Weighted number of training rows per class.
+    category_count_ : list of ndarray of shape (n_classes, n_categories_[f])
+    class_log_prior_ : ndarray of shape (n_classes,)
+    feature_log_prob_ : list of ndarray of shape (n_classes, n_categories_[f])
+    prior_mean_ : list of ndarray of shape (n_categories_[f],)
+    concentration_ : ndarray of shape (n_classes, n_features)
+        The concentration m used for each class and feature.
+    log_evidence_ : ndarray of shape (n_classes, n_features)
+        The Dirichlet-multinomial log evidence at ``concentration_``.
+    n_iter_ : ndarray of shape (n_classes, n_features)
+        Solver steps per class and feature (0 where no solve was needed).
+    converged_ : ndarray of shape (n_classes, n_features)
+
+    Notes
+    -----
+    Missing values (None, NaN, pandas NA) neither count in training nor score at predict
+    time. Numeric columns must be binned first, for example with
+    ``ColumnTransformer([("bin", KBinsDiscretizer(10, encode="ordinal",
+    strategy="quantile"), numeric_columns)], remainder="passthrough")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hebnb import CategoricalNB
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.integers(0, 5, size=(200, 3))
+    >>> y = (X[:, 0] + rng.integers(0, 2, size=200) > 3).astype(int)
+    >>> model = CategoricalNB().fit(X, y)
+    >>> model.predict_proba(X[:2]).shape
+    (2, 2)
+    """
+
+    def __init__(
+        self,
+        smoothing="heb-m",
+        *,
+        alpha=1.0,
+        m=None,
+        min_count=10,
+        concentration_bounds=(1e-2, 1e4),
+        fit_prior=True,
+        class_prior=None,
+        handle_unknown="ignore",
+        n_jobs=None,
+    ):
+        self.smoothing = smoothing
+        self.alpha = alpha
+        self.m = m
+        self.min_count = min_count
+        self.concentration_bounds = concentration_bounds
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+        self.handle_unknown = handle_unknown
+        self.n_jobs = n_jobs
+
+    def _check_params(self) -> None:
+        check_choice("smoothing", self.smoothing, SMOOTHERS)
+        check_choice("handle_unknown", self.handle_unknown, {"ignore", "error"})
+        check_positive("alpha", self.alpha)
+        if self.m is not None:
+            check_positive("m", self.m)
+        check_positive("min_count", self.min_count, allow_zero=True)
+        check_bounds(self.concentration_bounds)
+        n_threads(self.n_jobs)
+
+    def fit(self, X, y, sample_weight=None):
+        """Counts the training data and smooths every class-conditional distribution.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Categorical values: ints, whole floats, strings, booleans or objects.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        encoder = CategoryEncoder()
+        codes = encoder.fit_transform(X)
+        classes, labels = encode_labels(y, codes.shape[1])
+        if classes.shape[0] < 2:
+            raise ValueError(
+                f"The number of classes has to be greater than one; got {classes.shape[0]} class"
+            )
+        weights = check_sample_weight(sample_weight, codes.shape[1])
+        check_table_size(classes.shape[0], encoder.offsets[-1])
+        threads = n_threads(self.n_jobs)
+        class_count, counts = _core.count_categories(
+            codes, labels, weights, encoder.offsets, classes.shape[0], threads
+        )
+        self._encoder = encoder
+        self.classes_ = classes
+        self.categories_ = encoder.categories
+        self.n_categories_ = np.asarray(encoder.cardinalities, dtype=np.int64)
+        self.n_features_in_ = codes.shape[0]
+        if encoder.feature_names is not None:
+            self.feature_names_in_ = encoder.feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.class_count_ = class_count
+        self._counts = counts
+        self._solve(threads)
+        return self
+
+    def _solve(self, threads: int) -> None:
+        """Prior means, concentrations and log-probability tables from the counts."""
+        offsets = self._encoder.offsets
+        mean = _core.prior_mean(self._counts, offsets, SMOOTHERS[self.smoothing])
+        n_classes, n_features = self._counts.shape[0], len(offsets) - 1
+        if self.smoothing in EMPIRICAL_BAYES:
+            low, high = check_bounds(self.concentration_bounds)
+            concentration, log_evidence, n_iter, converged = _core.fit_concentrations(
+                self._counts, self.class_count_, mean, offsets, float(self.min_count),
+                low, high, threads,
+            )
+            if not converged.all():
+                warnings.warn(
+                    f"the concentration solver did not converge for {(~converged).sum()} "
+                    "(class, feature) pairs",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+        else:
+            concentration = np.broadcast_to(
+                self._fixed_concentration(), (n_classes, n_features)
+            ).copy()
+            log_evidence = np.full((n_classes, n_features), np.nan)
+            n_iter = np.zeros((n_classes, n_features), dtype=np.int64)
+            converged = np.ones((n_classes, n_features), dtype=bool)
+        table = _core.log_probability_table(self._counts, mean, concentration, offsets, threads)
+        self._prior_mean = mean
+        self._log_table = np.ascontiguousarray(table.T)
+        self.concentration_ = concentration
+        self.log_evidence_ = log_evidence
+        self.n_iter_ = n_iter
+        self.converged_ = converged
+        self.class_log_prior_ = class_log_prior(
+            self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
+        )
+
+    def _fixed_concentration(self) -> np.ndarray:
+        """m per feature for the fixed smoothers (a row broadcast over classes)."""
+        k = self.n_categories_.astype(np.float64)
+        if self.smoothing == "laplace":
+            return k
+        if self.smoothing == "lidstone":
+            return float(self.alpha) * k
+        if self.smoothing == "kt":
+            return k / 2.0
+        m = DEFAULT_M[self.smoothing] if self.m is None else float(self.m)
+        return np.full_like(k, m)
+
+    def _split(self, flat: np.ndarray) -> list[np.ndarray]:
+        return np.split(flat, self._encoder.offsets[1:-1], axis=-1)
+
+    @property
+    def category_count_(self) -> list[np.ndarray]:
+        """Weighted counts N[c, f, v]: one (n_classes, n_categories_[f]) array per feature."""
+        return self._split(self._counts)
+
+    @property
+    def feature_log_prob_(self) -> list[np.ndarray]:
+        """ln theta[c, f, v]: one (n_classes, n_categories_[f]) array per feature."""
+        return self._split(self._log_table.T)
+
+    @property
+    def prior_mean_(self) -> list[np.ndarray]:
+        """The prior mean mu_f of each feature's categories."""
+        return self._split(self._prior_mean)
+
+    def _joint_log_likelihood(self, X) -> np.ndarray:
+        encoded = self._encoder.transform(X, handle_unknown=self.handle_unknown)
+        return _core.joint_log_likelihood(
+            encoded.codes,
+            self._log_table,
+            self.class_log_prior_,
+            None,
+            self._encoder.offsets,
+            n_threads(self.n_jobs),
+        )
