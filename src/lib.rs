@@ -21,6 +21,7 @@
 //! ```
 
 pub mod counts;
+pub mod encoding;
 pub mod error;
 pub mod evidence;
 pub mod gamma_differences;

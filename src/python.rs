@@ -7,6 +7,7 @@ use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::counts::count_categories as count_kernel;
+use crate::encoding::{self, Categories};
 use crate::error::HebError;
 use crate::layout::FeatureLayout;
 use crate::naive_bayes::{self, PriorMean};
@@ -186,10 +187,59 @@ fn log_posterior<'py>(
     Ok(out.into_pyarray(py))
 }
 
+/// Factorises integer columns `(F, S)`: `(codes (F, S), categories (flat), offsets)`.
+#[pyfunction]
+#[pyo3(signature = (values, missing, n_jobs))]
+#[allow(clippy::type_complexity)]
+fn factorize_integers<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray2<'py, i64>,
+    missing: Option<PyReadonlyArray2<'py, bool>>,
+    n_jobs: usize,
+) -> PyResult<(
+    Bound<'py, PyArray2<i32>>,
+    Bound<'py, PyArray1<i64>>,
+    Vec<usize>,
+)> {
+    let values = values.as_array();
+    let missing = missing.as_ref().map(|m| m.as_array());
+    let (codes, categories) = run(py, n_jobs, || encoding::factorize(values, missing))?;
+    Ok((
+        codes.into_pyarray(py),
+        categories.values.into_pyarray(py),
+        categories.offsets,
+    ))
+}
+
+/// Codes integer columns `(F, S)` against known categories: -1 missing, -2 unknown.
+#[pyfunction]
+#[pyo3(signature = (values, missing, categories, offsets, n_jobs))]
+fn encode_integers<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray2<'py, i64>,
+    missing: Option<PyReadonlyArray2<'py, bool>>,
+    categories: PyReadonlyArray1<'py, i64>,
+    offsets: Vec<usize>,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyArray2<i32>>> {
+    let values = values.as_array();
+    let missing = missing.as_ref().map(|m| m.as_array());
+    let categories = Categories {
+        values: categories.as_array().to_vec(),
+        offsets,
+    };
+    let codes = run(py, n_jobs, || {
+        encoding::encode(values, missing, &categories)
+    })?;
+    Ok(codes.into_pyarray(py))
+}
+
 /// The compiled core of hebnb.
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(factorize_integers, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_integers, m)?)?;
     m.add_function(wrap_pyfunction!(count_categories, m)?)?;
     m.add_function(wrap_pyfunction!(prior_mean, m)?)?;
     m.add_function(wrap_pyfunction!(fit_concentrations, m)?)?;

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.multiclass import check_classification_targets
 
+from . import _core
+
 #: Largest table (in float64 cells) one fit may allocate before refusing with MemoryError.
 MAX_TABLE_CELLS = 2**31
 
@@ -53,52 +55,76 @@ def _column_array(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype=object, na_value=np.nan)
 
 
-def _missing_and_check(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.ndarray]:
-    """Missing-value mask of a column; rejects values that are not categories."""
+def _integer_values(column: np.ndarray, feature: int):
+    """``(int64 values, missing mask or None)`` of a numeric column, or None if not numeric.
+
+    Whole floats are integers here (NaN is missing); a fractional or infinite float is an
+    error, never truncated.
+    """
     kind = column.dtype.kind
-    if kind in "biu":
-        return column, np.zeros(column.shape[0], dtype=bool)
-    if kind == "f":
-        missing = np.isnan(column)
-        present = column[~missing]
-        if not np.all(np.isfinite(present)):
-            raise ValueError(f"feature {feature} holds infinite values")
-        if np.any(present != np.floor(present)):
-            raise ValueError(
-                f"feature {feature} holds floats with a fractional part, which are not "
-                "categories: bin numeric columns first (e.g. sklearn's KBinsDiscretizer)"
-            )
-        return column, missing
-    if kind in "USO":
-        column = column.astype(object) if kind != "O" else column
-        missing = np.asarray(pd.isna(column), dtype=bool)
-        floats = [v for v in column[~missing] if isinstance(v, (float, np.floating))]
-        if floats and any(not np.isfinite(v) or v != np.floor(v) for v in floats):
-            raise ValueError(
-                f"feature {feature} holds floats with a fractional part (or infinite), "
-                "which are not categories: bin numeric columns first"
-            )
-        return column, missing
-    if kind in "mM":
-        return column, np.asarray(pd.isna(column), dtype=bool)
-    raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
+    if kind == "i" or (kind == "u" and column.dtype.itemsize < 8):
+        return column.astype(np.int64, copy=False), None
+    if kind == "u" and (column.size == 0 or column.max() <= np.iinfo(np.int64).max):
+        return column.astype(np.int64), None
+    if kind != "f":
+        return None
+    missing = np.isnan(column)
+    present = column[~missing]
+    if not np.all(np.isfinite(present)):
+        raise ValueError(f"feature {feature} holds infinite values, which are not categories")
+    if np.any(present != np.floor(present)):
+        raise ValueError(
+            f"feature {feature} holds floats with a fractional part, which are not "
+            "categories: bin numeric columns first (e.g. sklearn's KBinsDiscretizer)"
+        )
+    if present.size and np.abs(present).max() >= 2.0**63:
+        return None
+    return np.where(missing, 0.0, column).astype(np.int64), (missing if missing.any() else None)
+
+
+def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(object values, missing mask)`` of a non-numeric column; rejects fractional floats."""
+    if column.dtype.kind not in "OUSbmM":
+        raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
+    column = column.astype(object) if column.dtype.kind != "O" else column
+    missing = np.asarray(pd.isna(column), dtype=bool)
+    floats = [v for v in column[~missing] if isinstance(v, (float, np.floating))]
+    if floats and any(not np.isfinite(v) or v != np.floor(v) for v in floats):
+        raise ValueError(
+            f"feature {feature} holds floats with a fractional part (or infinite), "
+            "which are not categories: bin numeric columns first"
+        )
+    return column, missing
+
+
+def _stack(columns: list[np.ndarray], masks: list[np.ndarray | None]):
+    """Feature-major int64 values and the missing mask (None when nothing is missing)."""
+    values = np.stack(columns) if columns else np.empty((0, 0), dtype=np.int64)
+    if all(m is None for m in masks):
+        return values, None
+    n_rows = values.shape[1]
+    return values, np.stack([np.zeros(n_rows, bool) if m is None else m for m in masks])
 
 
 @dataclass
 class EncodedTable:
-    """Feature-major codes of a table and what was learned or found on the way."""
+    """Feature-major codes of a table: ``-1`` where a value is missing or unknown."""
 
-    codes: np.ndarray  # (F, S) int32, -1 missing or unknown
-    unknown: np.ndarray | None  # (F, S) bool where a present value was unknown, or None
+    codes: np.ndarray  # (F, S) int32
 
 
 class CategoryEncoder:
-    """Learns each feature's categories (sorted distinct non-missing values) and codes tables."""
+    """Learns each feature's categories (sorted distinct non-missing values) and codes tables.
+
+    Integer and whole-float columns are factorised in the Rust core (parallel over
+    columns); other columns (strings, booleans, objects) by pandas' hash tables.
+    """
 
     def __init__(self) -> None:
         self.categories: list[np.ndarray] = []
+        self.numeric: list[bool] = []
         self.feature_names: np.ndarray | None = None
-        self._indexes: list[pd.Index] = []
+        self._indexes: dict[int, pd.Index] = {}
 
     @property
     def cardinalities(self) -> list[int]:
@@ -108,51 +134,90 @@ class CategoryEncoder:
     def offsets(self) -> list[int]:
         return np.concatenate([[0], np.cumsum(self.cardinalities)]).astype(int).tolist()
 
-    def fit_transform(self, X) -> np.ndarray:
+    def fit_transform(self, X, *, n_threads: int = 1) -> np.ndarray:
         """Learns the categories of ``X`` and returns its codes ``(F, S)``."""
         columns, self.feature_names = _columns_of(X)
         _check_not_empty(columns)
-        codes = np.empty((len(columns), columns[0].shape[0]), dtype=np.int32)
-        self.categories, self._indexes = [], []
+        n_features, n_rows = len(columns), columns[0].shape[0]
+        codes = np.empty((n_features, n_rows), dtype=np.int32)
+        self.categories = [np.empty(0)] * n_features
+        self.numeric = [False] * n_features
+        numeric, values, masks = [], [], []
         for f, column in enumerate(columns):
-            values, missing = _missing_and_check(column, f)
-            present = values[~missing] if missing.any() else values
+            integers = _integer_values(column, f)
+            if integers is not None:
+                numeric.append(f)
+                values.append(integers[0])
+                masks.append(integers[1])
+                continue
+            objects, missing = _object_values(column, f)
+            present = objects[~missing]
             try:
                 uniques = pd.unique(present)
-                order = np.argsort(uniques, kind="stable")
+                categories = uniques[np.argsort(uniques, kind="stable")]
             except TypeError as error:
                 raise ValueError(
                     f"feature {f} mixes values that cannot be ordered "
                     f"(e.g. numbers and strings): {error}"
                 ) from None
-            categories = uniques[order]
-            index = pd.Index(categories)
-            codes[f] = index.get_indexer(values)
+            codes[f] = pd.Index(categories).get_indexer(objects)
             codes[f][missing] = -1
-            self.categories.append(np.asarray(categories))
-            self._indexes.append(index)
+            self.categories[f] = np.asarray(categories)
+        if numeric:
+            block, mask = _stack(values, masks)
+            numeric_codes, flat, offsets = _core.factorize_integers(block, mask, n_threads)
+            codes[numeric] = numeric_codes
+            for i, f in enumerate(numeric):
+                categories = flat[offsets[i] : offsets[i + 1]]
+                self.categories[f] = (
+                    categories.astype(np.float64) if columns[f].dtype.kind == "f" else categories
+                )
+                self.numeric[f] = True
+        self._indexes = {}
         return codes
 
-    def transform(self, X, *, handle_unknown: str = "ignore") -> EncodedTable:
+    def transform(self, X, *, handle_unknown: str = "ignore", n_threads: int = 1) -> EncodedTable:
         """Codes ``X`` with the learned categories; unknown values become -1 (or an error)."""
         columns, names = _columns_of(X)
         _check_not_empty(columns)
         self.check_features(len(columns), names)
         codes = np.empty((len(columns), columns[0].shape[0]), dtype=np.int32)
-        unknown_any = []
+        numeric, values, masks = [], [], []
         for f, column in enumerate(columns):
-            values, missing = _missing_and_check(column, f)
-            codes[f] = self._indexes[f].get_indexer(values)
-            unknown = (codes[f] < 0) & ~missing
-            if unknown.any() and handle_unknown == "error":
-                examples = pd.unique(values[unknown])[:5]
+            integers = _integer_values(column, f) if self.numeric[f] else None
+            if integers is not None:
+                numeric.append(f)
+                values.append(integers[0])
+                masks.append(integers[1])
+                continue
+            objects, missing = _object_values(column, f)
+            codes[f] = self._index(f).get_indexer(objects)
+            codes[f][(codes[f] < 0) & ~missing] = -2
+            codes[f][missing] = -1
+        if numeric:
+            block, mask = _stack(values, masks)
+            flat = np.concatenate([self.categories[f].astype(np.int64) for f in numeric])
+            offsets = np.concatenate([[0], np.cumsum([len(self.categories[f]) for f in numeric])])
+            codes[numeric] = _core.encode_integers(
+                block, mask, flat, offsets.astype(int).tolist(), n_threads
+            )
+        unknown = codes == -2
+        if unknown.any():
+            if handle_unknown == "error":
+                f = int(np.flatnonzero(unknown.any(axis=1))[0])
+                examples = pd.unique(columns[f][unknown[f]])[:5]
                 raise ValueError(
                     f"Found unknown categories {list(examples)} in feature {f} during "
                     "transform (handle_unknown='error')"
                 )
-            codes[f][missing] = -1
-            unknown_any.append(unknown)
-        return EncodedTable(codes=codes, unknown=np.asarray(unknown_any))
+            codes[unknown] = -1
+        return EncodedTable(codes=codes)
+
+    def _index(self, f: int) -> pd.Index:
+        """A hash index of feature ``f``'s categories, built on first use."""
+        if f not in self._indexes:
+            self._indexes[f] = pd.Index(self.categories[f])
+        return self._indexes[f]
 
     def check_features(self, n_features: int, names: np.ndarray | None) -> None:
         """Raises unless the table has the training number (and names) of features."""
@@ -170,12 +235,8 @@ class CategoryEncoder:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("_indexes")
+        state["_indexes"] = {}
         return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._indexes = [pd.Index(c) for c in self.categories]
 
 
 def _check_not_empty(columns: list[np.ndarray]) -> None:

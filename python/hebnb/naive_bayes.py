@@ -161,8 +161,9 @@ class CategoricalNB(CategoricalClassifier):
         self
         """
         self._check_params()
+        threads = n_threads(self.n_jobs)
         encoder = CategoryEncoder()
-        codes = encoder.fit_transform(X)
+        codes = encoder.fit_transform(X, n_threads=threads)
         classes, labels = encode_labels(y, codes.shape[1])
         if classes.shape[0] < 2:
             raise ValueError(
@@ -170,7 +171,6 @@ class CategoricalNB(CategoricalClassifier):
             )
         weights = check_sample_weight(sample_weight, codes.shape[1])
         check_table_size(classes.shape[0], encoder.offsets[-1])
-        threads = n_threads(self.n_jobs)
         class_count, counts = _core.count_categories(
             codes, labels, weights, encoder.offsets, classes.shape[0], threads
         )
@@ -255,12 +255,13 @@ class CategoricalNB(CategoricalClassifier):
         return self._split(self._prior_mean)
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
-        encoded = self._encoder.transform(X, handle_unknown=self.handle_unknown)
+        threads = n_threads(self.n_jobs)
+        encoded = self._encoder.transform(X, handle_unknown=self.handle_unknown, n_threads=threads)
         return _core.joint_log_likelihood(
             encoded.codes,
             self._log_table,
             self.class_log_prior_,
             None,
             self._encoder.offsets,
-            n_threads(self.n_jobs),
+            threads,
         )
