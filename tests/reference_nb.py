@@ -26,7 +26,11 @@ def evidence_gradient(m, counts, mean):
     counts, mean = np.asarray(counts, float), np.asarray(mean, float)
     keep = counts > 0
     n, mu = counts[keep], mean[keep]
-    return digamma(m) - digamma(counts.sum() + m) + np.sum(mu * (digamma(n + m * mu) - digamma(m * mu)))
+    return (
+        digamma(m)
+        - digamma(counts.sum() + m)
+        + np.sum(mu * (digamma(n + m * mu) - digamma(m * mu)))
+    )
 
 
 def type2_concentration(counts, mean, low, high):
@@ -39,7 +43,11 @@ def type2_concentration(counts, mean, low, high):
         return high
     t = brentq(
         lambda t: evidence_gradient(np.exp(t), counts, mean),
-        np.log(low), np.log(high), xtol=1e-14, rtol=1e-15, maxiter=500,
+        np.log(low),
+        np.log(high),
+        xtol=1e-14,
+        rtol=1e-15,
+        maxiter=500,
     )
     return float(np.exp(t))
 
@@ -49,7 +57,11 @@ class ReferenceNB:
 
     def __init__(self, smoothing, alpha=1.0, m=None, min_count=10, bounds=(1e-2, 1e4)):
         self.smoothing, self.alpha, self.m, self.min_count, self.bounds = (
-            smoothing, alpha, m, min_count, bounds,
+            smoothing,
+            alpha,
+            m,
+            min_count,
+            bounds,
         )
 
     def fit(self, X, y, weights=None):

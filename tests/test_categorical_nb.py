@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize_scalar
-from sklearn.naive_bayes import CategoricalNB as SklearnCategoricalNB
-
 from hebnb import CategoricalNB
 from reference_nb import ReferenceNB, log_evidence, type2_concentration
+from scipy.optimize import minimize_scalar
+from sklearn.naive_bayes import CategoricalNB as SklearnCategoricalNB
 
 SMOOTHERS = ["laplace", "lidstone", "kt", "m-estimate", "target-encoding", "heb-u", "heb-m"]
 
@@ -60,7 +59,9 @@ def test_predict_proba_matches_reference(data, smoothing, weighted):
     np.testing.assert_allclose(
         model.predict_joint_log_proba(X_test), reference.joint_log_likelihood(X_test), rtol=1e-10
     )
-    np.testing.assert_allclose(model.predict_proba(X_test), reference.predict_proba(X_test), rtol=1e-10)
+    np.testing.assert_allclose(
+        model.predict_proba(X_test), reference.predict_proba(X_test), rtol=1e-10
+    )
     for f in range(X.shape[1]):
         np.testing.assert_allclose(model.feature_log_prob_[f], reference.tables[f], rtol=1e-10)
         np.testing.assert_array_equal(model.category_count_[f], reference.counts[f])
@@ -80,8 +81,9 @@ def test_concentrations_match_scipy_bounded_minimiser(data, smoothing):
                 continue
             n_interior += 1
             result = minimize_scalar(
-                lambda t: -log_evidence(np.exp(t), counts, mean),
-                bounds=(np.log(low), np.log(high)), method="bounded",
+                lambda t, counts=counts, mean=mean: -log_evidence(np.exp(t), counts, mean),
+                bounds=(np.log(low), np.log(high)),
+                method="bounded",
                 options={"xatol": 1e-12, "maxiter": 2000},
             )
             best = np.exp(result.x)
@@ -139,12 +141,16 @@ def test_lidstone_tables_equal_scikit_learn(alpha):
     ours = CategoricalNB("lidstone", alpha=alpha).fit(X, y)
     theirs = SklearnCategoricalNB(alpha=alpha).fit(X, y)
     for f in range(5):
-        np.testing.assert_allclose(ours.feature_log_prob_[f], theirs.feature_log_prob_[f], rtol=1e-12)
+        np.testing.assert_allclose(
+            ours.feature_log_prob_[f], theirs.feature_log_prob_[f], rtol=1e-12
+        )
         np.testing.assert_array_equal(ours.category_count_[f], theirs.category_count_[f])
     if alpha == 1.0:
         laplace = CategoricalNB("laplace").fit(X, y)
         for f in range(5):
-            np.testing.assert_allclose(laplace.feature_log_prob_[f], theirs.feature_log_prob_[f], rtol=1e-12)
+            np.testing.assert_allclose(
+                laplace.feature_log_prob_[f], theirs.feature_log_prob_[f], rtol=1e-12
+            )
 
 
 def test_heb_u_with_k_concentration_is_laplace():
@@ -167,7 +173,9 @@ def test_heb_m_endpoints_are_mle_and_marginal():
         mle = counts / counts.sum(axis=1, keepdims=True)
         np.testing.assert_allclose(np.exp(tiny.feature_log_prob_[f]), mle, rtol=1e-8)
         marginal = counts.sum(axis=0) / counts.sum()
-        np.testing.assert_allclose(np.exp(huge.feature_log_prob_[f]), np.tile(marginal, (2, 1)), rtol=1e-6)
+        np.testing.assert_allclose(
+            np.exp(huge.feature_log_prob_[f]), np.tile(marginal, (2, 1)), rtol=1e-6
+        )
 
 
 @pytest.mark.parametrize("smoothing", SMOOTHERS)

@@ -10,10 +10,12 @@ mutates the caller's data.
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core
@@ -23,12 +25,27 @@ MAX_TABLE_CELLS = 2**31
 
 
 def _columns_of(X) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """Splits a 2-D table into 1-D columns and returns the column names of a DataFrame."""
+    """Splits a 2-D table into 1-D columns and returns the column names of a DataFrame.
+
+    Raises on a table without rows or without columns.
+    """
+    columns, names, n_rows = _split_columns(X)
+    if n_rows == 0:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape=(0, {len(columns)})) while a minimum of 1 "
+            "is required."
+        )
+    if not columns:
+        raise ValueError(f"0 feature(s) (shape=({n_rows}, 0)) while a minimum of 1 is required.")
+    return columns, names
+
+
+def _split_columns(X) -> tuple[list[np.ndarray], np.ndarray | None, int]:
     if isinstance(X, pd.DataFrame):
         names = np.asarray([str(c) for c in X.columns], dtype=object)
         if not all(isinstance(c, str) for c in X.columns):
             names = None
-        return [_column_array(X.iloc[:, j]) for j in range(X.shape[1])], names
+        return [_column_array(X.iloc[:, j]) for j in range(X.shape[1])], names, X.shape[0]
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: categorical features must be dense")
     array = X if isinstance(X, np.ndarray) else np.asarray(X, dtype=None)
@@ -37,13 +54,13 @@ def _columns_of(X) -> tuple[list[np.ndarray], np.ndarray | None]:
         array = np.asarray(X, dtype=object)
     if array.ndim != 2:
         raise ValueError(
-            f"Expected 2D array, got {array.ndim}D array instead: reshape your data with "
-            "array.reshape(-1, 1) if it has a single feature or array.reshape(1, -1) if "
-            "it holds a single sample."
+            f"Expected 2D array, got {array.ndim}D array instead. Reshape your data either "
+            "using array.reshape(-1, 1) if your data has a single feature or "
+            "array.reshape(1, -1) if it contains a single sample."
         )
     if array.dtype.kind == "c":
         raise ValueError("Complex data not supported")
-    return [array[:, j] for j in range(array.shape[1])], None
+    return [array[:, j] for j in range(array.shape[1])], None, array.shape[0]
 
 
 def _column_array(series: pd.Series) -> np.ndarray:
@@ -137,7 +154,6 @@ class CategoryEncoder:
     def fit_transform(self, X, *, n_threads: int = 1) -> np.ndarray:
         """Learns the categories of ``X`` and returns its codes ``(F, S)``."""
         columns, self.feature_names = _columns_of(X)
-        _check_not_empty(columns)
         n_features, n_rows = len(columns), columns[0].shape[0]
         codes = np.empty((n_features, n_rows), dtype=np.int32)
         self.categories = [np.empty(0)] * n_features
@@ -176,11 +192,15 @@ class CategoryEncoder:
         self._indexes = {}
         return codes
 
-    def transform(self, X, *, handle_unknown: str = "ignore", n_threads: int = 1) -> EncodedTable:
-        """Codes ``X`` with the learned categories; unknown values become -1 (or an error)."""
+    def transform(
+        self, X, *, handle_unknown: str = "ignore", n_threads: int = 1, owner: str = "the estimator"
+    ) -> EncodedTable:
+        """Codes ``X`` with the learned categories; unknown values become -1 (or an error).
+
+        ``owner`` names the estimator in error messages.
+        """
         columns, names = _columns_of(X)
-        _check_not_empty(columns)
-        self.check_features(len(columns), names)
+        self.check_features(len(columns), names, owner)
         codes = np.empty((len(columns), columns[0].shape[0]), dtype=np.int32)
         numeric, values, masks = [], [], []
         for f, column in enumerate(columns):
@@ -205,9 +225,9 @@ class CategoryEncoder:
         if unknown.any():
             if handle_unknown == "error":
                 f = int(np.flatnonzero(unknown.any(axis=1))[0])
-                examples = pd.unique(columns[f][unknown[f]])[:5]
+                examples = pd.unique(columns[f][unknown[f]])[:5].tolist()
                 raise ValueError(
-                    f"Found unknown categories {list(examples)} in feature {f} during "
+                    f"Found unknown categories {examples} in feature {f} during "
                     "transform (handle_unknown='error')"
                 )
             codes[unknown] = -1
@@ -219,19 +239,19 @@ class CategoryEncoder:
             self._indexes[f] = pd.Index(self.categories[f])
         return self._indexes[f]
 
-    def check_features(self, n_features: int, names: np.ndarray | None) -> None:
+    def check_features(self, n_features: int, names: np.ndarray | None, owner: str) -> None:
         """Raises unless the table has the training number (and names) of features."""
         if n_features != len(self.categories):
             raise ValueError(
-                f"X has {n_features} features, but the estimator is expecting "
+                f"X has {n_features} features, but {owner} is expecting "
                 f"{len(self.categories)} features as input."
             )
-        if self.feature_names is not None and names is not None:
-            if not np.array_equal(names, self.feature_names):
-                raise ValueError(
-                    "The feature names should match those that were passed during fit: "
-                    f"expected {list(self.feature_names)}, got {list(names)}"
-                )
+        named = self.feature_names is not None and names is not None
+        if named and not np.array_equal(names, self.feature_names):
+            raise ValueError(
+                "The feature names should match those that were passed during fit: "
+                f"expected {list(self.feature_names)}, got {list(names)}"
+            )
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -239,24 +259,17 @@ class CategoryEncoder:
         return state
 
 
-def _check_not_empty(columns: list[np.ndarray]) -> None:
-    if not columns:
-        raise ValueError("0 feature(s) (shape=(n, 0)) while a minimum of 1 is required.")
-    if columns[0].shape[0] == 0:
-        raise ValueError(
-            f"Found array with 0 sample(s) (shape=(0, {len(columns)})) while a minimum of 1 "
-            "is required."
-        )
-
-
 def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted class labels and the class index of every row; rejects missing labels."""
     y = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
     if y.ndim == 2 and y.shape[1] == 1:
-        raise ValueError(
-            "y should be a 1d array, got an array of shape "
-            f"{y.shape} instead: use y.ravel() to pass a column vector"
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change the "
+            "shape of y to (n_samples,), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=3,
         )
+        y = y.ravel()
     if y.ndim != 1:
         raise ValueError(f"y should be a 1d array, got an array of shape {y.shape} instead.")
     if y.shape[0] != n_samples:

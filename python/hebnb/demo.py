@@ -19,11 +19,20 @@ def demo_datasets(seed: int = 0):
     """The demo's datasets: name -> (X, y). Both built in, no download."""
     digits = load_digits()
     synthetic = make_high_cardinality(
-        n_samples=30_000, n_features=12, n_classes=3, max_cardinality=20_000,
-        class_dispersion=0.3, random_state=seed,
+        n_samples=30_000,
+        n_features=12,
+        n_classes=3,
+        max_cardinality=20_000,
+        class_dispersion=0.3,
+        random_state=seed,
     )
-    return {"digits (64 features, 17 values, 10 classes)": (digits.data.astype(np.int64), digits.target),
-            "synthetic high-cardinality (12 features, up to 20,000 values)": synthetic}
+    return {
+        "digits (64 features, 17 values, 10 classes)": (
+            digits.data.astype(np.int64),
+            digits.target,
+        ),
+        "synthetic high-cardinality (12 features, up to 20,000 values)": synthetic,
+    }
 
 
 def evaluate(X, y, smoothing: str, seed: int = 0) -> dict:

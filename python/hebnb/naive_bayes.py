@@ -196,8 +196,14 @@ class CategoricalNB(CategoricalClassifier):
         if self.smoothing in EMPIRICAL_BAYES:
             low, high = check_bounds(self.concentration_bounds)
             concentration, log_evidence, n_iter, converged = _core.fit_concentrations(
-                self._counts, self.class_count_, mean, offsets, float(self.min_count),
-                low, high, threads,
+                self._counts,
+                self.class_count_,
+                mean,
+                offsets,
+                float(self.min_count),
+                low,
+                high,
+                threads,
             )
             if not converged.all():
                 warnings.warn(
@@ -256,7 +262,9 @@ class CategoricalNB(CategoricalClassifier):
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
         threads = n_threads(self.n_jobs)
-        encoded = self._encoder.transform(X, handle_unknown=self.handle_unknown, n_threads=threads)
+        encoded = self._encoder.transform(
+            X, handle_unknown=self.handle_unknown, n_threads=threads, owner=type(self).__name__
+        )
         return _core.joint_log_likelihood(
             encoded.codes,
             self._log_table,

@@ -1,0 +1,97 @@
+"""Bad input gets a clear Python exception naming the problem, never a crash."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hebnb import CategoricalNB
+from sklearn.exceptions import NotFittedError
+
+X = np.array([[0, 1], [1, 1], [2, 0], [0, 0]])
+y = np.array([0, 1, 0, 1])
+
+
+@pytest.mark.parametrize(
+    "X_bad, y_bad, weights, message",
+    [
+        (X, y[:3], None, "inconsistent numbers of samples"),
+        (X, y, np.ones(3), "sample_weight.shape"),
+        (X[:, 0], y, None, "Expected 2D array, got 1D"),
+        (X[:, :, None], y, None, "Expected 2D array, got 3D"),
+        (np.empty((0, 2)), np.empty(0), None, "0 sample"),
+        (np.empty((4, 0)), y, None, "0 feature"),
+        (X, np.zeros(4), None, "greater than one"),
+        (X, np.array([0.0, 1.0, np.nan, 1.0]), None, "missing labels"),
+        (X, np.array([0, 1, None, 1], dtype=object), None, "missing labels"),
+        (X, y, np.array([1.0, -1.0, 1.0, 1.0]), "Negative values"),
+        (X, y, np.array([1.0, np.nan, 1.0, 1.0]), "NaN or infinite"),
+        (X, y, np.array([1.0, np.inf, 1.0, 1.0]), "NaN or infinite"),
+        (X, y, np.zeros(4), "sums to zero"),
+        (X + 0.5, y, None, "fractional part"),
+        (np.array([[0, 1.5], [1, 2]], dtype=object), y[:2], None, "fractional part"),
+        (np.array([[np.inf], [1.0], [2.0], [1.0]]), y, None, "infinite"),
+        (X, np.array([0.5, 1.5, 0.25, 1.0]), None, "Unknown label type"),
+        (np.array([[1, "a"], ["b", 2]], dtype=object), y[:2], None, "cannot be ordered"),
+    ],
+)
+def test_fit_rejects(X_bad, y_bad, weights, message):
+    with pytest.raises(ValueError, match=message):
+        CategoricalNB().fit(X_bad, y_bad, sample_weight=weights)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"smoothing": "bogus"}, "smoothing must be one of"),
+        ({"smoothing": "lidstone", "alpha": 0.0}, "alpha must be"),
+        ({"alpha": -1.0}, "alpha must be"),
+        ({"m": 0.0}, "m must be"),
+        ({"m": np.nan}, "m must be"),
+        ({"min_count": -1}, "min_count must be"),
+        ({"concentration_bounds": (0.0, 10.0)}, "concentration_bounds"),
+        ({"concentration_bounds": (10.0, 1.0)}, "concentration_bounds"),
+        ({"concentration_bounds": (1.0, np.inf)}, "concentration_bounds"),
+        ({"concentration_bounds": 5}, "concentration_bounds"),
+        ({"handle_unknown": "skip"}, "handle_unknown must be"),
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"class_prior": [0.5, 0.2, 0.3]}, "Number of priors"),
+        ({"class_prior": [0.9, 0.3]}, "sum to 1"),
+    ],
+)
+def test_invalid_parameters_are_named(params, message):
+    with pytest.raises(ValueError, match=message):
+        CategoricalNB(**params).fit(X, y)
+
+
+def test_predict_checks_features_and_fitting():
+    with pytest.raises(NotFittedError):
+        CategoricalNB().predict(X)
+    model = CategoricalNB().fit(X, y)
+    with pytest.raises(ValueError, match="X has 3 features, but CategoricalNB is expecting 2"):
+        model.predict(np.zeros((2, 3), dtype=int))
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    named = CategoricalNB().fit(frame, y)
+    with pytest.raises(ValueError, match="feature names should match"):
+        named.predict(frame.rename(columns={"b": "z"}))
+    with pytest.raises(ValueError, match="fractional part"):
+        model.predict(X + 0.25)
+
+
+def test_cardinality_beyond_memory_is_a_memory_error(monkeypatch):
+    from hebnb import _encoding
+
+    monkeypatch.setattr(_encoding, "MAX_TABLE_CELLS", 10)
+    with pytest.raises(MemoryError, match="beyond what memory allows"):
+        CategoricalNB().fit(np.arange(12).reshape(-1, 1), np.arange(12) % 2)
+
+
+def test_core_rejects_bad_codes_with_value_error():
+    """The Rust kernels check what they are given: a bad code never reads out of bounds."""
+    from hebnb import _core
+
+    codes = np.array([[0, 5]], dtype=np.int32)
+    with pytest.raises(ValueError, match="category code 5 outside"):
+        _core.count_categories(codes, np.array([0, 1]), np.ones(2), [0, 2], 2, 1)
+    with pytest.raises(ValueError, match="class index 7"):
+        _core.count_categories(codes * 0, np.array([0, 7]), np.ones(2), [0, 2], 2, 1)

@@ -1,0 +1,112 @@
+"""scikit-learn conventions: conformance checks, pickling, cloning, thread invariance."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from hebnb import CategoricalNB
+from hebnb.datasets import make_high_cardinality
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+#: The scikit-learn checks that cannot apply, and why: each feeds continuous floats
+#: (fractional values), which are not categories. hebnb refuses them with a clear error
+#: instead of truncating them (bin numeric columns first). What these checks protect is
+#: tested below on categorical data: weights as repetitions
+#: (test_integer_weights_equal_repeated_rows), one class left after weighting
+#: (test_zero_weight_class_is_kept), negative category codes (test_negative_codes).
+CONTINUOUS_ONLY_CHECKS = {
+    "check_positive_only_tag_during_fit": "continuous floats are not categories",
+    "check_sample_weight_equivalence_on_dense_data": "continuous floats are not categories",
+    "check_classifiers_one_label_sample_weights": "continuous floats are not categories",
+}
+
+
+@parametrize_with_checks(
+    [CategoricalNB(), CategoricalNB("laplace")],
+    expected_failed_checks=lambda estimator: CONTINUOUS_ONLY_CHECKS,
+)
+def test_scikit_learn_conformance(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_high_cardinality(3_000, 6, n_classes=3, max_cardinality=300, random_state=1)
+    return X, y
+
+
+@pytest.mark.parametrize("smoothing", ["heb-m", "heb-u", "laplace", "m-estimate"])
+def test_integer_weights_equal_repeated_rows(data, smoothing):
+    X, y = data
+    weights = np.random.default_rng(0).integers(0, 4, size=len(y))
+    weighted = CategoricalNB(smoothing).fit(X, y, sample_weight=weights)
+    repeated = CategoricalNB(smoothing).fit(np.repeat(X, weights, axis=0), np.repeat(y, weights))
+    # categories seen only with weight 0 are still categories (SPEC): compare on the rest
+    kept = [np.isin(weighted.categories_[f], repeated.categories_[f]) for f in range(X.shape[1])]
+    for f in range(X.shape[1]):
+        np.testing.assert_array_equal(
+            weighted.category_count_[f][:, kept[f]], repeated.category_count_[f]
+        )
+    if smoothing in ("heb-m", "m-estimate"):  # pooled means ignore zero-weight categories
+        np.testing.assert_allclose(weighted.concentration_, repeated.concentration_, rtol=1e-12)
+        np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X), rtol=1e-10)
+
+
+def test_zero_weight_class_is_kept():
+    X = np.array([[0], [1], [1], [0]])
+    y = np.array([0, 1, 1, 2])
+    model = CategoricalNB().fit(X, y, sample_weight=[1.0, 1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(model.classes_, [0, 1, 2])
+    np.testing.assert_array_equal(model.class_count_, [1.0, 2.0, 0.0])
+    assert np.all(np.isfinite(model.predict_log_proba(X)))
+
+
+def test_negative_codes():
+    X = np.array([[-3, -1], [-3, 5], [7, -1], [7, 5]] * 5)
+    y = np.array([0, 1, 1, 0] * 5)
+    model = CategoricalNB("laplace").fit(X, y)
+    np.testing.assert_array_equal(model.categories_[0], [-3, 7])
+    np.testing.assert_allclose(
+        model.predict_proba(X), CategoricalNB("laplace").fit(X + 10, y).predict_proba(X + 10)
+    )
+
+
+def test_pickle_round_trip_and_clone(data):
+    X, y = data
+    model = CategoricalNB(n_jobs=2).fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+    np.testing.assert_array_equal(restored.concentration_, model.concentration_)
+    for f in range(X.shape[1]):
+        np.testing.assert_array_equal(restored.categories_[f], model.categories_[f])
+    fresh = clone(model)
+    assert fresh.get_params() == model.get_params()
+    assert not hasattr(fresh, "classes_")
+    np.testing.assert_array_equal(fresh.fit(X, y).predict_proba(X), model.predict_proba(X))
+
+
+@pytest.mark.parametrize("smoothing", ["heb-m", "heb-u", "laplace"])
+def test_thread_count_does_not_change_results(data, smoothing):
+    X, y = data
+    one = CategoricalNB(smoothing, n_jobs=1).fit(X, y)
+    two = CategoricalNB(smoothing, n_jobs=2).fit(X, y)
+    every = CategoricalNB(smoothing, n_jobs=-1).fit(X, y)
+    for other in (two, every):
+        np.testing.assert_array_equal(other.concentration_, one.concentration_)
+        np.testing.assert_array_equal(
+            other.predict_joint_log_proba(X), one.predict_joint_log_proba(X)
+        )
+        np.testing.assert_array_equal(other.predict_proba(X), one.predict_proba(X))
+
+
+def test_solver_diagnostics(data):
+    X, y = data
+    model = CategoricalNB().fit(X, y)
+    assert model.converged_.all()
+    assert model.n_iter_.shape == model.concentration_.shape == (3, 6)
+    low, high = model.concentration_bounds
+    assert np.all((model.concentration_ >= low) & (model.concentration_ <= high))
+    assert np.all(np.isfinite(model.log_evidence_))
