@@ -1,12 +1,10 @@
 //! Category encoding of integer-valued columns: each feature's categories are its sorted
 //! distinct non-missing values, and a value's code is its rank among them.
 //!
-//! Columns are independent, so they are factorised in parallel; a hash map per column
-//! finds the distinct values in one pass, and encoding against known categories is a
-//! binary search. This is what makes very wide tables (thousands of columns) and very
+//! Columns are independent, so they are factorised in parallel. Values in a range of at
+//! most [`DIRECT_RANGE`] are ranked through a direct lookup array (one read per value);
+//! wider ranges use a hash set to find the categories and bisection to rank values. This is what makes very wide tables (thousands of columns) and very
 //! long ones cheap to encode; non-integer columns are encoded on the Python side.
-
-use std::collections::HashMap;
 
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
@@ -17,6 +15,71 @@ use crate::error::{HebError, Result};
 pub const MISSING: i32 = -1;
 /// Code of a present value that is not among the known categories.
 pub const UNKNOWN: i32 = -2;
+
+/// Widest value range (max - min + 1) coded through a direct lookup array instead of a
+/// hash map: 4 Mi entries, 16 MiB of `i32`. Most integer categories are dense ranges
+/// (codes `0..K`, bins, small IDs), where the array makes each value one memory read.
+const DIRECT_RANGE: i64 = 1 << 22;
+
+/// Maps the values of one feature to ranks among its sorted categories.
+enum RankLookup {
+    /// `ranks[v - min]`, -2 where `v` is not a category.
+    Direct { min: i64, ranks: Vec<i32> },
+    /// Sorted categories, searched by bisection.
+    Sorted(Vec<i64>),
+}
+
+impl RankLookup {
+    /// Lookup for sorted distinct `categories`.
+    fn new(categories: &[i64]) -> Self {
+        match (categories.first(), categories.last()) {
+            (Some(&min), Some(&max)) if max.abs_diff(min) < DIRECT_RANGE as u64 => {
+                let mut ranks = vec![UNKNOWN; (max - min + 1) as usize];
+                for (rank, &v) in categories.iter().enumerate() {
+                    ranks[(v - min) as usize] = rank as i32;
+                }
+                RankLookup::Direct { min, ranks }
+            }
+            _ => RankLookup::Sorted(categories.to_vec()),
+        }
+    }
+
+    fn rank(&self, v: i64) -> i32 {
+        match self {
+            RankLookup::Direct { min, ranks } => {
+                let offset = v.wrapping_sub(*min);
+                if (0..ranks.len() as i64).contains(&offset) {
+                    ranks[offset as usize]
+                } else {
+                    UNKNOWN
+                }
+            }
+            RankLookup::Sorted(sorted) => sorted.binary_search(&v).map_or(UNKNOWN, |k| k as i32),
+        }
+    }
+}
+
+/// Sorted distinct present values of one feature.
+fn distinct_sorted(values: impl Iterator<Item = i64> + Clone) -> Vec<i64> {
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    for v in values.clone() {
+        min = min.min(v);
+        max = max.max(v);
+    }
+    if min <= max && max.abs_diff(min) < DIRECT_RANGE as u64 {
+        let mut seen = vec![false; (max - min + 1) as usize];
+        for v in values {
+            seen[(v - min) as usize] = true;
+        }
+        return (min..=max).filter(|v| seen[(v - min) as usize]).collect();
+    }
+    let mut distinct: Vec<i64> = values
+        .collect::<std::collections::HashSet<i64>>()
+        .into_iter()
+        .collect();
+    distinct.sort_unstable();
+    distinct
+}
 
 /// Categories of all features side by side: feature f's are `values[offsets[f]..offsets[f+1]]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,33 +124,32 @@ pub fn factorize(
         .map(|f| {
             let row = values.row(f);
             let mask = missing.as_ref().map(|m| m.row(f));
-            let is_missing = |s: usize| mask.is_some_and(|m| m[s]);
-            let mut first_seen: HashMap<i64, u32> = HashMap::new();
-            let mut provisional = vec![MISSING; n_rows];
-            for (s, &v) in row.iter().enumerate() {
-                if is_missing(s) {
-                    continue;
-                }
-                let next = first_seen.len() as u32;
-                provisional[s] = *first_seen.entry(v).or_insert(next) as i32;
-            }
-            if first_seen.len() > i32::MAX as usize {
+            let is_missing = |s: usize| mask.as_ref().is_some_and(|m| m[s]);
+            let present = row
+                .iter()
+                .enumerate()
+                .filter(|&(s, _)| !is_missing(s))
+                .map(|(_, &v)| v);
+            let categories = distinct_sorted(present);
+            if categories.len() > i32::MAX as usize {
                 return Err(HebError::InvalidParameter(format!(
                     "feature {f} has more than {} categories",
                     i32::MAX
                 )));
             }
-            let mut sorted: Vec<(i64, u32)> = first_seen.into_iter().collect();
-            sorted.sort_unstable();
-            let mut rank = vec![0_i32; sorted.len()];
-            for (r, &(_, seen)) in sorted.iter().enumerate() {
-                rank[seen as usize] = r as i32;
-            }
-            let codes = provisional
-                .into_iter()
-                .map(|p| if p < 0 { p } else { rank[p as usize] })
+            let lookup = RankLookup::new(&categories);
+            let codes = row
+                .iter()
+                .enumerate()
+                .map(|(s, &v)| {
+                    if is_missing(s) {
+                        MISSING
+                    } else {
+                        lookup.rank(v)
+                    }
+                })
                 .collect();
-            Ok((codes, sorted.into_iter().map(|(v, _)| v).collect()))
+            Ok((codes, categories))
         })
         .collect::<Result<_>>()?;
     let mut offsets = vec![0];
@@ -128,16 +190,17 @@ pub fn encode(
         .into_par_iter()
         .map(|f| {
             let known = &categories.values[categories.offsets[f]..categories.offsets[f + 1]];
+            let lookup = RankLookup::new(known);
             let mask = missing.as_ref().map(|m| m.row(f));
             values
                 .row(f)
                 .iter()
                 .enumerate()
-                .map(|(s, v)| {
-                    if mask.is_some_and(|m| m[s]) {
+                .map(|(s, &v)| {
+                    if mask.as_ref().is_some_and(|m| m[s]) {
                         MISSING
                     } else {
-                        known.binary_search(v).map_or(UNKNOWN, |k| k as i32)
+                        lookup.rank(v)
                     }
                 })
                 .collect()
@@ -159,6 +222,17 @@ mod tests {
         assert_eq!(categories.values, vec![-5, 7, 30, 1, 2]);
         assert_eq!(categories.offsets, vec![0, 3, 5]);
         assert_eq!(codes, array![[2, 0, 2, 1], [0, 0, 1, -1]]);
+    }
+
+    #[test]
+    fn wide_ranges_use_the_sorted_lookup_and_agree() {
+        let values = array![[i64::MIN, 5, i64::MAX, 5, -7]];
+        let (codes, categories) = factorize(values.view(), None).unwrap();
+        assert_eq!(categories.values, vec![i64::MIN, -7, 5, i64::MAX]);
+        assert_eq!(codes, array![[0, 2, 3, 2, 1]]);
+        let unseen = array![[6, i64::MAX, -7]];
+        let coded = encode(unseen.view(), None, &categories).unwrap();
+        assert_eq!(coded, array![[UNKNOWN, 3, 1]]);
     }
 
     #[test]

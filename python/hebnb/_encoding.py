@@ -142,6 +142,7 @@ class CategoryEncoder:
         self.numeric: list[bool] = []
         self.feature_names: np.ndarray | None = None
         self._indexes: dict[int, pd.Index] = {}
+        self._integer_cache: dict[tuple[int, ...], tuple[np.ndarray, list[int]]] = {}
 
     @property
     def cardinalities(self) -> list[int]:
@@ -189,7 +190,7 @@ class CategoryEncoder:
                     categories.astype(np.float64) if columns[f].dtype.kind == "f" else categories
                 )
                 self.numeric[f] = True
-        self._indexes = {}
+        self._indexes, self._integer_cache = {}, {}
         return codes
 
     def transform(
@@ -216,11 +217,8 @@ class CategoryEncoder:
             codes[f][missing] = -1
         if numeric:
             block, mask = _stack(values, masks)
-            flat = np.concatenate([self.categories[f].astype(np.int64) for f in numeric])
-            offsets = np.concatenate([[0], np.cumsum([len(self.categories[f]) for f in numeric])])
-            codes[numeric] = _core.encode_integers(
-                block, mask, flat, offsets.astype(int).tolist(), n_threads
-            )
+            flat, offsets = self._integer_categories(tuple(numeric))
+            codes[numeric] = _core.encode_integers(block, mask, flat, offsets, n_threads)
         unknown = codes == -2
         if unknown.any():
             if handle_unknown == "error":
@@ -232,6 +230,14 @@ class CategoryEncoder:
                 )
             codes[unknown] = -1
         return EncodedTable(codes=codes)
+
+    def _integer_categories(self, features: tuple[int, ...]) -> tuple[np.ndarray, list[int]]:
+        """The int64 categories of ``features`` side by side and their offsets (cached)."""
+        if features not in self._integer_cache:
+            flat = np.concatenate([self.categories[f].astype(np.int64) for f in features])
+            sizes = [len(self.categories[f]) for f in features]
+            self._integer_cache[features] = (flat, [0, *np.cumsum(sizes).tolist()])
+        return self._integer_cache[features]
 
     def _index(self, f: int) -> pd.Index:
         """A hash index of feature ``f``'s categories, built on first use."""
@@ -255,7 +261,7 @@ class CategoryEncoder:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_indexes"] = {}
+        state["_indexes"], state["_integer_cache"] = {}, {}
         return state
 
 
