@@ -54,8 +54,8 @@ def compare(name, X, y, repeats, n_jobs=1):
     theirs = sklearn_model(X)
     fit_ours, _ = best_time(lambda: ours.fit(X, y), repeats)
     fit_theirs, _ = best_time(lambda: theirs.fit(X, y), repeats)
-    proba_ours, p_ours = best_time(lambda: ours.predict_proba(X), repeats)
-    proba_theirs, p_theirs = best_time(lambda: theirs.predict_proba(X), repeats)
+    proba_ours, _ = best_time(lambda: ours.predict_proba(X), repeats)
+    proba_theirs, _ = best_time(lambda: theirs.predict_proba(X), repeats)
     return {
         "data": name,
         "rows": X.shape[0],

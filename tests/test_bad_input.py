@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hebnb import CategoricalNB
 from sklearn.exceptions import NotFittedError
+
+from hebnb import CategoricalNB
 
 X = np.array([[0, 1], [1, 1], [2, 0], [0, 0]])
 y = np.array([0, 1, 0, 1])

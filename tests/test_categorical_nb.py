@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hebnb import CategoricalNB
-from reference_nb import ReferenceNB, log_evidence, type2_concentration
 from scipy.optimize import minimize_scalar
 from sklearn.naive_bayes import CategoricalNB as SklearnCategoricalNB
+
+from hebnb import CategoricalNB
+from reference_nb import ReferenceNB, log_evidence, type2_concentration
 
 SMOOTHERS = ["laplace", "lidstone", "kt", "m-estimate", "target-encoding", "heb-u", "heb-m"]
 

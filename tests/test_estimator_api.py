@@ -6,10 +6,11 @@ import pickle
 
 import numpy as np
 import pytest
-from hebnb import CategoricalNB
-from hebnb.datasets import make_high_cardinality
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from hebnb import CategoricalNB
+from hebnb.datasets import make_high_cardinality
 
 #: The scikit-learn checks that cannot apply, and why: each feeds continuous floats
 #: (fractional values), which are not categories. hebnb refuses them with a clear error
