@@ -17,9 +17,18 @@ pub const MISSING: i32 = -1;
 pub const UNKNOWN: i32 = -2;
 
 /// Widest value range (max - min + 1) coded through a direct lookup array instead of a
-/// hash map: 4 Mi entries, 16 MiB of `i32`. Most integer categories are dense ranges
-/// (codes `0..K`, bins, small IDs), where the array makes each value one memory read.
-const DIRECT_RANGE: i64 = 1 << 22;
+/// hash set or bisection: 4 Mi entries, 16 MiB of `i32`. Most integer categories are
+/// dense ranges (codes `0..K`, bins, small IDs), where the array makes each value one
+/// memory read. The array is only built when the range is also at most
+/// [`DIRECT_PER_ROW`] times the number of rows to code, so that filling it never costs
+/// more than the lookups it saves (predicting a handful of rows stays cheap).
+const DIRECT_RANGE: u64 = 1 << 22;
+const DIRECT_PER_ROW: u64 = 4;
+
+fn use_direct(min: i64, max: i64, n_rows: usize) -> bool {
+    let range = max.abs_diff(min);
+    range < DIRECT_RANGE && range < DIRECT_PER_ROW * (n_rows as u64).max(64)
+}
 
 /// Maps the values of one feature to ranks among its sorted categories.
 enum RankLookup {
@@ -30,10 +39,10 @@ enum RankLookup {
 }
 
 impl RankLookup {
-    /// Lookup for sorted distinct `categories`.
-    fn new(categories: &[i64]) -> Self {
+    /// Lookup for sorted distinct `categories`, to code `n_rows` values.
+    fn new(categories: &[i64], n_rows: usize) -> Self {
         match (categories.first(), categories.last()) {
-            (Some(&min), Some(&max)) if max.abs_diff(min) < DIRECT_RANGE as u64 => {
+            (Some(&min), Some(&max)) if use_direct(min, max, n_rows) => {
                 let mut ranks = vec![UNKNOWN; (max - min + 1) as usize];
                 for (rank, &v) in categories.iter().enumerate() {
                     ranks[(v - min) as usize] = rank as i32;
@@ -59,14 +68,14 @@ impl RankLookup {
     }
 }
 
-/// Sorted distinct present values of one feature.
-fn distinct_sorted(values: impl Iterator<Item = i64> + Clone) -> Vec<i64> {
+/// Sorted distinct present values of one feature with `n_rows` rows.
+fn distinct_sorted(values: impl Iterator<Item = i64> + Clone, n_rows: usize) -> Vec<i64> {
     let (mut min, mut max) = (i64::MAX, i64::MIN);
     for v in values.clone() {
         min = min.min(v);
         max = max.max(v);
     }
-    if min <= max && max.abs_diff(min) < DIRECT_RANGE as u64 {
+    if min <= max && use_direct(min, max, n_rows) {
         let mut seen = vec![false; (max - min + 1) as usize];
         for v in values {
             seen[(v - min) as usize] = true;
@@ -130,14 +139,14 @@ pub fn factorize(
                 .enumerate()
                 .filter(|&(s, _)| !is_missing(s))
                 .map(|(_, &v)| v);
-            let categories = distinct_sorted(present);
+            let categories = distinct_sorted(present, n_rows);
             if categories.len() > i32::MAX as usize {
                 return Err(HebError::InvalidParameter(format!(
                     "feature {f} has more than {} categories",
                     i32::MAX
                 )));
             }
-            let lookup = RankLookup::new(&categories);
+            let lookup = RankLookup::new(&categories, n_rows);
             let codes = row
                 .iter()
                 .enumerate()
@@ -190,7 +199,7 @@ pub fn encode(
         .into_par_iter()
         .map(|f| {
             let known = &categories.values[categories.offsets[f]..categories.offsets[f + 1]];
-            let lookup = RankLookup::new(known);
+            let lookup = RankLookup::new(known, values.ncols());
             let mask = missing.as_ref().map(|m| m.row(f));
             values
                 .row(f)

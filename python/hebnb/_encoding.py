@@ -45,7 +45,7 @@ def _split_columns(X) -> tuple[list[np.ndarray], np.ndarray | None, int]:
         names = np.asarray([str(c) for c in X.columns], dtype=object)
         if not all(isinstance(c, str) for c in X.columns):
             names = None
-        return [_column_array(X.iloc[:, j]) for j in range(X.shape[1])], names, X.shape[0]
+        return [_column_array(column) for _, column in X.items()], names, X.shape[0]
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: categorical features must be dense")
     array = X if isinstance(X, np.ndarray) else np.asarray(X, dtype=None)
@@ -97,6 +97,27 @@ def _integer_values(column: np.ndarray, feature: int):
     if present.size and np.abs(present).max() >= 2.0**63:
         return None
     return np.where(missing, 0.0, column).astype(np.int64), (missing if missing.any() else None)
+
+
+def _integer_block(X) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """Feature-major ``(F, S)`` int64 values and missing mask of a numeric 2-D array in one
+    transposing copy, or None when ``X`` is not such an array (then columns go one by one)."""
+    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "iuf" and X.size):
+        return None
+    if X.dtype.kind == "u" and X.dtype.itemsize == 8 and X.max() > np.iinfo(np.int64).max:
+        return None
+    if X.dtype.kind in "iu":
+        return np.ascontiguousarray(X.T, dtype=np.int64), None
+    values = np.ascontiguousarray(X.T)
+    missing = np.isnan(values)
+    present = values[~missing] if missing.any() else values
+    if not np.all(np.isfinite(present)) or np.any(present != np.floor(present)):
+        for f in range(X.shape[1]):
+            _integer_values(X[:, f], f)  # raises, naming the first offending feature
+    if present.size and np.abs(present).max() >= 2.0**63:
+        return None
+    block = np.where(missing, 0.0, values).astype(np.int64)
+    return block, (missing if missing.any() else None)
 
 
 def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +177,17 @@ class CategoryEncoder:
         """Learns the categories of ``X`` and returns its codes ``(F, S)``."""
         columns, self.feature_names = _columns_of(X)
         n_features, n_rows = len(columns), columns[0].shape[0]
+        block = _integer_block(X)
+        if block is not None:
+            codes, flat, offsets = _core.factorize_integers(*block, n_threads)
+            as_float = X.dtype.kind == "f"
+            self.categories = [
+                flat[offsets[f] : offsets[f + 1]].astype(np.float64 if as_float else np.int64)
+                for f in range(n_features)
+            ]
+            self.numeric = [True] * n_features
+            self._indexes, self._integer_cache = {}, {}
+            return codes
         codes = np.empty((n_features, n_rows), dtype=np.int32)
         self.categories = [np.empty(0)] * n_features
         self.numeric = [False] * n_features
@@ -202,6 +234,11 @@ class CategoryEncoder:
         """
         columns, names = _columns_of(X)
         self.check_features(len(columns), names, owner)
+        block = _integer_block(X) if all(self.numeric) else None
+        if block is not None:
+            flat, offsets = self._integer_categories(tuple(range(len(columns))))
+            codes = _core.encode_integers(*block, flat, offsets, n_threads)
+            return EncodedTable(codes=self._resolve_unknown(codes, columns, handle_unknown))
         codes = np.empty((len(columns), columns[0].shape[0]), dtype=np.int32)
         numeric, values, masks = [], [], []
         for f, column in enumerate(columns):
@@ -219,6 +256,11 @@ class CategoryEncoder:
             block, mask = _stack(values, masks)
             flat, offsets = self._integer_categories(tuple(numeric))
             codes[numeric] = _core.encode_integers(block, mask, flat, offsets, n_threads)
+        return EncodedTable(codes=self._resolve_unknown(codes, columns, handle_unknown))
+
+    @staticmethod
+    def _resolve_unknown(codes: np.ndarray, columns, handle_unknown: str) -> np.ndarray:
+        """Unknown values (code -2) become -1 (skipped), or an error naming them."""
         unknown = codes == -2
         if unknown.any():
             if handle_unknown == "error":
@@ -229,7 +271,7 @@ class CategoryEncoder:
                     "transform (handle_unknown='error')"
                 )
             codes[unknown] = -1
-        return EncodedTable(codes=codes)
+        return codes
 
     def _integer_categories(self, features: tuple[int, ...]) -> tuple[np.ndarray, list[int]]:
         """The int64 categories of ``features`` side by side and their offsets (cached)."""

@@ -1,0 +1,55 @@
+"""Type stubs of the compiled core (src/python.rs). Arrays are numpy arrays; codes are
+feature-major (F, S) int32 with -1 for a missing or unknown value."""
+
+import numpy as np
+import numpy.typing as npt
+
+def factorize_integers(
+    values: npt.NDArray[np.int64], missing: npt.NDArray[np.bool_] | None, n_jobs: int
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], list[int]]: ...
+def encode_integers(
+    values: npt.NDArray[np.int64],
+    missing: npt.NDArray[np.bool_] | None,
+    categories: npt.NDArray[np.int64],
+    offsets: list[int],
+    n_jobs: int,
+) -> npt.NDArray[np.int32]: ...
+def count_categories(
+    codes: npt.NDArray[np.int32],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    offsets: list[int],
+    n_classes: int,
+    n_jobs: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def prior_mean(
+    counts: npt.NDArray[np.float64], offsets: list[int], kind: str
+) -> npt.NDArray[np.float64]: ...
+def fit_concentrations(
+    counts: npt.NDArray[np.float64],
+    class_totals: npt.NDArray[np.float64],
+    prior_mean: npt.NDArray[np.float64],
+    offsets: list[int],
+    min_count: float,
+    min_concentration: float,
+    max_concentration: float,
+    n_jobs: int,
+) -> tuple[
+    npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.bool_]
+]: ...
+def log_probability_table(
+    counts: npt.NDArray[np.float64],
+    prior_mean: npt.NDArray[np.float64],
+    concentration: npt.NDArray[np.float64],
+    offsets: list[int],
+    n_jobs: int,
+) -> npt.NDArray[np.float64]: ...
+def joint_log_likelihood(
+    codes: npt.NDArray[np.int32],
+    log_table: npt.NDArray[np.float64],
+    class_log_prior: npt.NDArray[np.float64],
+    feature_weights: npt.NDArray[np.float64] | None,
+    offsets: list[int],
+    n_jobs: int,
+) -> npt.NDArray[np.float64]: ...
+def log_posterior(joint: npt.NDArray[np.float64], n_jobs: int) -> npt.NDArray[np.float64]: ...
