@@ -20,6 +20,7 @@
 //! assert_eq!(counts.class_totals, vec![1.0, 2.0]);
 //! ```
 
+pub mod aode;
 pub mod counts;
 pub mod encoding;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod evidence;
 pub mod gamma_differences;
 pub mod layout;
 pub mod naive_bayes;
+pub mod pair_counts;
 pub mod parallel;
 pub mod scoring;
 pub mod solver;

@@ -1,0 +1,589 @@
+//! AODE and HEB-AODE (SPEC eqs. 7-12, Algorithm 2, and the two-level prior).
+//!
+//! Scoring (eq. 7), averaged over the q qualifying super-parents so that the result is a
+//! joint probability estimate:
+//!
+//! ```text
+//! P(y, x) = 1/q sum over i with N_i(x_i) >= min_parent_count of
+//!           P(y, x_i) prod over j != i, x_j present and known, of P(x_j | y, x_i)
+//! ```
+//!
+//! and the Naive Bayes fallback when no super-parent qualifies. Child conditionals of the
+//! ordered pair (parent i, child j), from the sparse pair tables of [`crate::pair_counts`]:
+//!
+//! ```text
+//! P(x_j = v | y = c, x_i = u) = (N_{c,u,v} + m_{c,i,j} mu_{u,v}) / (N_{c,u} + m_{c,i,j})
+//! ```
+//!
+//! * Laplace AODE (eq. 9): `m = K_j` and the uniform mean `mu_{u,v} = 1/K_j`.
+//! * HEB-AODE, pooled prior (eqs. 10-11): `mu_{u,v} = mu_{j,v}`, the pooled marginal of
+//!   X_j, and `m_{c,i,j}` maximises the multi-document evidence whose documents are the
+//!   parent values u (fallback `m = K_j` when `max_u N^{(i)}_{c,u} < N0`).
+//! * HEB-AODE, two-level prior (SPEC "Beyond the paper"): `a_{i,j}` maximises the
+//!   evidence of the class-pooled tables `N_{u,v} = sum_c N_{c,u,v}` with mean `mu_j`;
+//!   then `mu_{u,v} = (N_{u,v} + a mu_{j,v}) / (N_u + a)` and `m_{c,i,j}` maximises the
+//!   evidence with that per-document mean.
+//!
+//! Every evidence is built from the non-zero cells only ([`EvidenceTerms`]) and maximised by
+//! the crate's one solver ([`maximise_evidence`]). Orientations capped by the memory cap
+//! (SPEC) use the Naive Bayes child `P(x_j | y)` instead.
+//!
+//! # What is stored
+//! For every stored cell and both orientations, `ln P(child | c, parent)` (an (nnz, 2, C)
+//! table); for every parent value of every orientation the "unseen cell" part
+//! `ln m + ln(two-level weight) - ln(N_{c,u} + m)`, to which the scorer adds `ln mu_{j,v}`.
+//! So scoring needs one binary search per unordered pair and row, and no logarithm.
+
+use ndarray::{Array2, Array3, ArrayView2};
+use rayon::prelude::*;
+
+use crate::counts::check_codes;
+use crate::error::{HebError, Result};
+use crate::evidence::EvidenceTerms;
+use crate::layout::FeatureLayout;
+use crate::pair_counts::{pair_row_offsets, pairs, PairTablesView};
+use crate::scoring;
+use crate::solver::{maximise_evidence, Solution, SolverSettings};
+
+/// How the child conditionals are smoothed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildSmoothing {
+    /// `m = K_j` toward the given child mean; with the uniform mean `1/K_j` this is
+    /// Laplace AODE (eq. 9).
+    Laplace,
+    /// Type-II ML `m_{c,i,j}` toward the pooled marginal of the child (eqs. 10-11).
+    HebPooled,
+    /// Type-II ML at two levels: class-pooled conditional, then class (SPEC two-level prior).
+    HebTwoLevel,
+}
+
+/// Parameters of the child fit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AodeSettings {
+    pub smoothing: ChildSmoothing,
+    /// `N0`: below this largest parent-value count of a class, `m = K_j` (SPEC).
+    pub min_count: f64,
+    pub solver: SolverSettings,
+}
+
+/// The fitted child conditionals of every ordered pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AodeFit {
+    /// `m_{c,i,j}`, shape (C, F, F); NaN on the diagonal and for capped orientations.
+    pub concentration: Array3<f64>,
+    /// `a_{i,j}` of the two-level prior, shape (F, F); NaN where not fitted.
+    pub pooled_concentration: Array2<f64>,
+    /// Log evidence at `m_{c,i,j}`, shape (C, F, F); NaN where not fitted (and for Laplace).
+    pub log_evidence: Array3<f64>,
+    /// Solver steps for `m_{c,i,j}` (0 where a rule decided), shape (C, F, F).
+    pub n_iter: Array3<i64>,
+    /// Whether each solve met its stopping rule, shape (C, F, F).
+    pub converged: Array3<bool>,
+    /// `ln P(child | c, parent)` of every stored cell, shape (nnz, 2, C): orientation 0 has
+    /// the pair's first feature as parent, orientation 1 the second.
+    pub cell_log_prob: Array3<f64>,
+    /// Per orientation and parent value, shape (sum over pairs of K_a + K_b, C): the log
+    /// probability of an unseen cell minus `ln mu_{j,v}`.
+    pub unseen_log_prob: Array2<f64>,
+}
+
+/// First row of each pair in the unseen-cell table (length P + 1): pair `(a, b)` owns
+/// `K_a` rows (parent a) followed by `K_b` rows (parent b).
+pub fn unseen_row_offsets(layout: &FeatureLayout) -> Vec<usize> {
+    let mut offsets = vec![0];
+    for (a, b) in pairs(layout.n_features()) {
+        let last = offsets.last().copied().unwrap_or(0);
+        offsets.push(last + layout.cardinality(a) + layout.cardinality(b));
+    }
+    offsets
+}
+
+/// Whether the orientation (parent i, child j) is capped, from a row-major F x F mask.
+fn is_capped(capped: &[bool], n_features: usize, parent: usize, child: usize) -> bool {
+    capped[parent * n_features + child]
+}
+
+/// One orientation of one pair while fitting.
+struct Orientation {
+    parent: usize,
+    child: usize,
+    /// 0: the parent is the pair's row feature; 1: its column feature.
+    side: usize,
+}
+
+/// Results of one pair, both orientations, before they are assembled.
+struct PairFit {
+    /// (orientation, class) -> solution; None where capped.
+    solutions: [Option<Vec<Solution>>; 2],
+    pooled: [Option<f64>; 2],
+    /// (cells, 2, C) flat.
+    cell_log_prob: Vec<f64>,
+    /// (K_a + K_b, C) flat.
+    unseen_log_prob: Vec<f64>,
+}
+
+/// Fits the child conditionals of every ordered pair, in parallel over pairs.
+///
+/// `category_counts` is the Naive Bayes `(C, sum K_f)` table of `N_{c,f,v}` (for the
+/// low-count rule), `child_mean` the prior mean `mu_{j,v}` of every category (uniform for
+/// Laplace), `capped` the row-major F x F mask of orientations (parent, child) that use
+/// the Naive Bayes child instead.
+///
+/// # Errors
+/// Tables that disagree with the layout or with each other.
+pub fn fit_children(
+    pair_tables: PairTablesView,
+    category_counts: ArrayView2<f64>,
+    child_mean: &[f64],
+    capped: &[bool],
+    layout: &FeatureLayout,
+    settings: &AodeSettings,
+) -> Result<AodeFit> {
+    let n_classes = category_counts.nrows();
+    let n_features = layout.n_features();
+    pair_tables.check(layout, n_classes)?;
+    check_len(
+        "count table columns",
+        layout.n_columns(),
+        category_counts.ncols(),
+    )?;
+    check_len("child prior mean", layout.n_columns(), child_mean.len())?;
+    check_len("capped mask", n_features * n_features, capped.len())?;
+
+    let row_offsets = pair_row_offsets(layout);
+    let all_pairs = pairs(n_features);
+    let fits: Vec<PairFit> = all_pairs
+        .par_iter()
+        .enumerate()
+        .map(|(p, &(a, b))| {
+            let rows = row_offsets[p]..row_offsets[p] + layout.cardinality(a);
+            let cells =
+                pair_tables.indptr[rows.start] as usize..pair_tables.indptr[rows.end] as usize;
+            // parent value of each cell on side 0 (its CSR row) and side 1 (its index)
+            let mut row_of_cell = Vec::with_capacity(cells.len());
+            for (u, row) in rows.clone().enumerate() {
+                let length = (pair_tables.indptr[row + 1] - pair_tables.indptr[row]) as usize;
+                row_of_cell.extend(std::iter::repeat_n(u, length));
+            }
+            let column_of_cell: Vec<usize> = pair_tables.indices[cells.clone()]
+                .iter()
+                .map(|&v| v as usize)
+                .collect();
+            let counts = pair_tables.counts.slice(ndarray::s![cells.clone(), ..]);
+            let mut fit = PairFit {
+                solutions: [None, None],
+                pooled: [None, None],
+                cell_log_prob: vec![f64::NAN; cells.len() * 2 * n_classes],
+                unseen_log_prob: vec![
+                    f64::NAN;
+                    (layout.cardinality(a) + layout.cardinality(b)) * n_classes
+                ],
+            };
+            for side in 0..2 {
+                let o = if side == 0 {
+                    Orientation {
+                        parent: a,
+                        child: b,
+                        side,
+                    }
+                } else {
+                    Orientation {
+                        parent: b,
+                        child: a,
+                        side,
+                    }
+                };
+                if is_capped(capped, n_features, o.parent, o.child) {
+                    continue;
+                }
+                let (parent_of, child_of) = if side == 0 {
+                    (&row_of_cell, &column_of_cell)
+                } else {
+                    (&column_of_cell, &row_of_cell)
+                };
+                let unseen_start = if side == 0 {
+                    0
+                } else {
+                    layout.cardinality(a) * n_classes
+                };
+                let unseen_end = unseen_start + layout.cardinality(o.parent) * n_classes;
+                let (solutions, pooled) = fit_orientation(
+                    &o,
+                    counts,
+                    parent_of,
+                    child_of,
+                    category_counts,
+                    child_mean,
+                    layout,
+                    settings,
+                    &mut fit.cell_log_prob,
+                    &mut fit.unseen_log_prob[unseen_start..unseen_end],
+                );
+                fit.solutions[side] = Some(solutions);
+                fit.pooled[side] = pooled;
+            }
+            fit
+        })
+        .collect();
+
+    let nnz = pair_tables.indices.len();
+    let mut concentration = Array3::from_elem((n_classes, n_features, n_features), f64::NAN);
+    let mut log_evidence = concentration.clone();
+    let mut n_iter = Array3::zeros((n_classes, n_features, n_features));
+    let mut converged = Array3::from_elem((n_classes, n_features, n_features), true);
+    let mut pooled_concentration = Array2::from_elem((n_features, n_features), f64::NAN);
+    let mut cell_log_prob = Vec::with_capacity(nnz * 2 * n_classes);
+    let mut unseen_log_prob = Vec::new();
+    for (fit, &(a, b)) in fits.into_iter().zip(&all_pairs) {
+        for (side, (parent, child)) in [(a, b), (b, a)].into_iter().enumerate() {
+            if let Some(solutions) = &fit.solutions[side] {
+                for (c, s) in solutions.iter().enumerate() {
+                    concentration[[c, parent, child]] = s.concentration;
+                    log_evidence[[c, parent, child]] = s.log_evidence;
+                    n_iter[[c, parent, child]] = s.n_iter as i64;
+                    converged[[c, parent, child]] = s.converged;
+                }
+            }
+            if let Some(pooled) = fit.pooled[side] {
+                pooled_concentration[[parent, child]] = pooled;
+            }
+        }
+        cell_log_prob.extend_from_slice(&fit.cell_log_prob);
+        unseen_log_prob.extend_from_slice(&fit.unseen_log_prob);
+    }
+    let n_unseen_rows = unseen_log_prob.len() / n_classes.max(1);
+    Ok(AodeFit {
+        concentration,
+        pooled_concentration,
+        log_evidence,
+        n_iter,
+        converged,
+        cell_log_prob: Array3::from_shape_vec((nnz, 2, n_classes), cell_log_prob)
+            .map_err(|e| HebError::InvalidParameter(e.to_string()))?,
+        unseen_log_prob: Array2::from_shape_vec((n_unseen_rows, n_classes), unseen_log_prob)
+            .map_err(|e| HebError::InvalidParameter(e.to_string()))?,
+    })
+}
+
+/// Fits one orientation of one pair and writes its log probabilities.
+///
+/// Returns the per-class solutions and the two-level `a` (if any).
+#[allow(clippy::too_many_arguments)]
+fn fit_orientation(
+    o: &Orientation,
+    counts: ArrayView2<f64>,
+    parent_of: &[usize],
+    child_of: &[usize],
+    category_counts: ArrayView2<f64>,
+    child_mean: &[f64],
+    layout: &FeatureLayout,
+    settings: &AodeSettings,
+    cell_log_prob: &mut [f64],
+    unseen_log_prob: &mut [f64],
+) -> (Vec<Solution>, Option<f64>) {
+    let n_classes = counts.ncols();
+    let k_parent = layout.cardinality(o.parent);
+    let k_child = layout.cardinality(o.child) as f64;
+    let child_start = layout.columns(o.child).start;
+    let mean_of = |k: usize| child_mean[child_start + child_of[k]];
+
+    // document totals N_{c,u} (rows with both present) and their class-pooled sums N_u
+    let mut documents = vec![0.0; k_parent * n_classes];
+    let mut pooled_documents = vec![0.0; k_parent];
+    let mut pooled_cells = vec![0.0; counts.nrows()];
+    for (k, cell) in counts.outer_iter().enumerate() {
+        let u = parent_of[k];
+        for (c, &n) in cell.iter().enumerate() {
+            documents[u * n_classes + c] += n;
+            pooled_cells[k] += n;
+        }
+        pooled_documents[u] += pooled_cells[k];
+    }
+
+    // the two-level prior: a_{i,j} and the per-document mean mu_{u,v}
+    let pooled = (settings.smoothing == ChildSmoothing::HebTwoLevel).then(|| {
+        let mut terms = EvidenceTerms::new();
+        for &total in &pooled_documents {
+            terms.add_document(total);
+        }
+        for (k, &n) in pooled_cells.iter().enumerate() {
+            terms.add_cell(n, mean_of(k));
+        }
+        terms.finish();
+        maximise_evidence(&terms, &settings.solver).concentration
+    });
+    let cell_mean: Vec<f64> = (0..counts.nrows())
+        .map(|k| match pooled {
+            Some(a) => (pooled_cells[k] + a * mean_of(k)) / (pooled_documents[parent_of[k]] + a),
+            None => mean_of(k),
+        })
+        .collect();
+
+    let parent_columns = layout.columns(o.parent);
+    let solutions: Vec<Solution> = (0..n_classes)
+        .map(|c| {
+            let mut terms = EvidenceTerms::new();
+            for u in 0..k_parent {
+                terms.add_document(documents[u * n_classes + c]);
+            }
+            for (k, cell) in counts.outer_iter().enumerate() {
+                terms.add_cell(cell[c], cell_mean[k]);
+            }
+            terms.finish();
+            let largest_parent_value = parent_columns
+                .clone()
+                .map(|col| category_counts[[c, col]])
+                .fold(0.0, f64::max);
+            let rule = |m: f64| Solution {
+                concentration: m,
+                log_evidence: terms.log_evidence(m),
+                n_iter: 0,
+                converged: true,
+            };
+            match settings.smoothing {
+                ChildSmoothing::Laplace => Solution {
+                    log_evidence: f64::NAN,
+                    ..rule(k_child)
+                },
+                _ if largest_parent_value < settings.min_count => rule(k_child),
+                _ => maximise_evidence(&terms, &settings.solver),
+            }
+        })
+        .collect();
+
+    for (k, cell) in counts.outer_iter().enumerate() {
+        let u = parent_of[k];
+        for (c, s) in solutions.iter().enumerate() {
+            let m = s.concentration;
+            cell_log_prob[(k * 2 + o.side) * n_classes + c] =
+                (cell[c] + m * cell_mean[k]).ln() - (documents[u * n_classes + c] + m).ln();
+        }
+    }
+    for u in 0..k_parent {
+        // unseen cell: ln(m mu_{u,v}) - ln(N_{c,u} + m), less ln mu_{j,v}
+        let level = match pooled {
+            Some(a) => a.ln() - (pooled_documents[u] + a).ln(),
+            None => 0.0,
+        };
+        for (c, s) in solutions.iter().enumerate() {
+            let m = s.concentration;
+            unseen_log_prob[u * n_classes + c] =
+                m.ln() + level - (documents[u * n_classes + c] + m).ln();
+        }
+    }
+    (solutions, pooled)
+}
+
+/// Everything the scorer reads, all fitted.
+#[derive(Debug, Clone, Copy)]
+pub struct AodeModel<'a> {
+    pub pair_tables: PairTablesView<'a>,
+    /// [`AodeFit::cell_log_prob`], (nnz, 2, C) flattened to (nnz, 2 C).
+    pub cell_log_prob: ArrayView2<'a, f64>,
+    /// [`AodeFit::unseen_log_prob`].
+    pub unseen_log_prob: ArrayView2<'a, f64>,
+    /// `ln mu_{j,v}` of the child mean used by the fit (uniform for Laplace), per category;
+    /// `-inf` marks a category that never scores (zero mean, SPEC).
+    pub log_child_mean: &'a [f64],
+    /// Row-major F x F mask of capped orientations (parent, child).
+    pub capped: &'a [bool],
+    /// `ln P(y = c, x_i = u)` (eq. 8), shape (sum K_f, C).
+    pub parent_log_prob: ArrayView2<'a, f64>,
+    /// `N_i(u)`, the (weighted) training count of every category.
+    pub parent_count: &'a [f64],
+    pub min_parent_count: f64,
+    /// Naive Bayes `ln theta_{c,j,v}`, shape (sum K_f, C): capped children and rows
+    /// without a super-parent.
+    pub marginal_log_prob: ArrayView2<'a, f64>,
+    /// `ln pi_c` of the Naive Bayes fallback.
+    pub class_log_prior: &'a [f64],
+}
+
+/// Rows per parallel scoring task.
+const ROW_CHUNK: usize = 256;
+
+/// The joint log-likelihood `ln P(y, x)` of every row (eq. 7), shape (S, C).
+///
+/// `codes` is `(F, S)`, -1 for missing or unknown values.
+///
+/// # Errors
+/// Shape mismatches between the model's tables, the layout and the codes, and codes out
+/// of range.
+pub fn joint_log_likelihood(
+    codes: ArrayView2<i32>,
+    model: &AodeModel,
+    layout: &FeatureLayout,
+) -> Result<Array2<f64>> {
+    check_codes(codes, layout)?;
+    let n_classes = model.class_log_prior.len();
+    let n_features = layout.n_features();
+    model.pair_tables.check(layout, n_classes)?;
+    let width = layout.n_columns();
+    check_len(
+        "cell log-probability rows",
+        model.pair_tables.indices.len(),
+        model.cell_log_prob.nrows(),
+    )?;
+    check_len(
+        "cell log-probability columns",
+        2 * n_classes,
+        model.cell_log_prob.ncols(),
+    )?;
+    let cell_log_prob = model.cell_log_prob.as_slice().ok_or_else(|| {
+        HebError::InvalidParameter("cell log-probability table must be C-contiguous".into())
+    })?;
+    let unseen_rows = *unseen_row_offsets(layout).last().unwrap_or(&0);
+    check_len(
+        "unseen-cell table rows",
+        unseen_rows,
+        model.unseen_log_prob.nrows(),
+    )?;
+    check_len(
+        "unseen-cell table columns",
+        n_classes,
+        model.unseen_log_prob.ncols(),
+    )?;
+    check_len("child mean", width, model.log_child_mean.len())?;
+    check_len("capped mask", n_features * n_features, model.capped.len())?;
+    check_len("parent counts", width, model.parent_count.len())?;
+    for (what, table) in [
+        ("parent log-probability table", model.parent_log_prob),
+        ("marginal log-probability table", model.marginal_log_prob),
+    ] {
+        if table.dim() != (width, n_classes) {
+            return Err(HebError::InvalidParameter(format!(
+                "{what} has shape {:?}, expected ({width}, {n_classes})",
+                table.dim()
+            )));
+        }
+    }
+
+    // rows without a qualifying super-parent keep this Naive Bayes score
+    let mut joint = scoring::joint_log_likelihood(
+        codes,
+        model.marginal_log_prob,
+        model.class_log_prior,
+        None,
+        layout,
+    )?;
+    let row_offsets = pair_row_offsets(layout);
+    let unseen_offsets = unseen_row_offsets(layout);
+    let all_pairs = pairs(n_features);
+    let n_rows = codes.ncols();
+    let starts: Vec<usize> = (0..n_features).map(|f| layout.columns(f).start).collect();
+
+    joint
+        .as_slice_mut()
+        .expect("freshly allocated")
+        .par_chunks_mut(ROW_CHUNK * n_classes.max(1))
+        .enumerate()
+        .for_each(|(chunk, block)| {
+            let mut value = vec![-1i32; n_features];
+            let mut qualifies = vec![false; n_features];
+            let mut child_ok = vec![false; n_features];
+            let mut terms = vec![0.0; n_features * n_classes];
+            for (r, out) in block.chunks_mut(n_classes).enumerate() {
+                let s = chunk * ROW_CHUNK + r;
+                if s >= n_rows {
+                    break;
+                }
+                let mut n_parents = 0usize;
+                for f in 0..n_features {
+                    let v = codes[[f, s]];
+                    value[f] = v;
+                    // codes were range-checked by the Naive Bayes pass above
+                    child_ok[f] =
+                        v >= 0 && model.log_child_mean[starts[f] + v as usize] > f64::NEG_INFINITY;
+                    qualifies[f] = v >= 0
+                        && model.parent_count[starts[f] + v as usize] >= model.min_parent_count;
+                    if qualifies[f] {
+                        n_parents += 1;
+                        let prior = model.parent_log_prob.row(starts[f] + v as usize);
+                        terms[f * n_classes..(f + 1) * n_classes]
+                            .iter_mut()
+                            .zip(prior.iter())
+                            .for_each(|(t, &lp)| *t = lp);
+                    }
+                }
+                if n_parents == 0 {
+                    continue;
+                }
+                for (p, &(a, b)) in all_pairs.iter().enumerate() {
+                    let wanted_a = qualifies[a] && child_ok[b];
+                    let wanted_b = qualifies[b] && child_ok[a];
+                    if !(wanted_a || wanted_b) {
+                        continue;
+                    }
+                    let (u, v) = (value[a], value[b]);
+                    let capped_a = is_capped(model.capped, n_features, a, b);
+                    let capped_b = is_capped(model.capped, n_features, b, a);
+                    let cell = if (wanted_a && !capped_a) || (wanted_b && !capped_b) {
+                        model.pair_tables.find(row_offsets[p], u as usize, v)
+                    } else {
+                        None
+                    };
+                    let unseen_b = unseen_offsets[p] + layout.cardinality(a) + v as usize;
+                    for (side, wanted, capped, parent, child, cv, unseen_row) in [
+                        (
+                            0,
+                            wanted_a,
+                            capped_a,
+                            a,
+                            b,
+                            v,
+                            unseen_offsets[p] + u as usize,
+                        ),
+                        (1, wanted_b, capped_b, b, a, u, unseen_b),
+                    ] {
+                        if !wanted {
+                            continue;
+                        }
+                        let term = &mut terms[parent * n_classes..(parent + 1) * n_classes];
+                        let child_column = starts[child] + cv as usize;
+                        if capped {
+                            let marginal = model.marginal_log_prob.row(child_column);
+                            term.iter_mut()
+                                .zip(marginal.iter())
+                                .for_each(|(t, &lp)| *t += lp);
+                        } else if let Some(k) = cell {
+                            let start = (k * 2 + side) * n_classes;
+                            let lp = &cell_log_prob[start..start + n_classes];
+                            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
+                        } else {
+                            let log_mean = model.log_child_mean[child_column];
+                            let unseen = model.unseen_log_prob.row(unseen_row);
+                            term.iter_mut()
+                                .zip(unseen.iter())
+                                .for_each(|(t, &lp)| *t += lp + log_mean);
+                        }
+                    }
+                }
+                // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
+                let log_q = (n_parents as f64).ln();
+                for (c, slot) in out.iter_mut().enumerate() {
+                    let parent_terms = (0..n_features)
+                        .filter(|&f| qualifies[f])
+                        .map(|f| terms[f * n_classes + c]);
+                    let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
+                    *slot = if max.is_finite() {
+                        max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
+                    } else {
+                        max
+                    };
+                }
+            }
+        });
+    Ok(joint)
+}
+
+fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(HebError::ShapeMismatch {
+            what,
+            expected,
+            found,
+        })
+    }
+}

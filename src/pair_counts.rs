@@ -1,0 +1,415 @@
+//! Sparse pair tables of AODE (SPEC eqs. 9-11): for every unordered feature pair
+//! `a < b`, the (weighted) counts
+//!
+//! ```text
+//! N^{(a,b)}_{c,u,v} = rows with y = c, x_a = u and x_b = v (both present)
+//! ```
+//!
+//! `N^{(a,b)}` and `N^{(b,a)}` hold the same cells (transposed), so each unordered pair
+//! is counted once and serves both super-parent orientations.
+//!
+//! # Storage
+//! One CSR matrix over all pairs. Pair `p` (the pairs in order (0,1), (0,2), ...,
+//! (1,2), ...) owns the rows `row_offsets[p]..row_offsets[p] + K_a`, one per parent value
+//! `u`; a row lists the child values `v` seen with `u` (sorted) in `indices`, and `counts`
+//! holds, per listed cell, the C class counts side by side. Only value pairs `(u, v)` seen
+//! in training are stored: memory is `nnz (8 C + 4) + 8 sum_p K_a` bytes, with
+//! `nnz <= min(S, K_a K_b)` per pair, never `K_a K_b C` per pair. The class dimension is
+//! dense within a cell: one 4-byte key per cell instead of one per (class, cell), which is
+//! smaller whenever a seen value pair occurs in at least a third of the classes
+//! (always for two classes).
+//!
+//! # Counting
+//! Rows are first ordered by each feature's value (a stable counting sort, shared by all
+//! pairs with that feature as `a`); a pair then walks the rows value group by value group,
+//! accumulating into a scratch of `K_b C` counts. O(S + K_a + K_b) per pair plus sorting
+//! the distinct child values of each group. Each pair is one parallel task and adds in row
+//! order, so the counts do not depend on the number of threads.
+
+use ndarray::{Array2, ArrayView1, ArrayView2};
+use rayon::prelude::*;
+
+use crate::counts::{check_codes, class_indices};
+use crate::error::{HebError, Result};
+use crate::layout::FeatureLayout;
+
+/// Index of the unordered pair `(a, b)`, `a < b < n_features`, in the order of the tables.
+pub fn pair_index(a: usize, b: usize, n_features: usize) -> usize {
+    debug_assert!(a < b && b < n_features);
+    a * (2 * n_features - a - 1) / 2 + (b - a - 1)
+}
+
+/// The unordered pairs `(a, b)`, `a < b`, in table order.
+pub fn pairs(n_features: usize) -> Vec<(usize, usize)> {
+    (0..n_features)
+        .flat_map(|a| (a + 1..n_features).map(move |b| (a, b)))
+        .collect()
+}
+
+/// First CSR row of every pair (length P + 1): pair `(a, b)` owns `K_a` rows.
+pub fn pair_row_offsets(layout: &FeatureLayout) -> Vec<usize> {
+    let mut offsets = vec![0];
+    for (a, _) in pairs(layout.n_features()) {
+        offsets.push(offsets.last().copied().unwrap_or(0) + layout.cardinality(a));
+    }
+    offsets
+}
+
+/// The pair tables of a training set (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairTables {
+    /// CSR row pointers, length `sum_p K_a + 1`.
+    pub indptr: Vec<i64>,
+    /// Child value of each stored cell.
+    pub indices: Vec<i32>,
+    /// Class counts of each stored cell, shape (nnz, C).
+    pub counts: Array2<f64>,
+}
+
+/// A borrowed view of [`PairTables`] (as the Python layer holds them).
+#[derive(Debug, Clone, Copy)]
+pub struct PairTablesView<'a> {
+    /// CSR row pointers.
+    pub indptr: &'a [i64],
+    /// Child value of each cell.
+    pub indices: &'a [i32],
+    /// Class counts of each cell, (nnz, C), C-contiguous.
+    pub counts: ArrayView2<'a, f64>,
+}
+
+impl PairTables {
+    /// The borrowed view.
+    pub fn view(&self) -> PairTablesView<'_> {
+        PairTablesView {
+            indptr: &self.indptr,
+            indices: &self.indices,
+            counts: self.counts.view(),
+        }
+    }
+}
+
+impl PairTablesView<'_> {
+    /// Checks the CSR against the layout and the number of classes.
+    ///
+    /// # Errors
+    /// [`HebError::ShapeMismatch`] or [`HebError::InvalidParameter`] when the arrays do
+    /// not form valid tables for this layout.
+    pub fn check(&self, layout: &FeatureLayout, n_classes: usize) -> Result<()> {
+        let n_rows = *pair_row_offsets(layout).last().unwrap_or(&0);
+        let shape = |what, expected, found| {
+            if expected == found {
+                Ok(())
+            } else {
+                Err(HebError::ShapeMismatch {
+                    what,
+                    expected,
+                    found,
+                })
+            }
+        };
+        shape("pair table row pointers", n_rows + 1, self.indptr.len())?;
+        let nnz = self.indices.len();
+        shape("pair table counts rows", nnz, self.counts.nrows())?;
+        shape("pair table counts columns", n_classes, self.counts.ncols())?;
+        let monotone = self.indptr[0] == 0
+            && self
+                .indptr
+                .iter()
+                .zip(self.indptr.iter().skip(1))
+                .all(|(a, b)| a <= b)
+            && self.indptr[n_rows] as usize == nnz;
+        if !monotone {
+            return Err(HebError::InvalidParameter(
+                "pair table row pointers must rise from 0 to the number of cells".into(),
+            ));
+        }
+        if !self.counts.is_standard_layout() {
+            return Err(HebError::InvalidParameter(
+                "pair table counts must be C-contiguous".into(),
+            ));
+        }
+        // child values in range and strictly increasing within each row
+        let offsets = pair_row_offsets(layout);
+        for (p, (a, b)) in pairs(layout.n_features()).into_iter().enumerate() {
+            let k_child = layout.cardinality(b) as i32;
+            for row in offsets[p]..offsets[p] + layout.cardinality(a) {
+                let cells = &self.indices[self.indptr[row] as usize..self.indptr[row + 1] as usize];
+                let sorted = cells.windows(2).all(|w| w[0] < w[1]);
+                if !sorted || cells.iter().any(|&v| v < 0 || v >= k_child) {
+                    return Err(HebError::InvalidParameter(format!(
+                        "pair table of features ({a}, {b}): child values out of range or unsorted"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The position of cell `(u, v)` in the pair whose rows start at `row_offset`, or
+    /// `None` when the value pair was never seen. Binary search: O(log cells of row u).
+    #[inline]
+    pub fn find(&self, row_offset: usize, u: usize, v: i32) -> Option<usize> {
+        let row = row_offset + u;
+        let (start, end) = (self.indptr[row] as usize, self.indptr[row + 1] as usize);
+        let cells = &self.indices[start..end];
+        cells.binary_search(&v).ok().map(|k| start + k)
+    }
+}
+
+/// One pair's cells while counting.
+struct PairBlock {
+    row_lengths: Vec<i64>,
+    indices: Vec<i32>,
+    counts: Vec<f64>,
+}
+
+/// Rows with `x_f` present, ordered by value (stable): `(order, group starts)`.
+fn rows_by_value(
+    codes: ArrayView1<i32>,
+    k: usize,
+    feature: usize,
+) -> Result<(Vec<u32>, Vec<usize>)> {
+    let mut starts = vec![0usize; k + 1];
+    for &code in codes.iter() {
+        if code >= 0 {
+            if code as usize >= k {
+                return Err(HebError::CodeOutOfRange {
+                    feature,
+                    code: code as i64,
+                    n_categories: k,
+                });
+            }
+            starts[code as usize + 1] += 1;
+        }
+    }
+    for u in 0..k {
+        starts[u + 1] += starts[u];
+    }
+    let mut next = starts.clone();
+    let mut order = vec![0u32; starts[k]];
+    for (row, &code) in codes.iter().enumerate() {
+        if code >= 0 {
+            order[next[code as usize]] = row as u32;
+            next[code as usize] += 1;
+        }
+    }
+    Ok((order, starts))
+}
+
+/// Counts the pair tables of every unordered pair for which `wanted(a, b)` holds; the
+/// other pairs get empty rows (the memory cap, where neither orientation is modelled).
+///
+/// `codes` is `(F, S)` with values in `-1..K_f`, `labels` class indices, `weights` one
+/// non-negative weight per row. Cells whose class counts are all zero (rows of weight 0
+/// only) are not stored.
+///
+/// # Errors
+/// Shape mismatches, codes or labels out of range, more than 2^32 rows, or tables too
+/// large to allocate.
+pub fn count_pairs(
+    codes: ArrayView2<i32>,
+    labels: ArrayView1<i64>,
+    weights: ArrayView1<f64>,
+    layout: &FeatureLayout,
+    n_classes: usize,
+    wanted: impl Fn(usize, usize) -> bool + Sync,
+) -> Result<PairTables> {
+    check_codes(codes, layout)?;
+    let n_rows = codes.ncols();
+    for (what, found) in [("labels", labels.len()), ("sample weights", weights.len())] {
+        if found != n_rows {
+            return Err(HebError::ShapeMismatch {
+                what,
+                expected: n_rows,
+                found,
+            });
+        }
+    }
+    if n_rows > u32::MAX as usize {
+        return Err(HebError::InvalidParameter(
+            "AODE pair tables support at most 2^32 rows".into(),
+        ));
+    }
+    let classes = class_indices(labels, n_classes)?;
+    let n_features = layout.n_features();
+    let grouped: Vec<(Vec<u32>, Vec<usize>)> = (0..n_features)
+        .into_par_iter()
+        .map(|f| rows_by_value(codes.row(f), layout.cardinality(f), f))
+        .collect::<Result<_>>()?;
+
+    let all_pairs = pairs(n_features);
+    let blocks: Vec<PairBlock> = all_pairs
+        .par_iter()
+        .map(|&(a, b)| {
+            let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
+            let mut block = PairBlock {
+                row_lengths: vec![0; k_parent],
+                indices: Vec::new(),
+                counts: Vec::new(),
+            };
+            if !wanted(a, b) {
+                return Ok(block);
+            }
+            let (order, starts) = &grouped[a];
+            let child_codes = codes.row(b);
+            let mut scratch = vec![0.0; k_child * n_classes];
+            let mut last_group = vec![usize::MAX; k_child];
+            let mut touched: Vec<i32> = Vec::new();
+            for u in 0..k_parent {
+                for &row in &order[starts[u]..starts[u + 1]] {
+                    let row = row as usize;
+                    let v = child_codes[row];
+                    if v < 0 {
+                        continue;
+                    }
+                    if v as usize >= k_child {
+                        return Err(HebError::CodeOutOfRange {
+                            feature: b,
+                            code: v as i64,
+                            n_categories: k_child,
+                        });
+                    }
+                    let v = v as usize;
+                    if last_group[v] != u {
+                        last_group[v] = u;
+                        touched.push(v as i32);
+                    }
+                    scratch[v * n_classes + classes[row]] += weights[row];
+                }
+                touched.sort_unstable();
+                let before = block.indices.len();
+                for &v in &touched {
+                    let cell = &mut scratch[v as usize * n_classes..(v as usize + 1) * n_classes];
+                    if cell.iter().any(|&n| n != 0.0) {
+                        block.indices.push(v);
+                        block.counts.extend_from_slice(cell);
+                    }
+                    cell.iter_mut().for_each(|n| *n = 0.0);
+                }
+                touched.clear();
+                block.row_lengths[u] = (block.indices.len() - before) as i64;
+            }
+            Ok(block)
+        })
+        .collect::<Result<_>>()?;
+
+    let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
+    let n_table_rows: usize = blocks.iter().map(|b| b.row_lengths.len()).sum();
+    let mut indptr = Vec::new();
+    let mut indices = Vec::new();
+    let mut counts = Vec::new();
+    let reserve = |bytes: usize| HebError::Allocation {
+        what: "AODE pair tables",
+        bytes: bytes as u128,
+    };
+    indptr
+        .try_reserve_exact(n_table_rows + 1)
+        .map_err(|_| reserve(8 * n_table_rows))?;
+    indices
+        .try_reserve_exact(nnz)
+        .map_err(|_| reserve(4 * nnz))?;
+    counts
+        .try_reserve_exact(nnz * n_classes)
+        .map_err(|_| reserve(8 * nnz * n_classes))?;
+    indptr.push(0i64);
+    for block in blocks {
+        for length in block.row_lengths {
+            indptr.push(indptr.last().copied().unwrap_or(0) + length);
+        }
+        indices.extend_from_slice(&block.indices);
+        counts.extend_from_slice(&block.counts);
+    }
+    let counts = Array2::from_shape_vec((nnz, n_classes), counts)
+        .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
+    Ok(PairTables {
+        indptr,
+        indices,
+        counts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn pair_indices_follow_table_order() {
+        let n = 5;
+        for (p, (a, b)) in pairs(n).into_iter().enumerate() {
+            assert_eq!(pair_index(a, b, n), p);
+        }
+    }
+
+    #[test]
+    fn counts_match_a_dense_tally() {
+        // three features K = (3, 2, 4); rows with missing values and a zero weight
+        let codes = array![
+            [0, 2, 2, -1, 1, 2, 0, 2],
+            [1, 0, 1, 1, -1, 0, 1, 0],
+            [3, 0, 0, 2, 2, -1, 3, 1]
+        ];
+        let labels = array![0_i64, 1, 1, 0, 1, 0, 0, 1];
+        let weights = array![1.0, 2.0, 0.5, 1.0, 1.0, 1.0, 0.0, 1.0];
+        let layout = FeatureLayout::from_cardinalities(&[3, 2, 4]);
+        let t = count_pairs(
+            codes.view(),
+            labels.view(),
+            weights.view(),
+            &layout,
+            2,
+            |_, _| true,
+        )
+        .unwrap();
+        let view = t.view();
+        view.check(&layout, 2).unwrap();
+        let offsets = pair_row_offsets(&layout);
+        for (p, (a, b)) in pairs(3).into_iter().enumerate() {
+            for u in 0..layout.cardinality(a) {
+                for v in 0..layout.cardinality(b) {
+                    let mut dense = [0.0; 2];
+                    for s in 0..8 {
+                        if codes[[a, s]] == u as i32 && codes[[b, s]] == v as i32 {
+                            dense[labels[s] as usize] += weights[s];
+                        }
+                    }
+                    match view.find(offsets[p], u, v as i32) {
+                        Some(k) => assert_eq!(t.counts.row(k).to_vec(), dense.to_vec()),
+                        None => assert_eq!(dense, [0.0, 0.0], "pair {p} cell ({u}, {v})"),
+                    }
+                }
+            }
+        }
+        // row 6 has weight 0: its cell (0, 1) of pair (0, 1) holds row 0 only
+        let k = view.find(offsets[0], 0, 1).unwrap();
+        assert_eq!(t.counts.row(k).to_vec(), vec![1.0, 0.0]);
+    }
+
+    #[test]
+    fn unwanted_pairs_are_empty_and_bad_codes_are_errors() {
+        let layout = FeatureLayout::from_cardinalities(&[2, 2]);
+        let (y, w) = (array![0_i64, 1], array![1.0, 1.0]);
+        let t = count_pairs(
+            array![[0, 1], [1, 1]].view(),
+            y.view(),
+            w.view(),
+            &layout,
+            2,
+            |_, _| false,
+        )
+        .unwrap();
+        assert_eq!((t.indptr, t.indices.len()), (vec![0, 0, 0], 0));
+        let bad = count_pairs(
+            array![[0, 1], [1, 2]].view(),
+            y.view(),
+            w.view(),
+            &layout,
+            2,
+            |_, _| true,
+        );
+        assert!(matches!(
+            bad,
+            Err(HebError::CodeOutOfRange { feature: 1, .. })
+        ));
+    }
+}

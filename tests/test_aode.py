@@ -1,0 +1,362 @@
+"""AODE / HEB-AODE against SPEC eqs. 7-12 and the two-level prior, written here in plain numpy."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from scipy.special import gammaln, logsumexp
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from hebnb import AODE
+
+CARDINALITY = (3, 5, 8, 2)
+N_CLASSES = 3
+
+
+def make_data(seed: int, n_rows: int = 400, missing: float = 0.1):
+    """Dependent categorical features (each a noisy function of the previous one and y),
+    as floats with NaN for missing values."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, N_CLASSES, n_rows)
+    X = np.empty((n_rows, len(CARDINALITY)))
+    previous = y
+    for f, k in enumerate(CARDINALITY):
+        noise = rng.integers(0, k, n_rows)
+        X[:, f] = np.where(rng.random(n_rows) < 0.6, (previous * 2 + y) % k, noise)
+        previous = X[:, f].astype(int)
+    X[rng.random(X.shape) < missing] = np.nan
+    return X, y
+
+
+def make_test_rows(seed: int):
+    """Test rows with missing and unknown values, including rows with no super-parent."""
+    X, _ = make_data(seed + 100, n_rows=60, missing=0.2)
+    X[0] = np.nan  # nothing present: Naive Bayes fallback (class prior only)
+    X[1] = [99, np.nan, 77, np.nan]  # only unknown values: fallback again
+    X[2, 0] = 42  # one unknown value
+    return X
+
+
+# --------------------------------------------------------------------------------------
+# The reference: SPEC written straight out with dense tables
+# --------------------------------------------------------------------------------------
+
+
+def codes_of(X, categories):
+    """-1 for missing or unknown, else the index of the value in the training categories."""
+    codes = np.full(X.shape, -1, dtype=int)
+    for f, cats in enumerate(categories):
+        for s, value in enumerate(X[:, f]):
+            hits = np.flatnonzero(cats == value)
+            if hits.size:
+                codes[s, f] = hits[0]
+    return codes
+
+
+def dense_tables(codes, y, w, K, C):
+    F = len(K)
+    single = [np.zeros((C, K[f])) for f in range(F)]
+    joint = {}
+    for f in range(F):
+        for s in np.flatnonzero(codes[:, f] >= 0):
+            single[f][y[s], codes[s, f]] += w[s]
+    for i in range(F):
+        for j in range(F):
+            if i == j:
+                continue
+            table = np.zeros((C, K[i], K[j]))
+            for s in np.flatnonzero((codes[:, i] >= 0) & (codes[:, j] >= 0)):
+                table[y[s], codes[s, i], codes[s, j]] += w[s]
+            joint[i, j] = table
+    return single, joint
+
+
+def reference_joint(model, X_train, y_train, X_test, w=None):
+    """ln P(y, x) of SPEC eq. 7 with eqs. 8-10 / the two-level prior; the concentrations
+    come from the model (they are checked against scipy separately)."""
+    categories = model.categories_
+    K = [len(c) for c in categories]
+    F, C = len(K), len(model.classes_)
+    y = np.searchsorted(model.classes_, y_train)
+    w = np.ones(len(y)) if w is None else np.asarray(w, dtype=float)
+    single, joint = dense_tables(codes_of(X_train, categories), y, w, K, C)
+    heb = model.smoothing == "heb"
+    mean = [(s.sum(0) / s.sum() if heb else np.full(k, 1.0 / k)) for s, k in zip(single, K)]
+    # Naive Bayes child (fallback rows and capped pairs)
+    theta = []
+    for f in range(F):
+        m = model.marginal_concentration_[:, f][:, None] if heb else K[f]
+        theta.append((single[f] + m * mean[f]) / (single[f].sum(1, keepdims=True) + m))
+    # parent term, eq. 8
+    parent = [(s + 1.0) / (s.sum() + C * k) for s, k in zip(single, K)]
+    # child conditionals, eqs. 9-10 and the two-level prior
+    child = {}
+    for (i, j), table in joint.items():
+        if model.capped_[i, j]:
+            child[i, j] = np.broadcast_to(theta[j][:, None, :], table.shape)
+            continue
+        totals = table.sum(2, keepdims=True)
+        if not heb:
+            child[i, j] = (table + 1.0) / (totals + K[j])
+            continue
+        m = model.concentration_[:, i, j][:, None, None]
+        if model.prior == "pooled":
+            mu = mean[j][None, None, :]
+        else:
+            a = model.pooled_concentration_[i, j]
+            pooled = table.sum(0)
+            mu = ((pooled + a * mean[j]) / (pooled.sum(1, keepdims=True) + a))[None]
+        child[i, j] = (table + m * mu) / (totals + m)
+    n_parent = [s.sum(0) for s in single]
+    log_prior = np.log(np.bincount(y, weights=w, minlength=C) + 1) - np.log(w.sum() + C)
+
+    codes = codes_of(X_test, categories)
+    out = np.empty((len(codes), C))
+    with np.errstate(divide="ignore"):
+        for s, x in enumerate(codes):
+            usable = [j for j in range(F) if x[j] >= 0 and mean[j][x[j]] > 0]
+            parents = [
+                i for i in range(F) if x[i] >= 0 and n_parent[i][x[i]] >= model.min_parent_count
+            ]
+            if not parents:
+                out[s] = log_prior + sum(np.log(theta[j][:, x[j]]) for j in usable)
+                continue
+            terms = []
+            for i in parents:
+                t = np.log(parent[i][:, x[i]])
+                for j in usable:
+                    if j != i:
+                        t = t + np.log(child[i, j][:, x[i], x[j]])
+                terms.append(t)
+            out[s] = logsumexp(np.array(terms), axis=0) - np.log(len(parents))
+    return out
+
+
+def softmax(joint):
+    return np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+
+
+# --------------------------------------------------------------------------------------
+# Against the reference
+# --------------------------------------------------------------------------------------
+
+CASES = [
+    {"smoothing": "laplace"},
+    {"smoothing": "heb", "prior": "pooled"},
+    {"smoothing": "heb", "prior": "two-level"},
+    {"smoothing": "laplace", "max_parent_cardinality": 4, "max_joint_cells": 100},
+    {"smoothing": "heb", "prior": "pooled", "max_parent_cardinality": 4, "max_joint_cells": 100},
+    {"smoothing": "heb", "prior": "two-level", "max_parent_cardinality": 4, "max_joint_cells": 100},
+    {"smoothing": "heb", "prior": "two-level", "min_parent_count": 15},
+]
+
+
+@pytest.mark.parametrize("params", CASES, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+def test_predict_proba_matches_the_spec(params):
+    X, y = make_data(0)
+    X_test = make_test_rows(0)
+    model = AODE(**params).fit(X, y)
+    if "max_joint_cells" in params:
+        assert model.capped_.any() and not model.capped_.all()
+    expected = reference_joint(model, X, y, X_test)
+    np.testing.assert_allclose(model.predict_joint_log_proba(X_test), expected, rtol=1e-10)
+    np.testing.assert_allclose(model.predict_proba(X_test), softmax(expected), atol=1e-10)
+
+
+def test_sample_weights_count_everywhere():
+    X, y = make_data(1)
+    w = np.random.default_rng(1).uniform(0.2, 2.0, len(y))
+    w[:5] = 0.0
+    model = AODE(prior="two-level").fit(X, y, sample_weight=w)
+    X_test = make_test_rows(1)
+    expected = reference_joint(model, X, y, X_test, w)
+    np.testing.assert_allclose(model.predict_proba(X_test), softmax(expected), atol=1e-10)
+
+
+def test_rows_without_super_parent_use_naive_bayes():
+    X, y = make_data(2)
+    model = AODE().fit(X, y)
+    proba = model.predict_proba(np.full((1, 4), np.nan))
+    prior = (np.bincount(y, minlength=3) + 1) / (len(y) + 3)
+    np.testing.assert_allclose(proba[0], prior, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# Concentrations against scipy on the multi-document evidence (SPEC eq. 11)
+# --------------------------------------------------------------------------------------
+
+
+def evidence(m, table, mean):
+    """Sum over documents u of the Dirichlet-multinomial log evidence of table[u]
+    (mean[u] its prior mean; only non-zero cells contribute)."""
+    mean = np.broadcast_to(mean, table.shape)
+    nz = table > 0
+    totals = table.sum(1)
+    return np.sum(gammaln(m) - gammaln(totals[totals > 0] + m)) + np.sum(
+        gammaln(table[nz] + m * mean[nz]) - gammaln(m * mean[nz])
+    )
+
+
+def scipy_argmax(table, mean, low=1e-2, high=1e4):
+    result = minimize_scalar(
+        lambda t: -evidence(np.exp(t), table, mean),
+        bounds=(np.log(low), np.log(high)),
+        method="bounded",
+        options={"xatol": 1e-12, "maxiter": 2000},
+    )
+    return np.exp(result.x)
+
+
+def assert_same_maximiser(found, expected, table, mean):
+    if abs(found - expected) <= 1e-6 * expected:
+        return
+    # where the evidence is flat, the maximum itself must agree (SPEC accuracy contract)
+    best, got = evidence(expected, table, mean), evidence(found, table, mean)
+    assert got >= best - 1e-9 * abs(best), (found, expected)
+
+
+@pytest.mark.parametrize("prior", ["pooled", "two-level"])
+def test_concentrations_match_scipy_and_the_fallback(prior):
+    X, y = make_data(3, n_rows=250)
+    model = AODE(prior=prior, min_count=25).fit(X, y)
+    K = [len(c) for c in model.categories_]
+    single, joint = dense_tables(codes_of(X, model.categories_), y, np.ones(len(y)), K, 3)
+    n_fallback = n_solved = 0
+    for (i, j), table in joint.items():
+        mean = single[j].sum(0) / single[j].sum()
+        if prior == "two-level":
+            pooled = table.sum(0)
+            a = scipy_argmax(pooled, mean)
+            assert_same_maximiser(model.pooled_concentration_[i, j], a, pooled, mean)
+            mean = (pooled + a * mean) / (pooled.sum(1, keepdims=True) + a)
+        for c in range(3):
+            found = model.concentration_[c, i, j]
+            if single[i][c].max() < 25:  # max_u N^{(i)}_{c,u} < N0: m = K_j
+                assert found == K[j] and model.n_iter_[c, i, j] == 0
+                n_fallback += 1
+            else:
+                assert_same_maximiser(found, scipy_argmax(table[c], mean), table[c], mean)
+                n_solved += 1
+    assert n_fallback > 0 and n_solved > 0
+    assert np.isnan(model.concentration_[:, range(4), range(4)]).all()
+    assert model.converged_.all()
+
+
+# --------------------------------------------------------------------------------------
+# A hand computation, invariances, persistence
+# --------------------------------------------------------------------------------------
+
+
+def test_one_pair_by_hand():
+    X = [[0, 0], [0, 1], [1, 1], [1, 1]]
+    model = AODE("laplace").fit(X, [0, 0, 1, 1])
+    # parent x0 = 0: P(y, x0) = 3/8, 1/8; P(x1 = 1 | y, x0 = 0) = 2/4, 1/2
+    # parent x1 = 1: P(y, x1) = 2/8, 3/8; P(x0 = 0 | y, x1 = 1) = 2/3, 1/4
+    joint = np.array([3 / 8 * 1 / 2 + 2 / 8 * 2 / 3, 1 / 8 * 1 / 2 + 3 / 8 * 1 / 4]) / 2
+    np.testing.assert_allclose(model.predict_joint_log_proba([[0, 1]])[0], np.log(joint))
+    np.testing.assert_allclose(model.predict_proba([[0, 1]])[0], [34 / 49, 15 / 49])
+    # the pair table: one CSR row per value of x0, cells (u, v) -> class counts
+    np.testing.assert_array_equal(model.pair_indptr_, [0, 2, 3])
+    np.testing.assert_array_equal(model.pair_indices_, [0, 1, 1])
+    np.testing.assert_array_equal(model.pair_counts_, [[1, 0], [1, 0], [0, 2]])
+
+
+@pytest.mark.parametrize("params", [{"smoothing": "laplace"}, {"prior": "pooled"}, {}])
+def test_results_do_not_depend_on_n_jobs(params):
+    X, y = make_data(4, n_rows=600)
+    X_test = make_test_rows(4)
+    one = AODE(**params, n_jobs=1).fit(X, y)
+    two = AODE(**params, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.concentration_, two.concentration_)
+    np.testing.assert_array_equal(one.pair_counts_, two.pair_counts_)
+    np.testing.assert_array_equal(one.predict_proba(X_test), two.predict_proba(X_test))
+
+
+def test_pickle_and_clone():
+    X, y = make_data(5)
+    model = AODE(prior="pooled", min_parent_count=3, n_jobs=2).fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    X_test = make_test_rows(5)
+    np.testing.assert_array_equal(restored.predict_proba(X_test), model.predict_proba(X_test))
+    fresh = clone(model)
+    assert fresh.get_params() == model.get_params()
+    assert not hasattr(fresh, "classes_")
+
+
+def test_strings_and_dataframes():
+    pd = pytest.importorskip("pandas")
+    X, y = make_data(6)
+    frame = pd.DataFrame(
+        {
+            f"f{f}": pd.Series(X[:, f]).map(lambda v: None if np.isnan(v) else f"v{v:.0f}")
+            for f in range(4)
+        }
+    )
+    labels = np.array(["a", "b", "c"])[y]
+    by_frame = AODE().fit(frame, labels)
+    by_array = AODE().fit(X, y)
+    np.testing.assert_allclose(
+        by_frame.predict_proba(frame.iloc[:20]), by_array.predict_proba(X[:20]), rtol=1e-12
+    )
+    assert list(by_frame.classes_) == ["a", "b", "c"]
+
+
+# --------------------------------------------------------------------------------------
+# Bad input
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"smoothing": "heb-m"},
+        {"prior": "global"},
+        {"min_parent_count": -1},
+        {"min_count": np.nan},
+        {"concentration_bounds": (0, 1)},
+        {"max_parent_cardinality": 0},
+        {"max_parent_cardinality": 2.5},
+        {"max_joint_cells": -5},
+        {"handle_unknown": "skip"},
+        {"n_jobs": 0},
+    ],
+)
+def test_bad_parameters_are_value_errors(params):
+    X, y = make_data(7, n_rows=50)
+    with pytest.raises(ValueError):
+        AODE(**params).fit(X, y)
+
+
+def test_bad_data():
+    X, y = make_data(8, n_rows=50)
+    with pytest.raises(ValueError, match="greater than one"):
+        AODE().fit(X, np.zeros(50))
+    with pytest.raises(ValueError, match="fractional"):
+        AODE().fit(X + 0.5, y)
+    model = AODE(handle_unknown="error").fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])
+    with pytest.raises(ValueError, match="unknown categories"):
+        model.predict(np.full((1, 4), 99.0))
+
+
+#: Checks that feed continuous floats (fractional values, which are not categories and
+#: are refused with a clear error): as for CategoricalNB (tests/test_estimator_api.py).
+#: What they protect is tested on categorical data here and there (weights, one class).
+CONTINUOUS_ONLY_CHECKS = {
+    "check_positive_only_tag_during_fit": "continuous floats are not categories",
+    "check_sample_weight_equivalence_on_dense_data": "continuous floats are not categories",
+    "check_classifiers_one_label_sample_weights": "continuous floats are not categories",
+}
+
+
+@parametrize_with_checks(
+    [AODE(), AODE("laplace", max_parent_cardinality=3)],
+    expected_failed_checks=lambda estimator: CONTINUOUS_ONLY_CHECKS,
+)
+def test_scikit_learn_conformance(estimator, check):
+    check(estimator)
