@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from hebnb.cli import main
-from hebnb.evaluation import evaluate, evaluate_suite
+from hebnb.evaluation import evaluate, evaluate_suite, write_report
+from hebnb.evaluation.report import read_result
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -79,7 +80,14 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
         assert_valid_png(out / "figures" / f"cd-{metric}.png")
     for name in ("one", "two", "three"):
         assert_valid_png(out / "figures" / f"reliability-{name}.png")
-    assert "Wilcoxon" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "Wilcoxon" in report and "Nemenyi" in report
+
+    # the written files give the result back, and the report again
+    result = read_result(out)
+    assert result.settings["methods"] == ["laplace", "kt", "heb-m"]
+    rewritten = write_report(result, tmp_path / "again")
+    assert rewritten.read_text().split("## Datasets")[1] == report.split("## Datasets")[1]
 
 
 def test_python_api_accepts_a_dataframe():

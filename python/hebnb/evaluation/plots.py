@@ -72,7 +72,6 @@ def plot_critical_difference(result: FriedmanResult, title: str, path) -> Path:
     scikit_posthocs.critical_difference_diagram(
         pd.Series(result.mean_ranks),
         result.nemenyi_p,
-        cd=result.critical_difference,
         alpha=result.alpha,
         ax=axes,
         label_fmt_left="{label} ({rank:.2f})",
@@ -82,7 +81,9 @@ def plot_critical_difference(result: FriedmanResult, title: str, path) -> Path:
     p_value = result.p_value
     shown = "n/a" if np.isnan(p_value) else f"{p_value:.2g}"
     axes.set_title(
-        f"{title}: N = {result.n_datasets} datasets, Friedman p = {shown}", fontsize=9, pad=18
+        f"{title}: N = {result.n_datasets} datasets, Friedman p = {shown}, "
+        f"Nemenyi CD = {result.critical_difference:.2f}",
+        fontsize=9, pad=18,
     )
     figure.tight_layout()
     path = Path(path)

@@ -8,11 +8,13 @@ Files written into the output folder:
 - ``reliability.csv``: pooled top-1 reliability bins per (dataset, method).
 - ``ranks.csv`` (two datasets or more): mean Friedman ranks, Friedman p, Nemenyi CD.
 - ``figures/reliability-<dataset>.png`` and ``figures/cd-<metric>.png``.
+- ``settings.json``: the arguments of the run (:func:`read_result` reads it all back).
 - ``report.md``: all of it in one page.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -89,7 +91,47 @@ def rank_frame(analyses: dict) -> pd.DataFrame:
     )
     first = next(iter(analyses.values()))
     frame = frame.reindex(first.mean_ranks.index)
-    return pd.concat([frame, extra])
+    frame = pd.concat([frame, extra]).astype(object)
+    frame.loc["datasets"] = [int(n) for n in frame.loc["datasets"]]
+    return frame
+
+
+def significant_pairs(analyses: dict) -> pd.DataFrame:
+    """Every (metric, better method, worse method) pair the Nemenyi test separates."""
+    rows = []
+    for metric, analysis in analyses.items():
+        ranks = analysis.mean_ranks
+        for better in ranks.index:
+            for worse in ranks.index:
+                p_value = analysis.nemenyi_p.loc[better, worse]
+                if ranks[better] < ranks[worse] and p_value < analysis.alpha:
+                    rows.append({
+                        "metric": METRIC_LABELS[metric], "better": better, "worse": worse,
+                        "rank gap": ranks[worse] - ranks[better], "Nemenyi p": p_value,
+                    })
+    return pd.DataFrame(rows, columns=["metric", "better", "worse", "rank gap", "Nemenyi p"])
+
+
+def timing_frame(summary: pd.DataFrame, methods) -> pd.DataFrame:
+    """Per method: fit and predict seconds per fold, averaged over datasets."""
+    means = summary.groupby("method")[["fit_seconds", "predict_seconds"]].mean()
+    return means.reindex(list(methods)).rename(
+        columns={"fit_seconds": "mean fit s / fold", "predict_seconds": "mean predict s / fold"}
+    )
+
+
+def mean_std_table(summary: pd.DataFrame, metric: str, methods) -> pd.DataFrame:
+    """Datasets x methods table of "mean ± std" strings of one metric over folds."""
+    means = score_table(summary, metric, methods)
+    stds = score_table(summary, f"{metric}_std", methods)
+    cells = {
+        _label(m): [
+            "" if np.isnan(mean) else f"{mean:.4f} ± {std:.4f}"
+            for mean, std in zip(means[m], stds[m].fillna(0.0))
+        ]
+        for m in means.columns
+    }
+    return pd.DataFrame(cells, index=means.index)
 
 
 def _label(method: str) -> str:
@@ -142,6 +184,21 @@ def write_figures(result: EvaluationResult, analyses: dict, figures: Path) -> di
     return written
 
 
+def read_result(folder) -> EvaluationResult:
+    """An :class:`EvaluationResult` back from the CSV and JSON files :func:`write_report`
+    wrote (to redraw figures or rewrite the report without refitting)."""
+    folder = Path(folder)
+    folds = pd.read_csv(folder / "folds.csv", dtype={"error": str}, keep_default_na=False,
+                        na_values=[""])
+    folds["error"] = folds["error"].astype(object).where(folds["error"].notna(), "")
+    return EvaluationResult(
+        folds=folds,
+        reliability=pd.read_csv(folder / "reliability.csv"),
+        datasets=pd.read_csv(folder / "datasets.csv", keep_default_na=False),
+        settings=json.loads((folder / "settings.json").read_text()),
+    )
+
+
 def write_report(result: EvaluationResult, out, command: str | None = None) -> Path:
     """Writes the CSV files, the figures and ``report.md`` into ``out``.
 
@@ -164,6 +221,7 @@ def write_report(result: EvaluationResult, out, command: str | None = None) -> P
     result.folds.to_csv(out / "folds.csv", index=False)
     result.reliability.to_csv(out / "reliability.csv", index=False)
     result.datasets.to_csv(out / "datasets.csv", index=False)
+    (out / "settings.json").write_text(json.dumps(result.settings, indent=1, default=str))
     summary = summarise(result)
     summary.to_csv(out / "summary.csv", index=False)
     analyses = rank_analysis(summary, methods) if result.datasets.shape[0] >= 2 else {}
@@ -207,6 +265,13 @@ def write_report(result: EvaluationResult, out, command: str | None = None) -> P
         for metric in analyses:
             lines.append(f"![CD diagram, {METRIC_LABELS[metric]}](figures/cd-{metric}.png)")
         lines.append("")
+        pairs = significant_pairs(analyses)
+        lines += [
+            f"## Pairs separated by the Nemenyi test (alpha = 0.05): {len(pairs)}",
+            "",
+            _markdown_table(pairs.set_index("metric"), "{:.3g}") if len(pairs) else "none",
+            "",
+        ]
         pairs = [(a, b) for a, b in WILCOXON_PAIRS if a in methods and b in methods]
         if pairs:
             lines += [
@@ -226,12 +291,17 @@ def write_report(result: EvaluationResult, out, command: str | None = None) -> P
                         f"| {test.second_wins} | {test.ties} | {test.p_value:.3g} |"
                     )
             lines.append("")
-    lines += ["## Mean over folds per dataset", ""]
-    for metric in [*RANKED_METRICS, "fit_seconds"]:
-        table = score_table(summary, metric, methods)
-        table.columns = [_label(m) for m in table.columns]
-        title = METRIC_LABELS.get(metric, "Fit seconds")
-        lines += [f"### {title}", "", _markdown_table(table), ""]
+    lines += [
+        "## Seconds per fold, mean over datasets",
+        "",
+        _markdown_table(timing_frame(summary, methods), "{:.4f}"),
+        "",
+        "## Mean ± standard deviation over folds, per dataset",
+        "",
+    ]
+    for metric in RANKED_METRICS:
+        title = METRIC_LABELS[metric]
+        lines += [f"### {title}", "", _markdown_table(mean_std_table(summary, metric, methods)), ""]
     lines += ["## Reliability diagrams", ""]
     for key, path in figures.items():
         if key.startswith("reliability"):
@@ -243,6 +313,6 @@ def write_report(result: EvaluationResult, out, command: str | None = None) -> P
 
 
 __all__ = [
-    "FriedmanResult", "rank_analysis", "rank_frame", "score_table", "summarise",
-    "write_figures", "write_report",
+    "FriedmanResult", "mean_std_table", "rank_analysis", "read_result", "rank_frame", "score_table",
+    "significant_pairs", "summarise", "timing_frame", "write_figures", "write_report",
 ]
