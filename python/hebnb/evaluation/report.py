@@ -313,6 +313,15 @@ def write_report(result: EvaluationResult, out, command: str | None = None) -> P
 
 
 __all__ = [
-    "FriedmanResult", "mean_std_table", "rank_analysis", "read_result", "rank_frame", "score_table",
-    "significant_pairs", "summarise", "timing_frame", "write_figures", "write_report",
+    "FriedmanResult",
+    "mean_std_table",
+    "rank_analysis",
+    "rank_frame",
+    "read_result",
+    "score_table",
+    "significant_pairs",
+    "summarise",
+    "timing_frame",
+    "write_figures",
+    "write_report",
 ]
