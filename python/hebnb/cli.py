@@ -1,8 +1,10 @@
-"""The ``hebnb`` command line: ``hebnb demo`` (and further subcommands)."""
+"""The ``hebnb`` command line: ``hebnb demo`` and ``hebnb evaluate``."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,13 +17,96 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="Laplace vs HEB-M on built-in data (digits and a synthetic set)"
     )
     demo.add_argument("--seed", type=int, default=0, help="split and generator seed")
+    add_evaluate_parser(commands)
     return parser
 
 
+def add_evaluate_parser(commands) -> None:
+    """The ``evaluate`` subcommand and its options."""
+    from .evaluation.methods import METHODS
+    from .evaluation.runner import DEFAULT_METHODS
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="cross-validate smoothers (and AODE) on a CSV/Parquet file or a suite of them",
+        description=(
+            "The paper's protocol: stratified subsample, 10 quantile bins per numeric "
+            "column fitted on each training fold, stratified K-fold; writes CSV tables, "
+            "PNG figures and report.md into --out."
+        ),
+    )
+    evaluate.add_argument("data", nargs="?", help="CSV or Parquet file (omit with --suite)")
+    evaluate.add_argument("--target", default="class", help="label column (default: class)")
+    evaluate.add_argument(
+        "--methods", default=",".join(DEFAULT_METHODS),
+        help=f"comma-separated, from: {', '.join(METHODS)} (default: the paper's seven smoothers)",
+    )
+    evaluate.add_argument("--folds", type=int, default=10, help="CV folds (default: 10)")
+    evaluate.add_argument(
+        "--max-rows", type=int, default=20_000,
+        help="stratified subsample size, 0 for all rows (default: 20000)",
+    )
+    evaluate.add_argument("--seed", type=int, default=42, help="subsample and fold seed")
+    evaluate.add_argument("--out", default="results", help="output folder (default: results)")
+    evaluate.add_argument(
+        "--suite", metavar="DIR", help="evaluate every */data.csv below DIR instead of DATA"
+    )
+    evaluate.add_argument(
+        "--datasets", help="with --suite: only these comma-separated folder names"
+    )
+    evaluate.add_argument(
+        "--categorical", metavar="all|COL,...",
+        help="columns never binned (default: a schema.json beside the data, if any)",
+    )
+    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run_evaluate(args, argv) -> int:
+    """Runs ``hebnb evaluate``; bad input is a message on stderr and exit code 2."""
+    from .evaluation.methods import MethodUnavailableError, UnknownMethodError
+    from .evaluation.protocol import DataError
+    from .evaluation.report import write_report
+    from .evaluation.runner import evaluate, evaluate_suite
+
+    max_rows = None if args.max_rows <= 0 else args.max_rows
+    try:
+        if args.suite:
+            if args.data:
+                raise DataError("give either DATA or --suite DIR, not both")
+            if args.categorical:
+                raise DataError("--categorical applies to one file; use schema.json with --suite")
+            datasets = args.datasets.split(",") if args.datasets else None
+            result = evaluate_suite(
+                args.suite, args.target, args.methods, folds=args.folds, max_rows=max_rows,
+                seed=args.seed, datasets=datasets, progress=not args.no_progress,
+            )
+        else:
+            if not args.data:
+                raise DataError("give a CSV or Parquet file, or --suite DIR")
+            result = evaluate(
+                args.data, args.target, args.methods, folds=args.folds, max_rows=max_rows,
+                seed=args.seed, categorical=args.categorical, progress=not args.no_progress,
+            )
+    except (DataError, UnknownMethodError, MethodUnavailableError) as error:
+        print(f"hebnb evaluate: error: {error}", file=sys.stderr)
+        return 2
+    command = "hebnb " + " ".join(shlex.quote(a) for a in argv)
+    report = write_report(result, args.out, command=command)
+    failed = int((result.folds["error"] != "").sum())
+    print(f"wrote {report} and the CSV files and figures beside it")
+    if failed:
+        print(f"hebnb evaluate: {failed} fits failed (listed in the report)", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         from .demo import run_demo
 
         run_demo(seed=args.seed)
+    elif args.command == "evaluate":
+        return run_evaluate(args, argv)
     return 0

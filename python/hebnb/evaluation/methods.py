@@ -1,0 +1,161 @@
+"""Method names of the evaluation -> the estimators they build.
+
+The Naive Bayes smoothers are :class:`hebnb.CategoricalNB` with the paper's settings
+(Lidstone alpha = 0.1, m-estimate m = 2, target encoding k0 = 10). AODE and the
+feature-weighted variants are looked up only when asked for, so this module works with
+builds of hebnb that do not have them yet; asking for one then says what is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class UnknownMethodError(ValueError):
+    """A method name that is not in :data:`METHODS`."""
+
+
+class MethodUnavailableError(ValueError):
+    """A known method whose estimator this build of hebnb does not provide."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """One evaluated method.
+
+    Attributes
+    ----------
+    name : str
+        The name used on the command line and in the results.
+    label : str
+        How reports and plots show it (with the fixed parameters).
+    estimator : str
+        ``"CategoricalNB"`` or ``"AODE"``: the hebnb class to build.
+    params : dict
+        Constructor keyword arguments.
+    """
+
+    name: str
+    label: str
+    estimator: str
+    params: dict = field(default_factory=dict)
+
+
+METHODS = {
+    method.name: method
+    for method in (
+        Method("laplace", "Laplace (alpha=1)", "CategoricalNB", {"smoothing": "laplace"}),
+        Method(
+            "lidstone", "Lidstone (alpha=0.1)", "CategoricalNB",
+            {"smoothing": "lidstone", "alpha": 0.1},
+        ),
+        Method("kt", "KT (alpha=0.5)", "CategoricalNB", {"smoothing": "kt"}),
+        Method(
+            "m-estimate", "m-estimate (m=2)", "CategoricalNB",
+            {"smoothing": "m-estimate", "m": 2.0},
+        ),
+        Method(
+            "target-encoding", "TE (k0=10)", "CategoricalNB",
+            {"smoothing": "target-encoding", "m": 10.0},
+        ),
+        Method("heb-u", "HEB-U", "CategoricalNB", {"smoothing": "heb-u"}),
+        Method("heb-m", "HEB-M", "CategoricalNB", {"smoothing": "heb-m"}),
+        Method(
+            "cawnb", "CAWNB (Laplace + sqrt-MI)", "CategoricalNB",
+            {"smoothing": "laplace", "feature_weighting": "sqrt-mi"},
+        ),
+        Method(
+            "heb-m+gr", "HEB-M+GR (HEB-M + sqrt-MI)", "CategoricalNB",
+            {"smoothing": "heb-m", "feature_weighting": "sqrt-mi"},
+        ),
+        Method("aode", "AODE", "AODE", {"smoothing": "laplace"}),
+        Method("heb-aode", "HEB-AODE", "AODE", {"smoothing": "heb"}),
+        Method(
+            "aode-capped", "AODE (paper's cap)", "AODE",
+            {"smoothing": "laplace", "max_parent_cardinality": 200, "max_joint_cells": 50_000_000},
+        ),
+        Method(
+            "heb-aode-paper", "HEB-AODE (paper's prior and cap)", "AODE",
+            {
+                "smoothing": "heb", "prior": "pooled",
+                "max_parent_cardinality": 200, "max_joint_cells": 50_000_000,
+            },
+        ),
+    )
+}
+
+#: The seven smoothers of the paper's main Friedman-Nemenyi comparison (Table 1).
+PAPER_SMOOTHERS = (
+    "heb-m", "heb-u", "lidstone", "m-estimate", "kt", "laplace", "target-encoding",
+)
+
+
+def _estimator_class(method: Method):
+    """The hebnb class of a method, or a clear error when this build lacks it."""
+    import hebnb
+
+    cls = getattr(hebnb, method.estimator, None)
+    if cls is None:
+        raise MethodUnavailableError(
+            f"method {method.name!r} needs hebnb.{method.estimator}, which this build of "
+            "hebnb does not provide"
+        )
+    missing = set(method.params) - set(cls().get_params())
+    if missing:
+        raise MethodUnavailableError(
+            f"method {method.name!r} needs hebnb.{method.estimator}("
+            f"{', '.join(sorted(missing))}=...), which this build of hebnb does not provide"
+        )
+    return cls
+
+
+def check_methods(names) -> list[str]:
+    """Validates method names (a list or a comma-separated string); returns the list.
+
+    Raises
+    ------
+    UnknownMethodError
+        A name is not in :data:`METHODS` (the message lists the known ones).
+    MethodUnavailableError
+        A known method needs an estimator or parameter this build does not have.
+    """
+    if isinstance(names, str):
+        names = [name.strip() for name in names.split(",") if name.strip()]
+    names = list(dict.fromkeys(names))
+    if not names:
+        raise UnknownMethodError("no method given")
+    unknown = [name for name in names if name not in METHODS]
+    if unknown:
+        raise UnknownMethodError(
+            f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}"
+        )
+    for name in names:
+        _estimator_class(METHODS[name])
+    return names
+
+
+def available_methods() -> list[str]:
+    """The method names this build of hebnb can run."""
+    usable = []
+    for name, method in METHODS.items():
+        try:
+            _estimator_class(method)
+        except MethodUnavailableError:
+            continue
+        usable.append(name)
+    return usable
+
+
+def make_estimator(name: str, **overrides):
+    """A new, unfitted estimator for a method name.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`METHODS`.
+    **overrides
+        Constructor arguments to add or replace (for example ``n_jobs``).
+    """
+    check_methods([name])
+    method = METHODS[name]
+    return _estimator_class(method)(**{**method.params, **overrides})

@@ -1,0 +1,281 @@
+"""The paper's data protocol (section 5.1): load, subsample, type columns, split, bin.
+
+- Tables are CSV or Parquet files (or DataFrames); empty cells are missing values.
+- A stratified subsample keeps at most ``max_rows`` rows.
+- Column typing needs no labels, so it is decided once per dataset: a numeric column
+  with more than ``max_distinct`` (20) distinct values is *binned*, every other column
+  is *categorical* (its values are the categories). Integer columns whose names look
+  like identifiers (``*_id``, ``*hash*``, ``url``, ``impression``) and the columns the
+  user names (``categorical="all"`` or a list, or a dataset folder's ``schema.json``)
+  stay categorical. Categorical columns with (nearly) one value per row, and columns
+  with no values at all, are dropped with a warning.
+- Binned columns get 10 quantile bins (scikit-learn's ``KBinsDiscretizer``) fitted on
+  the training fold only, then applied to the test fold.
+- Missing values are kept as missing: the estimators skip them when counting and when
+  scoring, so no imputation is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.preprocessing import KBinsDiscretizer
+
+#: Names of integer columns that hold identifiers, not quantities.
+ID_LIKE_NAME = re.compile(r"(^id$|_id$|hash|url|impression)", re.IGNORECASE)
+
+
+class DataError(ValueError):
+    """The input table cannot be evaluated (the message says why)."""
+
+
+def read_table(path) -> pd.DataFrame:
+    """Reads a CSV or Parquet file; empty cells become missing values.
+
+    Raises
+    ------
+    DataError
+        The file does not exist, is empty, or is neither CSV nor Parquet.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in {".parquet", ".pq"}:
+            frame = pd.read_parquet(path)
+        elif suffix in {".csv", ".txt", ".gz"}:
+            frame = pd.read_csv(path)
+        else:
+            raise DataError(f"{path}: expected a .csv or .parquet file")
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path} is empty") from None
+    if frame.shape[0] == 0:
+        raise DataError(f"{path} has a header but no rows")
+    return frame
+
+
+def read_schema(folder) -> dict:
+    """The optional ``schema.json`` of a dataset folder ({} when there is none).
+
+    Recognised key: ``"categorical"``: ``"all"`` or a list of column names forced to be
+    categorical (for example integer-coded IDs that must not be binned).
+    """
+    path = Path(folder) / "schema.json"
+    if not path.is_file():
+        return {}
+    with path.open() as handle:
+        return json.load(handle)
+
+
+def parse_categorical(value) -> str | list[str] | None:
+    """``--categorical`` as given on the command line: ``all``, ``A,B,C`` or nothing."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return "all" if value.strip().lower() == "all" else [
+            name.strip() for name in value.split(",") if name.strip()
+        ]
+    return list(value)
+
+
+def split_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """Features and labels; rows with a missing label are dropped.
+
+    Raises
+    ------
+    DataError
+        The target column is absent, or fewer than two classes remain.
+    """
+    if target not in frame.columns:
+        shown = ", ".join(map(str, frame.columns[:20]))
+        raise DataError(f"target column {target!r} not found; the columns are: {shown}")
+    labelled = frame[frame[target].notna()]
+    y = labelled[target].to_numpy()
+    n_classes = pd.unique(y).shape[0]
+    if n_classes < 2:
+        raise DataError(
+            f"target column {target!r} has {n_classes} class; at least two are needed"
+        )
+    X = labelled.drop(columns=[target]).reset_index(drop=True)
+    if X.shape[1] == 0:
+        raise DataError("the table has no feature column besides the target")
+    return X, y
+
+
+def stratified_subsample(X: pd.DataFrame, y: np.ndarray, max_rows: int | None, seed: int):
+    """At most ``max_rows`` rows, drawn with the class proportions kept."""
+    if max_rows is None or X.shape[0] <= max_rows:
+        return X, y
+    _, counts = np.unique(y, return_counts=True)
+    stratify = y if counts.min() >= 2 else None
+    X_kept, _, y_kept, _ = train_test_split(
+        X, y, train_size=max_rows, stratify=stratify, random_state=seed
+    )
+    return X_kept.reset_index(drop=True), y_kept
+
+
+@dataclass
+class ColumnPlan:
+    """How each feature column is used.
+
+    Attributes
+    ----------
+    binned : list of str
+        Numeric columns cut into quantile bins inside each fold.
+    categorical : list of str
+        Columns used as they are (their values are the categories).
+    dropped : dict of str to str
+        Columns left out, with the reason.
+    """
+
+    binned: list = field(default_factory=list)
+    categorical: list = field(default_factory=list)
+    dropped: dict = field(default_factory=dict)
+
+    @property
+    def kept(self) -> list:
+        """The columns the estimators see: the binned ones, then the categorical ones."""
+        return self.binned + self.categorical
+
+
+def plan_columns(
+    X: pd.DataFrame,
+    categorical=None,
+    *,
+    max_distinct: int = 20,
+    near_unique: float = 0.9,
+) -> ColumnPlan:
+    """Decides, without looking at labels, which columns are binned, kept or dropped.
+
+    Parameters
+    ----------
+    X : DataFrame
+        The feature columns.
+    categorical : "all", list of str or None
+        Columns forced to be categorical.
+    max_distinct : int, default=20
+        Numeric columns with more distinct values than this are binned.
+    near_unique : float, default=0.9
+        Categorical columns with at least this many distinct values per non-missing row
+        carry no class information that generalises (an ID per row): they are dropped.
+
+    Raises
+    ------
+    DataError
+        A column named in ``categorical`` does not exist, or no column is left.
+    """
+    forced = set()
+    if categorical == "all":
+        forced = set(X.columns)
+    elif categorical:
+        unknown = [name for name in categorical if name not in X.columns]
+        if unknown:
+            raise DataError(f"--categorical names unknown columns: {', '.join(unknown)}")
+        forced = set(categorical)
+    plan = ColumnPlan()
+    for name in X.columns:
+        column = X[name]
+        present = column.dropna()
+        if present.shape[0] == 0:
+            plan.dropped[name] = "no values"
+            continue
+        n_distinct = present.nunique()
+        numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(
+            column
+        )
+        id_like = pd.api.types.is_integer_dtype(column) and bool(ID_LIKE_NAME.search(str(name)))
+        if numeric and n_distinct > max_distinct and name not in forced and not id_like:
+            plan.binned.append(name)
+        elif present.shape[0] > 10 and n_distinct >= near_unique * present.shape[0]:
+            plan.dropped[name] = f"{n_distinct} distinct values in {present.shape[0]} rows"
+        else:
+            plan.categorical.append(name)
+    for name, reason in plan.dropped.items():
+        warnings.warn(f"column {name!r} dropped: {reason}", UserWarning, stacklevel=2)
+    if not plan.kept:
+        raise DataError("no feature column is left after dropping the unusable ones")
+    return plan
+
+
+class FoldBinner:
+    """Quantile bins of the numeric columns, fitted on one training fold.
+
+    Parameters
+    ----------
+    plan : ColumnPlan
+    n_bins : int, default=10
+
+    Attributes
+    ----------
+    edges_ : dict of str to ndarray
+        The bin edges of every binned column, learnt from the training rows only.
+    """
+
+    def __init__(self, plan: ColumnPlan, n_bins: int = 10):
+        self.plan = plan
+        self.n_bins = n_bins
+
+    def fit(self, X_train: pd.DataFrame) -> FoldBinner:
+        """Learns the bin edges of each binned column from its non-missing values."""
+        self.edges_ = {}
+        for name in self.plan.binned:
+            values = X_train[name].dropna().to_numpy(dtype=float).reshape(-1, 1)
+            if values.shape[0] == 0:
+                self.edges_[name] = np.array([-np.inf, np.inf])
+                continue
+            binner = KBinsDiscretizer(
+                n_bins=self.n_bins, encode="ordinal", strategy="quantile",
+                quantile_method="averaged_inverted_cdf",
+            )
+            with warnings.catch_warnings():
+                # skewed columns merge duplicate quantiles into fewer bins: expected
+                warnings.filterwarnings("ignore", message=".*[Bb]ins whose width are too small")
+                binner.fit(values)
+            self.edges_[name] = binner.bin_edges_[0]
+        return self
+
+    def transform(self, X: pd.DataFrame) -> pd.DataFrame:
+        """The kept columns, binned ones replaced by their bin index (missing stays missing).
+
+        Values outside the training range fall into the first or last bin, as in
+        ``KBinsDiscretizer``.
+        """
+        out = X[self.plan.kept].copy()
+        for name in self.plan.binned:
+            values = X[name].to_numpy(dtype=float)
+            inner = self.edges_[name][1:-1]
+            index = np.searchsorted(inner, values, side="right").astype(float)
+            index[np.isnan(values)] = np.nan
+            out[name] = index
+        return out
+
+
+def stratified_folds(y: np.ndarray, n_folds: int, seed: int):
+    """Train/test index pairs of a shuffled stratified K-fold split.
+
+    Raises
+    ------
+    DataError
+        Fewer than two folds, or no class with at least ``n_folds`` rows.
+    """
+    if n_folds < 2:
+        raise DataError(f"--folds must be at least 2, got {n_folds}")
+    _, counts = np.unique(y, return_counts=True)
+    if counts.max() < n_folds:
+        raise DataError(
+            f"{n_folds} folds need a class with at least {n_folds} rows; "
+            f"the largest has {counts.max()}"
+        )
+    splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():
+        # rare classes (fewer rows than folds) are absent from some test folds: expected
+        warnings.filterwarnings("ignore", message="The least populated class")
+        return list(splitter.split(np.zeros((y.shape[0], 1)), y))

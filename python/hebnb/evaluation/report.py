@@ -1,0 +1,327 @@
+"""Writing an evaluation: CSV tables, PNG figures and a markdown report.
+
+Files written into the output folder:
+
+- ``folds.csv``: one row per (dataset, method, fold), every metric and timing.
+- ``summary.csv``: mean and standard deviation over folds per (dataset, method).
+- ``datasets.csv``: rows, classes and column typing of every dataset.
+- ``reliability.csv``: pooled top-1 reliability bins per (dataset, method).
+- ``ranks.csv`` (two datasets or more): mean Friedman ranks, Friedman p, Nemenyi CD.
+- ``figures/reliability-<dataset>.png`` and ``figures/cd-<metric>.png``.
+- ``settings.json``: the arguments of the run (:func:`read_result` reads it all back).
+- ``report.md``: all of it in one page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..metrics import HIGHER_IS_BETTER
+from .methods import METHODS
+from .plots import plot_critical_difference, plot_reliability
+from .runner import EvaluationResult
+from .statistics import FriedmanResult, friedman_nemenyi, paired_wilcoxon
+
+METRIC_LABELS = {
+    "accuracy": "Accuracy",
+    "f1_macro": "F1-macro",
+    "log_loss": "Log-loss",
+    "brier": "Brier",
+    "auc_ovr": "AUC (macro OvR)",
+    "ece": "Top-1 ECE",
+}
+#: Metrics of the paper's rank tables (Table 1), then the extra ones.
+RANKED_METRICS = ("accuracy", "f1_macro", "log_loss", "brier", "auc_ovr", "ece")
+#: Methods drawn on reliability diagrams when they were evaluated (the paper's Figure 4).
+RELIABILITY_METHODS = ("laplace", "heb-m", "cawnb", "heb-m+gr")
+#: Pairs compared by the Wilcoxon test when both were evaluated (the paper's Table 2).
+WILCOXON_PAIRS = (("heb-m", "laplace"), ("heb-m", "aode"), ("heb-aode", "aode"))
+
+
+def summarise(result: EvaluationResult) -> pd.DataFrame:
+    """Mean and standard deviation over folds per (dataset, method) of every measure."""
+    measures = [*HIGHER_IS_BETTER, "fit_seconds", "predict_seconds"]
+    folds = result.folds.copy()
+    for measure in measures:
+        if measure not in folds:
+            folds[measure] = np.nan
+    grouped = folds.groupby(["dataset", "method"], sort=False)[measures]
+    summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
+    summary["failed_folds"] = folds.groupby(["dataset", "method"], sort=False)["error"].apply(
+        lambda errors: int((errors != "").sum())
+    )
+    return summary.reset_index()
+
+
+def score_table(summary: pd.DataFrame, metric: str, methods) -> pd.DataFrame:
+    """Datasets x methods table of the fold-mean of one metric."""
+    table = summary.pivot(index="dataset", columns="method", values=metric)
+    return table.reindex(columns=list(methods))
+
+
+def rank_analysis(summary: pd.DataFrame, methods, alpha: float = 0.05) -> dict:
+    """Metric -> :class:`FriedmanResult` over the datasets (needs two or more)."""
+    analyses = {}
+    for metric in RANKED_METRICS:
+        table = score_table(summary, metric, methods)
+        try:
+            analyses[metric] = friedman_nemenyi(table, HIGHER_IS_BETTER[metric], alpha)
+        except ValueError:
+            continue
+    return analyses
+
+
+def rank_frame(analyses: dict) -> pd.DataFrame:
+    """Methods x metrics mean ranks, with Friedman p, CD and N as the last rows."""
+    columns = {METRIC_LABELS[m]: a.mean_ranks for m, a in analyses.items()}
+    frame = pd.DataFrame(columns)
+    extra = pd.DataFrame(
+        {
+            METRIC_LABELS[m]: {
+                "Friedman p": a.p_value, "Nemenyi CD": a.critical_difference,
+                "datasets": a.n_datasets,
+            }
+            for m, a in analyses.items()
+        }
+    )
+    first = next(iter(analyses.values()))
+    frame = frame.reindex(first.mean_ranks.index)
+    frame = pd.concat([frame, extra]).astype(object)
+    frame.loc["datasets"] = [int(n) for n in frame.loc["datasets"]]
+    return frame
+
+
+def significant_pairs(analyses: dict) -> pd.DataFrame:
+    """Every (metric, better method, worse method) pair the Nemenyi test separates."""
+    rows = []
+    for metric, analysis in analyses.items():
+        ranks = analysis.mean_ranks
+        for better in ranks.index:
+            for worse in ranks.index:
+                p_value = analysis.nemenyi_p.loc[better, worse]
+                if ranks[better] < ranks[worse] and p_value < analysis.alpha:
+                    rows.append({
+                        "metric": METRIC_LABELS[metric], "better": better, "worse": worse,
+                        "rank gap": ranks[worse] - ranks[better], "Nemenyi p": p_value,
+                    })
+    return pd.DataFrame(rows, columns=["metric", "better", "worse", "rank gap", "Nemenyi p"])
+
+
+def timing_frame(summary: pd.DataFrame, methods) -> pd.DataFrame:
+    """Per method: fit and predict seconds per fold, averaged over datasets."""
+    means = summary.groupby("method")[["fit_seconds", "predict_seconds"]].mean()
+    return means.reindex(list(methods)).rename(
+        columns={"fit_seconds": "mean fit s / fold", "predict_seconds": "mean predict s / fold"}
+    )
+
+
+def mean_std_table(summary: pd.DataFrame, metric: str, methods) -> pd.DataFrame:
+    """Datasets x methods table of "mean ± std" strings of one metric over folds."""
+    means = score_table(summary, metric, methods)
+    stds = score_table(summary, f"{metric}_std", methods)
+    cells = {
+        _label(m): [
+            "" if np.isnan(mean) else f"{mean:.4f} ± {std:.4f}"
+            for mean, std in zip(means[m], stds[m].fillna(0.0))
+        ]
+        for m in means.columns
+    }
+    return pd.DataFrame(cells, index=means.index)
+
+
+def _label(method: str) -> str:
+    return METHODS[method].label if method in METHODS else method
+
+
+def _markdown_table(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
+    """A DataFrame as a GitHub markdown table (index as the first column)."""
+    header = "| " + " | ".join([str(frame.index.name or ""), *map(str, frame.columns)]) + " |"
+    rule = "|" + "---|" * (frame.shape[1] + 1)
+    lines = [header, rule]
+    for index, row in frame.iterrows():
+        cells = []
+        for value in row:
+            if isinstance(value, (float, np.floating)):
+                cells.append("" if np.isnan(value) else _format_number(value, float_format))
+            else:
+                cells.append(str(value))
+        lines.append("| " + " | ".join([str(index), *cells]) + " |")
+    return "\n".join(lines)
+
+
+def _format_number(value: float, float_format: str) -> str:
+    if value != 0 and abs(value) < 1e-3:
+        return f"{value:.2e}"
+    return float_format.format(value)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+
+
+def write_figures(result: EvaluationResult, analyses: dict, figures: Path) -> dict:
+    """Reliability diagrams per dataset and CD diagrams per metric; name -> path."""
+    figures.mkdir(parents=True, exist_ok=True)
+    written = {}
+    methods = result.settings["methods"]
+    shown = [m for m in RELIABILITY_METHODS if m in methods] or list(methods[:2])
+    for dataset, bins in result.reliability.groupby("dataset", sort=False):
+        curves = {
+            _label(method): bins[bins["method"] == method] for method in shown
+        }
+        path = figures / f"reliability-{_slug(str(dataset))}.png"
+        written[f"reliability {dataset}"] = plot_reliability(curves, str(dataset), path)
+    for metric, analysis in analyses.items():
+        path = figures / f"cd-{metric}.png"
+        written[f"cd {metric}"] = plot_critical_difference(
+            analysis, METRIC_LABELS[metric], path
+        )
+    return written
+
+
+def read_result(folder) -> EvaluationResult:
+    """An :class:`EvaluationResult` back from the CSV and JSON files :func:`write_report`
+    wrote (to redraw figures or rewrite the report without refitting)."""
+    folder = Path(folder)
+    folds = pd.read_csv(folder / "folds.csv", dtype={"error": str}, keep_default_na=False,
+                        na_values=[""])
+    folds["error"] = folds["error"].astype(object).where(folds["error"].notna(), "")
+    return EvaluationResult(
+        folds=folds,
+        reliability=pd.read_csv(folder / "reliability.csv"),
+        datasets=pd.read_csv(folder / "datasets.csv", keep_default_na=False),
+        settings=json.loads((folder / "settings.json").read_text()),
+    )
+
+
+def write_report(result: EvaluationResult, out, command: str | None = None) -> Path:
+    """Writes the CSV files, the figures and ``report.md`` into ``out``.
+
+    Parameters
+    ----------
+    result : EvaluationResult
+    out : path-like
+        Output folder (created if needed).
+    command : str, optional
+        The command line that produced the result, recorded in the report.
+
+    Returns
+    -------
+    Path
+        The markdown report.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    methods = result.settings["methods"]
+    result.folds.to_csv(out / "folds.csv", index=False)
+    result.reliability.to_csv(out / "reliability.csv", index=False)
+    result.datasets.to_csv(out / "datasets.csv", index=False)
+    (out / "settings.json").write_text(json.dumps(result.settings, indent=1, default=str))
+    summary = summarise(result)
+    summary.to_csv(out / "summary.csv", index=False)
+    analyses = rank_analysis(summary, methods) if result.datasets.shape[0] >= 2 else {}
+    if analyses:
+        rank_frame(analyses).to_csv(out / "ranks.csv")
+    figures = write_figures(result, analyses, out / "figures")
+
+    lines = ["# hebnb evaluation", ""]
+    if command:
+        lines += ["Command:", "", "```", command, "```", ""]
+    settings = result.settings
+    lines += [
+        (
+            f"Protocol: stratified {settings['folds']}-fold cross-validation, seed "
+            f"{settings['seed']}, at most {settings.get('max_rows')} rows per dataset "
+            "(stratified subsample); numeric columns with more than 20 distinct values cut "
+            "into 10 quantile bins fitted on each training fold; missing values are not "
+            "imputed (the estimators skip them when counting and scoring). Brier is the "
+            "multi-class score (sum over classes); the paper's macro one-vs-rest Brier is it "
+            "divided by the number of classes, so ranks are the same."
+        ),
+        "",
+        "## Datasets",
+        "",
+        _markdown_table(result.datasets.set_index("dataset")),
+        "",
+    ]
+    failed = result.folds[result.folds["error"] != ""]
+    if not failed.empty:
+        lines += ["## Failed fits", ""]
+        for _, row in failed.iterrows():
+            lines.append(f"- {row['dataset']} fold {row['fold']} {row['method']}: {row['error']}")
+        lines.append("")
+    if analyses:
+        lines += [
+            "## Mean Friedman ranks (1 = best)",
+            "",
+            _markdown_table(rank_frame(analyses), "{:.2f}"),
+            "",
+        ]
+        for metric in analyses:
+            lines.append(f"![CD diagram, {METRIC_LABELS[metric]}](figures/cd-{metric}.png)")
+        lines.append("")
+        pairs = significant_pairs(analyses)
+        lines += [
+            f"## Pairs separated by the Nemenyi test (alpha = 0.05): {len(pairs)}",
+            "",
+            _markdown_table(pairs.set_index("metric"), "{:.3g}") if len(pairs) else "none",
+            "",
+        ]
+        pairs = [(a, b) for a, b in WILCOXON_PAIRS if a in methods and b in methods]
+        if pairs:
+            lines += [
+                "## Paired Wilcoxon signed-rank tests over datasets",
+                "",
+                "| pair | metric | wins | losses | ties | p |",
+                "|---|---|---|---|---|---|",
+            ]
+            for first, second in pairs:
+                for metric in RANKED_METRICS:
+                    test = paired_wilcoxon(
+                        score_table(summary, metric, methods), first, second,
+                        HIGHER_IS_BETTER[metric],
+                    )
+                    lines.append(
+                        f"| {first} vs {second} | {METRIC_LABELS[metric]} | {test.first_wins} "
+                        f"| {test.second_wins} | {test.ties} | {test.p_value:.3g} |"
+                    )
+            lines.append("")
+    lines += [
+        "## Seconds per fold, mean over datasets",
+        "",
+        _markdown_table(timing_frame(summary, methods), "{:.4f}"),
+        "",
+        "## Mean ± standard deviation over folds, per dataset",
+        "",
+    ]
+    for metric in RANKED_METRICS:
+        title = METRIC_LABELS[metric]
+        lines += [f"### {title}", "", _markdown_table(mean_std_table(summary, metric, methods)), ""]
+    lines += ["## Reliability diagrams", ""]
+    for key, path in figures.items():
+        if key.startswith("reliability"):
+            lines.append(f"![{key}](figures/{path.name})")
+    lines.append("")
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report
+
+
+__all__ = [
+    "FriedmanResult",
+    "mean_std_table",
+    "rank_analysis",
+    "rank_frame",
+    "read_result",
+    "score_table",
+    "significant_pairs",
+    "summarise",
+    "timing_frame",
+    "write_figures",
+    "write_report",
+]

@@ -1,0 +1,379 @@
+"""Running the protocol: datasets x folds x methods, with a progress bar.
+
+:func:`evaluate` runs one table (a file or a DataFrame), :func:`evaluate_suite` every
+``*/data.csv`` below a folder. Both return an :class:`EvaluationResult` holding the
+per-fold metrics and the pooled reliability-diagram bins; :mod:`.report` writes them.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..metrics import all_metrics, reliability_bins
+from .methods import check_methods, make_estimator
+from .protocol import (
+    ColumnPlan,
+    DataError,
+    FoldBinner,
+    parse_categorical,
+    plan_columns,
+    read_schema,
+    read_table,
+    split_target,
+    stratified_folds,
+    stratified_subsample,
+)
+
+#: Default methods: the seven smoothers of the paper's main comparison.
+DEFAULT_METHODS = (
+    "laplace", "lidstone", "kt", "m-estimate", "target-encoding", "heb-u", "heb-m",
+)
+N_CALIBRATION_BINS = 10
+
+
+@dataclass
+class PreparedDataset:
+    """One dataset after loading, subsampling and column typing.
+
+    Attributes
+    ----------
+    name : str
+    X : DataFrame
+        The feature columns (raw values; binning happens inside each fold).
+    y : ndarray
+        The labels.
+    plan : ColumnPlan
+    n_rows_total : int
+        Labelled rows before subsampling.
+    notes : list of str
+        Warnings raised while preparing it (dropped columns).
+    """
+
+    name: str
+    X: pd.DataFrame
+    y: np.ndarray
+    plan: ColumnPlan
+    n_rows_total: int
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class EvaluationResult:
+    """What an evaluation measured.
+
+    Attributes
+    ----------
+    folds : DataFrame
+        One row per (dataset, method, fold): the metrics of :data:`hebnb.metrics.
+        HIGHER_IS_BETTER`, ``fit_seconds``, ``predict_seconds``, row counts, ``error``.
+    reliability : DataFrame
+        One row per (dataset, method, bin): ``count``, ``confidence``, ``accuracy`` of
+        the top-1 predictions pooled over the test folds.
+    datasets : DataFrame
+        One row per dataset: rows, classes, binned / categorical / dropped columns.
+    settings : dict
+        The arguments of the run (methods, folds, max_rows, seed, ...).
+    """
+
+    folds: pd.DataFrame
+    reliability: pd.DataFrame
+    datasets: pd.DataFrame
+    settings: dict
+
+
+def prepare_dataset(
+    data,
+    target: str = "class",
+    *,
+    name: str | None = None,
+    categorical=None,
+    max_rows: int | None = 20_000,
+    seed: int = 42,
+) -> PreparedDataset:
+    """Loads a table and applies the dataset-level steps of the protocol.
+
+    Parameters
+    ----------
+    data : path-like or DataFrame
+        A CSV or Parquet file, or a DataFrame. A ``schema.json`` beside the file supplies
+        ``categorical`` when the argument is None.
+    target : str, default="class"
+    name : str, optional
+        Dataset name in the results (default: the folder name for ``data.csv``, else
+        the file stem, or ``"data"`` for a DataFrame).
+    categorical : "all", list of str, comma-separated str or None
+        Columns forced to be categorical.
+    max_rows : int or None, default=20000
+        Stratified subsample size (None keeps every row).
+    seed : int, default=42
+
+    Raises
+    ------
+    DataError
+        Unreadable or empty input, missing target column, a single class, no usable
+        feature.
+    """
+    if isinstance(data, pd.DataFrame):
+        frame, folder, default_name = data, None, "data"
+    else:
+        path = Path(data)
+        frame, folder = read_table(path), path.parent
+        default_name = path.parent.name if path.stem == "data" else path.stem
+    categorical = parse_categorical(categorical)
+    if categorical is None and folder is not None:
+        categorical = parse_categorical(read_schema(folder).get("categorical"))
+    X, y = split_target(frame, target)
+    n_rows_total = X.shape[0]
+    X, y = stratified_subsample(X, y, max_rows, seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan = plan_columns(X, categorical)
+    notes = [str(w.message) for w in caught]
+    for note in notes:
+        warnings.warn(f"{name or default_name}: {note}", UserWarning, stacklevel=2)
+    return PreparedDataset(name or default_name, X, y, plan, n_rows_total, notes)
+
+
+def _proba_over(classes_all: np.ndarray, model, proba: np.ndarray) -> np.ndarray:
+    """Probabilities over every class of the dataset (0 for classes absent from training)."""
+    if model.classes_.shape[0] == classes_all.shape[0]:
+        return proba
+    full = np.zeros((proba.shape[0], classes_all.shape[0]))
+    full[:, np.searchsorted(classes_all, model.classes_)] = proba
+    return full
+
+
+def _run_dataset(dataset, methods, n_folds, seed, progress, fold_rows, bin_rows) -> None:
+    """Every (fold, method) of one dataset; appends to the two row lists."""
+    classes_all = np.unique(dataset.y)
+    pooled = {
+        method: np.zeros((3, N_CALIBRATION_BINS)) for method in methods
+    }  # rows: count, sum of confidence, sum of correct
+    for fold, (train, test) in enumerate(stratified_folds(dataset.y, n_folds, seed)):
+        binner = FoldBinner(dataset.plan).fit(dataset.X.iloc[train])
+        X_train = binner.transform(dataset.X.iloc[train])
+        X_test = binner.transform(dataset.X.iloc[test])
+        y_train, y_test = dataset.y[train], dataset.y[test]
+        for method in methods:
+            progress.set_postfix_str(f"{dataset.name} fold {fold + 1} {method}", refresh=False)
+            row = {
+                "dataset": dataset.name, "method": method, "fold": fold,
+                "n_train": len(train), "n_test": len(test), "error": "",
+            }
+            try:
+                model = make_estimator(method)
+                start = time.perf_counter()
+                model.fit(X_train, y_train)
+                row["fit_seconds"] = time.perf_counter() - start
+                start = time.perf_counter()
+                proba = model.predict_proba(X_test)
+                row["predict_seconds"] = time.perf_counter() - start
+                proba = _proba_over(classes_all, model, proba)
+                row.update(all_metrics(y_test, proba, classes_all))
+                count, confidence, accuracy = reliability_bins(
+                    y_test, proba, classes_all, N_CALIBRATION_BINS
+                )
+                filled = count > 0
+                pooled[method][0] += count
+                pooled[method][1][filled] += (count * confidence)[filled]
+                pooled[method][2][filled] += (count * accuracy)[filled]
+            except (ValueError, MemoryError, RuntimeError) as error:
+                row["error"] = f"{type(error).__name__}: {error}"
+                warnings.warn(
+                    f"{dataset.name} fold {fold} {method}: {row['error']}", RuntimeWarning,
+                    stacklevel=2,
+                )
+            fold_rows.append(row)
+            progress.update(1)
+    for method, (count, confidence_sum, correct_sum) in pooled.items():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            confidence, accuracy = confidence_sum / count, correct_sum / count
+        for b in range(N_CALIBRATION_BINS):
+            bin_rows.append({
+                "dataset": dataset.name, "method": method, "bin": b,
+                "lower": b / N_CALIBRATION_BINS, "upper": (b + 1) / N_CALIBRATION_BINS,
+                "count": int(count[b]), "confidence": confidence[b], "accuracy": accuracy[b],
+            })
+
+
+def _describe(dataset: PreparedDataset) -> dict:
+    return {
+        "dataset": dataset.name,
+        "rows_total": dataset.n_rows_total,
+        "rows_used": dataset.X.shape[0],
+        "classes": np.unique(dataset.y).shape[0],
+        "features": len(dataset.plan.kept),
+        "binned": len(dataset.plan.binned),
+        "categorical": len(dataset.plan.categorical),
+        "max_cardinality": max(
+            [dataset.X[c].nunique() for c in dataset.plan.categorical] or [0]
+        ),
+        "dropped": "; ".join(f"{k} ({v})" for k, v in dataset.plan.dropped.items()),
+    }
+
+
+def run_protocol(
+    datasets, methods, *, folds: int = 10, seed: int = 42, progress: bool = True,
+    settings: dict | None = None,
+) -> EvaluationResult:
+    """Cross-validates every method on every prepared dataset.
+
+    Parameters
+    ----------
+    datasets : list of PreparedDataset
+    methods : list of str
+        Names from :data:`.methods.METHODS` (checked before anything runs).
+    folds : int, default=10
+    seed : int, default=42
+        Seed of the fold shuffling.
+    progress : bool, default=True
+        Show a tqdm bar over datasets x folds x methods.
+    settings : dict, optional
+        Recorded in the result.
+    """
+    methods = check_methods(methods)
+    for dataset in datasets:  # fail before the long loop, not in the middle of it
+        stratified_folds(dataset.y, folds, seed)
+    fold_rows, bin_rows = [], []
+    total = len(datasets) * folds * len(methods)
+    with tqdm(total=total, disable=not progress, unit="fit", dynamic_ncols=True) as bar:
+        for dataset in datasets:
+            _run_dataset(dataset, methods, folds, seed, bar, fold_rows, bin_rows)
+    return EvaluationResult(
+        folds=pd.DataFrame(fold_rows),
+        reliability=pd.DataFrame(bin_rows),
+        datasets=pd.DataFrame([_describe(d) for d in datasets]),
+        settings={"methods": methods, "folds": folds, "seed": seed, **(settings or {})},
+    )
+
+
+def evaluate(
+    data,
+    target: str = "class",
+    methods=DEFAULT_METHODS,
+    *,
+    folds: int = 10,
+    max_rows: int | None = 20_000,
+    seed: int = 42,
+    categorical=None,
+    name: str | None = None,
+    progress: bool = True,
+) -> EvaluationResult:
+    """Cross-validates Naive Bayes smoothers (and AODE) on one table, as in the paper.
+
+    Parameters
+    ----------
+    data : path-like or DataFrame
+        CSV or Parquet file, or a DataFrame, holding the features and the target.
+    target : str, default="class"
+        The label column.
+    methods : list of str or comma-separated str
+        Names from :data:`hebnb.evaluation.METHODS`.
+    folds : int, default=10
+        Stratified K-fold cross-validation folds.
+    max_rows : int or None, default=20000
+        Larger tables are subsampled (stratified) to this many rows.
+    seed : int, default=42
+        Seed of the subsample and of the fold shuffling.
+    categorical : "all", list of str, comma-separated str or None
+        Columns never binned (also read from a ``schema.json`` beside the file).
+    name : str, optional
+        The dataset's name in the results.
+    progress : bool, default=True
+        Show a progress bar.
+
+    Returns
+    -------
+    EvaluationResult
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from hebnb.evaluation import evaluate
+    >>> rng = np.random.default_rng(0)
+    >>> frame = pd.DataFrame({"a": rng.integers(0, 4, 200), "b": rng.normal(size=200)})
+    >>> frame["class"] = (frame["a"] + rng.integers(0, 2, 200) > 2).astype(int)
+    >>> result = evaluate(frame, methods="laplace,heb-m", folds=3, progress=False)
+    >>> result.folds.groupby("method")["accuracy"].count().to_dict()
+    {'heb-m': 3, 'laplace': 3}
+    """
+    methods = check_methods(methods)
+    dataset = prepare_dataset(
+        data, target, name=name, categorical=categorical, max_rows=max_rows, seed=seed
+    )
+    settings = {"target": target, "max_rows": max_rows, "categorical": categorical}
+    return run_protocol(
+        [dataset], methods, folds=folds, seed=seed, progress=progress, settings=settings
+    )
+
+
+def find_suite(directory) -> list[Path]:
+    """Every ``*/data.csv`` (or ``*/data.parquet``) directly below ``directory``, sorted.
+
+    Raises
+    ------
+    DataError
+        The folder does not exist or holds no dataset.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise DataError(f"no such folder: {directory}")
+    paths = sorted(
+        [*directory.glob("*/data.csv"), *directory.glob("*/data.parquet")]
+    )
+    if not paths:
+        raise DataError(f"no */data.csv or */data.parquet below {directory}")
+    return paths
+
+
+def evaluate_suite(
+    directory,
+    target: str = "class",
+    methods=DEFAULT_METHODS,
+    *,
+    folds: int = 10,
+    max_rows: int | None = 20_000,
+    seed: int = 42,
+    datasets=None,
+    progress: bool = True,
+) -> EvaluationResult:
+    """:func:`evaluate` on every ``*/data.csv`` below a folder (one dataset per folder).
+
+    Each folder's ``schema.json`` (if any) says which columns are categorical.
+
+    Parameters
+    ----------
+    directory : path-like
+    target, methods, folds, max_rows, seed, progress
+        As in :func:`evaluate`.
+    datasets : list of str, optional
+        Only these folder names.
+    """
+    methods = check_methods(methods)
+    paths = find_suite(directory)
+    if datasets is not None:
+        wanted = set(datasets)
+        paths = [path for path in paths if path.parent.name in wanted]
+        missing = wanted - {path.parent.name for path in paths}
+        if missing:
+            raise DataError(f"datasets not found below {directory}: {', '.join(sorted(missing))}")
+    prepared = [
+        prepare_dataset(path, target, max_rows=max_rows, seed=seed) for path in paths
+    ]
+    settings = {"target": target, "max_rows": max_rows, "suite": str(directory)}
+    return run_protocol(
+        prepared, methods, folds=folds, seed=seed, progress=progress, settings=settings
+    )
+
+
+__all__ = [
+    "DEFAULT_METHODS", "DataError", "EvaluationResult", "PreparedDataset", "evaluate",
+    "evaluate_suite", "find_suite", "prepare_dataset", "run_protocol",
+]

@@ -1,0 +1,156 @@
+"""``hebnb evaluate`` end to end on small generated CSV files, and its bad-input errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+
+from hebnb.cli import main
+from hebnb.evaluation import evaluate, evaluate_suite, write_report
+from hebnb.evaluation.report import read_result
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def write_dataset(path, n_rows: int = 150, seed: int = 0):
+    """A small mixed table: a numeric column to bin, two categorical ones, three classes."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n_rows)
+    frame = pd.DataFrame({
+        "size": rng.normal(loc=y, size=n_rows),
+        "shape": np.where(rng.random(n_rows) < 0.7, y, rng.integers(0, 3, n_rows)),
+        "colour": rng.choice(["red", "green", "blue", ""], n_rows),
+        "class": np.array(["low", "mid", "high"])[y],
+    })
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+    return path
+
+
+def assert_valid_png(path):
+    assert path.read_bytes()[:8] == PNG_SIGNATURE
+    image = matplotlib.image.imread(path)
+    assert image.ndim == 3 and image.shape[0] > 50 and image.shape[1] > 50
+
+
+def test_evaluate_one_file(tmp_path, capsys):
+    data = write_dataset(tmp_path / "toy.csv")
+    out = tmp_path / "results"
+    code = main([
+        "evaluate", str(data), "--target", "class", "--methods", "laplace,heb-m",
+        "--folds", "3", "--max-rows", "100", "--seed", "42", "--out", str(out),
+        "--no-progress",
+    ])
+    assert code == 0
+    assert "report.md" in capsys.readouterr().out
+    for name in ("folds.csv", "summary.csv", "datasets.csv", "reliability.csv", "report.md"):
+        assert (out / name).is_file()
+    folds = pd.read_csv(out / "folds.csv", keep_default_na=False)
+    assert len(folds) == 2 * 3 and (folds["error"] == "").all()
+    assert set(folds["n_train"] + folds["n_test"]) == {100}
+    for column in ("accuracy", "f1_macro", "log_loss", "brier", "auc_ovr", "ece",
+                   "fit_seconds", "predict_seconds"):
+        assert folds[column].notna().all(), column
+    datasets = pd.read_csv(out / "datasets.csv")
+    assert datasets.loc[0, "binned"] == 1 and datasets.loc[0, "rows_used"] == 100
+    assert_valid_png(out / "figures" / "reliability-toy.png")
+    report = (out / "report.md").read_text()
+    assert "hebnb evaluate" in report and "HEB-M" in report
+
+
+def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
+    for index, name in enumerate(["one", "two", "three"]):
+        write_dataset(tmp_path / "suite" / name / "data.csv", n_rows=90, seed=index)
+    out = tmp_path / "results"
+    code = main([
+        "evaluate", "--suite", str(tmp_path / "suite"), "--methods", "laplace,kt,heb-m",
+        "--folds", "3", "--out", str(out), "--no-progress",
+    ])
+    assert code == 0
+    ranks = pd.read_csv(out / "ranks.csv", index_col=0)
+    assert set(ranks.index) >= {"laplace", "kt", "heb-m", "Friedman p", "Nemenyi CD"}
+    mean_ranks = ranks.loc[["laplace", "kt", "heb-m"], "Log-loss"]
+    assert mean_ranks.sum() == pytest.approx(6.0)  # 1 + 2 + 3 on every dataset
+    for metric in ("accuracy", "f1_macro", "log_loss", "brier"):
+        assert_valid_png(out / "figures" / f"cd-{metric}.png")
+    for name in ("one", "two", "three"):
+        assert_valid_png(out / "figures" / f"reliability-{name}.png")
+    report = (out / "report.md").read_text()
+    assert "Wilcoxon" in report and "Nemenyi" in report
+
+    # the written files give the result back, and the report again
+    result = read_result(out)
+    assert result.settings["methods"] == ["laplace", "kt", "heb-m"]
+    rewritten = write_report(result, tmp_path / "again")
+    assert rewritten.read_text().split("## Datasets")[1] == report.split("## Datasets")[1]
+
+
+def test_python_api_accepts_a_dataframe():
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.integers(0, 4, 120), "label": rng.integers(0, 2, 120)})
+    result = evaluate(frame, target="label", methods=["laplace", "heb-u"], folds=4,
+                      progress=False)
+    assert result.folds.shape[0] == 8
+    assert result.datasets.loc[0, "dataset"] == "data"
+
+
+def test_python_api_suite_selects_datasets(tmp_path):
+    for name in ("one", "two"):
+        write_dataset(tmp_path / name / "data.csv", n_rows=60)
+    result = evaluate_suite(tmp_path, methods="laplace", folds=2, datasets=["two"],
+                            progress=False)
+    assert result.folds["dataset"].unique().tolist() == ["two"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--target", "label"], "target column 'label' not found"),
+        (["--methods", "laplace,bogus"], "unknown method(s): bogus"),
+        (["--folds", "1"], "--folds must be at least 2"),
+    ],
+)
+def test_bad_arguments(tmp_path, capsys, arguments, message):
+    data = write_dataset(tmp_path / "toy.csv")
+    code = main(["evaluate", str(data), "--out", str(tmp_path / "out"), "--no-progress",
+                 *arguments])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_class_and_empty_file(tmp_path, capsys):
+    one_class = tmp_path / "one.csv"
+    pd.DataFrame({"a": [1, 2, 3], "class": ["x", "x", "x"]}).to_csv(one_class, index=False)
+    assert main(["evaluate", str(one_class), "--no-progress"]) == 2
+    assert "at least two are needed" in capsys.readouterr().err
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert main(["evaluate", str(empty), "--no-progress"]) == 2
+    assert "is empty" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path / "absent.csv"), "--no-progress"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_missing_method_dependency_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    import hebnb
+
+    monkeypatch.delattr(hebnb, "AODE", raising=False)
+    data = write_dataset(tmp_path / "toy.csv")
+    assert main(["evaluate", str(data), "--methods", "aode", "--no-progress"]) == 2
+    assert "needs hebnb.AODE" in capsys.readouterr().err
+
+
+def test_command_line_exit_code(tmp_path):
+    data = write_dataset(tmp_path / "toy.csv")
+    completed = subprocess.run(
+        [sys.executable, "-m", "hebnb", "evaluate", str(data), "--target", "nope"],
+        capture_output=True, text=True, check=False,
+    )
+    assert completed.returncode == 2
+    assert "target column 'nope' not found" in completed.stderr

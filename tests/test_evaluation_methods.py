@@ -1,0 +1,71 @@
+"""Method names -> estimators, and clear errors for unknown or unavailable methods."""
+
+from __future__ import annotations
+
+import pytest
+
+import hebnb
+from hebnb.evaluation.methods import (
+    METHODS,
+    PAPER_SMOOTHERS,
+    MethodUnavailableError,
+    UnknownMethodError,
+    available_methods,
+    check_methods,
+    make_estimator,
+)
+
+
+def test_paper_smoothers_use_the_papers_settings():
+    expected = {
+        "laplace": {"smoothing": "laplace"},
+        "lidstone": {"smoothing": "lidstone", "alpha": 0.1},
+        "kt": {"smoothing": "kt"},
+        "m-estimate": {"smoothing": "m-estimate", "m": 2.0},
+        "target-encoding": {"smoothing": "target-encoding", "m": 10.0},
+        "heb-u": {"smoothing": "heb-u"},
+        "heb-m": {"smoothing": "heb-m"},
+    }
+    assert set(PAPER_SMOOTHERS) == set(expected)
+    for name, params in expected.items():
+        model = make_estimator(name)
+        assert isinstance(model, hebnb.CategoricalNB)
+        assert {key: model.get_params()[key] for key in params} == params
+    assert set(PAPER_SMOOTHERS) <= set(available_methods())
+
+
+def test_overrides_and_fresh_estimators():
+    first, second = make_estimator("heb-m", n_jobs=1), make_estimator("heb-m")
+    assert first is not second and first.get_params()["n_jobs"] == 1
+
+
+def test_names_from_a_string_without_duplicates():
+    assert check_methods("laplace, heb-m,laplace") == ["laplace", "heb-m"]
+
+
+def test_unknown_method_lists_the_known_ones():
+    with pytest.raises(UnknownMethodError, match="unknown method.*naive.*known: laplace"):
+        check_methods(["naive"])
+    with pytest.raises(UnknownMethodError, match="no method"):
+        check_methods("")
+
+
+@pytest.mark.parametrize("name", ["aode", "heb-aode"])
+def test_aode_methods_follow_the_build(name, monkeypatch):
+    if hasattr(hebnb, "AODE"):
+        model = make_estimator(name)
+        assert isinstance(model, hebnb.AODE)
+        assert model.get_params()["smoothing"] == METHODS[name].params["smoothing"]
+    monkeypatch.delattr(hebnb, "AODE", raising=False)
+    with pytest.raises(MethodUnavailableError, match="needs hebnb.AODE"):
+        make_estimator(name)
+    assert name not in available_methods()
+
+
+def test_weighted_methods_need_feature_weighting():
+    supported = "feature_weighting" in hebnb.CategoricalNB().get_params()
+    if supported:
+        assert make_estimator("heb-m+gr").get_params()["feature_weighting"] == "sqrt-mi"
+    else:
+        with pytest.raises(MethodUnavailableError, match="feature_weighting"):
+            make_estimator("cawnb")

@@ -1,0 +1,120 @@
+"""The data protocol: column typing, subsampling, and binning fitted on training folds only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.preprocessing import KBinsDiscretizer
+
+from hebnb.evaluation.protocol import (
+    DataError,
+    FoldBinner,
+    plan_columns,
+    read_table,
+    split_target,
+    stratified_folds,
+    stratified_subsample,
+)
+from hebnb.evaluation.runner import prepare_dataset
+
+
+def mixed_frame(n_rows: int = 200, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "amount": rng.normal(size=n_rows),                      # numeric, many values
+        "small_int": rng.integers(0, 5, n_rows),                # numeric, few values
+        "user_id": rng.integers(0, 60, n_rows),                 # ID-like name
+        "colour": rng.choice(["red", "green", "blue"], n_rows),  # strings
+        "row_key": [f"r{i}" for i in range(n_rows)],            # one value per row
+        "class": rng.integers(0, 2, n_rows),
+    })
+
+
+def test_column_typing():
+    X, _ = split_target(mixed_frame(), "class")
+    with pytest.warns(UserWarning, match="row_key"):
+        plan = plan_columns(X)
+    assert plan.binned == ["amount"]
+    assert plan.categorical == ["small_int", "user_id", "colour"]
+    assert list(plan.dropped) == ["row_key"]
+
+
+def test_categorical_all_and_list_prevent_binning():
+    X, _ = split_target(mixed_frame().drop(columns="row_key"), "class")
+    X["code"] = np.arange(200) % 40 * 7  # 40 integer codes: binned unless forced
+    assert plan_columns(X).binned == ["amount", "code"]
+    assert plan_columns(X, ["code"]).binned == ["amount"]
+    # forced categorical, a continuous column has one value per row: dropped
+    with pytest.warns(UserWarning, match="'amount' dropped"):
+        assert plan_columns(X, "all").binned == []
+    with pytest.raises(DataError, match="unknown columns: nope"):
+        plan_columns(X, ["nope"])
+
+
+def test_schema_json_beside_the_file_is_read(tmp_path):
+    frame = mixed_frame().drop(columns="row_key")
+    frame["big_code"] = np.arange(200) % 50 * 1000
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert "big_code" in prepare_dataset(tmp_path / "data.csv").plan.binned
+    (tmp_path / "schema.json").write_text('{"categorical": ["big_code"]}')
+    dataset = prepare_dataset(tmp_path / "data.csv")
+    assert "big_code" in dataset.plan.categorical
+    assert dataset.name == tmp_path.name
+
+
+def test_stratified_subsample_keeps_class_proportions():
+    X, y = split_target(mixed_frame(1000), "class")
+    X_small, y_small = stratified_subsample(X, y, 100, seed=42)
+    assert X_small.shape[0] == 100
+    assert abs(y_small.mean() - y.mean()) < 0.01
+    assert stratified_subsample(X, y, None, seed=42)[0].shape[0] == 1000
+
+
+def test_binning_is_fitted_on_the_training_fold_only():
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"x": rng.exponential(size=300)})
+    y = rng.integers(0, 2, 300)
+    plan = plan_columns(X)
+    train, test = stratified_folds(y, 5, seed=42)[0]
+    # make the test rows extreme: if they leaked into the fit, the edges would move
+    X.loc[test, "x"] = X.loc[test, "x"] * 1000 + 1e6
+    binner = FoldBinner(plan).fit(X.iloc[train])
+    reference = KBinsDiscretizer(
+        n_bins=10, encode="ordinal", strategy="quantile", quantile_method="averaged_inverted_cdf"
+    ).fit(X.iloc[train][["x"]].to_numpy())
+    np.testing.assert_allclose(binner.edges_["x"], reference.bin_edges_[0])
+    assert binner.edges_["x"].max() < 1e6
+    np.testing.assert_array_equal(
+        binner.transform(X.iloc[train])["x"], reference.transform(X.iloc[train][["x"]].to_numpy())[:, 0]
+    )
+    # test values beyond the training range land in the last bin
+    assert (binner.transform(X.iloc[test])["x"] == 9).all()
+
+
+def test_binning_keeps_missing_values_missing():
+    X = pd.DataFrame({"x": np.r_[np.arange(50.0), np.nan]})
+    binner = FoldBinner(plan_columns(X)).fit(X)
+    out = binner.transform(X)["x"]
+    assert np.isnan(out.iloc[-1]) and out.iloc[:-1].notna().all()
+
+
+def test_bad_tables(tmp_path):
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(DataError, match="is empty"):
+        read_table(tmp_path / "empty.csv")
+    with pytest.raises(DataError, match="no such file"):
+        read_table(tmp_path / "absent.csv")
+    frame = mixed_frame()
+    with pytest.raises(DataError, match="target column 'label' not found"):
+        split_target(frame, "label")
+    frame["class"] = 1
+    with pytest.raises(DataError, match="1 class"):
+        split_target(frame, "class")
+
+
+def test_parquet_is_read(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = mixed_frame(50)
+    frame.to_parquet(tmp_path / "t.parquet")
+    pd.testing.assert_frame_equal(read_table(tmp_path / "t.parquet"), frame)

@@ -1,0 +1,64 @@
+"""Friedman ranks, Nemenyi CD and Wilcoxon on small hand-made tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hebnb.evaluation.statistics import (
+    friedman_nemenyi,
+    nemenyi_critical_difference,
+    paired_wilcoxon,
+    rank_table,
+)
+
+# accuracy of three methods on four datasets
+SCORES = pd.DataFrame(
+    {"A": [0.90, 0.80, 0.70, 0.60], "B": [0.85, 0.80, 0.75, 0.50], "C": [0.80, 0.70, 0.60, 0.55]},
+    index=["d1", "d2", "d3", "d4"],
+)
+
+
+def test_ranks_by_hand():
+    ranks = rank_table(SCORES, higher_is_better=True)
+    # d1: A 1, B 2, C 3; d2: A and B tie for 1-2 (1.5 each), C 3; d3: B 1, A 2, C 3;
+    # d4: A 1, C 2, B 3
+    expected = [[1, 2, 3], [1.5, 1.5, 3], [2, 1, 3], [1, 3, 2]]
+    np.testing.assert_array_equal(ranks.to_numpy(), expected)
+    # lower is better flips the order
+    np.testing.assert_array_equal(rank_table(SCORES, higher_is_better=False).iloc[0], [3, 2, 1])
+
+
+def test_friedman_mean_ranks_and_p_value():
+    result = friedman_nemenyi(SCORES, higher_is_better=True)
+    assert result.mean_ranks.to_dict() == pytest.approx({"A": 1.375, "B": 1.875, "C": 2.75})
+    assert list(result.mean_ranks.index) == ["A", "B", "C"]  # best first
+    # Friedman chi-square with the tie correction, by hand:
+    # sum of squared rank sums = 5.5^2 + 7.5^2 + 11^2 = 207.5, N = 4, k = 3
+    # uncorrected: 12 / (N k (k + 1)) * 207.5 - 3 N (k + 1) = 3.875; ties: one pair in d2
+    # -> divide by 1 - sum(t^3 - t) / (N (k^3 - k)) = 1 - 6 / 96
+    assert result.statistic == pytest.approx(3.875 / (1 - 6 / 96))
+    assert 0 < result.p_value < 1
+    assert result.n_datasets == 4
+    assert result.nemenyi_p.loc["A", "A"] == 1.0
+    assert result.nemenyi_p.loc["A", "C"] == pytest.approx(result.nemenyi_p.loc["C", "A"])
+
+
+def test_datasets_with_a_missing_score_are_left_out():
+    scores = SCORES.copy()
+    scores.loc["d5"] = [0.5, np.nan, 0.4]
+    assert friedman_nemenyi(scores, higher_is_better=True).n_datasets == 4
+
+
+def test_nemenyi_critical_difference_matches_the_paper():
+    # the paper: k = 7 methods, N = 31 datasets, CD = 1.62 (Demsar's q_0.05 = 2.949)
+    assert nemenyi_critical_difference(7, 31) == pytest.approx(1.62, abs=0.005)
+
+
+def test_paired_wilcoxon_counts_and_drops_ties():
+    result = paired_wilcoxon(SCORES, "A", "B", higher_is_better=True)
+    assert (result.first_wins, result.second_wins, result.ties) == (2, 1, 1)
+    assert 0 < result.p_value <= 1
+    lower = paired_wilcoxon(SCORES, "A", "B", higher_is_better=False)
+    assert (lower.first_wins, lower.second_wins) == (1, 2)
