@@ -21,11 +21,13 @@
 //! ```
 
 pub mod counts;
+pub mod dirichlet_groups;
 pub mod encoding;
 pub mod error;
 pub mod evidence;
 pub mod gamma_differences;
 pub mod layout;
+pub mod mutual_information;
 pub mod naive_bayes;
 pub mod parallel;
 pub mod scoring;
