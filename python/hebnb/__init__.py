@@ -1,6 +1,8 @@
 """hebnb: Naive Bayes for categorical data whose smoothing is learned from the data."""
 
+from .dirichlet_groups import EmpiricalBayesDirichletClassifier
 from .naive_bayes import CategoricalNB
 
 __all__ = ["CategoricalNB"]
+__all__ += ["EmpiricalBayesDirichletClassifier"]
 __version__ = "0.1.0"
