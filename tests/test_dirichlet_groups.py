@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hebnb import EmpiricalBayesDirichletClassifier
 from scipy.optimize import minimize
 from scipy.special import digamma, gammaln
 from sklearn.base import clone
+
+from hebnb import EmpiricalBayesDirichletClassifier
 
 
 def _evidence(counts, alpha):
