@@ -22,11 +22,13 @@
 
 pub mod aode;
 pub mod counts;
+pub mod dirichlet_groups;
 pub mod encoding;
 pub mod error;
 pub mod evidence;
 pub mod gamma_differences;
 pub mod layout;
+pub mod mutual_information;
 pub mod naive_bayes;
 pub mod pair_counts;
 pub mod parallel;

@@ -8,9 +8,11 @@ use pyo3::prelude::*;
 
 use crate::aode::{self, AodeModel, AodeSettings, ChildSmoothing};
 use crate::counts::count_categories as count_kernel;
+use crate::dirichlet_groups;
 use crate::encoding::{self, Categories};
 use crate::error::HebError;
 use crate::layout::FeatureLayout;
+use crate::mutual_information::mutual_information as mutual_information_kernel;
 use crate::naive_bayes::{self, PriorMean};
 use crate::pair_counts::{self, PairTablesView};
 use crate::parallel::with_threads;
@@ -400,6 +402,61 @@ fn aode_joint_log_likelihood<'py>(
     Ok(joint.into_pyarray(py))
 }
 
+/// Plug-in mutual information (nats) of every feature with the class, length F.
+#[pyfunction]
+fn mutual_information<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    offsets: Vec<usize>,
+    n_jobs: usize,
+) -> PyResult<Array1Py<'py>> {
+    let layout = layout(offsets)?;
+    let counts = counts.as_array();
+    let information = run(py, n_jobs, || mutual_information_kernel(counts, &layout))?;
+    Ok(information.into_pyarray(py))
+}
+
+/// Group counts `(G, K)` after a batch of rows with per-group forgetting.
+#[pyfunction]
+fn absorb_group_rows<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    groups: PyReadonlyArray1<'py, i64>,
+    labels: PyReadonlyArray1<'py, i64>,
+    weights: PyReadonlyArray1<'py, f64>,
+    learning_rate: f64,
+) -> PyResult<Array2Py<'py>> {
+    let (counts, groups) = (counts.as_array(), groups.as_array());
+    let (labels, weights) = (labels.as_array(), weights.as_array());
+    let out = py
+        .detach(|| dirichlet_groups::absorb_rows(counts, groups, labels, weights, learning_rate))
+        .map_err(to_py_err)?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Minka's (m, s) fixed point on group counts: `(prior, log_evidence, n_iter, converged)`.
+#[pyfunction]
+fn fit_dirichlet_prior<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    prior: PyReadonlyArray1<'py, f64>,
+    max_iter: usize,
+    tol: f64,
+    n_jobs: usize,
+) -> PyResult<(Array1Py<'py>, f64, usize, bool)> {
+    let counts = counts.as_array();
+    let prior = prior.as_slice()?;
+    let fit = run(py, n_jobs, || {
+        dirichlet_groups::fit_dirichlet_prior(counts, prior, max_iter, tol)
+    })?;
+    Ok((
+        fit.prior.into_pyarray(py),
+        fit.log_evidence,
+        fit.n_iter,
+        fit.converged,
+    ))
+}
+
 /// The compiled core of hebnb.
 #[pymodule]
 #[pyo3(name = "_core")]
@@ -415,5 +472,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aode_children, m)?)?;
     m.add_function(wrap_pyfunction!(aode_joint_log_likelihood, m)?)?;
+    m.add_function(wrap_pyfunction!(mutual_information, m)?)?;
+    m.add_function(wrap_pyfunction!(absorb_group_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_dirichlet_prior, m)?)?;
     Ok(())
 }

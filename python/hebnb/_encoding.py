@@ -281,6 +281,63 @@ class CategoryEncoder:
             self._integer_cache[features] = (flat, [0, *np.cumsum(sizes).tolist()])
         return self._integer_cache[features]
 
+    def extend(
+        self, X, *, n_threads: int = 1, owner: str = "the estimator"
+    ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """Adds the categories of ``X`` not seen before and returns its codes ``(F, S)``.
+
+        The vocabulary only grows and stays sorted, so it equals what ``fit_transform`` of
+        all the data seen so far would have learned. Also returns, per feature, the new code
+        of every old category (``None`` where the feature gained nothing), so that count
+        tables can follow their categories.
+        """
+        columns, names = _columns_of(X)
+        self.check_features(len(columns), names, owner)
+        moved: list[np.ndarray | None] = []
+        for f, column in enumerate(columns):
+            old = self.categories[f]
+            integers = _integer_values(column, f) if self.numeric[f] else None
+            if integers is not None:
+                values, missing = integers
+                present = np.unique(values if missing is None else values[~missing])
+                unseen = present[~np.isin(present, old.astype(np.int64), assume_unique=True)]
+                if unseen.shape[0] == 0:
+                    moved.append(None)
+                    continue
+                merged = np.union1d(old.astype(np.int64), unseen).astype(old.dtype)
+                moved.append(np.searchsorted(merged, old))
+            else:
+                if column.dtype.kind in "iuf":  # numbers arriving for a non-numeric feature
+                    column = column.astype(object)
+                objects, missing = _object_values(column, f)
+                present = objects[~missing]
+                unseen = pd.unique(present[self._index(f).get_indexer(present) < 0])
+                if unseen.shape[0] == 0:
+                    moved.append(None)
+                    continue
+                merged = np.concatenate([old.astype(object), np.asarray(unseen, dtype=object)])
+                try:
+                    order = np.argsort(merged, kind="stable")
+                except TypeError as error:
+                    raise ValueError(
+                        f"feature {f} mixes values that cannot be ordered "
+                        f"(e.g. numbers and strings): {error}"
+                    ) from None
+                position = np.empty_like(order)
+                position[order] = np.arange(order.shape[0])
+                moved.append(position[: old.shape[0]])
+                merged = merged[order]
+                if self.numeric[f] and pd.api.types.infer_dtype(merged) == "integer":
+                    merged = merged.astype(old.dtype)  # integers held in an object column
+                else:
+                    self.numeric[f] = False
+            self.categories[f] = merged
+            self._indexes.pop(f, None)
+        if any(m is not None for m in moved):
+            self._integer_cache = {}
+        codes = self.transform(X, n_threads=n_threads, owner=owner).codes
+        return codes, moved
+
     def _index(self, f: int) -> pd.Index:
         """A hash index of feature ``f``'s categories, built on first use."""
         if f not in self._indexes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -31,6 +32,7 @@ SMOOTHERS = {
 }
 DEFAULT_M = {"m-estimate": 2.0, "target-encoding": 10.0}
 EMPIRICAL_BAYES = {"heb-u", "heb-m"}
+FEATURE_WEIGHTINGS = {"sqrt-mi"}
 
 
 class CategoricalNB(CategoricalClassifier):
@@ -70,6 +72,16 @@ class CategoricalNB(CategoricalClassifier):
     n_jobs : int, default=None
         Threads for counting, solving and scoring (None: 1, -1: all cores). Results do
         not depend on it.
+    feature_weighting : {None, "sqrt-mi"}, default=None
+        ``"sqrt-mi"`` multiplies each feature's log-likelihood term by
+        ``w_f = sqrt(MI(X_f; Y))``, the plug-in mutual information (nats) of the training
+        counts, unnormalised: with ``"laplace"`` this is the paper's CAWNB, with
+        ``"heb-m"`` its HEB-M+GR.
+    learning_rate : float in (0, 1], default=1.0
+        Forgetting factor gamma of ``partial_fit``: before a batch of n rows is added,
+        every stored count is multiplied by ``gamma ** n`` (the prior pseudo-counts
+        ``m * mu`` are not counts and never decay). ``fit`` starts from zero counts, so
+        it is unaffected.
 
     Attributes
     ----------
@@ -93,6 +105,8 @@ class CategoricalNB(CategoricalClassifier):
     n_iter_ : ndarray of shape (n_classes, n_features)
         Solver steps per class and feature (0 where no solve was needed).
     converged_ : ndarray of shape (n_classes, n_features)
+    feature_weights_ : ndarray of shape (n_features,)
+        The weight of each feature's term in the score (all ones without weighting).
 
     Notes
     -----
@@ -125,6 +139,8 @@ class CategoricalNB(CategoricalClassifier):
         class_prior=None,
         handle_unknown="ignore",
         n_jobs=None,
+        feature_weighting=None,
+        learning_rate=1.0,
     ):
         self.smoothing = smoothing
         self.alpha = alpha
@@ -135,6 +151,8 @@ class CategoricalNB(CategoricalClassifier):
         self.class_prior = class_prior
         self.handle_unknown = handle_unknown
         self.n_jobs = n_jobs
+        self.feature_weighting = feature_weighting
+        self.learning_rate = learning_rate
 
     def _check_params(self) -> None:
         check_choice("smoothing", self.smoothing, SMOOTHERS)
@@ -145,6 +163,9 @@ class CategoricalNB(CategoricalClassifier):
         check_positive("min_count", self.min_count, allow_zero=True)
         check_bounds(self.concentration_bounds)
         n_threads(self.n_jobs)
+        if self.feature_weighting is not None:
+            check_choice("feature_weighting", self.feature_weighting, FEATURE_WEIGHTINGS)
+        check_learning_rate(self.learning_rate)
 
     def fit(self, X, y, sample_weight=None):
         """Counts the training data and smooths every class-conditional distribution.
@@ -188,6 +209,85 @@ class CategoricalNB(CategoricalClassifier):
         self._solve(threads)
         return self
 
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Adds a batch of rows to the counts (forgetting old ones at ``learning_rate``)
+        and re-smooths.
+
+        With ``learning_rate=1`` any sequence of calls gives the model one ``fit`` on the
+        concatenated batches would give. Categories first seen in a later batch join the
+        vocabulary (it only grows and stays sorted).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the classes the stream will hold. Needed on the first call unless that
+            batch already shows every class (they are then taken from it); later calls
+            may repeat it but not change it.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        first_call = not hasattr(self, "_counts")
+        if first_call:
+            self._check_params()
+        else:
+            check_learning_rate(self.learning_rate)
+        n_rows = _n_rows(X)
+        batch_classes, batch_labels = encode_labels(y, n_rows)
+        if classes is not None:
+            declared = np.unique(np.asarray(classes))
+            if not first_call and not np.array_equal(declared, self.classes_):
+                raise ValueError(
+                    f"classes={list(declared)} is not the same as on the first call to "
+                    f"partial_fit: {list(self.classes_)}"
+                )
+        elif first_call:
+            declared = batch_classes
+        else:
+            declared = self.classes_
+        if declared.shape[0] < 2:
+            raise ValueError(
+                f"The number of classes has to be greater than one; got {declared.shape[0]} "
+                "class: declare all of them with classes= on the first call"
+            )
+        labels = _class_positions(batch_classes, declared)[batch_labels]
+        weights = check_sample_weight(sample_weight, n_rows)
+        threads = n_threads(self.n_jobs)
+        if first_call:
+            encoder = CategoryEncoder()
+            codes = encoder.fit_transform(X, n_threads=threads)
+            check_table_size(declared.shape[0], encoder.offsets[-1])
+            counts = np.zeros((declared.shape[0], encoder.offsets[-1]))
+            class_count = np.zeros(declared.shape[0])
+        else:
+            encoder = self._encoder
+            old_offsets = encoder.offsets
+            codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
+            check_table_size(declared.shape[0], encoder.offsets[-1])
+            counts = _move_columns(self._counts, old_offsets, encoder.offsets, moved)
+            # forgetting: the stored counts age by one step per new row
+            decay = float(self.learning_rate) ** n_rows
+            counts *= decay
+            class_count = self.class_count_ * decay
+        batch_class_count, batch_counts = _core.count_categories(
+            codes, labels, weights, encoder.offsets, declared.shape[0], threads
+        )
+        self._encoder = encoder
+        self.classes_ = declared
+        self.categories_ = encoder.categories
+        self.n_categories_ = np.asarray(encoder.cardinalities, dtype=np.int64)
+        self.n_features_in_ = codes.shape[0]
+        if encoder.feature_names is not None:
+            self.feature_names_in_ = encoder.feature_names
+        self.class_count_ = class_count + batch_class_count
+        self._counts = counts + batch_counts
+        self._solve(threads)
+        return self
+
     def _solve(self, threads: int) -> None:
         """Prior means, concentrations and log-probability tables from the counts."""
         offsets = self._encoder.offsets
@@ -220,6 +320,11 @@ class CategoricalNB(CategoricalClassifier):
             n_iter = np.zeros((n_classes, n_features), dtype=np.int64)
             converged = np.ones((n_classes, n_features), dtype=bool)
         table = _core.log_probability_table(self._counts, mean, concentration, offsets, threads)
+        if self.feature_weighting == "sqrt-mi":
+            information = _core.mutual_information(self._counts, offsets, threads)
+            self.feature_weights_ = np.sqrt(information)
+        else:
+            self.feature_weights_ = np.ones(n_features)
         self._prior_mean = mean
         self._log_table = np.ascontiguousarray(table.T)
         self.concentration_ = concentration
@@ -269,7 +374,51 @@ class CategoricalNB(CategoricalClassifier):
             encoded.codes,
             self._log_table,
             self.class_log_prior_,
-            None,
+            self.feature_weights_,
             self._encoder.offsets,
             threads,
         )
+
+
+def check_learning_rate(learning_rate) -> float:
+    """The forgetting factor gamma in (0, 1]."""
+    is_real = isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, bool)
+    if not (is_real and 0.0 < learning_rate <= 1.0):
+        raise ValueError(f"learning_rate must be a real in (0, 1], got {learning_rate!r}")
+    return float(learning_rate)
+
+
+def _n_rows(X) -> int:
+    """Number of rows of a table without converting it."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    return len(X)
+
+
+def _class_positions(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Index in ``classes`` (sorted) of every label; ValueError for a label not there."""
+    try:
+        position = np.clip(np.searchsorted(classes, labels), 0, classes.shape[0] - 1)
+        found = classes[position] == labels
+    except TypeError:
+        found = np.zeros(labels.shape[0], dtype=bool)
+    if not np.all(found):
+        unknown = labels[~found] if found.shape == labels.shape else labels
+        raise ValueError(
+            f"y holds labels {list(unknown[:5])} that are not in classes {list(classes)}"
+        )
+    return position.astype(np.int64)
+
+
+def _move_columns(counts, old_offsets, new_offsets, moved) -> np.ndarray:
+    """The count table on a grown vocabulary: old categories at their new codes, new ones 0."""
+    if all(m is None for m in moved):
+        return counts.copy()
+    grown = np.zeros((counts.shape[0], new_offsets[-1]))
+    for f, positions in enumerate(moved):
+        old = counts[:, old_offsets[f] : old_offsets[f + 1]]
+        if positions is None:
+            positions = np.arange(old.shape[1])
+        grown[:, new_offsets[f] + positions] = old
+    return grown

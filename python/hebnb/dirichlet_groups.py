@@ -1,0 +1,336 @@
+"""A Dirichlet posterior over the classes for every group, with an empirical-Bayes prior
+(SPEC "Empirical-Bayes Dirichlet group classifier"; the model of bayesianbandits'
+``EmpiricalBayesDirichletClassifier``)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core
+from ._base import n_threads
+from ._encoding import check_sample_weight
+from .naive_bayes import check_learning_rate
+
+
+class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
+    """Per-group class probabilities under a Dirichlet prior tuned by empirical Bayes.
+
+    The first column of ``X`` names a group (an arm, a user, a segment). Each group g has a
+    Dirichlet posterior ``alpha_g = alpha + c_g`` over the classes, ``c_g`` its (weighted,
+    decayed) class counts; ``predict_proba`` is its mean ``alpha_g / sum(alpha_g)`` and an
+    unseen group gets the prior mean. The prior ``alpha = s * m`` is shared by all groups
+    and chosen by Type-II maximum likelihood: Minka's alternating fixed point for the base
+    measure ``m`` and the concentration ``s`` on the Dirichlet-multinomial evidence of the
+    groups' counts. The steps run in the Rust core.
+
+    Parameters
+    ----------
+    alphas : dict of {class label: float}
+        The classes (in this order) and their initial prior concentrations.
+    n_eb_iter : int, default=10
+        Most (m, s) steps per ``fit``; 0 disables the tuning in ``fit``.
+    eb_tol : float, default=1e-4
+        ``fit`` stops once a step changes the log evidence by less than this.
+    learning_rate : float in (0, 1], default=1.0
+        Stabilized forgetting: every row of a group first multiplies that group's counts
+        by ``learning_rate`` (so its posterior moves toward the prior, never toward zero).
+        bayesianbandits spells it ``forgetting=StabilizedForgetting(learning_rate)``.
+    random_state : int, Generator or None, default=None
+        Seeds ``sample``.
+    n_jobs : int, default=None
+        Threads for the evidence sums over groups (None: 1, -1: all cores).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The keys of ``alphas``, in their order.
+    prior_ : ndarray of shape (n_classes,)
+        The tuned prior concentrations alpha.
+    alphas_ : dict of {class label: float}
+        ``prior_`` keyed by class (the constructor's ``alphas`` is left as given).
+    groups_ : ndarray of shape (n_groups,)
+        The groups seen, in order of first appearance.
+    group_counts_ : ndarray of shape (n_groups, n_classes)
+        The counts ``c_g``; the posterior of group g is ``prior_ + group_counts_[g]``.
+    log_evidence_ : float
+        Dirichlet-multinomial log evidence of the counts at ``prior_`` (``-inf`` without
+        tuning).
+    n_eb_iterations_ : int
+        (m, s) steps taken by the last ``fit`` or ``partial_fit`` (not the cap).
+    eb_converged_ : bool
+        Whether the last ``fit`` stopped on ``eb_tol`` (or had nothing to tune).
+    n_features_in_ : int
+        Always 1.
+
+    Notes
+    -----
+    Differences from bayesianbandits 1.5, whose numbers this class reproduces:
+    the tuned prior is the fitted ``alphas_``/``prior_`` instead of being written back
+    into the ``alphas`` parameter (so ``clone`` and a second ``fit`` start from the
+    initial prior), ``n_eb_iterations_`` counts the steps taken, a label outside
+    ``alphas`` raises instead of being dropped, and counts rather than posteriors are
+    stored (a prior change then moves every posterior exactly by that change).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hebnb import EmpiricalBayesDirichletClassifier
+    >>> X = np.array([1, 1, 1, 2, 2, 2, 3, 3, 3]).reshape(-1, 1)
+    >>> y = np.array([1, 1, 2, 2, 2, 1, 1, 1, 2])
+    >>> model = EmpiricalBayesDirichletClassifier({1: 1.0, 2: 1.0}).fit(X, y)
+    >>> model.predict_proba([[1], [4]]).shape
+    (2, 2)
+    """
+
+    def __init__(
+        self,
+        alphas,
+        *,
+        n_eb_iter=10,
+        eb_tol=1e-4,
+        learning_rate=1.0,
+        random_state=None,
+        n_jobs=None,
+    ):
+        self.alphas = alphas
+        self.n_eb_iter = n_eb_iter
+        self.eb_tol = eb_tol
+        self.learning_rate = learning_rate
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _initial_prior(self) -> tuple[np.ndarray, np.ndarray]:
+        if not isinstance(self.alphas, dict) or len(self.alphas) < 2:
+            raise ValueError(f"alphas must be a dict of at least two classes, got {self.alphas!r}")
+        prior = np.array([float(a) for a in self.alphas.values()])
+        if not np.all(np.isfinite(prior) & (prior > 0)):
+            raise ValueError(f"alphas must be positive and finite, got {self.alphas!r}")
+        classes = np.empty(len(self.alphas), dtype=object)
+        classes[:] = list(self.alphas.keys())
+        return _as_label_array(classes), prior
+
+    def _check_params(self) -> None:
+        n_iter_ok = isinstance(self.n_eb_iter, numbers.Integral) and self.n_eb_iter >= 0
+        if not n_iter_ok or isinstance(self.n_eb_iter, bool):
+            raise ValueError(f"n_eb_iter must be an integer >= 0, got {self.n_eb_iter!r}")
+        tol_ok = isinstance(self.eb_tol, numbers.Real) and self.eb_tol >= 0
+        if not (tol_ok and np.isfinite(self.eb_tol)):
+            raise ValueError(f"eb_tol must be a finite real >= 0, got {self.eb_tol!r}")
+        check_learning_rate(self.learning_rate)
+        n_threads(self.n_jobs)
+
+    def fit(self, X, y, sample_weight=None):
+        """Counts every group's classes, then tunes the prior to convergence.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, 1)
+            The group of each row.
+        y : array-like of shape (n_samples,)
+            Labels, each a key of ``alphas``.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        self.classes_, self.prior_ = self._initial_prior()
+        self._group_index = pd.Index([])
+        self.groups_ = np.empty(0, dtype=object)
+        self.group_counts_ = np.zeros((0, self.classes_.shape[0]))
+        self.n_features_in_ = 1
+        self.random_state_ = np.random.default_rng(self.random_state)
+        self._absorb(X, y, sample_weight)
+        if self.n_eb_iter > 0:
+            self._tune(int(self.n_eb_iter), float(self.eb_tol))
+        else:
+            self.log_evidence_, self.n_eb_iterations_, self.eb_converged_ = -np.inf, 0, False
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Adds a batch of rows (with forgetting) and takes one empirical-Bayes step.
+
+        The first call on an unfitted model is ``fit`` followed by that one step (as in
+        bayesianbandits). Every step moves every group's posterior by the change of the
+        prior, since posteriors are the prior plus the stored counts.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, 1)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        if hasattr(self, "group_counts_"):
+            self._check_params()
+            self._absorb(X, y, sample_weight)
+            steps_before = 0
+        else:
+            self.fit(X, y, sample_weight)
+            steps_before = self.n_eb_iterations_
+        converged = self.eb_converged_
+        self._tune(1, 0.0)
+        self.n_eb_iterations_ += steps_before
+        self.eb_converged_ = converged
+        return self
+
+    def decay(self, steps=1, *, decay_rate=None):
+        """Forgets as if ``steps`` ticks of time passed without observations.
+
+        Every group's counts are multiplied by ``rate ** steps`` (``rate`` is
+        ``decay_rate`` or else ``learning_rate``): its posterior
+        ``gamma * alpha_g + (1 - gamma) * alpha`` slides toward the prior. Does nothing
+        before the first fit.
+        """
+        rate = check_learning_rate(self.learning_rate if decay_rate is None else decay_rate)
+        if not (isinstance(steps, numbers.Real) and np.isfinite(steps) and steps >= 0):
+            raise ValueError(f"steps must be finite and >= 0, got {steps!r}")
+        if hasattr(self, "group_counts_"):
+            self.group_counts_ = self.group_counts_ * rate ** float(steps)
+        return self
+
+    def predict_proba(self, X):
+        """Posterior mean class probabilities of each row's group, shape (n_samples, n_classes).
+
+        Groups never seen (and every group before the first fit) get the prior mean.
+        """
+        alphas = self._posterior_alphas(X)
+        return alphas / alphas.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """The class with the largest posterior mean (ties to the first class of ``alphas``)."""
+        proba = self.predict_proba(X)
+        classes = self.classes_ if hasattr(self, "classes_") else self._initial_prior()[0]
+        return classes[np.argmax(proba, axis=1)]
+
+    def sample(self, X, size=1):
+        """Draws class-probability vectors from each row's Dirichlet posterior.
+
+        Returns
+        -------
+        ndarray of shape (size, n_samples, n_classes)
+        """
+        alphas = self._posterior_alphas(X)
+        if not hasattr(self, "random_state_"):
+            self.random_state_ = np.random.default_rng(self.random_state)
+        # Dirichlet draws as normalised independent gamma draws
+        draws = self.random_state_.standard_gamma(alphas, size=(int(size), *alphas.shape))
+        return draws / draws.sum(axis=2, keepdims=True)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _posterior_alphas(self, X) -> np.ndarray:
+        groups = _group_column(X)
+        if not hasattr(self, "group_counts_"):
+            prior = self._initial_prior()[1]
+            return np.tile(prior, (groups.shape[0], 1))
+        index = self._group_index.get_indexer(groups)
+        alphas = np.tile(self.prior_, (groups.shape[0], 1))
+        known = index >= 0
+        alphas[known] += self.group_counts_[index[known]]
+        return alphas
+
+    def _absorb(self, X, y, sample_weight) -> None:
+        """Codes groups (new ones appended) and labels, and adds the rows with forgetting."""
+        groups = _group_column(X)
+        labels = _label_indices(y, self.classes_, groups.shape[0])
+        weights = check_sample_weight(sample_weight, groups.shape[0])
+        codes = self._group_index.get_indexer(groups)
+        unseen = codes < 0
+        if unseen.any():
+            new_groups = pd.unique(groups[unseen])
+            self._group_index = self._group_index.append(pd.Index(new_groups))
+            self.groups_ = np.asarray(self._group_index)
+            self.group_counts_ = np.vstack(
+                [self.group_counts_, np.zeros((new_groups.shape[0], self.classes_.shape[0]))]
+            )
+            codes = self._group_index.get_indexer(groups)
+        self.group_counts_ = _core.absorb_group_rows(
+            self.group_counts_,
+            codes.astype(np.int64),
+            labels,
+            weights,
+            float(self.learning_rate),
+        )
+
+    def _tune(self, max_iter: int, tol: float) -> None:
+        """Minka's (m, s) steps from the current prior on the current counts."""
+        prior, log_evidence, n_iter, converged = _core.fit_dirichlet_prior(
+            self.group_counts_, self.prior_, max_iter, tol, n_threads(self.n_jobs)
+        )
+        self.prior_ = prior
+        self.log_evidence_ = log_evidence
+        self.n_eb_iterations_ = n_iter
+        self.eb_converged_ = converged
+
+    @property
+    def alphas_(self) -> dict:
+        """The tuned prior concentration of each class."""
+        check_is_fitted(self, "prior_")
+        return {label: float(a) for label, a in zip(self.classes_.tolist(), self.prior_)}
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_group_index", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "groups_" in state:
+            self._group_index = pd.Index(self.groups_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.classifier_tags.poor_score = True
+        return tags
+
+
+def _as_label_array(labels: np.ndarray) -> np.ndarray:
+    """Class labels with a plain dtype when they share one (ints stay ints)."""
+    converted = np.asarray(labels.tolist())
+    return converted if converted.dtype.kind in "iufbU" else labels
+
+
+def _group_column(X) -> np.ndarray:
+    """The one grouping column of ``X`` as a 1-D array; rejects other shapes and missing groups."""
+    if isinstance(X, pd.DataFrame):
+        array = X.to_numpy()
+    elif hasattr(X, "toarray") or hasattr(X, "tocsr"):
+        raise TypeError("sparse input is not supported: the grouping column must be dense")
+    else:
+        array = np.asarray(X)
+        if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
+            array = np.asarray(X, dtype=object)
+    if array.ndim != 2 or array.shape[1] != 1:
+        raise ValueError(
+            f"X must have shape (n_samples, 1), one grouping column; got shape {array.shape}"
+        )
+    if array.shape[0] == 0:
+        raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
+    groups = array[:, 0]
+    if np.any(pd.isna(groups)):
+        raise ValueError("X holds missing groups (NaN or None): every row needs a group")
+    return groups
+
+
+def _label_indices(y, classes: np.ndarray, n_rows: int) -> np.ndarray:
+    """The index in ``classes`` of every label; ValueError for a label not among them."""
+    y = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
+    if y.ndim != 1 or y.shape[0] != n_rows:
+        raise ValueError(f"y must have shape ({n_rows},), got {y.shape}")
+    index = pd.Index(classes).get_indexer(y)
+    if np.any(index < 0):
+        unknown = pd.unique(y[index < 0])[:5].tolist()
+        raise ValueError(f"y holds labels {unknown} that are not keys of alphas")
+    return index.astype(np.int64)

@@ -1,0 +1,151 @@
+"""EmpiricalBayesDirichletClassifier: against scipy transcriptions of the evidence and of
+stabilized forgetting, and side by side with bayesianbandits' own implementation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import digamma, gammaln
+from sklearn.base import clone
+
+from hebnb import EmpiricalBayesDirichletClassifier
+
+
+def _evidence(counts, alpha):
+    """Dirichlet-multinomial log evidence of the groups with data (scipy's gammaln)."""
+    counts = counts[counts.sum(axis=1) > 0]
+    s = alpha.sum()
+    per_group = gammaln(s) - gammaln(counts.sum(axis=1) + s)
+    return float(np.sum(per_group + np.sum(gammaln(counts + alpha) - gammaln(alpha), axis=1)))
+
+
+def _grouped_data(seed=0, n_groups=60, n_rows=2500, alpha=(4.0, 1.5, 0.5)):
+    rng = np.random.default_rng(seed)
+    theta = rng.dirichlet(alpha, size=n_groups)
+    groups = rng.integers(0, n_groups, size=n_rows)
+    labels = (rng.random(n_rows)[:, None] > np.cumsum(theta[groups], axis=1)).sum(axis=1)
+    return groups.reshape(-1, 1), np.array(["lo", "mid", "hi"])[labels]
+
+
+ALPHAS = {"lo": 1.0, "mid": 1.0, "hi": 1.0}
+
+
+def test_fit_maximises_the_evidence():
+    X, y = _grouped_data()
+    model = EmpiricalBayesDirichletClassifier(ALPHAS, n_eb_iter=5000, eb_tol=1e-13).fit(X, y)
+    assert model.eb_converged_ and 1 < model.n_eb_iterations_ < 5000
+    counts = model.group_counts_
+
+    def negative(log_alpha):
+        return -_evidence(counts, np.exp(log_alpha))
+
+    best = minimize(
+        negative,
+        np.zeros(3),
+        method="Nelder-Mead",
+        options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000},
+    )
+    np.testing.assert_allclose(model.prior_, np.exp(best.x), rtol=1e-5)
+    assert model.log_evidence_ == pytest.approx(_evidence(counts, model.prior_), rel=1e-12)
+    # the stationarity conditions, written with scipy's digamma
+    s = model.prior_.sum()
+    totals = counts.sum(axis=1, keepdims=True)
+    gradient = np.sum(
+        digamma(s) - digamma(totals + s) + digamma(counts + model.prior_) - digamma(model.prior_),
+        axis=0,
+    )
+    scale = np.sum(digamma(counts + model.prior_) - digamma(model.prior_), axis=0)
+    np.testing.assert_allclose(gradient / scale, 0.0, atol=1e-7)
+
+
+def test_counts_posteriors_and_unseen_groups():
+    X, y = _grouped_data(seed=1, n_groups=5, n_rows=40)
+    weights = np.random.default_rng(2).uniform(0.1, 2.0, size=40)
+    model = EmpiricalBayesDirichletClassifier(ALPHAS).fit(X, y, sample_weight=weights)
+    np.testing.assert_array_equal(model.classes_, ["lo", "mid", "hi"])
+    expected = np.zeros((5, 3))
+    for g, label, w in zip(X[:, 0], y, weights):
+        expected[list(model.groups_).index(g), ["lo", "mid", "hi"].index(label)] += w
+    np.testing.assert_allclose(model.group_counts_, expected, rtol=1e-14)
+    posterior = model.prior_ + expected
+    proba = model.predict_proba(np.vstack([model.groups_.reshape(-1, 1), [[999]]]).astype(int))
+    np.testing.assert_allclose(proba[:5], posterior / posterior.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(proba[5], model.prior_ / model.prior_.sum())
+    assert model.alphas_ == dict(zip(["lo", "mid", "hi"], model.prior_.tolist()))
+    # the parameter is not overwritten, so a clone starts from the initial prior
+    assert model.alphas == ALPHAS and clone(model).alphas == ALPHAS
+    prior = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 3.0}).predict_proba([[5]])
+    np.testing.assert_allclose(prior, [[0.25, 0.75]])
+
+
+def test_stabilized_forgetting_decays_counts_per_group_row():
+    rng = np.random.default_rng(3)
+    gamma = 0.9
+    groups = rng.integers(0, 4, size=120)
+    labels = rng.integers(0, 2, size=120)
+    model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}, learning_rate=gamma)
+    expected = {}
+    for start in range(0, 120, 30):
+        rows = slice(start, start + 30)
+        model.partial_fit(groups[rows].reshape(-1, 1), labels[rows])
+        for g, k in zip(groups[rows], labels[rows]):  # each row ages its own group
+            counts = expected.setdefault(g, np.zeros(2))
+            counts *= gamma
+            counts[k] += 1.0
+    for g, counts in expected.items():
+        np.testing.assert_allclose(model.group_counts_[list(model.groups_).index(g)], counts)
+    before = model.predict_proba([[0], [1]])
+    model.decay(steps=500, decay_rate=0.5)  # a long silence: back to the prior, not to zero
+    np.testing.assert_allclose(
+        model.predict_proba([[0], [1]]), [model.prior_ / model.prior_.sum()] * 2
+    )
+    assert not np.allclose(before, model.predict_proba([[0], [1]]))
+
+
+def test_iteration_count_is_the_real_one_and_zero_disables_tuning():
+    X, y = _grouped_data(seed=4)
+    capped = EmpiricalBayesDirichletClassifier(ALPHAS, n_eb_iter=7, eb_tol=0.0).fit(X, y)
+    assert capped.n_eb_iterations_ == 7 and not capped.eb_converged_
+    loose = EmpiricalBayesDirichletClassifier(ALPHAS, n_eb_iter=50, eb_tol=1e6).fit(X, y)
+    assert loose.n_eb_iterations_ == 2 and loose.eb_converged_  # the 1st change is from -inf
+    off = EmpiricalBayesDirichletClassifier(ALPHAS, n_eb_iter=0).fit(X, y)
+    np.testing.assert_array_equal(off.prior_, [1.0, 1.0, 1.0])
+    assert off.log_evidence_ == -np.inf and off.n_eb_iterations_ == 0
+
+
+def test_thread_count_does_not_change_the_prior():
+    X, y = _grouped_data(seed=5, n_groups=3000, n_rows=20000)
+    one = EmpiricalBayesDirichletClassifier(ALPHAS, n_jobs=1).fit(X, y)
+    two = EmpiricalBayesDirichletClassifier(ALPHAS, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.prior_, two.prior_)
+    assert one.log_evidence_ == two.log_evidence_
+
+
+def test_sample_draws_from_the_posteriors():
+    X, y = _grouped_data(seed=6, n_groups=3, n_rows=60)
+    model = EmpiricalBayesDirichletClassifier(ALPHAS, random_state=0).fit(X, y)
+    draws = model.sample([[0], [1], [42]], size=20000)
+    assert draws.shape == (20000, 3, 3)
+    np.testing.assert_allclose(draws.sum(axis=2), 1.0)
+    np.testing.assert_allclose(draws.mean(axis=0), model.predict_proba([[0], [1], [42]]), atol=0.01)
+    first = EmpiricalBayesDirichletClassifier(ALPHAS, random_state=0).fit(X, y)
+    second = EmpiricalBayesDirichletClassifier(ALPHAS, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(first.sample([[0]], size=3), second.sample([[0]], size=3))
+
+
+def test_bad_input():
+    X, y = _grouped_data(seed=7, n_groups=4, n_rows=20)
+    model = EmpiricalBayesDirichletClassifier(ALPHAS)
+    with pytest.raises(ValueError, match="not keys of alphas"):
+        model.fit(X, np.where(y == "lo", "other", y))
+    with pytest.raises(ValueError, match="one grouping column"):
+        model.fit(np.hstack([X, X]), y)
+    with pytest.raises(ValueError, match="missing groups"):
+        model.fit(np.where(X == 0, np.nan, X), y)
+    for params in [{"learning_rate": 0.0}, {"n_eb_iter": -1}, {"eb_tol": -1.0}]:
+        with pytest.raises(ValueError):
+            EmpiricalBayesDirichletClassifier(ALPHAS, **params).fit(X, y)
+    for alphas in [{"a": 1.0}, {"a": 1.0, "b": 0.0}, [1.0, 2.0]]:
+        with pytest.raises(ValueError, match="alphas"):
+            EmpiricalBayesDirichletClassifier(alphas).fit(X, y)

@@ -1,0 +1,184 @@
+"""CategoricalNB.partial_fit and forgetting (SPEC "Online learning and forgetting").
+
+The references are computed here: a single ``fit`` on the concatenated stream, counts
+built with numpy from the raw rows, and the smoothing formula written out."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hebnb import CategoricalNB
+
+
+def _stream(seed=0, n_rows=1200, n_features=4):
+    """Rows whose later part holds categories the earlier part never shows."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 12, size=(n_rows, n_features)).astype(object)
+    X[n_rows // 2 :, 1] = rng.integers(0, 40, size=n_rows - n_rows // 2)  # vocabulary grows
+    y = (X[:, 0].astype(int) % 3 + rng.integers(0, 2, size=n_rows)) % 3
+    X[rng.random(X.shape) < 0.05] = None
+    return X, np.array(["a", "b", "c"])[y]
+
+
+def _batches(n_rows, sizes):
+    start = 0
+    for size in sizes:
+        yield slice(start, min(start + size, n_rows))
+        start += size
+
+
+@pytest.mark.parametrize("smoothing", ["heb-m", "heb-u", "laplace", "m-estimate"])
+def test_a_sequence_of_partial_fits_is_one_fit(smoothing):
+    X, y = _stream()
+    weights = np.random.default_rng(1).uniform(0.2, 3.0, size=y.shape[0])
+    full = CategoricalNB(smoothing).fit(X, y, sample_weight=weights)
+    online = CategoricalNB(smoothing)
+    for rows in _batches(y.shape[0], [50, 300, 1, 400, 449]):
+        online.partial_fit(X[rows], y[rows], classes=["c", "a", "b"], sample_weight=weights[rows])
+    np.testing.assert_allclose(online.predict_proba(X), full.predict_proba(X), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(online.concentration_, full.concentration_, rtol=1e-10)
+    np.testing.assert_allclose(online.class_count_, full.class_count_, rtol=1e-12)
+    for a, b in zip(online.categories_, full.categories_):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(online.category_count_, full.category_count_):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert online.n_categories_[1] > 12  # the vocabulary grew after the first batches
+
+
+def test_vocabulary_grows_and_keeps_sorted_order():
+    model = CategoricalNB("laplace")
+    model.partial_fit([["m"], ["c"]], [0, 1])
+    assert list(model.categories_[0]) == ["c", "m"]
+    model.partial_fit([["a"], ["z"], ["m"]], [1, 0, 0])
+    assert list(model.categories_[0]) == ["a", "c", "m", "z"]
+    # counts followed their categories: "m" twice in class 0, "c" once in class 1
+    np.testing.assert_array_equal(model.category_count_[0], [[0, 0, 2, 1], [1, 1, 0, 0]])
+    with pytest.raises(ValueError, match="cannot be ordered"):
+        model.partial_fit([[3]], [0])
+
+
+def _numpy_counts(codes, labels, weights, n_classes, n_values):
+    counts = np.zeros((n_classes, n_values))
+    present = codes >= 0
+    np.add.at(counts, (labels[present], codes[present]), weights[present])
+    return counts
+
+
+def test_forgetting_decays_stored_counts_by_gamma_to_the_batch_size():
+    rng = np.random.default_rng(3)
+    gamma, sizes = 0.97, [40, 25, 60, 10]
+    X = rng.integers(0, 5, size=(sum(sizes), 1))
+    y = rng.integers(0, 2, size=sum(sizes))
+    model = CategoricalNB("laplace", learning_rate=gamma)
+    expected_counts = np.zeros((2, 5))
+    expected_class = np.zeros(2)
+    for rows in _batches(y.shape[0], sizes):
+        model.partial_fit(X[rows], y[rows], classes=[0, 1])
+        n = rows.stop - rows.start
+        batch = _numpy_counts(X[rows, 0], y[rows], np.ones(n), 2, 5)
+        expected_counts = gamma**n * expected_counts + batch
+        expected_class = gamma**n * expected_class + np.bincount(y[rows], minlength=2)
+    assert np.all(np.isin(np.arange(5), X[: sizes[0], 0]))  # every value in the first batch
+    np.testing.assert_allclose(model.category_count_[0], expected_counts, rtol=1e-13)
+    np.testing.assert_allclose(model.class_count_, expected_class, rtol=1e-13)
+    # Laplace on fractional counts: the pseudo-count 1 per cell did not decay
+    theta = (expected_counts + 1.0) / (expected_counts.sum(axis=1, keepdims=True) + 5.0)
+    np.testing.assert_allclose(np.exp(model.feature_log_prob_[0]), theta, rtol=1e-13)
+    prior = (expected_class + 1.0) / (expected_class.sum() + 2.0)
+    np.testing.assert_allclose(np.exp(model.class_log_prior_), prior, rtol=1e-13)
+
+
+def test_forgetting_equals_a_fit_with_decayed_weights():
+    """gamma^(rows after a row's batch) as sample weights gives the same HEB-M model."""
+    X, y = _stream(seed=5, n_rows=900)
+    gamma, sizes = 0.995, [200, 300, 150, 250]
+    online = CategoricalNB("heb-m", learning_rate=gamma)
+    weights = np.empty(y.shape[0])
+    for rows in _batches(y.shape[0], sizes):
+        online.partial_fit(X[rows], y[rows], classes=["a", "b", "c"])
+        weights[rows] = gamma ** (y.shape[0] - rows.stop)
+    assert weights.min() < 0.1
+    weighted = CategoricalNB("heb-m").fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(online.concentration_, weighted.concentration_, rtol=1e-8)
+    np.testing.assert_allclose(online.predict_proba(X), weighted.predict_proba(X), atol=1e-10)
+
+
+def test_strong_forgetting_returns_to_the_prior_not_to_nothing():
+    model = CategoricalNB("laplace", learning_rate=0.5)
+    model.partial_fit([[0]] * 50 + [[1]] * 50, [0] * 50 + [1] * 50)
+    for _ in range(30):
+        model.partial_fit([[2], [2]], [0, 1])
+    proba = model.predict_proba([[0], [1], [2]])
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba[:2], 0.5, atol=1e-6)  # old evidence is gone
+
+
+def test_class_declaration_rules():
+    X = [[0], [1], [1]]
+    # taken from the first batch when not declared
+    model = CategoricalNB().partial_fit(X, [1, 0, 1])
+    np.testing.assert_array_equal(model.classes_, [0, 1])
+    with pytest.raises(ValueError, match="not in classes"):
+        model.partial_fit(X, [0, 2, 1])
+    with pytest.raises(ValueError, match="not the same"):
+        model.partial_fit(X, [0, 1, 1], classes=[0, 1, 2])
+    model.partial_fit(X, [0, 1, 1], classes=[1, 0])  # the same set, in any order
+    # a class declared up front may appear later
+    model = CategoricalNB("laplace").partial_fit(X, [0, 0, 0], classes=[0, 1])
+    assert model.class_count_.tolist() == [3.0, 0.0]
+    model.partial_fit([[1]], [1])
+    assert model.class_count_.tolist() == [3.0, 1.0]
+    with pytest.raises(ValueError, match="greater than one"):
+        CategoricalNB().partial_fit(X, [0, 0, 0])
+    with pytest.raises(ValueError, match="not in classes"):
+        CategoricalNB().partial_fit(X, [0, 1, 5], classes=[0, 1])
+
+
+def test_errors_and_resets():
+    X, y = _stream(seed=2, n_rows=200)
+    for bad in [0.0, 1.5, -0.1, "fast", True, np.nan]:
+        with pytest.raises(ValueError, match="learning_rate"):
+            CategoricalNB(learning_rate=bad).partial_fit(X, y)
+    model = CategoricalNB().partial_fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.partial_fit(X[:, :2], y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        model.partial_fit(X, y[:-1])
+    # fit starts over: it forgets what partial_fit added
+    model.partial_fit(X, y)
+    refit = model.fit(X, y)
+    np.testing.assert_allclose(refit.class_count_, CategoricalNB().fit(X, y).class_count_)
+
+
+def test_partial_fit_after_pickling_and_with_dataframes():
+    X, y = _stream(seed=4, n_rows=600)
+    frame = pd.DataFrame(X, columns=["f0", "f1", "f2", "f3"])
+    model = CategoricalNB().partial_fit(frame.iloc[:300], y[:300])
+    model = pickle.loads(pickle.dumps(model))
+    model.partial_fit(frame.iloc[300:], y[300:])
+    full = CategoricalNB().fit(frame, y)
+    np.testing.assert_allclose(model.predict_proba(frame), full.predict_proba(frame), atol=1e-10)
+    with pytest.raises(ValueError, match="feature names"):
+        model.partial_fit(frame.rename(columns={"f0": "g"}), y)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_numeric_columns_grow_like_one_fit(dtype):
+    rng = np.random.default_rng(7)
+    X = rng.integers(-5, 5, size=(600, 3)).astype(dtype)
+    X[300:, 0] = rng.integers(-50, 50, size=300)  # new values on both sides of the old ones
+    if dtype is np.float64:
+        X[rng.random(X.shape) < 0.1] = np.nan
+    y = (rng.random(600) < 0.4).astype(int)
+    online = CategoricalNB()
+    for rows in _batches(600, [100, 200, 300]):
+        online.partial_fit(X[rows], y[rows])
+    full = CategoricalNB().fit(X, y)
+    np.testing.assert_array_equal(online.categories_[0], full.categories_[0])
+    assert online.categories_[0].dtype == full.categories_[0].dtype
+    np.testing.assert_allclose(online.predict_proba(X), full.predict_proba(X), atol=1e-10)
+    np.testing.assert_allclose(online.concentration_, full.concentration_, rtol=1e-10)
