@@ -5,6 +5,8 @@ Run from the repository root after `maturin develop --release`:
     python benches/nb_vs_sklearn.py            # amazon-employee + synthetic 1e6 x 20
     python benches/nb_vs_sklearn.py --quick    # smaller synthetic set
 
+It also draws fit and predict_proba time against rows (docs/figures/nb_speed.png).
+
 Prints markdown tables: fit (including encoding) and predict_proba seconds with the
 ratio scikit-learn / hebnb, fit time against rows, n_jobs 1 vs 2, where HEB-M's fit time
 goes, and the solver's iterations. Times are the best of `--repeats` runs.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -94,6 +97,38 @@ def breakdown(X, y, n_jobs=1):
     return times, n_iter
 
 
+def plot_scaling(rows, path):
+    """Fit and predict_proba seconds against rows (synthetic set, n_jobs=1), log-log."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = pd.DataFrame(rows)
+    frame = frame[frame["data"].str.startswith("synthetic") & (frame["n_jobs"] == 1)]
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    for axis, (title, ours, theirs) in zip(
+        axes,
+        [
+            ("fit (with encoding)", "hebnb HEB-M fit s", "sklearn fit s"),
+            ("predict_proba (with encoding)", "hebnb predict_proba s", "sklearn predict_proba s"),
+        ],
+    ):
+        axis.loglog(
+            frame["rows"], frame[theirs], "o-", label="scikit-learn OrdinalEncoder + CategoricalNB"
+        )
+        axis.loglog(frame["rows"], frame[ours], "s-", label="hebnb CategoricalNB (HEB-M)")
+        axis.set_title(title)
+        axis.set_xlabel("rows (20 features, cardinality up to 100,000)")
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("seconds")
+    axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    print(f"\nplot written to {path}")
+
+
 def markdown(rows):
     frame = pd.DataFrame(rows)
     return frame.to_markdown(index=False, floatfmt=".3f")
@@ -103,6 +138,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100,000-row synthetic set")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--plot", default="docs/figures/nb_speed.png", help="where the PNG goes")
     args = parser.parse_args()
     n_big = 100_000 if args.quick else 1_000_000
 
@@ -129,6 +165,7 @@ def main():
     ]
     print("\n## HEB-M vs scikit-learn OrdinalEncoder + CategoricalNB (Laplace)\n")
     print(markdown(side_by_side))
+    plot_scaling(side_by_side, args.plot)
 
     print("\n## Where HEB-M's fit time goes, and the solver's iterations\n")
     rows = []
