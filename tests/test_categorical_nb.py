@@ -200,3 +200,26 @@ def test_zero_mean_category_is_skipped_like_unknown():
     assert 9 in model.categories_[0]
     assert np.all(np.isneginf(model.feature_log_prob_[0][:, 2]))
     np.testing.assert_array_equal(model.predict_joint_log_proba([[9]]), [model.class_log_prior_])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_solver_on_many_random_distributions(seed):
+    """Fractional and whole counts, sparse and dense, over-dispersed or not: the learned
+    concentration is the root found independently by scipy on the evidence's derivative."""
+    rng = np.random.default_rng(100 + seed)
+    n_classes, n_features = 3, 8
+    cardinalities = rng.integers(2, 400, size=n_features)
+    columns = []
+    for k in cardinalities:
+        popularity = rng.dirichlet(np.full(k, rng.choice([0.05, 0.5, 5.0])))
+        columns.append(rng.choice(k, size=900, p=popularity))
+    X = np.column_stack(columns)
+    y = rng.integers(0, n_classes, size=900)
+    weights = rng.choice([1.0, 0.5, 2.25, rng.uniform(0.01, 3.0)], size=900)
+    for smoothing in ("heb-u", "heb-m"):
+        model = CategoricalNB(smoothing).fit(X, y, sample_weight=weights)
+        for c in range(n_classes):
+            for f in range(n_features):
+                counts, mean = model.category_count_[f][c], model.prior_mean_[f]
+                expected = type2_concentration(counts, mean, 1e-2, 1e4)
+                assert model.concentration_[c, f] == pytest.approx(expected, rel=1e-8)

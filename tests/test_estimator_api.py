@@ -111,3 +111,25 @@ def test_solver_diagnostics(data):
     low, high = model.concentration_bounds
     assert np.all((model.concentration_ >= low) & (model.concentration_ <= high))
     assert np.all(np.isfinite(model.log_evidence_))
+
+
+def _fit_in_child(queue, X, y):
+    model = CategoricalNB(n_jobs=2).fit(X, y)
+    queue.put(model.predict_proba(X[:5]))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork with live threads (3.12+)
+def test_thread_pools_survive_fork(data):
+    """A forked child builds its own thread pool instead of waiting on the parent's."""
+    import multiprocessing
+
+    X, y = data
+    parent = CategoricalNB(n_jobs=2).fit(X, y)  # the parent now holds a 2-thread pool
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_fit_in_child, args=(queue, X, y))
+    child.start()
+    result = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    np.testing.assert_array_equal(result, parent.predict_proba(X[:5]))
