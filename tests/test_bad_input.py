@@ -96,3 +96,14 @@ def test_core_rejects_bad_codes_with_value_error():
         _core.count_categories(codes, np.array([0, 1]), np.ones(2), [0, 2], 2, 1)
     with pytest.raises(ValueError, match="class index 7"):
         _core.count_categories(codes * 0, np.array([0, 7]), np.ones(2), [0, 2], 2, 1)
+
+
+def test_table_larger_than_the_machine_is_refused_before_allocation():
+    from hebnb._encoding import MAX_TABLE_CELLS
+
+    n_categories = 400_000
+    n_classes = MAX_TABLE_CELLS // n_categories + 1  # one class too many for this machine
+    X = np.arange(n_categories).reshape(-1, 1)
+    y = np.arange(n_categories) % n_classes
+    with pytest.raises(MemoryError, match="beyond what memory allows"):
+        CategoricalNB().fit(X, y)

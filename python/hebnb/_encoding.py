@@ -10,6 +10,7 @@ mutates the caller's data.
 from __future__ import annotations
 
 import numbers
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -20,8 +21,18 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core
 
-#: Largest table (in float64 cells) one fit may allocate before refusing with MemoryError.
-MAX_TABLE_CELLS = 2**31
+def _physical_memory_bytes() -> int:
+    """Installed memory, or 16 GiB where the platform does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 16 * 2**30
+
+
+#: Largest (classes x categories) table one fit may build before refusing with
+#: MemoryError: a fit holds about four float64 copies of it (counts, log-probabilities,
+#: their transpose, a temporary), so a quarter of the machine's memory in 8-byte cells.
+MAX_TABLE_CELLS = _physical_memory_bytes() // 32
 
 
 def _columns_of(X) -> tuple[list[np.ndarray], np.ndarray | None]:
