@@ -6,7 +6,7 @@
 //! wider ranges use a hash set to find the categories and bisection to rank values. This is what makes very wide tables (thousands of columns) and very
 //! long ones cheap to encode; non-integer columns are encoded on the Python side.
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use rayon::prelude::*;
 
 use crate::error::{HebError, Result};
@@ -110,6 +110,42 @@ fn check_missing(values: ArrayView2<i64>, missing: Option<ArrayView2<bool>>) -> 
     Ok(())
 }
 
+/// Rows per block of the feature-major copy: a block of a few dozen features stays in
+/// cache while its columns are read out.
+const TRANSPOSE_BLOCK: usize = 4096;
+
+/// `values` (F, S) with each feature's values contiguous: a view when they already are,
+/// else a copy made block by block in parallel. Row-major user tables arrive as strided
+/// (F, S) views; reading them feature by feature would stream the whole table F times.
+fn feature_major(values: ArrayView2<i64>) -> CowArray<'_, i64, Ix2> {
+    if values.is_standard_layout() {
+        return CowArray::from(values);
+    }
+    let (n_features, n_rows) = values.dim();
+    let mut flat = vec![0_i64; n_features * n_rows];
+    // one list of per-feature destination slices for every block of rows
+    let mut blocks: Vec<Vec<&mut [i64]>> = (0..n_rows.div_ceil(TRANSPOSE_BLOCK))
+        .map(|_| Vec::with_capacity(n_features))
+        .collect();
+    for feature in flat.chunks_mut(n_rows.max(1)) {
+        for (block, part) in feature.chunks_mut(TRANSPOSE_BLOCK).enumerate() {
+            blocks[block].push(part);
+        }
+    }
+    blocks
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(block, mut parts)| {
+            let first = block * TRANSPOSE_BLOCK;
+            for (f, part) in parts.iter_mut().enumerate() {
+                for (i, slot) in part.iter_mut().enumerate() {
+                    *slot = values[[f, first + i]];
+                }
+            }
+        });
+    CowArray::from(Array2::from_shape_vec((n_features, n_rows), flat).expect("F x S"))
+}
+
 fn codes_array(rows: Vec<Vec<i32>>, n_rows: usize) -> Result<Array2<i32>> {
     let n_features = rows.len();
     Array2::from_shape_vec((n_features, n_rows), rows.concat())
@@ -127,6 +163,8 @@ pub fn factorize(
     missing: Option<ArrayView2<bool>>,
 ) -> Result<(Array2<i32>, Categories)> {
     check_missing(values, missing)?;
+    let values = feature_major(values);
+    let values = values.view();
     let n_rows = values.ncols();
     let per_feature: Vec<(Vec<i32>, Vec<i64>)> = (0..values.nrows())
         .into_par_iter()
@@ -188,6 +226,8 @@ pub fn encode(
     categories: &Categories,
 ) -> Result<Array2<i32>> {
     check_missing(values, missing)?;
+    let values = feature_major(values);
+    let values = values.view();
     if categories.offsets.len() != values.nrows() + 1 {
         return Err(HebError::ShapeMismatch {
             what: "number of features",
@@ -242,6 +282,22 @@ mod tests {
         let unseen = array![[6, i64::MAX, -7]];
         let coded = encode(unseen.view(), None, &categories).unwrap();
         assert_eq!(coded, array![[UNKNOWN, 3, 1]]);
+    }
+
+    #[test]
+    fn strided_input_gives_the_same_codes() {
+        // (S, F) row-major seen as (F, S): not standard layout, copied block by block
+        let rows = Array2::from_shape_fn((10_000, 3), |(s, f)| ((s * 7 + f * 13) % 101) as i64);
+        let strided = rows.t();
+        assert!(!strided.is_standard_layout());
+        let contiguous = strided.as_standard_layout().to_owned();
+        let (a, ca) = factorize(strided, None).unwrap();
+        let (b, cb) = factorize(contiguous.view(), None).unwrap();
+        assert_eq!((a, ca.clone()), (b, cb));
+        assert_eq!(
+            encode(strided, None, &ca).unwrap(),
+            encode(contiguous.view(), None, &ca).unwrap()
+        );
     }
 
     #[test]
