@@ -117,7 +117,7 @@ const TRANSPOSE_BLOCK: usize = 4096;
 /// `values` (F, S) with each feature's values contiguous: a view when they already are,
 /// else a copy made block by block in parallel. Row-major user tables arrive as strided
 /// (F, S) views; reading them feature by feature would stream the whole table F times.
-fn feature_major(values: ArrayView2<i64>) -> CowArray<'_, i64, Ix2> {
+fn feature_major(values: ArrayView2<'_, i64>) -> CowArray<'_, i64, Ix2> {
     if values.is_standard_layout() {
         return CowArray::from(values);
     }
