@@ -53,3 +53,20 @@ def joint_log_likelihood(
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
 def log_posterior(joint: npt.NDArray[np.float64], n_jobs: int) -> npt.NDArray[np.float64]: ...
+def mutual_information(
+    counts: npt.NDArray[np.float64], offsets: list[int], n_jobs: int
+) -> npt.NDArray[np.float64]: ...
+def absorb_group_rows(
+    counts: npt.NDArray[np.float64],
+    groups: npt.NDArray[np.int64],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    learning_rate: float,
+) -> npt.NDArray[np.float64]: ...
+def fit_dirichlet_prior(
+    counts: npt.NDArray[np.float64],
+    prior: npt.NDArray[np.float64],
+    max_iter: int,
+    tol: float,
+    n_jobs: int,
+) -> tuple[npt.NDArray[np.float64], float, int, bool]: ...
