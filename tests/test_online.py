@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hebnb import CategoricalNB
+from hebnb import AODE, CategoricalNB
 
 
 def _stream(seed=0, n_rows=1200, n_features=4):
@@ -182,3 +182,54 @@ def test_numeric_columns_grow_like_one_fit(dtype):
     assert online.categories_[0].dtype == full.categories_[0].dtype
     np.testing.assert_allclose(online.predict_proba(X), full.predict_proba(X), atol=1e-10)
     np.testing.assert_allclose(online.concentration_, full.concentration_, rtol=1e-10)
+
+
+def _aode_stream(seed=0, n_rows=1500):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 8, size=(n_rows, 4)).astype(float)
+    X[n_rows // 2 :, 1] = rng.integers(-5, 30, size=n_rows - n_rows // 2)  # vocabulary grows
+    y = ((X[:, 0] + X[:, 2] > 7) ^ (rng.random(n_rows) < 0.2)).astype(int)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    return X, y
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"smoothing": "laplace"},
+        {"prior": "pooled"},
+        {"max_parent_cardinality": 10},  # feature 1 outgrows the cap halfway
+        {"max_joint_cells": 300},
+    ],
+)
+def test_aode_partial_fits_are_one_fit(params):
+    X, y = _aode_stream()
+    weights = np.random.default_rng(1).uniform(0.2, 2.0, size=y.shape[0])
+    full = AODE(**params).fit(X, y, sample_weight=weights)
+    online = AODE(**params)
+    for rows in _batches(y.shape[0], [300, 1, 450, 749]):
+        online.partial_fit(X[rows], y[rows], classes=[0, 1], sample_weight=weights[rows])
+    np.testing.assert_allclose(online.predict_proba(X), full.predict_proba(X), atol=1e-10)
+    np.testing.assert_allclose(online.concentration_, full.concentration_, rtol=1e-10)
+    np.testing.assert_array_equal(online.capped_, full.capped_)
+    np.testing.assert_array_equal(online.pair_indptr_, full.pair_indptr_)
+    np.testing.assert_array_equal(online.pair_indices_, full.pair_indices_)
+    np.testing.assert_allclose(online.pair_counts_, full.pair_counts_, rtol=1e-12)
+
+
+def test_aode_forgetting_equals_a_fit_with_decayed_weights():
+    X, y = _aode_stream(seed=2)
+    gamma, sizes = 0.998, [500, 400, 600]
+    online = AODE(learning_rate=gamma)
+    weights = np.empty(y.shape[0])
+    for rows in _batches(y.shape[0], sizes):
+        online.partial_fit(X[rows], y[rows], classes=[0, 1])
+        weights[rows] = gamma ** (y.shape[0] - rows.stop)
+    weighted = AODE().fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(online.pair_counts_, weighted.pair_counts_, rtol=1e-12)
+    np.testing.assert_allclose(online.class_count_, weighted.class_count_, rtol=1e-12)
+    np.testing.assert_allclose(online.concentration_, weighted.concentration_, rtol=1e-8)
+    np.testing.assert_allclose(online.predict_proba(X), weighted.predict_proba(X), atol=1e-10)
+    with pytest.raises(ValueError, match="not the same"):
+        online.partial_fit(X[:5], y[:5], classes=[0, 1, 2])

@@ -18,6 +18,14 @@ from ._base import (
     n_threads,
 )
 from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
+from ._online import (
+    batch_classes,
+    check_learning_rate,
+    feature_pairs,
+    merge_pair_tables,
+    move_columns,
+    n_rows_of,
+)
 
 
 class AODE(CategoricalClassifier):
@@ -75,6 +83,10 @@ class AODE(CategoricalClassifier):
     n_jobs : int, default=None
         Threads for counting, fitting and scoring (None: 1, -1: all cores). Results do
         not depend on it.
+    learning_rate : float in (0, 1], default=1.0
+        Forgetting factor gamma of ``partial_fit``: before a batch of n rows is added,
+        every stored count (single and pair) is multiplied by ``gamma ** n``; the
+        smoothing pseudo-counts never decay. ``fit`` is unaffected.
 
     Attributes
     ----------
@@ -130,6 +142,7 @@ class AODE(CategoricalClassifier):
         class_prior=None,
         handle_unknown="ignore",
         n_jobs=None,
+        learning_rate=1.0,
     ):
         self.smoothing = smoothing
         self.prior = prior
@@ -142,6 +155,7 @@ class AODE(CategoricalClassifier):
         self.class_prior = class_prior
         self.handle_unknown = handle_unknown
         self.n_jobs = n_jobs
+        self.learning_rate = learning_rate
 
     def _check_params(self) -> None:
         check_choice("smoothing", self.smoothing, {"heb", "laplace"})
@@ -162,6 +176,7 @@ class AODE(CategoricalClassifier):
         if self.max_joint_cells is not None:
             check_positive("max_joint_cells", self.max_joint_cells)
         n_threads(self.n_jobs)
+        check_learning_rate(self.learning_rate)
 
     def fit(self, X, y, sample_weight=None):
         """Counts categories and feature pairs, then smooths every child conditional.
@@ -189,7 +204,6 @@ class AODE(CategoricalClassifier):
         weights = check_sample_weight(sample_weight, codes.shape[1])
         n_classes, offsets = classes.shape[0], encoder.offsets
         check_table_size(n_classes, offsets[-1])
-        low, high = check_bounds(self.concentration_bounds)
 
         class_count, counts = _core.count_categories(
             codes, labels, weights, offsets, n_classes, threads
@@ -199,6 +213,104 @@ class AODE(CategoricalClassifier):
         indptr, indices, pair_counts = _core.count_pairs(
             codes, labels, weights, offsets, n_classes, capped, threads
         )
+        self._encoder = encoder
+        self.classes_ = classes
+        self.categories_ = encoder.categories
+        self.n_categories_ = cardinality
+        self.n_features_in_ = len(cardinality)
+        if encoder.feature_names is not None:
+            self.feature_names_in_ = encoder.feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.class_count_ = class_count
+        self.capped_ = capped
+        self.pair_indptr_ = indptr
+        self.pair_indices_ = indices
+        self.pair_counts_ = pair_counts
+        self._counts = counts
+        self._solve(threads)
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Adds a batch of rows to the single and pair counts (forgetting old ones at
+        ``learning_rate``) and re-smooths every child conditional.
+
+        With ``learning_rate=1`` any sequence of calls gives the model one ``fit`` on the
+        concatenated batches would give; new categories join the vocabulary at their
+        sorted position. The memory cap, if set, follows the grown cardinalities.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the classes of the stream: needed on the first call unless that batch
+            shows every class; later calls may repeat it but not change it.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        first_call = not hasattr(self, "_counts")
+        if first_call:
+            self._check_params()
+        else:
+            check_learning_rate(self.learning_rate)
+        n_rows = n_rows_of(X)
+        fitted_classes = None if first_call else self.classes_
+        declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
+        weights = check_sample_weight(sample_weight, n_rows)
+        threads = n_threads(self.n_jobs)
+        n_classes = declared.shape[0]
+        if first_call:
+            encoder = CategoryEncoder()
+            codes = encoder.fit_transform(X, n_threads=threads)
+        else:
+            encoder = self._encoder
+            old_offsets, old_cardinality = encoder.offsets, encoder.cardinalities
+            codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
+        offsets = encoder.offsets
+        check_table_size(n_classes, offsets[-1])
+        cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
+        capped = self._capped(cardinality, n_classes)
+        batch_class_count, batch_counts = _core.count_categories(
+            codes, labels, weights, offsets, n_classes, threads
+        )
+        batch_pairs = _core.count_pairs(codes, labels, weights, offsets, n_classes, capped, threads)
+        if first_call:
+            class_count, counts, pair_tables = batch_class_count, batch_counts, batch_pairs
+        else:
+            decay = float(self.learning_rate) ** n_rows  # one step of forgetting per row
+            counts = move_columns(self._counts, old_offsets, offsets, moved) * decay
+            counts += batch_counts
+            class_count = self.class_count_ * decay + batch_class_count
+            wanted = [not (capped[a, b] and capped[b, a]) for a, b in feature_pairs(len(cardinality))]
+            old_tables = (self.pair_indptr_, self.pair_indices_, self.pair_counts_)
+            pair_tables = merge_pair_tables(
+                old_tables, batch_pairs, old_cardinality, cardinality, moved, wanted, decay
+            )
+        self._encoder = encoder
+        self.classes_ = declared
+        self.categories_ = encoder.categories
+        self.n_categories_ = cardinality
+        self.n_features_in_ = len(cardinality)
+        if encoder.feature_names is not None:
+            self.feature_names_in_ = encoder.feature_names
+        self.class_count_ = class_count
+        self.capped_ = capped
+        self.pair_indptr_, self.pair_indices_, self.pair_counts_ = pair_tables
+        self._counts = counts
+        self._solve(threads)
+        return self
+
+    def _solve(self, threads: int) -> None:
+        """Smooths every child conditional from the stored counts and pair tables."""
+        counts, class_count, capped = self._counts, self.class_count_, self.capped_
+        indptr, indices, pair_counts = self.pair_indptr_, self.pair_indices_, self.pair_counts_
+        offsets, cardinality = self._encoder.offsets, self.n_categories_
+        n_classes = class_count.shape[0]
+        low, high = check_bounds(self.concentration_bounds)
 
         # the Naive Bayes child: fallback rows and capped pairs (SPEC)
         heb = self.smoothing == "heb"
@@ -244,19 +356,9 @@ class AODE(CategoricalClassifier):
             warnings.warn(
                 f"the concentration solver did not converge for {not_converged} problems",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
 
-        self._encoder = encoder
-        self.classes_ = classes
-        self.categories_ = encoder.categories
-        self.n_categories_ = cardinality
-        self.n_features_in_ = n_features
-        if encoder.feature_names is not None:
-            self.feature_names_in_ = encoder.feature_names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.class_count_ = class_count
         self.class_log_prior_ = class_log_prior(
             class_count, fit_prior=self.fit_prior, class_prior=self.class_prior
         )
@@ -265,12 +367,7 @@ class AODE(CategoricalClassifier):
         self.log_evidence_ = log_evidence
         self.n_iter_ = n_iter
         self.converged_ = converged
-        self.capped_ = capped
         self.marginal_concentration_ = marginal_m
-        self.pair_indptr_ = indptr
-        self.pair_indices_ = indices
-        self.pair_counts_ = pair_counts
-        self._counts = counts
         self._parent_count = counts.sum(axis=0)
         self._parent_log_prob = self._parent_table(counts, offsets)
         self._marginal_log_prob = np.ascontiguousarray(marginal_table.T)
@@ -278,7 +375,6 @@ class AODE(CategoricalClassifier):
             self._log_child_mean = np.log(child_mean)
         self._cell_log_prob = cell_log_prob.reshape(cell_log_prob.shape[0], 2 * n_classes)
         self._unseen_log_prob = unseen_log_prob
-        return self
 
     def _capped(self, cardinality: np.ndarray, n_classes: int) -> np.ndarray:
         """The paper's memory cap: which (parent, child) orientations use P(x_j | y)."""

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import n_threads
 from ._encoding import check_sample_weight
-from .naive_bayes import check_learning_rate
+from ._online import check_learning_rate
 
 
 class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
@@ -18,6 +17,7 @@ from ._base import (
     n_threads,
 )
 from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
+from ._online import batch_classes, check_learning_rate, move_columns, n_rows_of
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
 #: constant m) or "type2" (Type-II ML per class and feature).
@@ -236,25 +236,9 @@ class CategoricalNB(CategoricalClassifier):
             self._check_params()
         else:
             check_learning_rate(self.learning_rate)
-        n_rows = _n_rows(X)
-        batch_classes, batch_labels = encode_labels(y, n_rows)
-        if classes is not None:
-            declared = np.unique(np.asarray(classes))
-            if not first_call and not np.array_equal(declared, self.classes_):
-                raise ValueError(
-                    f"classes={list(declared)} is not the same as on the first call to "
-                    f"partial_fit: {list(self.classes_)}"
-                )
-        elif first_call:
-            declared = batch_classes
-        else:
-            declared = self.classes_
-        if declared.shape[0] < 2:
-            raise ValueError(
-                f"The number of classes has to be greater than one; got {declared.shape[0]} "
-                "class: declare all of them with classes= on the first call"
-            )
-        labels = _class_positions(batch_classes, declared)[batch_labels]
+        n_rows = n_rows_of(X)
+        fitted_classes = None if first_call else self.classes_
+        declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
         weights = check_sample_weight(sample_weight, n_rows)
         threads = n_threads(self.n_jobs)
         if first_call:
@@ -268,7 +252,7 @@ class CategoricalNB(CategoricalClassifier):
             old_offsets = encoder.offsets
             codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
             check_table_size(declared.shape[0], encoder.offsets[-1])
-            counts = _move_columns(self._counts, old_offsets, encoder.offsets, moved)
+            counts = move_columns(self._counts, old_offsets, encoder.offsets, moved)
             # forgetting: the stored counts age by one step per new row
             decay = float(self.learning_rate) ** n_rows
             counts *= decay
@@ -379,46 +363,3 @@ class CategoricalNB(CategoricalClassifier):
             threads,
         )
 
-
-def check_learning_rate(learning_rate) -> float:
-    """The forgetting factor gamma in (0, 1]."""
-    is_real = isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, bool)
-    if not (is_real and 0.0 < learning_rate <= 1.0):
-        raise ValueError(f"learning_rate must be a real in (0, 1], got {learning_rate!r}")
-    return float(learning_rate)
-
-
-def _n_rows(X) -> int:
-    """Number of rows of a table without converting it."""
-    shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) >= 1:
-        return int(shape[0])
-    return len(X)
-
-
-def _class_positions(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    """Index in ``classes`` (sorted) of every label; ValueError for a label not there."""
-    try:
-        position = np.clip(np.searchsorted(classes, labels), 0, classes.shape[0] - 1)
-        found = classes[position] == labels
-    except TypeError:
-        found = np.zeros(labels.shape[0], dtype=bool)
-    if not np.all(found):
-        unknown = labels[~found] if found.shape == labels.shape else labels
-        raise ValueError(
-            f"y holds labels {list(unknown[:5])} that are not in classes {list(classes)}"
-        )
-    return position.astype(np.int64)
-
-
-def _move_columns(counts, old_offsets, new_offsets, moved) -> np.ndarray:
-    """The count table on a grown vocabulary: old categories at their new codes, new ones 0."""
-    if all(m is None for m in moved):
-        return counts.copy()
-    grown = np.zeros((counts.shape[0], new_offsets[-1]))
-    for f, positions in enumerate(moved):
-        old = counts[:, old_offsets[f] : old_offsets[f + 1]]
-        if positions is None:
-            positions = np.arange(old.shape[1])
-        grown[:, new_offsets[f] + positions] = old
-    return grown

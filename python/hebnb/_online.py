@@ -1,0 +1,155 @@
+"""What the estimators' ``partial_fit`` share (SPEC "Online learning and forgetting"):
+the forgetting factor, the class declaration rules, and moving count tables onto a grown
+vocabulary.
+
+Every model in hebnb is a sum of counts, so a batch is counted on its own and added to the
+stored counts, after they are multiplied by ``learning_rate ** n_rows`` (exponential
+forgetting; the smoothing pseudo-counts are not counts and never decay). When a batch
+brings new categories, the encoder inserts them at their sorted positions and the stored
+tables' columns move with their categories, so the result equals one ``fit`` on all the
+data seen.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._encoding import encode_labels
+
+
+def check_learning_rate(learning_rate) -> float:
+    """The forgetting factor gamma in (0, 1]."""
+    is_real = isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, bool)
+    if not (is_real and 0.0 < learning_rate <= 1.0):
+        raise ValueError(f"learning_rate must be a real in (0, 1], got {learning_rate!r}")
+    return float(learning_rate)
+
+
+def n_rows_of(X) -> int:
+    """Number of rows of a table without converting it."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    return len(X)
+
+
+def batch_classes(y, n_rows: int, classes, fitted_classes) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes_, class index of every row)`` of a ``partial_fit`` batch.
+
+    The classes are declared on the first call (``fitted_classes`` is None) or, when
+    ``classes`` is None there, taken from the batch; later calls may repeat them (in any
+    order) but not change them. Raises on a label outside them or fewer than two classes.
+    """
+    seen, indices = encode_labels(y, n_rows)
+    if classes is not None:
+        declared = np.unique(np.asarray(classes))
+        if fitted_classes is not None and not np.array_equal(declared, fitted_classes):
+            raise ValueError(
+                f"classes={list(declared)} is not the same as on the first call to "
+                f"partial_fit: {list(fitted_classes)}"
+            )
+    else:
+        declared = seen if fitted_classes is None else fitted_classes
+    if declared.shape[0] < 2:
+        raise ValueError(
+            f"The number of classes has to be greater than one; got {declared.shape[0]} "
+            "class: declare all of them with classes= on the first call"
+        )
+    return declared, _positions(seen, declared)[indices]
+
+
+def _positions(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Index in ``classes`` (sorted) of every label; ValueError for a label not there."""
+    try:
+        position = np.clip(np.searchsorted(classes, labels), 0, classes.shape[0] - 1)
+        found = classes[position] == labels
+    except TypeError:  # labels of a type that cannot be compared with the classes
+        position, found = None, np.zeros(labels.shape[0], dtype=bool)
+    if position is None or not np.all(found):
+        unknown = labels[~found]
+        raise ValueError(
+            f"y holds labels {list(unknown[:5])} that are not in classes {list(classes)}"
+        )
+    return position.astype(np.int64)
+
+
+def new_codes(moved: list[np.ndarray | None], cardinalities: list[int]) -> list[np.ndarray]:
+    """Per feature, the new code of every old code (identity where nothing moved)."""
+    return [
+        np.arange(k) if positions is None else positions
+        for positions, k in zip(moved, cardinalities)
+    ]
+
+
+def move_columns(counts: np.ndarray, old_offsets, new_offsets, moved) -> np.ndarray:
+    """A ``(rows, sum K_f)`` count table on a grown vocabulary: old categories at their new
+    codes, new ones 0. Always a new array."""
+    if all(m is None for m in moved):
+        return counts.copy()
+    grown = np.zeros((counts.shape[0], new_offsets[-1]))
+    old_sizes = np.diff(old_offsets).tolist()
+    for f, positions in enumerate(new_codes(moved, old_sizes)):
+        grown[:, new_offsets[f] + positions] = counts[:, old_offsets[f] : old_offsets[f + 1]]
+    return grown
+
+
+def feature_pairs(n_features: int) -> list[tuple[int, int]]:
+    """The unordered feature pairs (a, b), a < b, in the order of AODE's pair tables."""
+    return [(a, b) for a in range(n_features) for b in range(a + 1, n_features)]
+
+
+def _table_rows(cardinalities, pairs) -> np.ndarray:
+    """First CSR row of every pair (length P + 1): pair (a, b) owns K_a rows."""
+    return np.concatenate([[0], np.cumsum([cardinalities[a] for a, _ in pairs])]).astype(np.int64)
+
+
+def merge_pair_tables(old, batch, old_cardinalities, cardinalities, moved, wanted, decay):
+    """AODE's sparse pair tables (CSR ``(indptr, indices, counts)``, see
+    ``src/pair_counts.rs``) of the stored rows, moved onto the grown vocabulary and
+    multiplied by ``decay``, plus those of a batch already counted on it.
+
+    ``wanted[p]`` says whether pair p is still modelled (the memory cap can switch a pair
+    off as cardinalities grow, never on). Cells are kept sorted by (row, child value);
+    cells whose counts all reach 0 are dropped, as counting drops them.
+    """
+    pairs = feature_pairs(len(cardinalities))
+    old_rows, rows = _table_rows(old_cardinalities, pairs), _table_rows(cardinalities, pairs)
+    old_indptr, old_indices, old_counts = old
+    indptr, indices, counts = batch
+    n_classes = counts.shape[1]
+    # the stored cells as (pair, parent value, child value) on the old vocabulary
+    row_of_cell = np.repeat(np.arange(old_rows[-1]), np.diff(old_indptr))
+    pair_of_row = np.repeat(np.arange(len(pairs)), np.diff(old_rows))
+    pair = pair_of_row[row_of_cell]
+    keep = np.asarray(wanted, dtype=bool)[pair] if len(pairs) else np.zeros(0, dtype=bool)
+    pair = pair[keep]
+    parent, child = np.array([p[0] for p in pairs] or [0]), np.array([p[1] for p in pairs] or [0])
+    old_feature_start = np.concatenate([[0], np.cumsum(old_cardinalities)]).astype(np.int64)
+    recode = np.concatenate(new_codes(moved, list(old_cardinalities)) or [np.zeros(0)])
+    recode = recode.astype(np.int64)
+    u = row_of_cell[keep] - old_rows[pair]
+    u = recode[old_feature_start[parent[pair]] + u]
+    v = recode[old_feature_start[child[pair]] + old_indices[keep].astype(np.int64)]
+    all_rows = np.concatenate([rows[pair] + u, np.repeat(np.arange(rows[-1]), np.diff(indptr))])
+    all_values = np.concatenate([v, indices.astype(np.int64)])
+    all_counts = np.concatenate([old_counts[keep] * decay, counts])
+    order = np.lexsort((all_values, all_rows))
+    all_rows, all_values, all_counts = all_rows[order], all_values[order], all_counts[order]
+    if all_rows.shape[0]:
+        starts = np.flatnonzero(
+            np.concatenate([[True], (np.diff(all_rows) != 0) | (np.diff(all_values) != 0)])
+        )
+        summed = np.add.reduceat(all_counts, starts, axis=0)
+        all_rows, all_values = all_rows[starts], all_values[starts]
+        nonzero = np.any(summed != 0, axis=1)
+        all_rows, all_values, summed = all_rows[nonzero], all_values[nonzero], summed[nonzero]
+    else:
+        summed = np.zeros((0, n_classes))
+    merged_indptr = np.concatenate([[0], np.cumsum(np.bincount(all_rows, minlength=rows[-1]))])
+    return (
+        merged_indptr.astype(np.int64),
+        all_values.astype(np.int32),
+        np.ascontiguousarray(summed, dtype=np.float64),
+    )
