@@ -6,6 +6,7 @@ Run from the repository root after `maturin develop --release`:
 
     python benches/drift.py                       # writes docs/figures/online_drift.png
     python benches/drift.py --rows 20000 --quick  # smaller, no river
+    python benches/drift.py --with-aode --no-plot # adds HEB-AODE (about 70 s more)
 
 Each batch is first scored (log-loss of the true class, natural log, clipped at 1e-15),
 then learned. Prints a markdown table of the mean log-loss before the change, in the
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hebnb import CategoricalNB
+from hebnb import AODE, CategoricalNB
 from hebnb.metrics import log_loss
 
 FIGURE = Path(__file__).resolve().parents[1] / "docs" / "figures" / "online_drift.png"
@@ -84,6 +85,9 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="skip river")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--with-aode", action="store_true", help="also HEB-AODE with and without forgetting (slow)"
+    )
     args = parser.parse_args()
 
     X, y, change = make_stream(args.rows, args.seed)
@@ -95,6 +99,9 @@ def main():
         "Laplace, gamma = 1": CategoricalNB("laplace"),
         "Laplace, gamma = 0.9995": CategoricalNB("laplace", learning_rate=0.9995),
     }
+    if args.with_aode:
+        models["HEB-AODE, gamma = 1"] = AODE()
+        models["HEB-AODE, gamma = 0.9995"] = AODE(learning_rate=0.9995)
     curves, seconds = {}, {}
     for name, model in models.items():
         start = time.perf_counter()
