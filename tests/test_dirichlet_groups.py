@@ -3,6 +3,8 @@ stabilized forgetting, and side by side with bayesianbandits' own implementation
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -149,3 +151,17 @@ def test_bad_input():
     for alphas in [{"a": 1.0}, {"a": 1.0, "b": 0.0}, [1.0, 2.0]]:
         with pytest.raises(ValueError, match="alphas"):
             EmpiricalBayesDirichletClassifier(alphas).fit(X, y)
+
+
+def test_pickling_keeps_the_groups_and_partial_fit_continues():
+    X, y = _grouped_data(seed=11, n_groups=20, n_rows=400)
+    model = EmpiricalBayesDirichletClassifier(ALPHAS).partial_fit(X[:200], y[:200])
+    # the first call is fit followed by one step
+    fitted = EmpiricalBayesDirichletClassifier(ALPHAS).fit(X[:200], y[:200])
+    assert model.n_eb_iterations_ == fitted.n_eb_iterations_ + 1
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+    restored.partial_fit(X[200:], y[200:])
+    model.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(restored.prior_, model.prior_)
+    assert restored.n_eb_iterations_ == 1
