@@ -233,3 +233,23 @@ def test_aode_forgetting_equals_a_fit_with_decayed_weights():
     np.testing.assert_allclose(online.predict_proba(X), weighted.predict_proba(X), atol=1e-10)
     with pytest.raises(ValueError, match="not the same"):
         online.partial_fit(X[:5], y[:5], classes=[0, 1, 2])
+
+
+@pytest.mark.parametrize("estimator", [CategoricalNB, AODE])
+def test_a_failed_batch_leaves_the_model_unchanged(estimator):
+    X = np.array([["a", "x"], ["b", "y"], ["a", "y"], ["b", "x"]], dtype=object)
+    y = np.array([0, 1, 0, 1])
+    model = estimator().partial_fit(X, y)
+    before = model.predict_proba(X)
+    categories = [c.copy() for c in model.categories_]
+    # feature 0 brings a new category, feature 1 one that cannot be ordered with its own
+    bad = np.array([["c", 3], ["a", "x"]], dtype=object)
+    with pytest.raises(ValueError, match="cannot be ordered"):
+        model.partial_fit(bad, [0, 1])
+    with pytest.raises(ValueError, match="not in classes"):
+        model.partial_fit(np.array([["c", "z"]], dtype=object), [7])
+    for now, then in zip(model.categories_, categories):
+        np.testing.assert_array_equal(now, then)
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+    model.partial_fit(np.array([["c", "z"]], dtype=object), [1])  # and it still learns
+    assert list(model.categories_[0]) == ["a", "b", "c"]

@@ -21,6 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core
 
+
 def _physical_memory_bytes() -> int:
     """Installed memory, or 16 GiB where the platform does not say."""
     try:
@@ -302,10 +303,15 @@ class CategoryEncoder:
         all the data seen so far would have learned. Also returns, per feature, the new code
         of every old category (``None`` where the feature gained nothing), so that count
         tables can follow their categories.
+
+        Nothing changes unless every column is valid, and the containers are replaced, never
+        mutated, so a shallow copy of the encoder can be extended without touching the
+        original (what ``partial_fit`` relies on to stay unchanged when a batch fails).
         """
         columns, names = _columns_of(X)
         self.check_features(len(columns), names, owner)
         moved: list[np.ndarray | None] = []
+        categories, numeric = list(self.categories), list(self.numeric)
         for f, column in enumerate(columns):
             old = self.categories[f]
             integers = _integer_values(column, f) if self.numeric[f] else None
@@ -342,11 +348,12 @@ class CategoryEncoder:
                 if self.numeric[f] and pd.api.types.infer_dtype(merged) == "integer":
                     merged = merged.astype(old.dtype)  # integers held in an object column
                 else:
-                    self.numeric[f] = False
-            self.categories[f] = merged
-            self._indexes.pop(f, None)
+                    numeric[f] = False
+            categories[f] = merged
         if any(m is not None for m in moved):
-            self._integer_cache = {}
+            unchanged = {f: i for f, i in self._indexes.items() if moved[f] is None}
+            self.categories, self.numeric = categories, numeric
+            self._indexes, self._integer_cache = unchanged, {}
         codes = self.transform(X, n_threads=n_threads, owner=owner).codes
         return codes, moved
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 
@@ -267,7 +268,7 @@ class AODE(CategoricalClassifier):
             encoder = CategoryEncoder()
             codes = encoder.fit_transform(X, n_threads=threads)
         else:
-            encoder = self._encoder
+            encoder = copy.copy(self._encoder)  # extended on the side: a failed batch changes nothing
             old_offsets, old_cardinality = encoder.offsets, encoder.cardinalities
             codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
         offsets = encoder.offsets

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -248,7 +249,7 @@ class CategoricalNB(CategoricalClassifier):
             counts = np.zeros((declared.shape[0], encoder.offsets[-1]))
             class_count = np.zeros(declared.shape[0])
         else:
-            encoder = self._encoder
+            encoder = copy.copy(self._encoder)  # extended on the side: a failed batch changes nothing
             old_offsets = encoder.offsets
             codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
             check_table_size(declared.shape[0], encoder.offsets[-1])
