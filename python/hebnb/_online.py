@@ -47,8 +47,8 @@ def batch_classes(y, n_rows: int, classes, fitted_classes) -> tuple[np.ndarray, 
         declared = np.unique(np.asarray(classes))
         if fitted_classes is not None and not np.array_equal(declared, fitted_classes):
             raise ValueError(
-                f"classes={list(declared)} is not the same as on the first call to "
-                f"partial_fit: {list(fitted_classes)}"
+                f"classes={declared.tolist()} is not the same as on the first call to "
+                f"partial_fit: {fitted_classes.tolist()}"
             )
     else:
         declared = seen if fitted_classes is None else fitted_classes
@@ -70,7 +70,7 @@ def _positions(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
     if position is None or not np.all(found):
         unknown = labels[~found]
         raise ValueError(
-            f"y holds labels {list(unknown[:5])} that are not in classes {list(classes)}"
+            f"y holds labels {unknown[:5].tolist()} that are not in classes {classes.tolist()}"
         )
     return position.astype(np.int64)
 
