@@ -363,4 +363,3 @@ class CategoricalNB(CategoricalClassifier):
             self._encoder.offsets,
             threads,
         )
-
