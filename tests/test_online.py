@@ -253,3 +253,16 @@ def test_a_failed_batch_leaves_the_model_unchanged(estimator):
     np.testing.assert_array_equal(model.predict_proba(X), before)
     model.partial_fit(np.array([["c", "z"]], dtype=object), [1])  # and it still learns
     assert list(model.categories_[0]) == ["a", "b", "c"]
+
+
+def test_aode_cells_forgotten_to_zero_are_dropped():
+    """gamma ** n underflows to 0: the stored cells go, as a fit with weight 0 drops them."""
+    X, y = _aode_stream(seed=3, n_rows=600)
+    online = AODE(learning_rate=0.01).partial_fit(X[:300], y[:300])
+    online.partial_fit(X[300:], y[300:])
+    weights = np.r_[np.zeros(300), np.ones(300)]
+    refit = AODE().fit(X, y, sample_weight=weights)
+    np.testing.assert_array_equal(online.pair_indptr_, refit.pair_indptr_)
+    np.testing.assert_array_equal(online.pair_indices_, refit.pair_indices_)
+    np.testing.assert_array_equal(online.pair_counts_, refit.pair_counts_)
+    np.testing.assert_allclose(online.predict_proba(X), refit.predict_proba(X), atol=1e-10)
