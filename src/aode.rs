@@ -43,7 +43,7 @@ use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{pair_row_offsets, pairs, PairTablesView};
 use crate::scoring;
-use crate::solver::{maximise_evidence, Solution, SolverSettings};
+use crate::solver::{maximise_evidence, maximise_evidence_from, Solution, SolverSettings};
 
 /// How the child conditionals are smoothed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,8 +320,19 @@ fn fit_orientation(
         .collect();
 
     let parent_columns = layout.columns(o.parent);
+    // each class's Newton iteration starts from the previous class's answer (the classes
+    // of one pair tend to agree), the first from the class-pooled one when there is one
+    let mut start = pooled.unwrap_or(1.0);
     let solutions: Vec<Solution> = (0..n_classes)
         .map(|c| {
+            if settings.smoothing == ChildSmoothing::Laplace {
+                return Solution {
+                    concentration: k_child,
+                    log_evidence: f64::NAN,
+                    n_iter: 0,
+                    converged: true,
+                };
+            }
             let mut terms = EvidenceTerms::new();
             for u in 0..k_parent {
                 terms.add_document(documents[u * n_classes + c]);
@@ -340,35 +351,38 @@ fn fit_orientation(
                 n_iter: 0,
                 converged: true,
             };
-            match settings.smoothing {
-                ChildSmoothing::Laplace => Solution {
-                    log_evidence: f64::NAN,
-                    ..rule(k_child)
-                },
-                _ if largest_parent_value < settings.min_count => rule(k_child),
-                _ => maximise_evidence(&terms, &settings.solver),
+            if largest_parent_value < settings.min_count {
+                rule(k_child)
+            } else {
+                let solution = maximise_evidence_from(&terms, &settings.solver, start);
+                start = solution.concentration;
+                solution
             }
         })
         .collect();
 
+    // ln(N_{c,u} + m_c), one per document and class
+    let log_denominator: Vec<f64> = (0..k_parent * n_classes)
+        .map(|index| (documents[index] + solutions[index % n_classes].concentration).ln())
+        .collect();
     for (k, cell) in counts.outer_iter().enumerate() {
         let u = parent_of[k];
         for (c, s) in solutions.iter().enumerate() {
-            let m = s.concentration;
             cell_log_prob[(k * 2 + o.side) * n_classes + c] =
-                (cell[c] + m * cell_mean[k]).ln() - (documents[u * n_classes + c] + m).ln();
+                (cell[c] + s.concentration * cell_mean[k]).ln()
+                    - log_denominator[u * n_classes + c];
         }
     }
+    let log_concentration: Vec<f64> = solutions.iter().map(|s| s.concentration.ln()).collect();
     for u in 0..k_parent {
         // unseen cell: ln(m mu_{u,v}) - ln(N_{c,u} + m), less ln mu_{j,v}
         let level = match pooled {
             Some(a) => a.ln() - (pooled_documents[u] + a).ln(),
             None => 0.0,
         };
-        for (c, s) in solutions.iter().enumerate() {
-            let m = s.concentration;
+        for c in 0..n_classes {
             unseen_log_prob[u * n_classes + c] =
-                m.ln() + level - (documents[u * n_classes + c] + m).ln();
+                log_concentration[c] + level - log_denominator[u * n_classes + c];
         }
     }
     (solutions, pooled)
@@ -400,7 +414,7 @@ pub struct AodeModel<'a> {
 }
 
 /// Rows per parallel scoring task.
-const ROW_CHUNK: usize = 256;
+const ROW_CHUNK: usize = 128;
 
 /// The joint log-likelihood `ln P(y, x)` of every row (eq. 7), shape (S, C).
 ///
@@ -469,101 +483,126 @@ pub fn joint_log_likelihood(
     let row_offsets = pair_row_offsets(layout);
     let unseen_offsets = unseen_row_offsets(layout);
     let all_pairs = pairs(n_features);
-    let n_rows = codes.ncols();
     let starts: Vec<usize> = (0..n_features).map(|f| layout.columns(f).start).collect();
+    let marginal = contiguous(model.marginal_log_prob, "marginal log-probability table")?;
+    let unseen = contiguous(model.unseen_log_prob, "unseen-cell table")?;
+    let parent_log_prob = contiguous(model.parent_log_prob, "parent log-probability table")?;
+    let n_classes_nz = n_classes.max(1);
 
+    // Adds one child factor ln P(x_j | y, x_i) to a super-parent's class terms.
+    let add_child = |term: &mut [f64],
+                     capped: bool,
+                     side: usize,
+                     cell: Option<usize>,
+                     child_column: usize,
+                     unseen_row: usize| {
+        if capped {
+            let lp = &marginal[child_column * n_classes..(child_column + 1) * n_classes];
+            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
+        } else if let Some(k) = cell {
+            let start = (k * 2 + side) * n_classes;
+            let lp = &cell_log_prob[start..start + n_classes];
+            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
+        } else {
+            let log_mean = model.log_child_mean[child_column];
+            let lp = &unseen[unseen_row * n_classes..(unseen_row + 1) * n_classes];
+            term.iter_mut()
+                .zip(lp)
+                .for_each(|(t, &lp)| *t += lp + log_mean);
+        }
+    };
+
+    // A chunk of rows is scored pair by pair (not row by row), so that one pair's table
+    // stays in cache while the chunk's rows look it up.
     joint
         .as_slice_mut()
         .expect("freshly allocated")
-        .par_chunks_mut(ROW_CHUNK * n_classes.max(1))
+        .par_chunks_mut(ROW_CHUNK * n_classes_nz)
         .enumerate()
         .for_each(|(chunk, block)| {
-            let mut value = vec![-1i32; n_features];
-            let mut qualifies = vec![false; n_features];
-            let mut child_ok = vec![false; n_features];
-            let mut terms = vec![0.0; n_features * n_classes];
-            for (r, out) in block.chunks_mut(n_classes).enumerate() {
-                let s = chunk * ROW_CHUNK + r;
-                if s >= n_rows {
-                    break;
-                }
-                let mut n_parents = 0usize;
-                for f in 0..n_features {
-                    let v = codes[[f, s]];
-                    value[f] = v;
+            let first = chunk * ROW_CHUNK;
+            let n = block.len() / n_classes_nz;
+            // feature-major: value, whether it qualifies as super-parent, whether it scores
+            let mut value = vec![-1i32; n_features * n];
+            let mut qualifies = vec![false; n_features * n];
+            let mut child_ok = vec![false; n_features * n];
+            let mut n_parents = vec![0usize; n];
+            // (row, parent, class)
+            let mut terms = vec![0.0; n * n_features * n_classes];
+            for (f, &feature_start) in starts.iter().enumerate() {
+                let codes_f = codes.row(f);
+                for r in 0..n {
+                    let v = codes_f[first + r];
+                    let at = f * n + r;
+                    value[at] = v;
+                    if v < 0 {
+                        continue;
+                    }
                     // codes were range-checked by the Naive Bayes pass above
-                    child_ok[f] =
-                        v >= 0 && model.log_child_mean[starts[f] + v as usize] > f64::NEG_INFINITY;
-                    qualifies[f] = v >= 0
-                        && model.parent_count[starts[f] + v as usize] >= model.min_parent_count;
-                    if qualifies[f] {
-                        n_parents += 1;
-                        let prior = model.parent_log_prob.row(starts[f] + v as usize);
-                        terms[f * n_classes..(f + 1) * n_classes]
-                            .iter_mut()
-                            .zip(prior.iter())
-                            .for_each(|(t, &lp)| *t = lp);
+                    let column = feature_start + v as usize;
+                    child_ok[at] = model.log_child_mean[column] > f64::NEG_INFINITY;
+                    qualifies[at] = model.parent_count[column] >= model.min_parent_count;
+                    if qualifies[at] {
+                        n_parents[r] += 1;
+                        let term = (r * n_features + f) * n_classes;
+                        terms[term..term + n_classes].copy_from_slice(
+                            &parent_log_prob[column * n_classes..(column + 1) * n_classes],
+                        );
                     }
                 }
-                if n_parents == 0 {
-                    continue;
-                }
-                for (p, &(a, b)) in all_pairs.iter().enumerate() {
-                    let wanted_a = qualifies[a] && child_ok[b];
-                    let wanted_b = qualifies[b] && child_ok[a];
+            }
+            for (p, &(a, b)) in all_pairs.iter().enumerate() {
+                let capped_a = is_capped(model.capped, n_features, a, b);
+                let capped_b = is_capped(model.capped, n_features, b, a);
+                let k_a = layout.cardinality(a);
+                for r in 0..n {
+                    let (at_a, at_b) = (a * n + r, b * n + r);
+                    let wanted_a = qualifies[at_a] && child_ok[at_b];
+                    let wanted_b = qualifies[at_b] && child_ok[at_a];
                     if !(wanted_a || wanted_b) {
                         continue;
                     }
-                    let (u, v) = (value[a], value[b]);
-                    let capped_a = is_capped(model.capped, n_features, a, b);
-                    let capped_b = is_capped(model.capped, n_features, b, a);
+                    let (u, v) = (value[at_a], value[at_b]);
                     let cell = if (wanted_a && !capped_a) || (wanted_b && !capped_b) {
                         model.pair_tables.find(row_offsets[p], u as usize, v)
                     } else {
                         None
                     };
-                    let unseen_b = unseen_offsets[p] + layout.cardinality(a) + v as usize;
-                    for (side, wanted, capped, parent, child, cv, unseen_row) in [
-                        (
-                            0,
-                            wanted_a,
+                    let row_terms = &mut terms[r * n_features * n_classes..];
+                    if wanted_a {
+                        add_child(
+                            &mut row_terms[a * n_classes..(a + 1) * n_classes],
                             capped_a,
-                            a,
-                            b,
-                            v,
+                            0,
+                            cell,
+                            starts[b] + v as usize,
                             unseen_offsets[p] + u as usize,
-                        ),
-                        (1, wanted_b, capped_b, b, a, u, unseen_b),
-                    ] {
-                        if !wanted {
-                            continue;
-                        }
-                        let term = &mut terms[parent * n_classes..(parent + 1) * n_classes];
-                        let child_column = starts[child] + cv as usize;
-                        if capped {
-                            let marginal = model.marginal_log_prob.row(child_column);
-                            term.iter_mut()
-                                .zip(marginal.iter())
-                                .for_each(|(t, &lp)| *t += lp);
-                        } else if let Some(k) = cell {
-                            let start = (k * 2 + side) * n_classes;
-                            let lp = &cell_log_prob[start..start + n_classes];
-                            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
-                        } else {
-                            let log_mean = model.log_child_mean[child_column];
-                            let unseen = model.unseen_log_prob.row(unseen_row);
-                            term.iter_mut()
-                                .zip(unseen.iter())
-                                .for_each(|(t, &lp)| *t += lp + log_mean);
-                        }
+                        );
+                    }
+                    if wanted_b {
+                        add_child(
+                            &mut row_terms[b * n_classes..(b + 1) * n_classes],
+                            capped_b,
+                            1,
+                            cell,
+                            starts[a] + u as usize,
+                            unseen_offsets[p] + k_a + v as usize,
+                        );
                     }
                 }
-                // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
-                let log_q = (n_parents as f64).ln();
+            }
+            // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
+            for (r, out) in block.chunks_mut(n_classes_nz).enumerate() {
+                if n_parents[r] == 0 {
+                    continue;
+                }
+                let log_q = (n_parents[r] as f64).ln();
+                let row_terms =
+                    &terms[r * n_features * n_classes..(r + 1) * n_features * n_classes];
                 for (c, slot) in out.iter_mut().enumerate() {
                     let parent_terms = (0..n_features)
-                        .filter(|&f| qualifies[f])
-                        .map(|f| terms[f * n_classes + c]);
+                        .filter(|&f| qualifies[f * n + r])
+                        .map(|f| row_terms[f * n_classes + c]);
                     let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
                     *slot = if max.is_finite() {
                         max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
@@ -574,6 +613,13 @@ pub fn joint_log_likelihood(
             }
         });
     Ok(joint)
+}
+
+/// The contiguous data of a C-order table.
+fn contiguous<'a>(table: ArrayView2<'a, f64>, what: &str) -> Result<&'a [f64]> {
+    table
+        .to_slice()
+        .ok_or_else(|| HebError::InvalidParameter(format!("{what} must be C-contiguous")))
 }
 
 fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
