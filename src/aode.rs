@@ -488,6 +488,28 @@ pub fn joint_log_likelihood(
     let unseen = contiguous(model.unseen_log_prob, "unseen-cell table")?;
     let parent_log_prob = contiguous(model.parent_log_prob, "parent log-probability table")?;
     let n_classes_nz = n_classes.max(1);
+    // Where a pair's table is dense enough (K_a K_b <= 4 cells + 64), a direct
+    // (u, v) -> cell index replaces the binary search; it costs at most 16 bytes per cell.
+    let direct: Vec<Option<Vec<u32>>> = all_pairs
+        .par_iter()
+        .enumerate()
+        .map(|(p, &(a, b))| {
+            let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
+            let rows = row_offsets[p]..row_offsets[p] + k_a;
+            let indptr = model.pair_tables.indptr;
+            let cells = (indptr[rows.end] - indptr[rows.start]) as usize;
+            if k_a * k_b > 4 * cells + 64 || indptr[indptr.len() - 1] >= u32::MAX as i64 {
+                return None;
+            }
+            let mut index = vec![0u32; k_a * k_b];
+            for (u, row) in rows.enumerate() {
+                for k in indptr[row] as usize..indptr[row + 1] as usize {
+                    index[u * k_b + model.pair_tables.indices[k] as usize] = k as u32 + 1;
+                }
+            }
+            Some(index)
+        })
+        .collect();
 
     // Adds one child factor ln P(x_j | y, x_i) to a super-parent's class terms.
     let add_child = |term: &mut [f64],
@@ -554,7 +576,7 @@ pub fn joint_log_likelihood(
             for (p, &(a, b)) in all_pairs.iter().enumerate() {
                 let capped_a = is_capped(model.capped, n_features, a, b);
                 let capped_b = is_capped(model.capped, n_features, b, a);
-                let k_a = layout.cardinality(a);
+                let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
                 for r in 0..n {
                     let (at_a, at_b) = (a * n + r, b * n + r);
                     let wanted_a = qualifies[at_a] && child_ok[at_b];
@@ -564,7 +586,13 @@ pub fn joint_log_likelihood(
                     }
                     let (u, v) = (value[at_a], value[at_b]);
                     let cell = if (wanted_a && !capped_a) || (wanted_b && !capped_b) {
-                        model.pair_tables.find(row_offsets[p], u as usize, v)
+                        match &direct[p] {
+                            Some(index) => match index[u as usize * k_b + v as usize] {
+                                0 => None,
+                                k => Some(k as usize - 1),
+                            },
+                            None => model.pair_tables.find(row_offsets[p], u as usize, v),
+                        }
                     } else {
                         None
                     };
@@ -631,5 +659,192 @@ fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
             expected,
             found,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counts::count_categories;
+    use crate::naive_bayes::{prior_mean, PriorMean};
+    use crate::pair_counts::count_pairs;
+    use crate::parallel::with_threads;
+    use ndarray::{array, Array1};
+
+    fn settings(smoothing: ChildSmoothing, min_count: f64) -> AodeSettings {
+        AodeSettings {
+            smoothing,
+            min_count,
+            solver: SolverSettings::default(),
+        }
+    }
+
+    #[test]
+    fn one_pair_by_hand() {
+        // x0 = (0, 0, 1, 1), x1 = (0, 1, 1, 1), y = (0, 0, 1, 1); Laplace AODE, row (0, 1)
+        let codes = array![[0, 0, 1, 1], [0, 1, 1, 1]];
+        let labels = array![0_i64, 0, 1, 1];
+        let weights = Array1::ones(4);
+        let layout = FeatureLayout::from_cardinalities(&[2, 2]);
+        let pairs = count_pairs(
+            codes.view(),
+            labels.view(),
+            weights.view(),
+            &layout,
+            2,
+            |_, _| true,
+        )
+        .unwrap();
+        let counts =
+            count_categories(codes.view(), labels.view(), weights.view(), &layout, 2).unwrap();
+        let mean = prior_mean(counts.table.view(), &layout, PriorMean::Uniform);
+        let capped = [false; 4];
+        let fit = fit_children(
+            pairs.view(),
+            counts.table.view(),
+            &mean,
+            &capped,
+            &layout,
+            &settings(ChildSmoothing::Laplace, 10.0),
+        )
+        .unwrap();
+        // eq. 8: (N + 1) / (S + C K) = (N + 1) / 8, rows = categories, columns = classes
+        let parent = counts
+            .table
+            .t()
+            .as_standard_layout()
+            .mapv(|n| ((n + 1.0) / 8.0).ln());
+        let log_mean: Vec<f64> = mean.iter().map(|m| m.ln()).collect();
+        let parent_count = [2.0, 2.0, 1.0, 3.0];
+        let cell_log_prob = fit
+            .cell_log_prob
+            .view()
+            .into_shape_with_order((3, 4))
+            .unwrap();
+        let model = AodeModel {
+            pair_tables: pairs.view(),
+            cell_log_prob,
+            unseen_log_prob: fit.unseen_log_prob.view(),
+            log_child_mean: &log_mean,
+            capped: &capped,
+            parent_log_prob: parent.view(),
+            parent_count: &parent_count,
+            min_parent_count: 1.0,
+            marginal_log_prob: parent.view(),
+            class_log_prior: &[0.5_f64.ln(); 2],
+        };
+        let joint = joint_log_likelihood(array![[0], [1]].view(), &model, &layout).unwrap();
+        let expected: [f64; 2] = [
+            (3.0 / 8.0 * 0.5 + 2.0 / 8.0 * 2.0 / 3.0) / 2.0,
+            (1.0 / 8.0 * 0.5 + 3.0 / 8.0 * 0.25) / 2.0,
+        ];
+        for (found, want) in joint.iter().zip(expected) {
+            assert!((found - want.ln()).abs() < 1e-14, "{joint:?}");
+        }
+        assert_eq!(fit.concentration[[0, 0, 1]], 2.0);
+    }
+
+    fn random_table(n_rows: usize, cardinality: &[usize], seed: u64) -> (Array2<i32>, Array1<i64>) {
+        let mut state = seed;
+        let mut next = |bound: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % bound as u64) as usize
+        };
+        let labels: Array1<i64> = (0..n_rows).map(|_| next(3) as i64).collect();
+        let mut codes = Array2::<i32>::zeros((cardinality.len(), n_rows));
+        for (f, &k) in cardinality.iter().enumerate() {
+            for s in 0..n_rows {
+                let base = if f == 0 {
+                    labels[s] as usize
+                } else {
+                    codes[[f - 1, s]].max(0) as usize
+                };
+                codes[[f, s]] = match next(10) {
+                    0 => -1,
+                    1..=6 => ((base * 5 + labels[s] as usize) % k) as i32,
+                    _ => next(k) as i32,
+                };
+            }
+        }
+        (codes, labels)
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let cardinality = [3, 7, 12, 2, 30];
+        let (codes, labels) = random_table(3000, &cardinality, 7);
+        let weights = Array1::ones(3000);
+        let layout = FeatureLayout::from_cardinalities(&cardinality);
+        let counts =
+            count_categories(codes.view(), labels.view(), weights.view(), &layout, 3).unwrap();
+        let mean = prior_mean(counts.table.view(), &layout, PriorMean::PooledMarginal);
+        let capped = vec![false; 25];
+        let fit_with = |threads: usize| {
+            with_threads(threads, || {
+                let pairs = count_pairs(
+                    codes.view(),
+                    labels.view(),
+                    weights.view(),
+                    &layout,
+                    3,
+                    |_, _| true,
+                )
+                .unwrap();
+                let fit = fit_children(
+                    pairs.view(),
+                    counts.table.view(),
+                    &mean,
+                    &capped,
+                    &layout,
+                    &settings(ChildSmoothing::HebTwoLevel, 10.0),
+                )
+                .unwrap();
+                (pairs, fit)
+            })
+            .unwrap()
+        };
+        let (one, two) = (fit_with(1), fit_with(2));
+        assert_eq!(one.0, two.0);
+        // NaN != NaN: compare bit patterns
+        let bits = |a: &Array3<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&one.1.concentration), bits(&two.1.concentration));
+        assert_eq!(bits(&one.1.cell_log_prob), bits(&two.1.cell_log_prob));
+        assert!(one.1.n_iter.iter().any(|&n| n > 0));
+    }
+
+    #[test]
+    fn low_counts_fall_back_to_the_child_cardinality() {
+        let cardinality = [4, 6];
+        let (codes, labels) = random_table(200, &cardinality, 3);
+        let weights = Array1::ones(200);
+        let layout = FeatureLayout::from_cardinalities(&cardinality);
+        let pairs = count_pairs(
+            codes.view(),
+            labels.view(),
+            weights.view(),
+            &layout,
+            3,
+            |_, _| true,
+        )
+        .unwrap();
+        let counts =
+            count_categories(codes.view(), labels.view(), weights.view(), &layout, 3).unwrap();
+        let mean = prior_mean(counts.table.view(), &layout, PriorMean::PooledMarginal);
+        let fit = fit_children(
+            pairs.view(),
+            counts.table.view(),
+            &mean,
+            &[false, false, true, false],
+            &layout,
+            &settings(ChildSmoothing::HebPooled, 1e9),
+        )
+        .unwrap();
+        for c in 0..3 {
+            assert_eq!(fit.concentration[[c, 0, 1]], 6.0);
+            assert_eq!(fit.n_iter[[c, 0, 1]], 0);
+            assert!(fit.concentration[[c, 1, 0]].is_nan(), "capped orientation");
+        }
     }
 }

@@ -61,6 +61,19 @@ pub fn ln_gamma_difference(a: f64, n: f64) -> f64 {
     if n == 0.0 {
         return 0.0;
     }
+    if is_short_whole(n) && a < 1e30 {
+        // one logarithm per product of up to 8 factors (each below 1e31: no overflow)
+        let mut sum = 0.0;
+        let mut product = 1.0;
+        for k in 0..n as usize {
+            product *= a + k as f64;
+            if k % 8 == 7 {
+                sum += product.ln();
+                product = 1.0;
+            }
+        }
+        return sum + product.ln();
+    }
     if is_short_whole(n) {
         return (0..n as usize).map(|k| (a + k as f64).ln()).sum();
     }

@@ -53,3 +53,51 @@ def joint_log_likelihood(
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
 def log_posterior(joint: npt.NDArray[np.float64], n_jobs: int) -> npt.NDArray[np.float64]: ...
+def count_pairs(
+    codes: npt.NDArray[np.int32],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    offsets: list[int],
+    n_classes: int,
+    capped: npt.NDArray[np.bool_],
+    n_jobs: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]: ...
+def fit_aode_children(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    counts: npt.NDArray[np.float64],
+    category_counts: npt.NDArray[np.float64],
+    child_mean: npt.NDArray[np.float64],
+    capped: npt.NDArray[np.bool_],
+    offsets: list[int],
+    smoothing: str,
+    min_count: float,
+    min_concentration: float,
+    max_concentration: float,
+    n_jobs: int,
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.bool_],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...
+def aode_joint_log_likelihood(
+    codes: npt.NDArray[np.int32],
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    counts: npt.NDArray[np.float64],
+    cell_log_prob: npt.NDArray[np.float64],
+    unseen_log_prob: npt.NDArray[np.float64],
+    log_child_mean: npt.NDArray[np.float64],
+    capped: npt.NDArray[np.bool_],
+    parent_log_prob: npt.NDArray[np.float64],
+    parent_count: npt.NDArray[np.float64],
+    min_parent_count: float,
+    marginal_log_prob: npt.NDArray[np.float64],
+    class_log_prior: npt.NDArray[np.float64],
+    offsets: list[int],
+    n_jobs: int,
+) -> npt.NDArray[np.float64]: ...
