@@ -43,7 +43,7 @@ use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{pair_row_offsets, pairs, PairTablesView};
 use crate::scoring;
-use crate::solver::{maximise_evidence, Solution, SolverSettings};
+use crate::solver::{maximise_evidence, maximise_evidence_from, Solution, SolverSettings};
 
 /// How the child conditionals are smoothed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,8 +320,19 @@ fn fit_orientation(
         .collect();
 
     let parent_columns = layout.columns(o.parent);
+    // each class's Newton iteration starts from the previous class's answer (the classes
+    // of one pair tend to agree), the first from the class-pooled one when there is one
+    let mut start = pooled.unwrap_or(1.0);
     let solutions: Vec<Solution> = (0..n_classes)
         .map(|c| {
+            if settings.smoothing == ChildSmoothing::Laplace {
+                return Solution {
+                    concentration: k_child,
+                    log_evidence: f64::NAN,
+                    n_iter: 0,
+                    converged: true,
+                };
+            }
             let mut terms = EvidenceTerms::new();
             for u in 0..k_parent {
                 terms.add_document(documents[u * n_classes + c]);
@@ -340,35 +351,38 @@ fn fit_orientation(
                 n_iter: 0,
                 converged: true,
             };
-            match settings.smoothing {
-                ChildSmoothing::Laplace => Solution {
-                    log_evidence: f64::NAN,
-                    ..rule(k_child)
-                },
-                _ if largest_parent_value < settings.min_count => rule(k_child),
-                _ => maximise_evidence(&terms, &settings.solver),
+            if largest_parent_value < settings.min_count {
+                rule(k_child)
+            } else {
+                let solution = maximise_evidence_from(&terms, &settings.solver, start);
+                start = solution.concentration;
+                solution
             }
         })
         .collect();
 
+    // ln(N_{c,u} + m_c), one per document and class
+    let log_denominator: Vec<f64> = (0..k_parent * n_classes)
+        .map(|index| (documents[index] + solutions[index % n_classes].concentration).ln())
+        .collect();
     for (k, cell) in counts.outer_iter().enumerate() {
         let u = parent_of[k];
         for (c, s) in solutions.iter().enumerate() {
-            let m = s.concentration;
             cell_log_prob[(k * 2 + o.side) * n_classes + c] =
-                (cell[c] + m * cell_mean[k]).ln() - (documents[u * n_classes + c] + m).ln();
+                (cell[c] + s.concentration * cell_mean[k]).ln()
+                    - log_denominator[u * n_classes + c];
         }
     }
+    let log_concentration: Vec<f64> = solutions.iter().map(|s| s.concentration.ln()).collect();
     for u in 0..k_parent {
         // unseen cell: ln(m mu_{u,v}) - ln(N_{c,u} + m), less ln mu_{j,v}
         let level = match pooled {
             Some(a) => a.ln() - (pooled_documents[u] + a).ln(),
             None => 0.0,
         };
-        for (c, s) in solutions.iter().enumerate() {
-            let m = s.concentration;
+        for c in 0..n_classes {
             unseen_log_prob[u * n_classes + c] =
-                m.ln() + level - (documents[u * n_classes + c] + m).ln();
+                log_concentration[c] + level - log_denominator[u * n_classes + c];
         }
     }
     (solutions, pooled)
@@ -400,7 +414,7 @@ pub struct AodeModel<'a> {
 }
 
 /// Rows per parallel scoring task.
-const ROW_CHUNK: usize = 256;
+const ROW_CHUNK: usize = 128;
 
 /// The joint log-likelihood `ln P(y, x)` of every row (eq. 7), shape (S, C).
 ///
@@ -469,101 +483,154 @@ pub fn joint_log_likelihood(
     let row_offsets = pair_row_offsets(layout);
     let unseen_offsets = unseen_row_offsets(layout);
     let all_pairs = pairs(n_features);
-    let n_rows = codes.ncols();
     let starts: Vec<usize> = (0..n_features).map(|f| layout.columns(f).start).collect();
+    let marginal = contiguous(model.marginal_log_prob, "marginal log-probability table")?;
+    let unseen = contiguous(model.unseen_log_prob, "unseen-cell table")?;
+    let parent_log_prob = contiguous(model.parent_log_prob, "parent log-probability table")?;
+    let n_classes_nz = n_classes.max(1);
+    // Where a pair's table is dense enough (K_a K_b <= 4 cells + 64), a direct
+    // (u, v) -> cell index replaces the binary search; it costs at most 16 bytes per cell.
+    let direct: Vec<Option<Vec<u32>>> = all_pairs
+        .par_iter()
+        .enumerate()
+        .map(|(p, &(a, b))| {
+            let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
+            let rows = row_offsets[p]..row_offsets[p] + k_a;
+            let indptr = model.pair_tables.indptr;
+            let cells = (indptr[rows.end] - indptr[rows.start]) as usize;
+            if k_a * k_b > 4 * cells + 64 || indptr[indptr.len() - 1] >= u32::MAX as i64 {
+                return None;
+            }
+            let mut index = vec![0u32; k_a * k_b];
+            for (u, row) in rows.enumerate() {
+                for k in indptr[row] as usize..indptr[row + 1] as usize {
+                    index[u * k_b + model.pair_tables.indices[k] as usize] = k as u32 + 1;
+                }
+            }
+            Some(index)
+        })
+        .collect();
 
+    // Adds one child factor ln P(x_j | y, x_i) to a super-parent's class terms.
+    let add_child = |term: &mut [f64],
+                     capped: bool,
+                     side: usize,
+                     cell: Option<usize>,
+                     child_column: usize,
+                     unseen_row: usize| {
+        if capped {
+            let lp = &marginal[child_column * n_classes..(child_column + 1) * n_classes];
+            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
+        } else if let Some(k) = cell {
+            let start = (k * 2 + side) * n_classes;
+            let lp = &cell_log_prob[start..start + n_classes];
+            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
+        } else {
+            let log_mean = model.log_child_mean[child_column];
+            let lp = &unseen[unseen_row * n_classes..(unseen_row + 1) * n_classes];
+            term.iter_mut()
+                .zip(lp)
+                .for_each(|(t, &lp)| *t += lp + log_mean);
+        }
+    };
+
+    // A chunk of rows is scored pair by pair (not row by row), so that one pair's table
+    // stays in cache while the chunk's rows look it up.
     joint
         .as_slice_mut()
         .expect("freshly allocated")
-        .par_chunks_mut(ROW_CHUNK * n_classes.max(1))
+        .par_chunks_mut(ROW_CHUNK * n_classes_nz)
         .enumerate()
         .for_each(|(chunk, block)| {
-            let mut value = vec![-1i32; n_features];
-            let mut qualifies = vec![false; n_features];
-            let mut child_ok = vec![false; n_features];
-            let mut terms = vec![0.0; n_features * n_classes];
-            for (r, out) in block.chunks_mut(n_classes).enumerate() {
-                let s = chunk * ROW_CHUNK + r;
-                if s >= n_rows {
-                    break;
-                }
-                let mut n_parents = 0usize;
-                for f in 0..n_features {
-                    let v = codes[[f, s]];
-                    value[f] = v;
+            let first = chunk * ROW_CHUNK;
+            let n = block.len() / n_classes_nz;
+            // feature-major: value, whether it qualifies as super-parent, whether it scores
+            let mut value = vec![-1i32; n_features * n];
+            let mut qualifies = vec![false; n_features * n];
+            let mut child_ok = vec![false; n_features * n];
+            let mut n_parents = vec![0usize; n];
+            // (row, parent, class)
+            let mut terms = vec![0.0; n * n_features * n_classes];
+            for (f, &feature_start) in starts.iter().enumerate() {
+                let codes_f = codes.row(f);
+                for r in 0..n {
+                    let v = codes_f[first + r];
+                    let at = f * n + r;
+                    value[at] = v;
+                    if v < 0 {
+                        continue;
+                    }
                     // codes were range-checked by the Naive Bayes pass above
-                    child_ok[f] =
-                        v >= 0 && model.log_child_mean[starts[f] + v as usize] > f64::NEG_INFINITY;
-                    qualifies[f] = v >= 0
-                        && model.parent_count[starts[f] + v as usize] >= model.min_parent_count;
-                    if qualifies[f] {
-                        n_parents += 1;
-                        let prior = model.parent_log_prob.row(starts[f] + v as usize);
-                        terms[f * n_classes..(f + 1) * n_classes]
-                            .iter_mut()
-                            .zip(prior.iter())
-                            .for_each(|(t, &lp)| *t = lp);
+                    let column = feature_start + v as usize;
+                    child_ok[at] = model.log_child_mean[column] > f64::NEG_INFINITY;
+                    qualifies[at] = model.parent_count[column] >= model.min_parent_count;
+                    if qualifies[at] {
+                        n_parents[r] += 1;
+                        let term = (r * n_features + f) * n_classes;
+                        terms[term..term + n_classes].copy_from_slice(
+                            &parent_log_prob[column * n_classes..(column + 1) * n_classes],
+                        );
                     }
                 }
-                if n_parents == 0 {
-                    continue;
-                }
-                for (p, &(a, b)) in all_pairs.iter().enumerate() {
-                    let wanted_a = qualifies[a] && child_ok[b];
-                    let wanted_b = qualifies[b] && child_ok[a];
+            }
+            for (p, &(a, b)) in all_pairs.iter().enumerate() {
+                let capped_a = is_capped(model.capped, n_features, a, b);
+                let capped_b = is_capped(model.capped, n_features, b, a);
+                let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
+                for r in 0..n {
+                    let (at_a, at_b) = (a * n + r, b * n + r);
+                    let wanted_a = qualifies[at_a] && child_ok[at_b];
+                    let wanted_b = qualifies[at_b] && child_ok[at_a];
                     if !(wanted_a || wanted_b) {
                         continue;
                     }
-                    let (u, v) = (value[a], value[b]);
-                    let capped_a = is_capped(model.capped, n_features, a, b);
-                    let capped_b = is_capped(model.capped, n_features, b, a);
+                    let (u, v) = (value[at_a], value[at_b]);
                     let cell = if (wanted_a && !capped_a) || (wanted_b && !capped_b) {
-                        model.pair_tables.find(row_offsets[p], u as usize, v)
+                        match &direct[p] {
+                            Some(index) => match index[u as usize * k_b + v as usize] {
+                                0 => None,
+                                k => Some(k as usize - 1),
+                            },
+                            None => model.pair_tables.find(row_offsets[p], u as usize, v),
+                        }
                     } else {
                         None
                     };
-                    let unseen_b = unseen_offsets[p] + layout.cardinality(a) + v as usize;
-                    for (side, wanted, capped, parent, child, cv, unseen_row) in [
-                        (
-                            0,
-                            wanted_a,
+                    let row_terms = &mut terms[r * n_features * n_classes..];
+                    if wanted_a {
+                        add_child(
+                            &mut row_terms[a * n_classes..(a + 1) * n_classes],
                             capped_a,
-                            a,
-                            b,
-                            v,
+                            0,
+                            cell,
+                            starts[b] + v as usize,
                             unseen_offsets[p] + u as usize,
-                        ),
-                        (1, wanted_b, capped_b, b, a, u, unseen_b),
-                    ] {
-                        if !wanted {
-                            continue;
-                        }
-                        let term = &mut terms[parent * n_classes..(parent + 1) * n_classes];
-                        let child_column = starts[child] + cv as usize;
-                        if capped {
-                            let marginal = model.marginal_log_prob.row(child_column);
-                            term.iter_mut()
-                                .zip(marginal.iter())
-                                .for_each(|(t, &lp)| *t += lp);
-                        } else if let Some(k) = cell {
-                            let start = (k * 2 + side) * n_classes;
-                            let lp = &cell_log_prob[start..start + n_classes];
-                            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
-                        } else {
-                            let log_mean = model.log_child_mean[child_column];
-                            let unseen = model.unseen_log_prob.row(unseen_row);
-                            term.iter_mut()
-                                .zip(unseen.iter())
-                                .for_each(|(t, &lp)| *t += lp + log_mean);
-                        }
+                        );
+                    }
+                    if wanted_b {
+                        add_child(
+                            &mut row_terms[b * n_classes..(b + 1) * n_classes],
+                            capped_b,
+                            1,
+                            cell,
+                            starts[a] + u as usize,
+                            unseen_offsets[p] + k_a + v as usize,
+                        );
                     }
                 }
-                // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
-                let log_q = (n_parents as f64).ln();
+            }
+            // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
+            for (r, out) in block.chunks_mut(n_classes_nz).enumerate() {
+                if n_parents[r] == 0 {
+                    continue;
+                }
+                let log_q = (n_parents[r] as f64).ln();
+                let row_terms =
+                    &terms[r * n_features * n_classes..(r + 1) * n_features * n_classes];
                 for (c, slot) in out.iter_mut().enumerate() {
                     let parent_terms = (0..n_features)
-                        .filter(|&f| qualifies[f])
-                        .map(|f| terms[f * n_classes + c]);
+                        .filter(|&f| qualifies[f * n + r])
+                        .map(|f| row_terms[f * n_classes + c]);
                     let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
                     *slot = if max.is_finite() {
                         max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
@@ -576,6 +643,13 @@ pub fn joint_log_likelihood(
     Ok(joint)
 }
 
+/// The contiguous data of a C-order table.
+fn contiguous<'a>(table: ArrayView2<'a, f64>, what: &str) -> Result<&'a [f64]> {
+    table
+        .to_slice()
+        .ok_or_else(|| HebError::InvalidParameter(format!("{what} must be C-contiguous")))
+}
+
 fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
     if expected == found {
         Ok(())
@@ -585,5 +659,192 @@ fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
             expected,
             found,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counts::count_categories;
+    use crate::naive_bayes::{prior_mean, PriorMean};
+    use crate::pair_counts::count_pairs;
+    use crate::parallel::with_threads;
+    use ndarray::{array, Array1};
+
+    fn settings(smoothing: ChildSmoothing, min_count: f64) -> AodeSettings {
+        AodeSettings {
+            smoothing,
+            min_count,
+            solver: SolverSettings::default(),
+        }
+    }
+
+    #[test]
+    fn one_pair_by_hand() {
+        // x0 = (0, 0, 1, 1), x1 = (0, 1, 1, 1), y = (0, 0, 1, 1); Laplace AODE, row (0, 1)
+        let codes = array![[0, 0, 1, 1], [0, 1, 1, 1]];
+        let labels = array![0_i64, 0, 1, 1];
+        let weights = Array1::ones(4);
+        let layout = FeatureLayout::from_cardinalities(&[2, 2]);
+        let pairs = count_pairs(
+            codes.view(),
+            labels.view(),
+            weights.view(),
+            &layout,
+            2,
+            |_, _| true,
+        )
+        .unwrap();
+        let counts =
+            count_categories(codes.view(), labels.view(), weights.view(), &layout, 2).unwrap();
+        let mean = prior_mean(counts.table.view(), &layout, PriorMean::Uniform);
+        let capped = [false; 4];
+        let fit = fit_children(
+            pairs.view(),
+            counts.table.view(),
+            &mean,
+            &capped,
+            &layout,
+            &settings(ChildSmoothing::Laplace, 10.0),
+        )
+        .unwrap();
+        // eq. 8: (N + 1) / (S + C K) = (N + 1) / 8, rows = categories, columns = classes
+        let parent = counts
+            .table
+            .t()
+            .as_standard_layout()
+            .mapv(|n| ((n + 1.0) / 8.0).ln());
+        let log_mean: Vec<f64> = mean.iter().map(|m| m.ln()).collect();
+        let parent_count = [2.0, 2.0, 1.0, 3.0];
+        let cell_log_prob = fit
+            .cell_log_prob
+            .view()
+            .into_shape_with_order((3, 4))
+            .unwrap();
+        let model = AodeModel {
+            pair_tables: pairs.view(),
+            cell_log_prob,
+            unseen_log_prob: fit.unseen_log_prob.view(),
+            log_child_mean: &log_mean,
+            capped: &capped,
+            parent_log_prob: parent.view(),
+            parent_count: &parent_count,
+            min_parent_count: 1.0,
+            marginal_log_prob: parent.view(),
+            class_log_prior: &[0.5_f64.ln(); 2],
+        };
+        let joint = joint_log_likelihood(array![[0], [1]].view(), &model, &layout).unwrap();
+        let expected: [f64; 2] = [
+            (3.0 / 8.0 * 0.5 + 2.0 / 8.0 * 2.0 / 3.0) / 2.0,
+            (1.0 / 8.0 * 0.5 + 3.0 / 8.0 * 0.25) / 2.0,
+        ];
+        for (found, want) in joint.iter().zip(expected) {
+            assert!((found - want.ln()).abs() < 1e-14, "{joint:?}");
+        }
+        assert_eq!(fit.concentration[[0, 0, 1]], 2.0);
+    }
+
+    fn random_table(n_rows: usize, cardinality: &[usize], seed: u64) -> (Array2<i32>, Array1<i64>) {
+        let mut state = seed;
+        let mut next = |bound: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % bound as u64) as usize
+        };
+        let labels: Array1<i64> = (0..n_rows).map(|_| next(3) as i64).collect();
+        let mut codes = Array2::<i32>::zeros((cardinality.len(), n_rows));
+        for (f, &k) in cardinality.iter().enumerate() {
+            for s in 0..n_rows {
+                let base = if f == 0 {
+                    labels[s] as usize
+                } else {
+                    codes[[f - 1, s]].max(0) as usize
+                };
+                codes[[f, s]] = match next(10) {
+                    0 => -1,
+                    1..=6 => ((base * 5 + labels[s] as usize) % k) as i32,
+                    _ => next(k) as i32,
+                };
+            }
+        }
+        (codes, labels)
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let cardinality = [3, 7, 12, 2, 30];
+        let (codes, labels) = random_table(3000, &cardinality, 7);
+        let weights = Array1::ones(3000);
+        let layout = FeatureLayout::from_cardinalities(&cardinality);
+        let counts =
+            count_categories(codes.view(), labels.view(), weights.view(), &layout, 3).unwrap();
+        let mean = prior_mean(counts.table.view(), &layout, PriorMean::PooledMarginal);
+        let capped = vec![false; 25];
+        let fit_with = |threads: usize| {
+            with_threads(threads, || {
+                let pairs = count_pairs(
+                    codes.view(),
+                    labels.view(),
+                    weights.view(),
+                    &layout,
+                    3,
+                    |_, _| true,
+                )
+                .unwrap();
+                let fit = fit_children(
+                    pairs.view(),
+                    counts.table.view(),
+                    &mean,
+                    &capped,
+                    &layout,
+                    &settings(ChildSmoothing::HebTwoLevel, 10.0),
+                )
+                .unwrap();
+                (pairs, fit)
+            })
+            .unwrap()
+        };
+        let (one, two) = (fit_with(1), fit_with(2));
+        assert_eq!(one.0, two.0);
+        // NaN != NaN: compare bit patterns
+        let bits = |a: &Array3<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&one.1.concentration), bits(&two.1.concentration));
+        assert_eq!(bits(&one.1.cell_log_prob), bits(&two.1.cell_log_prob));
+        assert!(one.1.n_iter.iter().any(|&n| n > 0));
+    }
+
+    #[test]
+    fn low_counts_fall_back_to_the_child_cardinality() {
+        let cardinality = [4, 6];
+        let (codes, labels) = random_table(200, &cardinality, 3);
+        let weights = Array1::ones(200);
+        let layout = FeatureLayout::from_cardinalities(&cardinality);
+        let pairs = count_pairs(
+            codes.view(),
+            labels.view(),
+            weights.view(),
+            &layout,
+            3,
+            |_, _| true,
+        )
+        .unwrap();
+        let counts =
+            count_categories(codes.view(), labels.view(), weights.view(), &layout, 3).unwrap();
+        let mean = prior_mean(counts.table.view(), &layout, PriorMean::PooledMarginal);
+        let fit = fit_children(
+            pairs.view(),
+            counts.table.view(),
+            &mean,
+            &[false, false, true, false],
+            &layout,
+            &settings(ChildSmoothing::HebPooled, 1e9),
+        )
+        .unwrap();
+        for c in 0..3 {
+            assert_eq!(fit.concentration[[c, 0, 1]], 6.0);
+            assert_eq!(fit.n_iter[[c, 0, 1]], 0);
+            assert!(fit.concentration[[c, 1, 0]].is_nan(), "capped orientation");
+        }
     }
 }
