@@ -72,12 +72,12 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
         "--folds", "3", "--out", str(out), "--no-progress",
     ])
     assert code == 0
-    ranks = pd.read_csv(out / "ranks.csv", index_col=0)
+    ranks = pd.read_csv(out / "ranks-all.csv", index_col=0)
     assert set(ranks.index) >= {"laplace", "kt", "heb-m", "Friedman p", "Nemenyi CD"}
     mean_ranks = ranks.loc[["laplace", "kt", "heb-m"], "Log-loss"]
     assert mean_ranks.sum() == pytest.approx(6.0)  # 1 + 2 + 3 on every dataset
     for metric in ("accuracy", "f1_macro", "log_loss", "brier"):
-        assert_valid_png(out / "figures" / f"cd-{metric}.png")
+        assert_valid_png(out / "figures" / f"cd-all-{metric}.png")
     for name in ("one", "two", "three"):
         assert_valid_png(out / "figures" / f"reliability-{name}.png")
     report = (out / "report.md").read_text()

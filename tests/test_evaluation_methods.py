@@ -69,3 +69,14 @@ def test_weighted_methods_need_feature_weighting():
     else:
         with pytest.raises(MethodUnavailableError, match="feature_weighting"):
             make_estimator("cawnb")
+
+
+def test_rank_groups_separate_the_papers_smoothers():
+    from hebnb.evaluation.report import rank_groups
+
+    assert rank_groups(["laplace", "heb-m"]) == {"all": ["laplace", "heb-m"]}
+    groups = rank_groups(["laplace", "kt", "heb-m", "aode"])
+    assert groups == {
+        "smoothers": ["laplace", "kt", "heb-m"],
+        "all": ["laplace", "kt", "heb-m", "aode"],
+    }
