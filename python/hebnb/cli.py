@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import warnings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,8 +62,19 @@ def add_evaluate_parser(commands) -> None:
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings of ``hebnb evaluate`` as one plain line on stderr (no source location)."""
+    print(f"hebnb evaluate: warning: {message}", file=sys.stderr)
+
+
 def run_evaluate(args, argv) -> int:
     """Runs ``hebnb evaluate``; bad input is a message on stderr and exit code 2."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run_evaluate(args, argv)
+
+
+def _run_evaluate(args, argv) -> int:
     from .evaluation.methods import MethodUnavailableError, UnknownMethodError
     from .evaluation.protocol import DataError
     from .evaluation.report import write_report
