@@ -99,6 +99,16 @@ def test_python_api_accepts_a_dataframe():
     assert result.datasets.loc[0, "dataset"] == "data"
 
 
+def test_metrics_do_not_depend_on_the_thread_count(tmp_path):
+    data = write_dataset(tmp_path / "toy.csv", n_rows=120)
+    runs = [
+        evaluate(data, methods="heb-m,laplace", folds=3, n_jobs=n_jobs, progress=False).folds
+        for n_jobs in (1, 2)
+    ]
+    metrics = ["accuracy", "f1_macro", "log_loss", "brier", "auc_ovr", "ece"]
+    pd.testing.assert_frame_equal(runs[0][metrics], runs[1][metrics])
+
+
 def test_python_api_suite_selects_datasets(tmp_path):
     for name in ("one", "two"):
         write_dataset(tmp_path / name / "data.csv", n_rows=60)
@@ -113,6 +123,7 @@ def test_python_api_suite_selects_datasets(tmp_path):
         (["--target", "label"], "target column 'label' not found"),
         (["--methods", "laplace,bogus"], "unknown method(s): bogus"),
         (["--folds", "1"], "--folds must be at least 2"),
+        (["--n-jobs", "0"], "--n-jobs: n_jobs must be a non-zero integer"),
     ],
 )
 def test_bad_arguments(tmp_path, capsys, arguments, message):
@@ -135,6 +146,10 @@ def test_one_class_and_empty_file(tmp_path, capsys):
     assert "is empty" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "absent.csv"), "--no-progress"]) == 2
     assert "no such file" in capsys.readouterr().err
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("a,b,class\n")
+    assert main(["evaluate", str(header_only), "--no-progress"]) == 2
+    assert "no rows" in capsys.readouterr().err
 
 
 def test_missing_method_dependency_is_a_clear_error(tmp_path, capsys, monkeypatch):

@@ -59,6 +59,10 @@ def add_evaluate_parser(commands) -> None:
         "--categorical", metavar="all|COL,...",
         help="columns never binned (default: a schema.json beside the data, if any)",
     )
+    evaluate.add_argument(
+        "--n-jobs", type=int, default=None,
+        help="threads per estimator, -1 for all cores (default: 1); results do not depend on it",
+    )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -90,14 +94,16 @@ def _run_evaluate(args, argv) -> int:
             datasets = args.datasets.split(",") if args.datasets else None
             result = evaluate_suite(
                 args.suite, args.target, args.methods, folds=args.folds, max_rows=max_rows,
-                seed=args.seed, datasets=datasets, progress=not args.no_progress,
+                seed=args.seed, datasets=datasets, n_jobs=args.n_jobs,
+                progress=not args.no_progress,
             )
         else:
             if not args.data:
                 raise DataError("give a CSV or Parquet file, or --suite DIR")
             result = evaluate(
                 args.data, args.target, args.methods, folds=args.folds, max_rows=max_rows,
-                seed=args.seed, categorical=args.categorical, progress=not args.no_progress,
+                seed=args.seed, categorical=args.categorical, n_jobs=args.n_jobs,
+                progress=not args.no_progress,
             )
     except (DataError, UnknownMethodError, MethodUnavailableError) as error:
         print(f"hebnb evaluate: error: {error}", file=sys.stderr)

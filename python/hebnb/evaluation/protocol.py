@@ -233,7 +233,7 @@ class FoldBinner:
                 continue
             binner = KBinsDiscretizer(
                 n_bins=self.n_bins, encode="ordinal", strategy="quantile",
-                quantile_method="averaged_inverted_cdf",
+                quantile_method="averaged_inverted_cdf", random_state=0,
             )
             with warnings.catch_warnings():
                 # skewed columns merge duplicate quantiles into fewer bins: expected
