@@ -79,9 +79,16 @@ def run_evaluate(args, argv) -> int:
 
 
 def _run_evaluate(args, argv) -> int:
+    try:
+        from .evaluation.report import write_report
+    except ImportError as error:
+        print(
+            f"hebnb evaluate: error: {error}; install the extra: pip install 'hebnb[evaluate]'",
+            file=sys.stderr,
+        )
+        return 2
     from .evaluation.methods import MethodUnavailableError, UnknownMethodError
     from .evaluation.protocol import DataError
-    from .evaluation.report import write_report
     from .evaluation.runner import evaluate, evaluate_suite
 
     max_rows = None if args.max_rows <= 0 else args.max_rows
