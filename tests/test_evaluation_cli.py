@@ -169,3 +169,12 @@ def test_command_line_exit_code(tmp_path):
     )
     assert completed.returncode == 2
     assert "target column 'nope' not found" in completed.stderr
+
+
+def test_docstring_example_of_evaluate_runs():
+    import doctest
+
+    import hebnb.evaluation.runner
+
+    result = doctest.testmod(hebnb.evaluation.runner)
+    assert result.attempted > 0 and result.failed == 0
