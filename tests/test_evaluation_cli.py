@@ -178,3 +178,14 @@ def test_docstring_example_of_evaluate_runs():
 
     result = doctest.testmod(hebnb.evaluation.runner)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_class_missing_from_a_training_fold_scores_zero_probability():
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": rng.integers(0, 3, 60), "class": rng.integers(0, 2, 60)})
+    frame.loc[0, "class"] = 7  # one row: absent from the training data of its test fold
+    result = evaluate(frame, methods="laplace", folds=3, progress=False)
+    folds = result.folds
+    assert (folds["error"] == "").all()
+    # the fold that tests the lone row gives it probability 0 -> clipped log-loss term
+    assert folds["log_loss"].max() > 34.5 / 20
