@@ -40,7 +40,10 @@ def add_evaluate_parser(commands) -> None:
     evaluate.add_argument("--target", default="class", help="label column (default: class)")
     evaluate.add_argument(
         "--methods", default=",".join(DEFAULT_METHODS),
-        help=f"comma-separated, from: {', '.join(METHODS)} (default: the paper's seven smoothers)",
+        help=(
+            f"comma-separated, from: {', '.join(METHODS)}; lidstone:ALPHA, m-estimate:M and "
+            "target-encoding:M set the fixed parameter (default: the paper's seven smoothers)"
+        ),
     )
     evaluate.add_argument("--folds", type=int, default=10, help="CV folds (default: 10)")
     evaluate.add_argument(

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import HIGHER_IS_BETTER
-from .methods import METHODS, PAPER_SMOOTHERS
+from .methods import PAPER_SMOOTHERS, resolve_method
 from .plots import plot_critical_difference, plot_reliability
 from .runner import EvaluationResult
 from .statistics import FriedmanResult, friedman_nemenyi, paired_wilcoxon
@@ -160,7 +160,10 @@ def mean_std_table(summary: pd.DataFrame, metric: str, methods) -> pd.DataFrame:
 
 
 def _label(method: str) -> str:
-    return METHODS[method].label if method in METHODS else method
+    try:
+        return resolve_method(method).label
+    except ValueError:
+        return method
 
 
 def _markdown_table(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
