@@ -2,7 +2,7 @@
 
 Run from the repository root after the suite (see docs/results.md for the command):
 
-    python benches/paper_comparison.py results/suite
+    python benches/paper_comparison.py results/suite [--sweep results/lidstone-sweep]
 
 Reads the files ``hebnb evaluate`` wrote; fits nothing. The paper's numbers are typed in
 from "Hierarchical Empirical-Bayes Naive Bayes" (section 5): 31 datasets, of which this
@@ -59,6 +59,19 @@ PAPER_TABLE5 = {
     "heb-m": (2.26, 1.90, 2.42, 2.26),
     "heb-m+gr": (2.31, 2.69, 2.06, 2.19),
 }
+#: Table 6: Lidstone alpha sweep with HEB-M, mean ranks over 31 datasets.
+PAPER_TABLE6 = {
+    "lidstone:0.001": (3.11, 2.90, 5.19, 3.58),
+    "lidstone:0.01": (3.16, 2.90, 4.55, 3.68),
+    "lidstone:0.1": (3.44, 3.15, 4.23, 3.97),
+    "lidstone:0.5": (4.44, 4.19, 4.19, 4.42),
+    "lidstone:1": (4.90, 4.90, 3.81, 4.68),
+    "lidstone:2": (5.53, 6.18, 3.45, 5.03),
+    "heb-m": (3.42, 3.77, 2.58, 2.65),
+}
+#: Section 5.5.1: datasets where the oracle Lidstone's accuracy beats HEB-M's by at most
+#: 0.5 and 1.5 percentage points (of 31).
+PAPER_ORACLE_GAPS = (23, 28)
 #: Table 8: mean fit seconds per fold (single core).
 PAPER_TABLE8 = {
     "laplace": 0.072, "lidstone": 0.073, "target-encoding": 0.074, "m-estimate": 0.074,
@@ -210,6 +223,39 @@ def table5(summary: pd.DataFrame, methods) -> list[str]:
     return lines
 
 
+def table6(summary: pd.DataFrame) -> list[str]:
+    analyses = ranks(summary, list(PAPER_TABLE6))
+    lines = [
+        "| method | " + " | ".join(f"{t} ours | {t} paper" for t in TITLES) + " |",
+        "|---|" + "---|" * 8,
+    ]
+    for method, paper in PAPER_TABLE6.items():
+        cells = []
+        for metric, value in zip(METRICS, paper):
+            cells += [f"{analyses[metric].mean_ranks[method]:.2f}", f"{value:.2f}"]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    accuracy = score_table(summary, "accuracy", list(PAPER_TABLE6))
+    oracle = accuracy.drop(columns="heb-m").max(axis=1)
+    gap = (oracle - accuracy["heb-m"]).clip(lower=0)
+    lines += [
+        "",
+        "Oracle Lidstone (best alpha per dataset, chosen on the test accuracy) against HEB-M:",
+        "",
+        "| accuracy gap | datasets, ours | datasets, paper |",
+        "|---|---|---|",
+        (
+            f"| at most 0.5 points | {(gap <= 0.005).sum()} of {len(gap)} "
+            f"| {PAPER_ORACLE_GAPS[0]} of 31 |"
+        ),
+        (
+            f"| at most 1.5 points | {(gap <= 0.015).sum()} of {len(gap)} "
+            f"| {PAPER_ORACLE_GAPS[1]} of 31 |"
+        ),
+        f"| largest | {100 * gap.max():.1f} points ({gap.idxmax()}) | |",
+    ]
+    return lines
+
+
 def table8(summary: pd.DataFrame, methods) -> list[str]:
     means = summary.groupby("method")[["fit_seconds", "predict_seconds"]].mean()
     lines = [
@@ -229,8 +275,11 @@ def table8(summary: pd.DataFrame, methods) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", help="the --out folder of hebnb evaluate --suite")
-    folder = parser.parse_args().results
-    result = read_result(folder)
+    parser.add_argument(
+        "--sweep", help="the --out folder of the Lidstone sweep (lidstone:0.001,...,heb-m)"
+    )
+    args = parser.parse_args()
+    result = read_result(args.results)
     summary = summarise(result)
     methods = result.settings["methods"]
     sections = [
@@ -241,6 +290,9 @@ def main() -> None:
         ("Table 5: four-way mean ranks", table5(summary, methods)),
         ("Table 8: seconds per fold, mean over datasets", table8(summary, methods)),
     ]
+    if args.sweep:
+        sweep = summarise(read_result(args.sweep))
+        sections.insert(5, ("Table 6: Lidstone alpha sweep, mean ranks", table6(sweep)))
     for title, lines in sections:
         print(f"### {title}\n")
         print("\n".join(lines))
