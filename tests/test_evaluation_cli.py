@@ -72,12 +72,12 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
         "--folds", "3", "--out", str(out), "--no-progress",
     ])
     assert code == 0
-    ranks = pd.read_csv(out / "ranks.csv", index_col=0)
+    ranks = pd.read_csv(out / "ranks-all.csv", index_col=0)
     assert set(ranks.index) >= {"laplace", "kt", "heb-m", "Friedman p", "Nemenyi CD"}
     mean_ranks = ranks.loc[["laplace", "kt", "heb-m"], "Log-loss"]
     assert mean_ranks.sum() == pytest.approx(6.0)  # 1 + 2 + 3 on every dataset
     for metric in ("accuracy", "f1_macro", "log_loss", "brier"):
-        assert_valid_png(out / "figures" / f"cd-{metric}.png")
+        assert_valid_png(out / "figures" / f"cd-all-{metric}.png")
     for name in ("one", "two", "three"):
         assert_valid_png(out / "figures" / f"reliability-{name}.png")
     report = (out / "report.md").read_text()
@@ -99,6 +99,16 @@ def test_python_api_accepts_a_dataframe():
     assert result.datasets.loc[0, "dataset"] == "data"
 
 
+def test_metrics_do_not_depend_on_the_thread_count(tmp_path):
+    data = write_dataset(tmp_path / "toy.csv", n_rows=120)
+    runs = [
+        evaluate(data, methods="heb-m,laplace", folds=3, n_jobs=n_jobs, progress=False).folds
+        for n_jobs in (1, 2)
+    ]
+    metrics = ["accuracy", "f1_macro", "log_loss", "brier", "auc_ovr", "ece"]
+    pd.testing.assert_frame_equal(runs[0][metrics], runs[1][metrics])
+
+
 def test_python_api_suite_selects_datasets(tmp_path):
     for name in ("one", "two"):
         write_dataset(tmp_path / name / "data.csv", n_rows=60)
@@ -113,6 +123,7 @@ def test_python_api_suite_selects_datasets(tmp_path):
         (["--target", "label"], "target column 'label' not found"),
         (["--methods", "laplace,bogus"], "unknown method(s): bogus"),
         (["--folds", "1"], "--folds must be at least 2"),
+        (["--n-jobs", "0"], "--n-jobs: n_jobs must be a non-zero integer"),
     ],
 )
 def test_bad_arguments(tmp_path, capsys, arguments, message):
@@ -135,6 +146,10 @@ def test_one_class_and_empty_file(tmp_path, capsys):
     assert "is empty" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "absent.csv"), "--no-progress"]) == 2
     assert "no such file" in capsys.readouterr().err
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("a,b,class\n")
+    assert main(["evaluate", str(header_only), "--no-progress"]) == 2
+    assert "no rows" in capsys.readouterr().err
 
 
 def test_missing_method_dependency_is_a_clear_error(tmp_path, capsys, monkeypatch):
@@ -154,3 +169,23 @@ def test_command_line_exit_code(tmp_path):
     )
     assert completed.returncode == 2
     assert "target column 'nope' not found" in completed.stderr
+
+
+def test_docstring_example_of_evaluate_runs():
+    import doctest
+
+    import hebnb.evaluation.runner
+
+    result = doctest.testmod(hebnb.evaluation.runner)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_class_missing_from_a_training_fold_scores_zero_probability():
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": rng.integers(0, 3, 60), "class": rng.integers(0, 2, 60)})
+    frame.loc[0, "class"] = 7  # one row: absent from the training data of its test fold
+    result = evaluate(frame, methods="laplace", folds=3, progress=False)
+    folds = result.folds
+    assert (folds["error"] == "").all()
+    # the fold that tests the lone row gives it probability 0 -> clipped log-loss term
+    assert folds["log_loss"].max() > 34.5 / 20

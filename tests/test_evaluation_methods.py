@@ -69,3 +69,31 @@ def test_weighted_methods_need_feature_weighting():
     else:
         with pytest.raises(MethodUnavailableError, match="feature_weighting"):
             make_estimator("cawnb")
+
+
+def test_rank_groups_separate_the_papers_smoothers():
+    from hebnb.evaluation.report import rank_groups
+
+    assert rank_groups(["laplace", "heb-m"]) == {"all": ["laplace", "heb-m"]}
+    groups = rank_groups(["laplace", "kt", "heb-m", "aode"])
+    assert groups == {
+        "smoothers": ["laplace", "kt", "heb-m"],
+        "all": ["laplace", "kt", "heb-m", "aode"],
+    }
+
+
+def test_name_value_sets_the_fixed_parameter():
+    assert make_estimator("lidstone:0.001").get_params()["alpha"] == 0.001
+    assert make_estimator("m-estimate:5").get_params()["m"] == 5.0
+    assert make_estimator("target-encoding:20").get_params()["m"] == 20.0
+    assert check_methods("lidstone:0.5,lidstone") == ["lidstone:0.5", "lidstone"]
+    for bad in ("lidstone:-1", "lidstone:abc", "kt:2", "lidstone:"):
+        with pytest.raises(UnknownMethodError):
+            check_methods([bad])
+
+
+def test_labels_of_tuned_methods():
+    from hebnb.evaluation.methods import resolve_method
+
+    assert resolve_method("lidstone:0.01").label == "Lidstone (alpha=0.01)"
+    assert resolve_method("target-encoding:20").label == "TE (m=20)"

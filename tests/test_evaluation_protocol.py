@@ -118,3 +118,10 @@ def test_parquet_is_read(tmp_path):
     frame = mixed_frame(50)
     frame.to_parquet(tmp_path / "t.parquet")
     pd.testing.assert_frame_equal(read_table(tmp_path / "t.parquet"), frame)
+
+
+def test_only_empty_cells_are_missing(tmp_path):
+    (tmp_path / "t.csv").write_text("region,x,class\nNA,1,a\nEU,,b\nNone,3,a\n")
+    frame = read_table(tmp_path / "t.csv")
+    assert frame["region"].tolist() == ["NA", "EU", "None"]
+    assert frame["x"].isna().tolist() == [False, True, False]

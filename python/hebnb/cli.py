@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import warnings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +40,10 @@ def add_evaluate_parser(commands) -> None:
     evaluate.add_argument("--target", default="class", help="label column (default: class)")
     evaluate.add_argument(
         "--methods", default=",".join(DEFAULT_METHODS),
-        help=f"comma-separated, from: {', '.join(METHODS)} (default: the paper's seven smoothers)",
+        help=(
+            f"comma-separated, from: {', '.join(METHODS)}; lidstone:ALPHA, m-estimate:M and "
+            "target-encoding:M set the fixed parameter (default: the paper's seven smoothers)"
+        ),
     )
     evaluate.add_argument("--folds", type=int, default=10, help="CV folds (default: 10)")
     evaluate.add_argument(
@@ -58,14 +62,36 @@ def add_evaluate_parser(commands) -> None:
         "--categorical", metavar="all|COL,...",
         help="columns never binned (default: a schema.json beside the data, if any)",
     )
+    evaluate.add_argument(
+        "--n-jobs", type=int, default=None,
+        help="threads per estimator, -1 for all cores (default: 1); results do not depend on it",
+    )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings of ``hebnb evaluate`` as one plain line on stderr (no source location)."""
+    print(f"hebnb evaluate: warning: {message}", file=sys.stderr)
 
 
 def run_evaluate(args, argv) -> int:
     """Runs ``hebnb evaluate``; bad input is a message on stderr and exit code 2."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run_evaluate(args, argv)
+
+
+def _run_evaluate(args, argv) -> int:
+    try:
+        from .evaluation.report import write_report
+    except ImportError as error:
+        print(
+            f"hebnb evaluate: error: {error}; install the extra: pip install 'hebnb[evaluate]'",
+            file=sys.stderr,
+        )
+        return 2
     from .evaluation.methods import MethodUnavailableError, UnknownMethodError
     from .evaluation.protocol import DataError
-    from .evaluation.report import write_report
     from .evaluation.runner import evaluate, evaluate_suite
 
     max_rows = None if args.max_rows <= 0 else args.max_rows
@@ -78,14 +104,16 @@ def run_evaluate(args, argv) -> int:
             datasets = args.datasets.split(",") if args.datasets else None
             result = evaluate_suite(
                 args.suite, args.target, args.methods, folds=args.folds, max_rows=max_rows,
-                seed=args.seed, datasets=datasets, progress=not args.no_progress,
+                seed=args.seed, datasets=datasets, n_jobs=args.n_jobs,
+                progress=not args.no_progress,
             )
         else:
             if not args.data:
                 raise DataError("give a CSV or Parquet file, or --suite DIR")
             result = evaluate(
                 args.data, args.target, args.methods, folds=args.folds, max_rows=max_rows,
-                seed=args.seed, categorical=args.categorical, progress=not args.no_progress,
+                seed=args.seed, categorical=args.categorical, n_jobs=args.n_jobs,
+                progress=not args.no_progress,
             )
     except (DataError, UnknownMethodError, MethodUnavailableError) as error:
         print(f"hebnb evaluate: error: {error}", file=sys.stderr)

@@ -24,7 +24,8 @@ def plot_reliability(curves: dict, title: str, path) -> Path:
     curves : dict of str to DataFrame
         Method label -> a table with one row per bin and columns ``count``,
         ``confidence`` (mean top-1 confidence) and ``accuracy`` (top-1 accuracy), pooled
-        over the test folds. Empty bins are not drawn.
+        over the test folds. Empty bins are not drawn; marker areas grow with the share of
+        rows in the bin.
     title : str
     path : path-like
         Where the PNG goes.
@@ -39,7 +40,13 @@ def plot_reliability(curves: dict, title: str, path) -> Path:
     axes.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="calibrated")
     for label, bins in curves.items():
         filled = bins[bins["count"] > 0]
-        axes.plot(filled["confidence"], filled["accuracy"], marker="o", markersize=3, label=label)
+        (line,) = axes.plot(filled["confidence"], filled["accuracy"], linewidth=1.2, label=label)
+        # marker area proportional to the bin's share of rows (its weight in the ECE)
+        share = filled["count"] / filled["count"].sum()
+        axes.scatter(
+            filled["confidence"], filled["accuracy"], s=4 + 120 * share,
+            color=line.get_color(), alpha=0.8, zorder=3,
+        )
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1)
     axes.set_xlabel("mean top-1 confidence")

@@ -52,7 +52,8 @@ def read_table(path) -> pd.DataFrame:
         if suffix in {".parquet", ".pq"}:
             frame = pd.read_parquet(path)
         elif suffix in {".csv", ".txt", ".gz"}:
-            frame = pd.read_csv(path)
+            # only empty cells are missing: "NA" or "None" can be real categories
+            frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
         else:
             raise DataError(f"{path}: expected a .csv or .parquet file")
     except pd.errors.EmptyDataError:
@@ -233,7 +234,7 @@ class FoldBinner:
                 continue
             binner = KBinsDiscretizer(
                 n_bins=self.n_bins, encode="ordinal", strategy="quantile",
-                quantile_method="averaged_inverted_cdf",
+                quantile_method="averaged_inverted_cdf", random_state=0,
             )
             with warnings.catch_warnings():
                 # skewed columns merge duplicate quantiles into fewer bins: expected

@@ -6,8 +6,10 @@ Files written into the output folder:
 - ``summary.csv``: mean and standard deviation over folds per (dataset, method).
 - ``datasets.csv``: rows, classes and column typing of every dataset.
 - ``reliability.csv``: pooled top-1 reliability bins per (dataset, method).
-- ``ranks.csv`` (two datasets or more): mean Friedman ranks, Friedman p, Nemenyi CD.
-- ``figures/reliability-<dataset>.png`` and ``figures/cd-<metric>.png``.
+- ``ranks-<group>.csv`` (two datasets or more): mean Friedman ranks, Friedman p, Nemenyi
+  CD, for every group of :func:`rank_groups` (``all`` methods; ``smoothers``, the
+  paper's seven Naive Bayes smoothers, when other methods were evaluated too).
+- ``figures/reliability-<dataset>.png`` and ``figures/cd-<group>-<metric>.png``.
 - ``settings.json``: the arguments of the run (:func:`read_result` reads it all back).
 - ``report.md``: all of it in one page.
 """
@@ -22,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import HIGHER_IS_BETTER
-from .methods import METHODS
+from .methods import PAPER_SMOOTHERS, resolve_method
 from .plots import plot_critical_difference, plot_reliability
 from .runner import EvaluationResult
 from .statistics import FriedmanResult, friedman_nemenyi, paired_wilcoxon
@@ -40,7 +42,30 @@ RANKED_METRICS = ("accuracy", "f1_macro", "log_loss", "brier", "auc_ovr", "ece")
 #: Methods drawn on reliability diagrams when they were evaluated (the paper's Figure 4).
 RELIABILITY_METHODS = ("laplace", "heb-m", "cawnb", "heb-m+gr")
 #: Pairs compared by the Wilcoxon test when both were evaluated (the paper's Table 2).
-WILCOXON_PAIRS = (("heb-m", "laplace"), ("heb-m", "aode"), ("heb-aode", "aode"))
+WILCOXON_PAIRS = (
+    ("heb-m", "laplace"),
+    ("heb-m", "aode"),
+    ("heb-aode", "aode"),
+    ("heb-aode-paper", "aode-capped"),
+    ("heb-m+gr", "laplace"),
+    ("heb-m+gr", "heb-m"),
+)
+
+
+def rank_groups(methods) -> dict:
+    """Sets of methods ranked together: group name -> method names.
+
+    ``"smoothers"``: the paper's Table 1 comparison (the evaluated ones of its seven
+    smoothers, when at least three were evaluated alongside other methods); ``"all"``:
+    every evaluated method.
+    """
+    methods = list(methods)
+    smoothers = [m for m in methods if m in PAPER_SMOOTHERS]
+    groups = {}
+    if len(smoothers) >= 3 and len(smoothers) < len(methods):
+        groups["smoothers"] = smoothers
+    groups["all"] = methods
+    return groups
 
 
 def summarise(result: EvaluationResult) -> pd.DataFrame:
@@ -135,7 +160,10 @@ def mean_std_table(summary: pd.DataFrame, metric: str, methods) -> pd.DataFrame:
 
 
 def _label(method: str) -> str:
-    return METHODS[method].label if method in METHODS else method
+    try:
+        return resolve_method(method).label
+    except ValueError:
+        return method
 
 
 def _markdown_table(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
@@ -164,8 +192,8 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
-def write_figures(result: EvaluationResult, analyses: dict, figures: Path) -> dict:
-    """Reliability diagrams per dataset and CD diagrams per metric; name -> path."""
+def write_figures(result: EvaluationResult, grouped_analyses: dict, figures: Path) -> dict:
+    """Reliability diagrams per dataset and CD diagrams per (group, metric); name -> path."""
     figures.mkdir(parents=True, exist_ok=True)
     written = {}
     methods = result.settings["methods"]
@@ -176,11 +204,12 @@ def write_figures(result: EvaluationResult, analyses: dict, figures: Path) -> di
         }
         path = figures / f"reliability-{_slug(str(dataset))}.png"
         written[f"reliability {dataset}"] = plot_reliability(curves, str(dataset), path)
-    for metric, analysis in analyses.items():
-        path = figures / f"cd-{metric}.png"
-        written[f"cd {metric}"] = plot_critical_difference(
-            analysis, METRIC_LABELS[metric], path
-        )
+    for group, analyses in grouped_analyses.items():
+        for metric, analysis in analyses.items():
+            path = figures / f"cd-{group}-{metric}.png"
+            written[f"cd {group} {metric}"] = plot_critical_difference(
+                analysis, METRIC_LABELS[metric], path
+            )
     return written
 
 
@@ -197,6 +226,29 @@ def read_result(folder) -> EvaluationResult:
         datasets=pd.read_csv(folder / "datasets.csv", keep_default_na=False),
         settings=json.loads((folder / "settings.json").read_text()),
     )
+
+
+def _rank_section(group: str, analyses: dict, members) -> list:
+    """Markdown lines: rank table, CD diagrams and Nemenyi-separated pairs of one group."""
+    lines = [
+        f"## Mean Friedman ranks, {group} ({', '.join(members)}; 1 = best)",
+        "",
+        _markdown_table(rank_frame(analyses), "{:.2f}"),
+        "",
+    ]
+    for metric in analyses:
+        lines.append(
+            f"![CD diagram, {group}, {METRIC_LABELS[metric]}](figures/cd-{group}-{metric}.png)"
+        )
+    pairs = significant_pairs(analyses)
+    lines += [
+        "",
+        f"### Pairs separated by the Nemenyi test (alpha = 0.05), {group}: {len(pairs)}",
+        "",
+        _markdown_table(pairs.set_index("metric"), "{:.3g}") if len(pairs) else "none",
+        "",
+    ]
+    return lines
 
 
 def write_report(result: EvaluationResult, out, command: str | None = None) -> Path:
@@ -224,10 +276,14 @@ def write_report(result: EvaluationResult, out, command: str | None = None) -> P
     (out / "settings.json").write_text(json.dumps(result.settings, indent=1, default=str))
     summary = summarise(result)
     summary.to_csv(out / "summary.csv", index=False)
-    analyses = rank_analysis(summary, methods) if result.datasets.shape[0] >= 2 else {}
-    if analyses:
-        rank_frame(analyses).to_csv(out / "ranks.csv")
-    figures = write_figures(result, analyses, out / "figures")
+    grouped_analyses = {}
+    if result.datasets.shape[0] >= 2:
+        for group, members in rank_groups(methods).items():
+            analyses = rank_analysis(summary, members)
+            if analyses:
+                grouped_analyses[group] = analyses
+                rank_frame(analyses).to_csv(out / f"ranks-{group}.csv")
+    figures = write_figures(result, grouped_analyses, out / "figures")
 
     lines = ["# hebnb evaluation", ""]
     if command:
@@ -255,23 +311,9 @@ def write_report(result: EvaluationResult, out, command: str | None = None) -> P
         for _, row in failed.iterrows():
             lines.append(f"- {row['dataset']} fold {row['fold']} {row['method']}: {row['error']}")
         lines.append("")
-    if analyses:
-        lines += [
-            "## Mean Friedman ranks (1 = best)",
-            "",
-            _markdown_table(rank_frame(analyses), "{:.2f}"),
-            "",
-        ]
-        for metric in analyses:
-            lines.append(f"![CD diagram, {METRIC_LABELS[metric]}](figures/cd-{metric}.png)")
-        lines.append("")
-        pairs = significant_pairs(analyses)
-        lines += [
-            f"## Pairs separated by the Nemenyi test (alpha = 0.05): {len(pairs)}",
-            "",
-            _markdown_table(pairs.set_index("metric"), "{:.3g}") if len(pairs) else "none",
-            "",
-        ]
+    for group, analyses in grouped_analyses.items():
+        lines += _rank_section(group, analyses, rank_groups(methods)[group])
+    if grouped_analyses:
         pairs = [(a, b) for a, b in WILCOXON_PAIRS if a in methods and b in methods]
         if pairs:
             lines += [
@@ -317,6 +359,7 @@ __all__ = [
     "mean_std_table",
     "rank_analysis",
     "rank_frame",
+    "rank_groups",
     "read_result",
     "score_table",
     "significant_pairs",

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .._base import n_threads
 from ..metrics import all_metrics, reliability_bins
 from .methods import check_methods, make_estimator
 from .protocol import (
@@ -150,7 +151,9 @@ def _proba_over(classes_all: np.ndarray, model, proba: np.ndarray) -> np.ndarray
     return full
 
 
-def _run_dataset(dataset, methods, n_folds, seed, progress, fold_rows, bin_rows) -> None:
+def _run_dataset(
+    dataset, methods, n_folds, seed, n_jobs, progress, fold_rows, bin_rows
+) -> None:
     """Every (fold, method) of one dataset; appends to the two row lists."""
     classes_all = np.unique(dataset.y)
     pooled = {
@@ -168,7 +171,7 @@ def _run_dataset(dataset, methods, n_folds, seed, progress, fold_rows, bin_rows)
                 "n_train": len(train), "n_test": len(test), "error": "",
             }
             try:
-                model = make_estimator(method)
+                model = make_estimator(method, n_jobs=n_jobs)
                 start = time.perf_counter()
                 model.fit(X_train, y_train)
                 row["fit_seconds"] = time.perf_counter() - start
@@ -220,8 +223,8 @@ def _describe(dataset: PreparedDataset) -> dict:
 
 
 def run_protocol(
-    datasets, methods, *, folds: int = 10, seed: int = 42, progress: bool = True,
-    settings: dict | None = None,
+    datasets, methods, *, folds: int = 10, seed: int = 42, n_jobs: int | None = None,
+    progress: bool = True, settings: dict | None = None,
 ) -> EvaluationResult:
     """Cross-validates every method on every prepared dataset.
 
@@ -233,24 +236,33 @@ def run_protocol(
     folds : int, default=10
     seed : int, default=42
         Seed of the fold shuffling.
+    n_jobs : int or None, default=None
+        Threads of each estimator (None: 1, -1: all cores); results do not depend on it.
     progress : bool, default=True
         Show a tqdm bar over datasets x folds x methods.
     settings : dict, optional
         Recorded in the result.
     """
     methods = check_methods(methods)
+    try:
+        n_threads(n_jobs)
+    except ValueError as error:
+        raise DataError(f"--n-jobs: {error}") from None
     for dataset in datasets:  # fail before the long loop, not in the middle of it
         stratified_folds(dataset.y, folds, seed)
     fold_rows, bin_rows = [], []
     total = len(datasets) * folds * len(methods)
     with tqdm(total=total, disable=not progress, unit="fit", dynamic_ncols=True) as bar:
         for dataset in datasets:
-            _run_dataset(dataset, methods, folds, seed, bar, fold_rows, bin_rows)
+            _run_dataset(dataset, methods, folds, seed, n_jobs, bar, fold_rows, bin_rows)
     return EvaluationResult(
         folds=pd.DataFrame(fold_rows),
         reliability=pd.DataFrame(bin_rows),
         datasets=pd.DataFrame([_describe(d) for d in datasets]),
-        settings={"methods": methods, "folds": folds, "seed": seed, **(settings or {})},
+        settings={
+            "methods": methods, "folds": folds, "seed": seed, "n_jobs": n_jobs,
+            **(settings or {}),
+        },
     )
 
 
@@ -264,6 +276,7 @@ def evaluate(
     seed: int = 42,
     categorical=None,
     name: str | None = None,
+    n_jobs: int | None = None,
     progress: bool = True,
 ) -> EvaluationResult:
     """Cross-validates Naive Bayes smoothers (and AODE) on one table, as in the paper.
@@ -286,6 +299,8 @@ def evaluate(
         Columns never binned (also read from a ``schema.json`` beside the file).
     name : str, optional
         The dataset's name in the results.
+    n_jobs : int or None, default=None
+        Threads of each estimator (None: 1, -1: all cores).
     progress : bool, default=True
         Show a progress bar.
 
@@ -310,7 +325,8 @@ def evaluate(
     )
     settings = {"target": target, "max_rows": max_rows, "categorical": categorical}
     return run_protocol(
-        [dataset], methods, folds=folds, seed=seed, progress=progress, settings=settings
+        [dataset], methods, folds=folds, seed=seed, n_jobs=n_jobs, progress=progress,
+        settings=settings,
     )
 
 
@@ -342,6 +358,7 @@ def evaluate_suite(
     max_rows: int | None = 20_000,
     seed: int = 42,
     datasets=None,
+    n_jobs: int | None = None,
     progress: bool = True,
 ) -> EvaluationResult:
     """:func:`evaluate` on every ``*/data.csv`` below a folder (one dataset per folder).
@@ -351,7 +368,7 @@ def evaluate_suite(
     Parameters
     ----------
     directory : path-like
-    target, methods, folds, max_rows, seed, progress
+    target, methods, folds, max_rows, seed, n_jobs, progress
         As in :func:`evaluate`.
     datasets : list of str, optional
         Only these folder names.
@@ -369,7 +386,8 @@ def evaluate_suite(
     ]
     settings = {"target": target, "max_rows": max_rows, "suite": str(directory)}
     return run_protocol(
-        prepared, methods, folds=folds, seed=seed, progress=progress, settings=settings
+        prepared, methods, folds=folds, seed=seed, n_jobs=n_jobs, progress=progress,
+        settings=settings,
     )
 
 
