@@ -10,7 +10,7 @@ were loaded, i.e. what fitting and predicting added.
 Run from the repository root after ``maturin develop --release``:
 
     python benches/aode_wide.py
-    python benches/aode_wide.py --datasets synthetic --smoothing heb
+    python benches/aode_wide.py --datasets synthetic --smoothing two-level --repeat 3
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ def main() -> None:
         help="laplace, pooled (paper's HEB-AODE) or two-level",
     )
     parser.add_argument("--n-jobs", type=int, nargs="*", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=1, help="runs per configuration (best kept)")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -116,7 +117,7 @@ def main() -> None:
 
     configs = [(d, s, j) for d in args.datasets for s in args.smoothing for j in args.n_jobs]
     rows = []
-    for d, s, j in tqdm(configs, desc="configurations"):
+    for d, s, j in tqdm(configs * args.repeat, desc="configurations"):
         out = subprocess.run(
             [sys.executable, __file__, "--one", d, s, str(j)],
             capture_output=True,
@@ -124,21 +125,29 @@ def main() -> None:
             check=True,
         )
         rows.append((d, s, j, json.loads(out.stdout.strip().splitlines()[-1])))
+    # on a shared machine the fastest of the repeats is the least disturbed
+    best = {}
+    for d, s, j, r in rows:
+        if (d, s, j) not in best or r["fit s"] < best[d, s, j]["fit s"]:
+            best[d, s, j] = {
+                **r,
+                "predict s": min(r["predict s"], best.get((d, s, j), r)["predict s"]),
+            }
     print(
-        "| dataset | rows x features | smoothing | n_jobs | stored cells | fit s | "
+        "| dataset | rows x features | smoothing | n_jobs | stored cells | fit s (cpu s) | "
         "predict_proba s | peak MB | model MB |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for d, s, j, r in rows:
+    for (d, s, j), r in best.items():
         print(
             f"| {d} | {r['rows']} x {r['features']} | {s} | {j} | {r['cells']} | "
-            f"{r['fit s']:.3f} | {r['predict s']:.3f} | {r['peak MB']:.0f} | {r['model MB']:.0f} |"
+            f"{r['fit s']:.2f} ({r['fit cpu s']:.2f}) | {r['predict s']:.2f} | "
+            f"{r['peak MB']:.0f} | {r['model MB']:.0f} |"
         )
-    by = {(d, s, j): r for d, s, j, r in rows}
     for d in args.datasets:
         for s in args.smoothing:
-            if (d, s, 1) in by and (d, s, 2) in by:
-                speedup = by[d, s, 1]["fit s"] / by[d, s, 2]["fit s"]
+            if (d, s, 1) in best and (d, s, 2) in best:
+                speedup = best[d, s, 1]["fit s"] / best[d, s, 2]["fit s"]
                 print(f"fit speed-up n_jobs 1 -> 2, {d}, {s}: {speedup:.2f}x")
 
 

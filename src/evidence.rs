@@ -17,7 +17,7 @@ use crate::gamma_differences::{
 };
 
 /// Sufficient statistics of `l(m)` for one or more documents that share `m`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EvidenceTerms {
     /// Document totals `N_d > 0` as (total, multiplicity), merged once [`Self::finish`] runs.
     totals: Vec<(f64, f64)>,
@@ -27,6 +27,21 @@ pub struct EvidenceTerms {
     unit_cells: f64,
     /// Sum of ln(mu) over the unit cells (a constant of `l`, kept so `l` is exact).
     unit_log_mean: f64,
+    /// Product of the unit cells' means not yet folded into `unit_log_mean`: one
+    /// logarithm per many cells instead of one per cell.
+    unit_mean_product: f64,
+}
+
+impl Default for EvidenceTerms {
+    fn default() -> Self {
+        Self {
+            totals: Vec::new(),
+            cells: Vec::new(),
+            unit_cells: 0.0,
+            unit_log_mean: 0.0,
+            unit_mean_product: 1.0,
+        }
+    }
 }
 
 impl EvidenceTerms {
@@ -49,7 +64,11 @@ impl EvidenceTerms {
         }
         if count == 1.0 {
             self.unit_cells += 1.0;
-            self.unit_log_mean += mean.ln();
+            self.unit_mean_product *= mean;
+            if self.unit_mean_product < 1e-250 {
+                self.unit_log_mean += self.unit_mean_product.ln();
+                self.unit_mean_product = 1.0;
+            }
         } else {
             self.cells.push((count, mean));
         }
@@ -85,7 +104,11 @@ impl EvidenceTerms {
             .iter()
             .map(|&(n, mu)| ln_gamma_difference(m * mu, n))
             .sum();
-        documents + cells + self.unit_cells * m.ln() + self.unit_log_mean
+        documents
+            + cells
+            + self.unit_cells * m.ln()
+            + self.unit_log_mean
+            + self.unit_mean_product.ln()
     }
 
     /// `dl/dm`.
