@@ -134,8 +134,13 @@ def _integer_block(X) -> tuple[np.ndarray, np.ndarray | None] | None:
 
 
 def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(object values, missing mask)`` of a non-numeric column; rejects fractional floats."""
-    if column.dtype.kind not in "OUSbmM":
+    """``(object values, missing mask)`` of a column coded by value; rejects fractional floats.
+
+    Numbers arrive here too: integers beyond int64 (uint64 >= 2**63, whole floats >= 2**63)
+    and numeric columns of a feature whose training values were not numbers (they are
+    then compared with those values as Python objects, so an int never equals a string).
+    """
+    if column.dtype.kind not in "OUSbmMiuf":
         raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
     column = column.astype(object) if column.dtype.kind != "O" else column
     missing = np.asarray(pd.isna(column), dtype=bool)
@@ -325,8 +330,6 @@ class CategoryEncoder:
                 merged = np.union1d(old.astype(np.int64), unseen).astype(old.dtype)
                 moved.append(np.searchsorted(merged, old))
             else:
-                if column.dtype.kind in "iuf":  # numbers arriving for a non-numeric feature
-                    column = column.astype(object)
                 objects, missing = _object_values(column, f)
                 present = objects[~missing]
                 unseen = pd.unique(present[self._index(f).get_indexer(present) < 0])
