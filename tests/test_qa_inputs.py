@@ -39,9 +39,7 @@ def test_whole_floats_beyond_int64_are_categories(estimator, small):
     X, y = small
     huge = (X + 1).astype(np.float64) * 1e19
     expected = estimator().fit(X, y).predict_proba(X)
-    np.testing.assert_allclose(
-        estimator().fit(huge, y).predict_proba(huge), expected, rtol=1e-12
-    )
+    np.testing.assert_allclose(estimator().fit(huge, y).predict_proba(huge), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
