@@ -36,6 +36,12 @@ def _physical_memory_bytes() -> int:
 MAX_TABLE_CELLS = _physical_memory_bytes() // 32
 
 
+#: Largest total sample weight of one batch. Counts are summed again (over classes, values
+#: and batches, and into sums like N + m), so a total near the float64 maximum (1.8e308)
+#: turns into inf and NaN probabilities; this leaves eight orders of magnitude of headroom.
+MAX_TOTAL_WEIGHT = 1e300
+
+
 def _columns_of(X) -> tuple[list[np.ndarray], np.ndarray | None]:
     """Splits a 2-D table into 1-D columns and returns the column names of a DataFrame.
 
@@ -418,10 +424,13 @@ def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
     """Float64 weights, one per row, finite and non-negative with a positive sum."""
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64)
-    if isinstance(sample_weight, numbers.Number):
-        weights = np.full(n_samples, float(sample_weight))
-    else:
-        weights = np.asarray(sample_weight, dtype=np.float64)
+    try:
+        if isinstance(sample_weight, numbers.Real):
+            weights = np.full(n_samples, float(sample_weight))
+        else:
+            weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"sample_weight must hold real numbers: {error}") from None
     if weights.ndim != 1 or weights.shape[0] != n_samples:
         raise ValueError(
             f"sample_weight.shape == {weights.shape}, expected ({n_samples},): one weight per row"
@@ -430,8 +439,15 @@ def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
         raise ValueError("sample_weight contains NaN or infinite values")
     if np.any(weights < 0):
         raise ValueError("Negative values in data passed to sample_weight")
-    if not weights.sum() > 0:
+    with np.errstate(over="ignore"):
+        total = weights.sum()
+    if not total > 0:
         raise ValueError("sample_weight sums to zero: at least one row needs positive weight")
+    if not total <= MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            f"sample_weight sums to {total:.3g}, beyond {MAX_TOTAL_WEIGHT:.0e}: counts that "
+            "large overflow float64 sums; rescale the weights"
+        )
     return np.ascontiguousarray(weights)
 
 
