@@ -256,6 +256,10 @@ class CategoryEncoder:
 
         ``owner`` names the estimator in error messages.
         """
+        if not isinstance(handle_unknown, str) or handle_unknown not in ("ignore", "error"):
+            raise ValueError(
+                f"handle_unknown must be one of ['error', 'ignore'], got {handle_unknown!r}"
+            )
         columns, names = _columns_of(X)
         self.check_features(len(columns), names, owner)
         block = _integer_block(X) if all(self.numeric) else None
