@@ -28,14 +28,14 @@ def n_threads(n_jobs) -> int:
     return max(1, min(int(effective_n_jobs(n_jobs)), cpu_count()))
 
 
-def _is_real(value) -> bool:
+def is_real(value) -> bool:
     """A real number that is not a bool (True is not a concentration or a rate)."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     """A finite positive (or non-negative) real parameter, or a ValueError naming it."""
-    ok = _is_real(value) and np.isfinite(value)
+    ok = is_real(value) and np.isfinite(value)
     if not ok or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be a finite real {bound}, got {value!r}")
@@ -45,7 +45,7 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
 def check_bounds(bounds) -> tuple[float, float]:
     """``concentration_bounds``: a pair of real numbers 0 < low <= high < inf."""
     pair = isinstance(bounds, (tuple, list, np.ndarray)) and len(bounds) == 2
-    if not (pair and all(_is_real(b) for b in bounds)):
+    if not (pair and all(is_real(b) for b in bounds)):
         raise ValueError(
             f"concentration_bounds must be a pair of real numbers (low, high), got {bounds!r}"
         )
