@@ -94,10 +94,12 @@ pub fn maximise_evidence_from(
     if terms.is_empty() || lo_m == hi_m {
         return decided(lo_m, 0);
     }
-    if terms.gradient(lo_m) <= 0.0 {
+    // signs from the gradient in ln m, which stays accurate where l'(m) is lost in
+    // rounding (large m): the bracket is only as good as these signs
+    if terms.scaled_gradient(lo_m) <= 0.0 {
         return decided(lo_m, 1);
     }
-    if terms.gradient(hi_m) >= 0.0 {
+    if terms.scaled_gradient(hi_m) >= 0.0 {
         return decided(hi_m, 2);
     }
     // Invariant: l'(e^lo) > 0 > l'(e^hi).
@@ -112,17 +114,16 @@ pub fn maximise_evidence_from(
     while n_iter < settings.max_iter {
         n_iter += 1;
         let m = t.exp();
-        let (g, curvature) = terms.gradient_and_curvature(m);
-        if g > 0.0 {
+        // f(t) = m l'(m);  f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
+        let (f, curvature) = terms.scaled_gradient_and_curvature(m);
+        if f > 0.0 {
             lo = t;
-        } else if g < 0.0 {
+        } else if f < 0.0 {
             hi = t;
         } else {
             converged = true;
             break;
         }
-        // f(t) = m l'(m);  f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
-        let f = m * g;
         let slope = f + m * m * curvature;
         let newton = t - f / slope;
         let next = if slope < 0.0 && newton > lo && newton < hi {
@@ -227,6 +228,30 @@ mod tests {
         let expected = brute_force(&t, 1e-2, 1e4);
         assert!((s.concentration - expected).abs() < 1e-7 * expected);
         assert!(s.n_iter < 20, "{s:?}");
+    }
+
+    #[test]
+    fn a_huge_upper_bound_does_not_move_an_interior_optimum() {
+        // With m_max = 1e20 the gradient at m_max was rounding noise: read as >= 0, the
+        // solver answered m_max for counts whose maximiser is near 1e3. Counts of 1e12
+        // check the other regime (m far below the counts), where l' must be summed whole.
+        let proportions = [37.0, 29.0, 41.0, 33.0, 30.0, 30.0];
+        let mean = [0.2, 0.15, 0.2, 0.15, 0.15, 0.15];
+        for scale in [1e3, 1e12] {
+            let counts: Vec<f64> = proportions.iter().map(|p| p * scale).collect();
+            let t = single(&counts, &mean);
+            let reference = maximise_evidence(&t, &SolverSettings::default());
+            let m = reference.concentration;
+            assert!(m > 1.0 && m < 1e4, "{reference:?}");
+            // the maximiser: l' changes sign there
+            assert!(t.gradient(m * (1.0 - 1e-7)) > 0.0 && t.gradient(m * (1.0 + 1e-7)) < 0.0);
+            for high in [1e20, 1e100, 1e300] {
+                let s = maximise_evidence(&t, &SolverSettings::new(1e-2, high).unwrap());
+                assert!(s.converged, "{s:?}");
+                let relative = (s.concentration / m - 1.0).abs();
+                assert!(relative < 1e-8, "m_max={high}: {s:?} vs {reference:?}");
+            }
+        }
     }
 
     #[test]
