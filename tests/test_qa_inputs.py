@@ -67,3 +67,23 @@ def test_numbers_at_predict_for_a_feature_trained_on_other_values(estimator, sma
         strings.predict_proba(np.full(X.shape, None, dtype=object)),
         rtol=1e-12,
     )
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize(
+    "batch",
+    [
+        np.array([[2**63, 0], [1, 1]], dtype=np.uint64),
+        np.array([[2**64, 0], [-(2**63) - 1, 1]], dtype=object),
+    ],
+)
+def test_partial_fit_with_integers_beyond_int64_for_an_integer_feature(estimator, small, batch):
+    """The grown vocabulary was cast back to int64: OverflowError 'Python int too large to
+    convert to C long'. Now the feature is coded by value, like one fit on all the rows."""
+    X, y = small
+    model = estimator().fit(X, y).partial_fit(batch, [0, 1])
+    everything = np.vstack([X.astype(object), batch.astype(object)])
+    reference = estimator().fit(everything, np.r_[y, 0, 1])
+    np.testing.assert_allclose(
+        model.predict_proba(everything), reference.predict_proba(everything), rtol=1e-12
+    )

@@ -159,6 +159,11 @@ def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.nda
     return column, missing
 
 
+def _within_int64(low, high) -> bool:
+    """Whether the sorted integers from ``low`` to ``high`` fit the core's int64 codes."""
+    return int(np.iinfo(np.int64).min) <= int(low) and int(high) <= int(np.iinfo(np.int64).max)
+
+
 def _stack(columns: list[np.ndarray], masks: list[np.ndarray | None]):
     """Feature-major int64 values and the missing mask (None when nothing is missing)."""
     values = np.stack(columns) if columns else np.empty((0, 0), dtype=np.int64)
@@ -358,7 +363,8 @@ class CategoryEncoder:
                 position[order] = np.arange(order.shape[0])
                 moved.append(position[: old.shape[0]])
                 merged = merged[order]
-                if self.numeric[f] and pd.api.types.infer_dtype(merged) == "integer":
+                integers = pd.api.types.infer_dtype(merged) == "integer"
+                if self.numeric[f] and integers and _within_int64(merged[0], merged[-1]):
                     merged = merged.astype(old.dtype)  # integers held in an object column
                 else:
                     numeric[f] = False
