@@ -97,7 +97,9 @@ pub fn maximise_evidence_from(
     }
     // The bracket [lo, hi] in t = ln m always holds the maximiser. The sign of l' at an end
     // of the interval is evaluated only when the iteration heads for that end, so an
-    // interior maximiser costs no end evaluation (before, both ends were evaluated first).
+    // interior maximiser costs no end evaluation. Signs come from the gradient in ln m,
+    // f(t) = m l'(m), which stays accurate where l'(m) is lost in rounding (large m): the
+    // bracket is only as good as these signs.
     let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
     let (mut lo, mut hi) = (lo_end, hi_end);
     let (mut lo_known, mut hi_known) = (false, false);
@@ -111,39 +113,38 @@ pub fn maximise_evidence_from(
     while n_iter < settings.max_iter {
         n_iter += 1;
         let m = t.exp();
-        let (g, curvature) = terms.gradient_and_curvature(m);
-        if t >= hi_end && g >= 0.0 {
+        let (f, curvature) = terms.scaled_gradient_and_curvature(m);
+        if t >= hi_end && f >= 0.0 {
             return decided(hi_m, n_iter);
         }
-        if t <= lo_end && g <= 0.0 {
+        if t <= lo_end && f <= 0.0 {
             return decided(lo_m, n_iter);
         }
-        if g > 0.0 {
+        if f > 0.0 {
             lo = t;
             lo_known = true;
-        } else if g < 0.0 {
+        } else if f < 0.0 {
             hi = t;
             hi_known = true;
         } else {
             converged = true;
             break;
         }
-        // f(t) = m l'(m);  f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
-        let f = m * g;
+        // f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
         let slope = f + m * m * curvature;
         let newton = t - f / slope;
         let newton_inside = slope < 0.0 && newton > lo && newton < hi;
         if !newton_inside {
             // heading for an end whose sign is unknown: is the maximiser that end?
-            if g > 0.0 && !hi_known {
+            if f > 0.0 && !hi_known {
                 n_iter += 1;
-                if terms.gradient(hi_m) >= 0.0 {
+                if terms.scaled_gradient(hi_m) >= 0.0 {
                     return decided(hi_m, n_iter);
                 }
                 hi_known = true;
-            } else if g < 0.0 && !lo_known {
+            } else if f < 0.0 && !lo_known {
                 n_iter += 1;
-                if terms.gradient(lo_m) <= 0.0 {
+                if terms.scaled_gradient(lo_m) <= 0.0 {
                     return decided(lo_m, n_iter);
                 }
                 lo_known = true;
@@ -251,6 +252,30 @@ mod tests {
         let expected = brute_force(&t, 1e-2, 1e4);
         assert!((s.concentration - expected).abs() < 1e-7 * expected);
         assert!(s.n_iter < 20, "{s:?}");
+    }
+
+    #[test]
+    fn a_huge_upper_bound_does_not_move_an_interior_optimum() {
+        // With m_max = 1e20 the gradient at m_max was rounding noise: read as >= 0, the
+        // solver answered m_max for counts whose maximiser is near 1e3. Counts of 1e12
+        // check the other regime (m far below the counts), where l' must be summed whole.
+        let proportions = [37.0, 29.0, 41.0, 33.0, 30.0, 30.0];
+        let mean = [0.2, 0.15, 0.2, 0.15, 0.15, 0.15];
+        for scale in [1e3, 1e12] {
+            let counts: Vec<f64> = proportions.iter().map(|p| p * scale).collect();
+            let t = single(&counts, &mean);
+            let reference = maximise_evidence(&t, &SolverSettings::default());
+            let m = reference.concentration;
+            assert!(m > 1.0 && m < 1e4, "{reference:?}");
+            // the maximiser: l' changes sign there
+            assert!(t.gradient(m * (1.0 - 1e-7)) > 0.0 && t.gradient(m * (1.0 + 1e-7)) < 0.0);
+            for high in [1e20, 1e100, 1e300] {
+                let s = maximise_evidence(&t, &SolverSettings::new(1e-2, high).unwrap());
+                assert!(s.converged, "{s:?}");
+                let relative = (s.concentration / m - 1.0).abs();
+                assert!(relative < 1e-8, "m_max={high}: {s:?} vs {reference:?}");
+            }
+        }
     }
 
     #[test]

@@ -233,10 +233,7 @@ class CategoricalNB(CategoricalClassifier):
         self
         """
         first_call = not hasattr(self, "_counts")
-        if first_call:
-            self._check_params()
-        else:
-            check_learning_rate(self.learning_rate)
+        self._check_params()  # every call: set_params may have changed them mid-stream
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
