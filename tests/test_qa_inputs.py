@@ -87,3 +87,35 @@ def test_partial_fit_with_integers_beyond_int64_for_an_integer_feature(estimator
     np.testing.assert_allclose(
         model.predict_proba(everything), reference.predict_proba(everything), rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("fit_unit, predict_unit", [("us", "ns"), ("ns", "s"), ("s", "ms")])
+def test_a_date_is_one_category_whatever_the_datetime64_unit(estimator, fit_unit, predict_unit):
+    """numpy turns datetime64[ns] into ints but coarser units into datetime objects, so a
+    model fitted on dates read from strings (unit "us") found every date of a "ns" column
+    unknown and silently ignored the feature."""
+    days = np.array(["2020-01-01", "2020-01-02", "2020-01-03", "NaT"] * 10, dtype="datetime64[D]")
+    hours = (np.arange(40) % 3).astype("timedelta64[h]")
+    y = (np.arange(40) % 3 == 0).astype(int)
+
+    def table(unit):
+        return pd.DataFrame(
+            {
+                "day": days.astype(f"datetime64[{unit}]"),
+                "wait": hours.astype(f"timedelta64[{unit}]"),
+            }
+        )
+
+    model = estimator(handle_unknown="error").fit(table(fit_unit), y)
+    expected = model.predict_proba(table(fit_unit))
+    np.testing.assert_allclose(model.predict_proba(table(predict_unit)), expected, rtol=1e-12)
+    np.testing.assert_allclose(
+        model.predict_proba(table(predict_unit).to_numpy()), expected, rtol=1e-12
+    )
+    # the same model as integer codes of the days and hours (NaT missing)
+    codes = np.column_stack(
+        [np.where(np.isnat(days), np.nan, np.arange(40) % 4), np.arange(40) % 3]
+    )
+    reference = estimator().fit(codes, y).predict_proba(codes)
+    np.testing.assert_allclose(expected, reference, rtol=1e-12)

@@ -148,7 +148,12 @@ def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.nda
     """
     if column.dtype.kind not in "OUSbmMiuf":
         raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
-    column = column.astype(object) if column.dtype.kind != "O" else column
+    if column.dtype.kind in "mM":
+        # numpy gives ints for datetime64[ns] but datetime objects for coarser units, so one
+        # date would be two categories: pandas' Timestamp / Timedelta are unit-free
+        column = pd.Series(column).astype(object).to_numpy()
+    elif column.dtype.kind != "O":
+        column = column.astype(object)
     missing = np.asarray(pd.isna(column), dtype=bool)
     floats = [v for v in column[~missing] if isinstance(v, (float, np.floating))]
     if floats and any(not np.isfinite(v) or v != np.floor(v) for v in floats):
