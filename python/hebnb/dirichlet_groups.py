@@ -204,7 +204,7 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         before the first fit.
         """
         rate = check_learning_rate(self.learning_rate if decay_rate is None else decay_rate)
-        if not (isinstance(steps, numbers.Real) and np.isfinite(steps) and steps >= 0):
+        if not (is_real(steps) and np.isfinite(steps) and steps >= 0):
             raise ValueError(f"steps must be finite and >= 0, got {steps!r}")
         if hasattr(self, "group_counts_"):
             self.group_counts_ = self.group_counts_ * rate ** float(steps)
@@ -231,6 +231,9 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (size, n_samples, n_classes)
         """
+        whole = isinstance(size, numbers.Integral) and not isinstance(size, (bool, np.bool_))
+        if not (whole and size >= 0):  # 1.5 was truncated to 1
+            raise ValueError(f"size must be an integer >= 0, got {size!r}")
         alphas = self._posterior_alphas(X)
         if not hasattr(self, "random_state_"):
             self.random_state_ = np.random.default_rng(self.random_state)
