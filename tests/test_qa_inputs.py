@@ -6,6 +6,8 @@ with the same category structure), since Naive Bayes only sees which rows share 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -110,12 +112,30 @@ def test_a_date_is_one_category_whatever_the_datetime64_unit(estimator, fit_unit
     model = estimator(handle_unknown="error").fit(table(fit_unit), y)
     expected = model.predict_proba(table(fit_unit))
     np.testing.assert_allclose(model.predict_proba(table(predict_unit)), expected, rtol=1e-12)
-    np.testing.assert_allclose(
-        model.predict_proba(table(predict_unit).to_numpy()), expected, rtol=1e-12
-    )
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        unnamed = model.predict_proba(table(predict_unit).to_numpy())
+    np.testing.assert_allclose(unnamed, expected, rtol=1e-12)
     # the same model as integer codes of the days and hours (NaT missing)
     codes = np.column_stack(
         [np.where(np.isnat(days), np.nan, np.arange(40) % 4), np.arange(40) % 3]
     )
     reference = estimator().fit(codes, y).predict_proba(codes)
     np.testing.assert_allclose(expected, reference, rtol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_mixing_named_and_unnamed_tables_warns_like_scikit_learn(estimator, small):
+    """Fitted on a DataFrame and given an array (or the reverse), columns can only be
+    matched by position; scikit-learn warns, hebnb was silent."""
+    X, y = small
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    named = estimator().fit(frame, y)
+    with pytest.warns(UserWarning, match="X does not have valid feature names, but"):
+        named.predict(X)
+    unnamed = estimator().fit(X, y)
+    with pytest.warns(UserWarning, match="X has feature names, but .* fitted without"):
+        unnamed.predict(frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        named.predict(frame)
+        unnamed.predict(X)

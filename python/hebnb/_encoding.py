@@ -388,11 +388,22 @@ class CategoryEncoder:
         return self._indexes[f]
 
     def check_features(self, n_features: int, names: np.ndarray | None, owner: str) -> None:
-        """Raises unless the table has the training number (and names) of features."""
+        """Raises unless the table has the training number (and names) of features; warns,
+        as scikit-learn does, when only one of the two tables has names (columns are then
+        matched by position, which a reordered table would silently break)."""
         if n_features != len(self.categories):
             raise ValueError(
                 f"X has {n_features} features, but {owner} is expecting "
                 f"{len(self.categories)} features as input."
+            )
+        if (self.feature_names is None) != (names is None):
+            warnings.warn(
+                f"X has feature names, but {owner} was fitted without feature names"
+                if self.feature_names is None
+                else f"X does not have valid feature names, but {owner} was fitted with "
+                "feature names",
+                UserWarning,
+                stacklevel=4,
             )
         named = self.feature_names is not None and names is not None
         if named and not np.array_equal(names, self.feature_names):
