@@ -43,7 +43,8 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
     random_state : int, Generator or None, default=None
         Seeds ``sample``.
     n_jobs : int, default=None
-        Threads for the evidence sums over groups (None: 1, -1: all cores).
+        Threads for the evidence sums over groups (None: 1, -1: all cores; never more
+        than the cores available).
 
     Attributes
     ----------
