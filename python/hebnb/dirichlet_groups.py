@@ -313,8 +313,14 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
 
 
 def _as_label_array(labels: np.ndarray) -> np.ndarray:
-    """Class labels with a plain dtype when they share one (ints stay ints)."""
+    """Class labels with a plain dtype when they share one (ints stay ints).
+
+    numpy makes strings of numbers mixed with strings, after which the number keys would
+    never match a label: such labels stay objects.
+    """
     converted = np.asarray(labels.tolist())
+    if converted.dtype.kind == "U" and not all(isinstance(c, str) for c in labels):
+        return labels
     return converted if converted.dtype.kind in "iufbU" else labels
 
 
