@@ -139,3 +139,21 @@ def test_mixing_named_and_unnamed_tables_warns_like_scikit_learn(estimator, smal
         warnings.simplefilter("error")
         named.predict(frame)
         unnamed.predict(X)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_unhashable_values_are_named_as_such(estimator):
+    """A list in an object column was reported as "mixes values that cannot be ordered
+    (e.g. numbers and strings)" by fit and as a bare TypeError by predict and partial_fit."""
+    y = np.array([0, 1] * 3)
+    strings = np.array([["a"], ["b"]] * 3, dtype=object)
+    with_list = strings.copy()
+    with_list[0, 0] = [1]
+    message = "feature 0 holds values that cannot be categories .*unhashable"
+    with pytest.raises(ValueError, match=message):
+        estimator().fit(with_list, y)
+    model = estimator().fit(strings, y)
+    with pytest.raises(ValueError, match=message):
+        model.predict(with_list)
+    with pytest.raises(ValueError, match=message):
+        model.partial_fit(with_list, y)

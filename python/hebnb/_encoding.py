@@ -169,6 +169,19 @@ def _within_int64(low, high) -> bool:
     return int(np.iinfo(np.int64).min) <= int(low) and int(high) <= int(np.iinfo(np.int64).max)
 
 
+def _hashed(feature: int, operation, values: np.ndarray):
+    """``operation(values)`` of a hash table operation, with unhashable values (lists,
+    dicts, arrays) reported as a ValueError naming the feature instead of a bare
+    ``TypeError: unhashable type``."""
+    try:
+        return operation(values)
+    except TypeError as error:
+        raise ValueError(
+            f"feature {feature} holds values that cannot be categories ({error}): categories "
+            "must be hashable, such as strings, numbers or tuples"
+        ) from None
+
+
 def _stack(columns: list[np.ndarray], masks: list[np.ndarray | None]):
     """Feature-major int64 values and the missing mask (None when nothing is missing)."""
     values = np.stack(columns) if columns else np.empty((0, 0), dtype=np.int64)
@@ -235,8 +248,8 @@ class CategoryEncoder:
                 continue
             objects, missing = _object_values(column, f)
             present = objects[~missing]
+            uniques = _hashed(f, pd.unique, present)
             try:
-                uniques = pd.unique(present)
                 categories = uniques[np.argsort(uniques, kind="stable")]
             except TypeError as error:
                 raise ValueError(
@@ -287,7 +300,7 @@ class CategoryEncoder:
                 masks.append(integers[1])
                 continue
             objects, missing = _object_values(column, f)
-            codes[f] = self._index(f).get_indexer(objects)
+            codes[f] = _hashed(f, self._index(f).get_indexer, objects)
             codes[f][(codes[f] < 0) & ~missing] = -2
             codes[f][missing] = -1
         if numeric:
@@ -352,7 +365,7 @@ class CategoryEncoder:
             else:
                 objects, missing = _object_values(column, f)
                 present = objects[~missing]
-                unseen = pd.unique(present[self._index(f).get_indexer(present) < 0])
+                unseen = pd.unique(present[_hashed(f, self._index(f).get_indexer, present) < 0])
                 if unseen.shape[0] == 0:
                     moved.append(None)
                     continue
