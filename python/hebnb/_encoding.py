@@ -460,6 +460,17 @@ def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         )
     if y.dtype.kind in "fcO" and np.any(pd.isna(y)):
         raise ValueError("y contains missing labels (NaN or None): every row needs a class")
+    if y.dtype.kind == "O":
+        inferred = pd.api.types.infer_dtype(y, skipna=False)
+        if inferred in ("integer", "boolean", "floating", "mixed-integer-float"):
+            # numbers held as objects (a pandas object column): scikit-learn's target check
+            # calls them "Unknown label type: unknown", yet they are labels like any other
+            y = np.asarray(y.tolist())
+        elif inferred in ("mixed", "mixed-integer"):
+            raise ValueError(
+                "y mixes labels of different types (e.g. numbers and strings), which "
+                f"cannot be ordered: {pd.unique(y)[:5].tolist()}"
+            )
     check_classification_targets(y)
     try:
         classes, indices = np.unique(y, return_inverse=True)
