@@ -38,3 +38,10 @@ def test_labels_mixing_numbers_and_strings_are_named(estimator):
     labels = np.array([1, "a"] * 20, dtype=object)
     with pytest.raises(ValueError, match="y mixes labels of different types"):
         estimator().fit(X, labels)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_declared_classes_held_as_objects_keep_a_number_dtype(estimator):
+    model = estimator().partial_fit(X, y, classes=np.array([0, 1], dtype=object))
+    assert model.classes_.dtype == np.int64
+    assert model.predict(X[:3]).dtype == np.int64
