@@ -187,7 +187,7 @@ fn log_posterior<'py>(
     n_jobs: usize,
 ) -> PyResult<Array2Py<'py>> {
     let joint = joint.as_array();
-    let out = run(py, n_jobs, || Ok(scoring::log_posterior(joint)))?;
+    let out = run(py, n_jobs, || scoring::log_posterior(joint))?;
     Ok(out.into_pyarray(py))
 }
 

@@ -95,23 +95,31 @@ pub fn joint_log_likelihood(
 
 /// Log-posteriors from joint log-likelihoods: `jll - logsumexp(jll)` row by row, with the
 /// row maximum shifted out first so no exponential overflows.
-pub fn log_posterior(joint: ArrayView2<f64>) -> Array2<f64> {
-    let mut out = joint.to_owned();
-    let n_classes = out.ncols().max(1);
-    if let Some(flat) = out.as_slice_mut() {
-        flat.par_chunks_mut(n_classes * ROW_CHUNK)
-            .for_each(|block| {
-                for row in block.chunks_mut(n_classes) {
-                    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    if !max.is_finite() {
-                        continue;
-                    }
-                    let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
-                    row.iter_mut().for_each(|v| *v -= log_norm);
+///
+/// # Errors
+/// [`HebError::Allocation`] when the output (a table the size of `joint`) cannot be
+/// allocated: Python then gets a MemoryError instead of the process aborting, which is
+/// what an infallible copy (`to_owned`) does when memory runs out.
+pub fn log_posterior(joint: ArrayView2<f64>) -> Result<Array2<f64>> {
+    let (n_rows, n_classes) = joint.dim();
+    let mut out = zeroed(joint.len(), "log-posteriors")?;
+    let width = n_classes.max(1);
+    out.par_chunks_mut(ROW_CHUNK * width)
+        .enumerate()
+        .for_each(|(chunk, block)| {
+            for (i, row) in block.chunks_mut(width).enumerate() {
+                let source = joint.row(chunk * ROW_CHUNK + i);
+                row.iter_mut().zip(source.iter()).for_each(|(v, &s)| *v = s);
+                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                if !max.is_finite() {
+                    continue;
                 }
-            });
-    }
-    out
+                let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
+                row.iter_mut().for_each(|v| *v -= log_norm);
+            }
+        });
+    Array2::from_shape_vec((n_rows, n_classes), out)
+        .map_err(|e| HebError::InvalidParameter(e.to_string()))
 }
 
 #[cfg(test)]
@@ -148,9 +156,22 @@ mod tests {
     }
 
     #[test]
+    fn a_log_posterior_too_large_for_memory_is_an_error() {
+        // A broadcast view claims 2^40 x 4 scores backed by one number: the copy that
+        // to_owned made aborted the process when the allocation failed.
+        let one = [0.0];
+        let view = ndarray::ArrayView1::from(&one[..]);
+        let huge = view.broadcast((1usize << 40, 4)).unwrap();
+        assert!(matches!(
+            log_posterior(huge),
+            Err(HebError::Allocation { .. })
+        ));
+    }
+
+    #[test]
     fn log_posterior_survives_huge_scores() {
         let joint = array![[-1000.0, -1001.0], [800.0, 800.0]];
-        let post = log_posterior(joint.view());
+        let post = log_posterior(joint.view()).unwrap();
         let p0 = 1.0 / (1.0 + (-1.0_f64).exp());
         // ulp(1000) ~ 1e-13 bounds what the shifted difference can keep
         assert!((post[[0, 0]].exp() - p0).abs() < 1e-12);

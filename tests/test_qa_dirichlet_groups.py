@@ -42,3 +42,26 @@ def test_alphas_that_are_not_numbers_are_named(alphas):
     """'a' raised numpy's "could not convert string to float"; "2" and True were read as 2, 1."""
     with pytest.raises(ValueError, match="alphas must map each class to a real number"):
         EmpiricalBayesDirichletClassifier(alphas).fit(groups, labels)
+
+
+def test_sample_size_and_decay_steps_must_be_numbers_of_the_right_kind():
+    """sample(size=1.5) drew one sample (int(1.5)); decay(True) decayed one step."""
+    model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(groups, labels)
+    for size in (1.5, -1, True, "2"):
+        with pytest.raises(ValueError, match="size must be an integer >= 0"):
+            model.sample([[0]], size=size)
+    assert model.sample([[0]], size=np.int64(2)).shape == (2, 1, 2)
+    with pytest.raises(ValueError, match="steps must be finite and >= 0"):
+        model.decay(True)
+
+
+def test_alphas_keyed_by_numbers_and_strings_keep_their_types():
+    """numpy turned the keys {0, 1, "unknown"} into the strings '0', '1', 'unknown', so the
+    labels 0 and 1 were refused as "not keys of alphas"."""
+    alphas = {0: 1.0, 1: 1.0, "unknown": 1.0}
+    model = EmpiricalBayesDirichletClassifier(alphas).fit(groups, labels)
+    assert model.classes_.tolist() == [0, 1, "unknown"]
+    assert model.predict([[2]]).tolist()[0] in (0, 1)
+    mixed = np.array([0, 1, "unknown"] * 3, dtype=object)
+    model.fit(groups, mixed)
+    np.testing.assert_allclose(model.group_counts_.sum(axis=0), [3.0, 3.0, 3.0])

@@ -6,6 +6,8 @@ with the same category structure), since Naive Bayes only sees which rows share 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -87,3 +89,71 @@ def test_partial_fit_with_integers_beyond_int64_for_an_integer_feature(estimator
     np.testing.assert_allclose(
         model.predict_proba(everything), reference.predict_proba(everything), rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("fit_unit, predict_unit", [("us", "ns"), ("ns", "s"), ("s", "ms")])
+def test_a_date_is_one_category_whatever_the_datetime64_unit(estimator, fit_unit, predict_unit):
+    """numpy turns datetime64[ns] into ints but coarser units into datetime objects, so a
+    model fitted on dates read from strings (unit "us") found every date of a "ns" column
+    unknown and silently ignored the feature."""
+    days = np.array(["2020-01-01", "2020-01-02", "2020-01-03", "NaT"] * 10, dtype="datetime64[D]")
+    hours = (np.arange(40) % 3).astype("timedelta64[h]")
+    y = (np.arange(40) % 3 == 0).astype(int)
+
+    def table(unit):
+        return pd.DataFrame(
+            {
+                "day": days.astype(f"datetime64[{unit}]"),
+                "wait": hours.astype(f"timedelta64[{unit}]"),
+            }
+        )
+
+    model = estimator(handle_unknown="error").fit(table(fit_unit), y)
+    expected = model.predict_proba(table(fit_unit))
+    np.testing.assert_allclose(model.predict_proba(table(predict_unit)), expected, rtol=1e-12)
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        unnamed = model.predict_proba(table(predict_unit).to_numpy())
+    np.testing.assert_allclose(unnamed, expected, rtol=1e-12)
+    # the same model as integer codes of the days and hours (NaT missing)
+    codes = np.column_stack(
+        [np.where(np.isnat(days), np.nan, np.arange(40) % 4), np.arange(40) % 3]
+    )
+    reference = estimator().fit(codes, y).predict_proba(codes)
+    np.testing.assert_allclose(expected, reference, rtol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_mixing_named_and_unnamed_tables_warns_like_scikit_learn(estimator, small):
+    """Fitted on a DataFrame and given an array (or the reverse), columns can only be
+    matched by position; scikit-learn warns, hebnb was silent."""
+    X, y = small
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    named = estimator().fit(frame, y)
+    with pytest.warns(UserWarning, match="X does not have valid feature names, but"):
+        named.predict(X)
+    unnamed = estimator().fit(X, y)
+    with pytest.warns(UserWarning, match="X has feature names, but .* fitted without"):
+        unnamed.predict(frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        named.predict(frame)
+        unnamed.predict(X)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_unhashable_values_are_named_as_such(estimator):
+    """A list in an object column was reported as "mixes values that cannot be ordered
+    (e.g. numbers and strings)" by fit and as a bare TypeError by predict and partial_fit."""
+    y = np.array([0, 1] * 3)
+    strings = np.array([["a"], ["b"]] * 3, dtype=object)
+    with_list = strings.copy()
+    with_list[0, 0] = [1]
+    message = "feature 0 holds values that cannot be categories .*unhashable"
+    with pytest.raises(ValueError, match=message):
+        estimator().fit(with_list, y)
+    model = estimator().fit(strings, y)
+    with pytest.raises(ValueError, match=message):
+        model.predict(with_list)
+    with pytest.raises(ValueError, match=message):
+        model.partial_fit(with_list, y)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 from abc import abstractmethod
 
@@ -25,7 +26,14 @@ def n_threads(n_jobs) -> int:
     is_integer = isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool)
     if n_jobs is not None and (not is_integer or n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
-    return max(1, min(int(effective_n_jobs(n_jobs)), cpu_count()))
+    wanted = int(effective_n_jobs(n_jobs))  # None: 1, or a joblib parallel_config's n_jobs
+    return 1 if wanted <= 1 else max(1, min(wanted, _cores()))
+
+
+@functools.cache
+def _cores() -> int:
+    """The cores this process may use (affinity and cgroup quota), asked once."""
+    return cpu_count()
 
 
 def is_real(value) -> bool:

@@ -77,6 +77,9 @@ def _declared_classes(classes) -> np.ndarray:
         raise ValueError(f"classes mixes strings and numbers: {list(classes)!r}")
     if values.dtype.kind in "fcO" and np.any(pd.isna(values)):
         raise ValueError("classes contains missing labels (NaN or None)")
+    numbers = ("integer", "boolean", "floating", "mixed-integer-float")
+    if values.dtype.kind == "O" and pd.api.types.infer_dtype(values) in numbers:
+        values = np.asarray(values.tolist())  # as encode_labels does for y
     try:
         return np.unique(values)
     except TypeError:

@@ -43,7 +43,8 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
     random_state : int, Generator or None, default=None
         Seeds ``sample``.
     n_jobs : int, default=None
-        Threads for the evidence sums over groups (None: 1, -1: all cores).
+        Threads for the evidence sums over groups (None: 1, -1: all cores; never more
+        than the cores available).
 
     Attributes
     ----------
@@ -204,7 +205,7 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         before the first fit.
         """
         rate = check_learning_rate(self.learning_rate if decay_rate is None else decay_rate)
-        if not (isinstance(steps, numbers.Real) and np.isfinite(steps) and steps >= 0):
+        if not (is_real(steps) and np.isfinite(steps) and steps >= 0):
             raise ValueError(f"steps must be finite and >= 0, got {steps!r}")
         if hasattr(self, "group_counts_"):
             self.group_counts_ = self.group_counts_ * rate ** float(steps)
@@ -231,6 +232,9 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (size, n_samples, n_classes)
         """
+        whole = isinstance(size, numbers.Integral) and not isinstance(size, (bool, np.bool_))
+        if not (whole and size >= 0):  # 1.5 was truncated to 1
+            raise ValueError(f"size must be an integer >= 0, got {size!r}")
         alphas = self._posterior_alphas(X)
         if not hasattr(self, "random_state_"):
             self.random_state_ = np.random.default_rng(self.random_state)
@@ -309,8 +313,14 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
 
 
 def _as_label_array(labels: np.ndarray) -> np.ndarray:
-    """Class labels with a plain dtype when they share one (ints stay ints)."""
+    """Class labels with a plain dtype when they share one (ints stay ints).
+
+    numpy makes strings of numbers mixed with strings, after which the number keys would
+    never match a label: such labels stay objects.
+    """
     converted = np.asarray(labels.tolist())
+    if converted.dtype.kind == "U" and not all(isinstance(c, str) for c in labels):
+        return labels
     return converted if converted.dtype.kind in "iufbU" else labels
 
 

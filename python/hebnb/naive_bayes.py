@@ -71,8 +71,8 @@ class CategoricalNB(CategoricalClassifier):
     handle_unknown : {"ignore", "error"}, default="ignore"
         A category not seen in training is skipped at predict time, or raises.
     n_jobs : int, default=None
-        Threads for counting, solving and scoring (None: 1, -1: all cores). Results do
-        not depend on it.
+        Threads for counting, solving and scoring (None: 1, -1: all cores; never more
+        than the cores available). Results do not depend on it.
     feature_weighting : {None, "sqrt-mi"}, default=None
         ``"sqrt-mi"`` multiplies each feature's log-likelihood term by
         ``w_f = sqrt(MI(X_f; Y))``, the plug-in mutual information (nats) of the training
@@ -178,6 +178,8 @@ class CategoricalNB(CategoricalClassifier):
             Categorical values: ints, whole floats, strings, booleans or objects.
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; counts are sums of them, so their total must stay
+            below 1e300.
 
         Returns
         -------
@@ -228,6 +230,8 @@ class CategoricalNB(CategoricalClassifier):
             batch already shows every class (they are then taken from it); later calls
             may repeat it but not change it.
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; counts are sums of them, so their total must stay
+            below 1e300.
 
         Returns
         -------
