@@ -3,12 +3,11 @@
 //!
 //! Minka's fixed point (eq. 6) needs hundreds of steps when the optimum is large. Here
 //! the stationarity condition `l'(m) = 0` is solved by Newton's method in `t = ln m`
-//! (using the trigamma curvature), safeguarded by a bracket that always holds the
-//! maximiser: a Newton step that leaves the bracket or points uphill on the wrong side is
-//! replaced by bisection in `t`. An end of the interval is tested only when the iteration
-//! heads for it: `l' <= 0` at `m_min` means the maximiser is `m_min` (the vertex case: one
-//! value only), `l' >= 0` at `m_max` means the evidence keeps rising (no over-dispersion)
-//! and the answer is `m_max`; an interior maximiser costs no end evaluation.
+//! (using the trigamma curvature), safeguarded by a bracket that always holds a sign
+//! change of `l'`: a Newton step that leaves the bracket or points uphill on the wrong
+//! side is replaced by bisection in `t`. The endpoints are tested first: `l' <= 0` at
+//! `m_min` means the maximiser is `m_min` (the vertex case: one value only), `l' >= 0` at
+//! `m_max` means the evidence keeps rising (no over-dispersion) and the answer is `m_max`.
 //! This assumes `l` is unimodal on the interval, as it is for the Dirichlet-multinomial
 //! evidence with a fixed mean in every case we have met.
 
@@ -95,35 +94,29 @@ pub fn maximise_evidence_from(
     if terms.is_empty() || lo_m == hi_m {
         return decided(lo_m, 0);
     }
-    // The bracket [lo, hi] in t = ln m always holds the maximiser. The sign of l' at an end
-    // of the interval is evaluated only when the iteration heads for that end, so an
-    // interior maximiser costs no end evaluation (before, both ends were evaluated first).
-    let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
-    let (mut lo, mut hi) = (lo_end, hi_end);
-    let (mut lo_known, mut hi_known) = (false, false);
-    let mut t = if start > 0.0 && start.is_finite() {
+    if terms.gradient(lo_m) <= 0.0 {
+        return decided(lo_m, 1);
+    }
+    if terms.gradient(hi_m) >= 0.0 {
+        return decided(hi_m, 2);
+    }
+    // Invariant: l'(e^lo) > 0 > l'(e^hi).
+    let (mut lo, mut hi) = (lo_m.ln(), hi_m.ln());
+    let mut t = if start > 0.0 {
         start.ln().clamp(lo, hi)
     } else {
         0.0_f64.clamp(lo, hi)
     };
-    let mut n_iter = 0;
+    let mut n_iter = 2;
     let mut converged = false;
     while n_iter < settings.max_iter {
         n_iter += 1;
         let m = t.exp();
         let (g, curvature) = terms.gradient_and_curvature(m);
-        if t >= hi_end && g >= 0.0 {
-            return decided(hi_m, n_iter);
-        }
-        if t <= lo_end && g <= 0.0 {
-            return decided(lo_m, n_iter);
-        }
         if g > 0.0 {
             lo = t;
-            lo_known = true;
         } else if g < 0.0 {
             hi = t;
-            hi_known = true;
         } else {
             converged = true;
             break;
@@ -132,24 +125,7 @@ pub fn maximise_evidence_from(
         let f = m * g;
         let slope = f + m * m * curvature;
         let newton = t - f / slope;
-        let newton_inside = slope < 0.0 && newton > lo && newton < hi;
-        if !newton_inside {
-            // heading for an end whose sign is unknown: is the maximiser that end?
-            if g > 0.0 && !hi_known {
-                n_iter += 1;
-                if terms.gradient(hi_m) >= 0.0 {
-                    return decided(hi_m, n_iter);
-                }
-                hi_known = true;
-            } else if g < 0.0 && !lo_known {
-                n_iter += 1;
-                if terms.gradient(lo_m) <= 0.0 {
-                    return decided(lo_m, n_iter);
-                }
-                lo_known = true;
-            }
-        }
-        let next = if newton_inside {
+        let next = if slope < 0.0 && newton > lo && newton < hi {
             newton
         } else {
             0.5 * (lo + hi)
