@@ -399,14 +399,8 @@ def test_same_predict_errors_and_memory_limit_as_categorical_nb(monkeypatch):
         AODE().fit(np.arange(12).reshape(-1, 1), np.arange(12) % 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known limitation: the solver assumes a unimodal evidence and returns m_max "
-    "whenever l'(m_max) >= 0, even when an interior local maximum is higher (6 to 9 of "
-    "5,624 AODE problems on anneal; see docs/aode.md)",
-)
 def test_bimodal_evidence_gets_the_global_maximum():
-    # class 0: parent value 0 with child (17, 17), value 1 with (2, 0), value 2 with (4, 0);
+    # The evidence is not always unimodal. Class 0: parent value 0 with child (17, 17), value 1 with (2, 0), value 2 with (4, 0);
     # class 1 only sets the child's marginal. The evidence of class 0 rises toward
     # m_max = 1e4 but peaks higher near m = 1.1.
     rows = [(0, 0, 0)] * 17 + [(0, 0, 1)] * 17 + [(0, 1, 0)] * 2 + [(0, 2, 0)] * 4
