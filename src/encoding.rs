@@ -216,16 +216,39 @@ pub fn factorize(
     ))
 }
 
+/// Checks what [`encode`] relies on: offsets that rise from 0 to the number of
+/// categories, and each feature's categories strictly increasing (the direct lookup
+/// sizes its array from the first and last, bisection needs the order).
+fn check_categories(categories: &Categories) -> Result<()> {
+    let offsets = &categories.offsets;
+    let rising = offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]);
+    if !rising || offsets.last() != Some(&categories.values.len()) {
+        return Err(HebError::InvalidParameter(
+            "category offsets must rise from 0 to the number of categories".to_string(),
+        ));
+    }
+    for (feature, bounds) in offsets.windows(2).enumerate() {
+        let known = &categories.values[bounds[0]..bounds[1]];
+        if known.windows(2).any(|pair| pair[0] >= pair[1]) {
+            return Err(HebError::InvalidParameter(format!(
+                "the categories of feature {feature} are not sorted and distinct"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Codes `values` (F, S) against known sorted categories: -1 missing, -2 unknown.
 ///
 /// # Errors
-/// Shapes that disagree with the categories.
+/// Shapes that disagree with the categories; categories not sorted and distinct.
 pub fn encode(
     values: ArrayView2<i64>,
     missing: Option<ArrayView2<bool>>,
     categories: &Categories,
 ) -> Result<Array2<i32>> {
     check_missing(values, missing)?;
+    check_categories(categories)?;
     let values = feature_major(values);
     let values = values.view();
     if categories.offsets.len() != values.nrows() + 1 {
@@ -298,6 +321,28 @@ mod tests {
             encode(strided, None, &ca).unwrap(),
             encode(contiguous.view(), None, &ca).unwrap()
         );
+    }
+
+    #[test]
+    fn encode_refuses_categories_it_cannot_search() {
+        // unsorted categories made the direct lookup size its array from max - min < 0:
+        // a "capacity overflow" panic
+        let values = array![[0, 1, 3]];
+        for (known, offsets) in [
+            (vec![3, 1, 0], vec![0, 3]),
+            (vec![1, 1], vec![0, 2]),
+            (vec![0, 1], vec![0, 5]),
+            (vec![0, 1], vec![1, 2]),
+        ] {
+            let categories = Categories {
+                values: known,
+                offsets,
+            };
+            assert!(matches!(
+                encode(values.view(), None, &categories),
+                Err(HebError::InvalidParameter(_))
+            ));
+        }
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! Documents with equal totals are merged the same way.
 
 use crate::gamma_differences::{
-    digamma_difference, digamma_trigamma_difference, ln_gamma_difference, trigamma_difference,
+    digamma_difference, digamma_trigamma_difference, ln_gamma_difference, scaled_digamma_excess,
+    trigamma_difference,
 };
 
 /// Sufficient statistics of `l(m)` for one or more documents that share `m`.
@@ -142,6 +143,54 @@ impl EvidenceTerms {
         (gradient, curvature)
     }
 
+    /// `m dl/dm`, the gradient in `ln m`, with its sign right for any `m`.
+    ///
+    /// Below the largest document total this is `m` times [`Self::gradient`], whose
+    /// terms `a [ψ(a + n) - ψ(a)]` are at most about `a ln(n / a)`. Above it those terms
+    /// approach their limits (a cell's count, a document's total), which cancel exactly
+    /// because the cells of the documents add up to their totals, as every caller builds
+    /// them; `m l'(m)` is then O(N² / m) and the plain sum is rounding noise once `m` is
+    /// about 1e16 N, so there the limits are left out and only the excesses
+    /// ([`scaled_digamma_excess`]) are summed.
+    pub fn scaled_gradient(&self, m: f64) -> f64 {
+        if self.beyond_the_totals(m) {
+            self.summed_excesses(m)
+        } else {
+            m * self.gradient(m)
+        }
+    }
+
+    /// `(m dl/dm, d²l/dm²)`: [`Self::scaled_gradient`] and the curvature, in one pass
+    /// over the terms where `m` is below the largest document total (the usual case).
+    pub fn scaled_gradient_and_curvature(&self, m: f64) -> (f64, f64) {
+        let (gradient, curvature) = self.gradient_and_curvature(m);
+        if self.beyond_the_totals(m) {
+            (self.summed_excesses(m), curvature)
+        } else {
+            (m * gradient, curvature)
+        }
+    }
+
+    /// Whether `m` is at least every document total (where `m l'(m)` is summed as excesses).
+    fn beyond_the_totals(&self, m: f64) -> bool {
+        self.totals.iter().all(|&(total, _)| m >= total)
+    }
+
+    /// `m l'(m)` as the sum of the terms' excesses over their cancelling limits.
+    fn summed_excesses(&self, m: f64) -> f64 {
+        let documents: f64 = self
+            .totals
+            .iter()
+            .map(|&(total, k)| -k * scaled_digamma_excess(m, total))
+            .sum();
+        let cells: f64 = self
+            .cells
+            .iter()
+            .map(|&(n, mu)| scaled_digamma_excess(m * mu, n))
+            .sum();
+        documents + cells // unit cells: m mu [ψ(m mu + 1) - ψ(m mu)] - 1 = 0
+    }
+
     /// `d²l/dm²`.
     pub fn curvature(&self, m: f64) -> f64 {
         let documents: f64 = self
@@ -211,6 +260,39 @@ mod tests {
             let (g, c) = t.gradient_and_curvature(m);
             assert!((g - t.gradient(m)).abs() < 1e-12 * g.abs().max(1.0));
             assert!((c - t.curvature(m)).abs() < 1e-12 * c.abs().max(1.0));
+        }
+    }
+
+    #[test]
+    fn scaled_gradient_is_m_times_the_gradient() {
+        let counts = [3.0, 1.0, 0.0, 1.0, 7.5, 40.0];
+        let mean = [0.1, 0.2, 0.3, 0.15, 0.05, 0.2];
+        let t = terms(&counts, &mean);
+        for &m in &[0.03, 0.3, 2.0, 40.0, 900.0] {
+            let (scaled, plain) = (t.scaled_gradient(m), m * t.gradient(m));
+            assert!(
+                (scaled - plain).abs() < 1e-10 * plain.abs().max(1.0),
+                "m={m}: {scaled} vs {plain}"
+            );
+        }
+    }
+
+    #[test]
+    fn scaled_gradient_keeps_its_sign_for_huge_m() {
+        // For m >> N, m l'(m) ~ [N (N - 1) - sum_v n_v (n_v - 1) / mu_v] / (2m): negative
+        // for counts over-dispersed relative to the mean, positive for under-dispersed.
+        let mean = [0.25; 4];
+        let over = terms(&[30.0, 0.0, 0.0, 2.0], &mean);
+        let under = terms(&[8.0, 8.0, 8.0, 8.0], &mean);
+        for &m in &[1e10, 1e20, 1e100, 1e300] {
+            assert!(over.scaled_gradient(m) < 0.0, "m={m}");
+            assert!(under.scaled_gradient(m) > 0.0, "m={m}");
+            let leading = (32.0 * 31.0 - (30.0 * 29.0 + 2.0) / 0.25) / (2.0 * m);
+            let found = over.scaled_gradient(m);
+            assert!(
+                (found - leading).abs() < 1e-6 * leading.abs(),
+                "{found} vs {leading}"
+            );
         }
     }
 

@@ -105,6 +105,15 @@ pub fn fit_concentrations(
         .into_par_iter()
         .map(|index| {
             let (c, f) = (index / n_features, index % n_features);
+            if layout.cardinality(f) == 0 {
+                // a feature never observed (all missing) has nothing to smooth
+                return Solution {
+                    concentration: f64::NAN,
+                    log_evidence: 0.0,
+                    n_iter: 0,
+                    converged: true,
+                };
+            }
             if class_totals[c] < min_count {
                 let m = layout.cardinality(f) as f64;
                 let terms = evidence_terms(counts, mean, layout, c, f);
@@ -154,9 +163,16 @@ pub fn log_probability_table(
         layout.n_features(),
         concentration.ncols(),
     )?;
-    if concentration.iter().any(|&m| !(m > 0.0 && m.is_finite())) {
+    let valid = |f: usize| {
+        layout.cardinality(f) == 0
+            || concentration
+                .column(f)
+                .iter()
+                .all(|&m| m > 0.0 && m.is_finite())
+    };
+    if !(0..layout.n_features()).all(valid) {
         return Err(HebError::InvalidParameter(
-            "every concentration must be positive and finite".into(),
+            "every concentration of a feature with categories must be positive and finite".into(),
         ));
     }
     let width = layout.n_columns();
@@ -226,6 +242,29 @@ mod tests {
         for (found, want) in table.iter().zip(expected) {
             assert!((found - want.ln()).abs() < 1e-15);
         }
+    }
+
+    #[test]
+    fn a_feature_without_categories_has_nothing_to_smooth() {
+        // feature 0 never observed (K = 0), feature 1 with two values
+        let counts = array![[2.0, 1.0], [0.0, 3.0]];
+        let layout = FeatureLayout::from_cardinalities(&[0, 2]);
+        let mean = prior_mean(counts.view(), &layout, PriorMean::PooledMarginal);
+        let fit = fit_concentrations(
+            counts.view(),
+            &[3.0, 3.0],
+            &mean,
+            &layout,
+            10.0,
+            &SolverSettings::default(),
+        )
+        .unwrap();
+        assert!(fit.concentration[[0, 0]].is_nan() && fit.concentration[[1, 0]].is_nan());
+        assert_eq!(fit.concentration[[0, 1]], 2.0); // low-count fallback K_f
+        let table =
+            log_probability_table(counts.view(), &mean, fit.concentration.view(), &layout).unwrap();
+        assert_eq!(table.dim(), (2, 2));
+        assert!(table.iter().all(|v| v.is_finite()));
     }
 
     #[test]

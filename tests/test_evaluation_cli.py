@@ -189,3 +189,22 @@ def test_a_class_missing_from_a_training_fold_scores_zero_probability():
     assert (folds["error"] == "").all()
     # the fold that tests the lone row gives it probability 0 -> clipped log-loss term
     assert folds["log_loss"].max() > 34.5 / 20
+
+
+def test_without_the_evaluate_extra(tmp_path):
+    # scikit-posthocs and matplotlib missing: the CLI still builds, demo is unaffected,
+    # and evaluate says which extra to install
+    data = write_dataset(tmp_path / "toy.csv")
+    code = (
+        "import sys\n"
+        "sys.modules['scikit_posthocs'] = None\n"
+        "sys.modules['matplotlib'] = None\n"
+        "from hebnb.cli import build_parser, main\n"
+        "build_parser()\n"
+        f"raise SystemExit(main(['evaluate', {str(data)!r}, '--no-progress']))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 2, completed.stderr
+    assert "hebnb[evaluate]" in completed.stderr

@@ -148,3 +148,20 @@ def test_one_million_distinct_values_fit_in_proportional_memory(tmp_path):
     # the non-zero cells are 1e6 (one per row): a few float64 tables of C x K = 2e6 cells
     # (counts, log table and its transpose) plus codes and the hash table: < 200 bytes a row
     assert grown < 200 * 1_000_000, f"fit grew the process by {grown / 1e6:.0f} MB"
+
+
+@pytest.mark.parametrize("smoothing", ["heb-m", "heb-u", "laplace", "lidstone", "kt", "m-estimate"])
+def test_feature_missing_in_every_training_row(smoothing):
+    """A column never observed has no categories: it neither counts nor scores, and the
+    model equals one fitted without it."""
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 4, size=(60, 2)).astype(object)
+    y = rng.integers(0, 2, size=60)
+    with_empty = np.column_stack([X, np.full(60, None, dtype=object)])
+    model = CategoricalNB(smoothing).fit(with_empty, y)
+    assert model.n_categories_[2] == 0
+    assert np.all(np.isnan(model.concentration_[:, 2]))
+    without = CategoricalNB(smoothing).fit(X, y)
+    test = with_empty.copy()
+    test[:5, 2] = 7  # unknown at predict: skipped as well
+    np.testing.assert_allclose(model.predict_proba(test), without.predict_proba(X), rtol=1e-12)

@@ -8,7 +8,7 @@ import numbers
 from abc import abstractmethod
 
 import numpy as np
-from joblib import effective_n_jobs
+from joblib import cpu_count, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -16,15 +16,26 @@ from . import _core
 
 
 def n_threads(n_jobs) -> int:
-    """scikit-learn's ``n_jobs`` convention as a thread count (None -> 1, -1 -> all cores)."""
-    if n_jobs is not None and (not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
+    """scikit-learn's ``n_jobs`` convention as a thread count (None -> 1, -1 -> all cores).
+
+    Never more than the cores this process may use: results do not depend on the thread
+    count, and the core keeps one pool per count, so ``n_jobs=2000`` would otherwise start
+    (and keep) 2000 threads.
+    """
+    is_integer = isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool)
+    if n_jobs is not None and (not is_integer or n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
-    return max(1, int(effective_n_jobs(n_jobs)))
+    return max(1, min(int(effective_n_jobs(n_jobs)), cpu_count()))
+
+
+def is_real(value) -> bool:
+    """A real number that is not a bool (True is not a concentration or a rate)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     """A finite positive (or non-negative) real parameter, or a ValueError naming it."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    ok = is_real(value) and np.isfinite(value)
     if not ok or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be a finite real {bound}, got {value!r}")
@@ -32,13 +43,13 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
 
 
 def check_bounds(bounds) -> tuple[float, float]:
-    """``concentration_bounds``: a pair 0 < low <= high < inf."""
-    try:
-        low, high = (float(b) for b in bounds)
-    except (TypeError, ValueError):
+    """``concentration_bounds``: a pair of real numbers 0 < low <= high < inf."""
+    pair = isinstance(bounds, (tuple, list, np.ndarray)) and len(bounds) == 2
+    if not (pair and all(is_real(b) for b in bounds)):
         raise ValueError(
-            f"concentration_bounds must be a pair (low, high), got {bounds!r}"
-        ) from None
+            f"concentration_bounds must be a pair of real numbers (low, high), got {bounds!r}"
+        )
+    low, high = float(bounds[0]), float(bounds[1])
     if not (0 < low <= high < np.inf):
         raise ValueError(f"concentration_bounds must satisfy 0 < low <= high < inf, got {bounds!r}")
     return low, high
@@ -53,8 +64,16 @@ def check_choice(name: str, value, choices) -> str:
 def class_log_prior(class_count, *, fit_prior: bool, class_prior) -> np.ndarray:
     """ln pi_c: the Laplace prior (N_c + 1) / (S + C) of SPEC, uniform, or the user's."""
     n_classes = class_count.shape[0]
+    is_bool = isinstance(fit_prior, (bool, np.bool_))  # "no" would silently mean True
+    if not is_bool:
+        raise ValueError(f"fit_prior must be a bool, got {fit_prior!r}")
     if class_prior is not None:
-        prior = np.asarray(class_prior, dtype=np.float64)
+        try:
+            prior = np.asarray(class_prior, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"class_prior must be an array of probabilities, got {class_prior!r}"
+            ) from None
         if prior.shape != (n_classes,):
             raise ValueError(
                 f"Number of priors must match number of classes: got {prior.shape[0] if prior.ndim else 1}"

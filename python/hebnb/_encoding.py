@@ -36,6 +36,12 @@ def _physical_memory_bytes() -> int:
 MAX_TABLE_CELLS = _physical_memory_bytes() // 32
 
 
+#: Largest total sample weight of one batch. Counts are summed again (over classes, values
+#: and batches, and into sums like N + m), so a total near the float64 maximum (1.8e308)
+#: turns into inf and NaN probabilities; this leaves eight orders of magnitude of headroom.
+MAX_TOTAL_WEIGHT = 1e300
+
+
 def _columns_of(X) -> tuple[list[np.ndarray], np.ndarray | None]:
     """Splits a 2-D table into 1-D columns and returns the column names of a DataFrame.
 
@@ -134,8 +140,13 @@ def _integer_block(X) -> tuple[np.ndarray, np.ndarray | None] | None:
 
 
 def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(object values, missing mask)`` of a non-numeric column; rejects fractional floats."""
-    if column.dtype.kind not in "OUSbmM":
+    """``(object values, missing mask)`` of a column coded by value; rejects fractional floats.
+
+    Numbers arrive here too: integers beyond int64 (uint64 >= 2**63, whole floats >= 2**63)
+    and numeric columns of a feature whose training values were not numbers (they are
+    then compared with those values as Python objects, so an int never equals a string).
+    """
+    if column.dtype.kind not in "OUSbmMiuf":
         raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
     column = column.astype(object) if column.dtype.kind != "O" else column
     missing = np.asarray(pd.isna(column), dtype=bool)
@@ -146,6 +157,11 @@ def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.nda
             "which are not categories: bin numeric columns first"
         )
     return column, missing
+
+
+def _within_int64(low, high) -> bool:
+    """Whether the sorted integers from ``low`` to ``high`` fit the core's int64 codes."""
+    return int(np.iinfo(np.int64).min) <= int(low) and int(high) <= int(np.iinfo(np.int64).max)
 
 
 def _stack(columns: list[np.ndarray], masks: list[np.ndarray | None]):
@@ -245,6 +261,10 @@ class CategoryEncoder:
 
         ``owner`` names the estimator in error messages.
         """
+        if not isinstance(handle_unknown, str) or handle_unknown not in ("ignore", "error"):
+            raise ValueError(
+                f"handle_unknown must be one of ['error', 'ignore'], got {handle_unknown!r}"
+            )
         columns, names = _columns_of(X)
         self.check_features(len(columns), names, owner)
         block = _integer_block(X) if all(self.numeric) else None
@@ -325,8 +345,6 @@ class CategoryEncoder:
                 merged = np.union1d(old.astype(np.int64), unseen).astype(old.dtype)
                 moved.append(np.searchsorted(merged, old))
             else:
-                if column.dtype.kind in "iuf":  # numbers arriving for a non-numeric feature
-                    column = column.astype(object)
                 objects, missing = _object_values(column, f)
                 present = objects[~missing]
                 unseen = pd.unique(present[self._index(f).get_indexer(present) < 0])
@@ -345,7 +363,8 @@ class CategoryEncoder:
                 position[order] = np.arange(order.shape[0])
                 moved.append(position[: old.shape[0]])
                 merged = merged[order]
-                if self.numeric[f] and pd.api.types.infer_dtype(merged) == "integer":
+                integers = pd.api.types.infer_dtype(merged) == "integer"
+                if self.numeric[f] and integers and _within_int64(merged[0], merged[-1]):
                     merged = merged.astype(old.dtype)  # integers held in an object column
                 else:
                     numeric[f] = False
@@ -415,10 +434,13 @@ def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
     """Float64 weights, one per row, finite and non-negative with a positive sum."""
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64)
-    if isinstance(sample_weight, numbers.Number):
-        weights = np.full(n_samples, float(sample_weight))
-    else:
-        weights = np.asarray(sample_weight, dtype=np.float64)
+    try:
+        if isinstance(sample_weight, numbers.Real):
+            weights = np.full(n_samples, float(sample_weight))
+        else:
+            weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"sample_weight must hold real numbers: {error}") from None
     if weights.ndim != 1 or weights.shape[0] != n_samples:
         raise ValueError(
             f"sample_weight.shape == {weights.shape}, expected ({n_samples},): one weight per row"
@@ -427,8 +449,15 @@ def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
         raise ValueError("sample_weight contains NaN or infinite values")
     if np.any(weights < 0):
         raise ValueError("Negative values in data passed to sample_weight")
-    if not weights.sum() > 0:
+    with np.errstate(over="ignore"):
+        total = weights.sum()
+    if not total > 0:
         raise ValueError("sample_weight sums to zero: at least one row needs positive weight")
+    if not total <= MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            f"sample_weight sums to {total:.3g}, beyond {MAX_TOTAL_WEIGHT:.0e}: counts that "
+            "large overflow float64 sums; rescale the weights"
+        )
     return np.ascontiguousarray(weights)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import pandas as pd
 
 from ._encoding import encode_labels
 
@@ -44,7 +45,7 @@ def batch_classes(y, n_rows: int, classes, fitted_classes) -> tuple[np.ndarray, 
     """
     seen, indices = encode_labels(y, n_rows)
     if classes is not None:
-        declared = np.unique(np.asarray(classes))
+        declared = _declared_classes(classes)
         if fitted_classes is not None and not np.array_equal(declared, fitted_classes):
             raise ValueError(
                 f"classes={declared.tolist()} is not the same as on the first call to "
@@ -58,6 +59,30 @@ def batch_classes(y, n_rows: int, classes, fitted_classes) -> tuple[np.ndarray, 
             "class: declare all of them with classes= on the first call"
         )
     return declared, _positions(seen, declared)[indices]
+
+
+def _declared_classes(classes) -> np.ndarray:
+    """The sorted distinct labels of ``classes=``, refused when missing, mixed or not 1-D.
+
+    numpy turns a list of numbers and strings into strings, after which no integer label
+    would ever match (scikit-learn's ``unique_labels`` refuses such lists too).
+    """
+    if isinstance(classes, (pd.Series, pd.Index)):
+        classes = classes.to_numpy()
+    values = np.asarray(classes)
+    if values.ndim != 1:
+        raise ValueError(f"classes must be a 1-D array of labels, got shape {values.shape}")
+    converted = values.dtype.kind == "U" and not isinstance(classes, np.ndarray)
+    if converted and not all(isinstance(c, str) for c in classes):
+        raise ValueError(f"classes mixes strings and numbers: {list(classes)!r}")
+    if values.dtype.kind in "fcO" and np.any(pd.isna(values)):
+        raise ValueError("classes contains missing labels (NaN or None)")
+    try:
+        return np.unique(values)
+    except TypeError:
+        raise ValueError(
+            f"classes mixes label types that cannot be ordered: {values.tolist()!r}"
+        ) from None
 
 
 def _positions(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:

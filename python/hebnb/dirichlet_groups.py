@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import n_threads
+from ._base import is_real, n_threads
 from ._encoding import check_sample_weight
 from ._online import check_learning_rate
 
@@ -107,9 +107,15 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
     def _initial_prior(self) -> tuple[np.ndarray, np.ndarray]:
         if not isinstance(self.alphas, dict) or len(self.alphas) < 2:
             raise ValueError(f"alphas must be a dict of at least two classes, got {self.alphas!r}")
-        prior = np.array([float(a) for a in self.alphas.values()])
-        if not np.all(np.isfinite(prior) & (prior > 0)):
-            raise ValueError(f"alphas must be positive and finite, got {self.alphas!r}")
+        values = list(self.alphas.values())
+        if not all(is_real(a) for a in values):
+            raise ValueError(f"alphas must map each class to a real number, got {self.alphas!r}")
+        prior = np.array([float(a) for a in values])
+        with np.errstate(over="ignore"):
+            total = prior.sum()
+        # a total beyond float64 made every probability alpha / inf = 0
+        if not (np.all(np.isfinite(prior) & (prior > 0)) and np.isfinite(total)):
+            raise ValueError(f"alphas must be positive with a finite sum, got {self.alphas!r}")
         classes = np.empty(len(self.alphas), dtype=object)
         classes[:] = list(self.alphas.keys())
         return _as_label_array(classes), prior
@@ -172,6 +178,12 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         """
         if hasattr(self, "group_counts_"):
             self._check_params()
+            classes = self._initial_prior()[0]
+            if not np.array_equal(classes, self.classes_):
+                raise ValueError(
+                    f"alphas names the classes {classes.tolist()}, but the model was fitted "
+                    f"on {self.classes_.tolist()}: call fit to start again with new classes"
+                )
             self._absorb(X, y, sample_weight)
             steps_before = 0
         else:

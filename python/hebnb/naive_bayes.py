@@ -100,7 +100,8 @@ class CategoricalNB(CategoricalClassifier):
     feature_log_prob_ : list of ndarray of shape (n_classes, n_categories_[f])
     prior_mean_ : list of ndarray of shape (n_categories_[f],)
     concentration_ : ndarray of shape (n_classes, n_features)
-        The concentration m used for each class and feature.
+        The concentration m used for each class and feature (NaN for a feature whose
+        values are all missing in training: it has nothing to smooth).
     log_evidence_ : ndarray of shape (n_classes, n_features)
         The Dirichlet-multinomial log evidence at ``concentration_``.
     n_iter_ : ndarray of shape (n_classes, n_features)
@@ -233,10 +234,7 @@ class CategoricalNB(CategoricalClassifier):
         self
         """
         first_call = not hasattr(self, "_counts")
-        if first_call:
-            self._check_params()
-        else:
-            check_learning_rate(self.learning_rate)
+        self._check_params()  # every call: set_params may have changed them mid-stream
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
@@ -321,16 +319,18 @@ class CategoricalNB(CategoricalClassifier):
         )
 
     def _fixed_concentration(self) -> np.ndarray:
-        """m per feature for the fixed smoothers (a row broadcast over classes)."""
+        """m per feature for the fixed smoothers (a row broadcast over classes); NaN for a
+        feature never observed, which has nothing to smooth."""
         k = self.n_categories_.astype(np.float64)
         if self.smoothing == "laplace":
-            return k
-        if self.smoothing == "lidstone":
-            return float(self.alpha) * k
-        if self.smoothing == "kt":
-            return k / 2.0
-        m = DEFAULT_M[self.smoothing] if self.m is None else float(self.m)
-        return np.full_like(k, m)
+            m = k
+        elif self.smoothing == "lidstone":
+            m = float(self.alpha) * k
+        elif self.smoothing == "kt":
+            m = k / 2.0
+        else:
+            m = np.full_like(k, DEFAULT_M[self.smoothing] if self.m is None else float(self.m))
+        return np.where(k > 0, m, np.nan)
 
     def _split(self, flat: np.ndarray) -> list[np.ndarray]:
         return np.split(flat, self._encoder.offsets[1:-1], axis=-1)
