@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+import test_bad_input  # the CategoricalNB bad-input cases, beside this file
 from scipy.optimize import minimize_scalar
 from scipy.special import gammaln, logsumexp
 from sklearn.base import clone
@@ -360,3 +361,55 @@ CONTINUOUS_ONLY_CHECKS = {
 )
 def test_scikit_learn_conformance(estimator, check):
     check(estimator)
+
+
+def _cases_of(test_function) -> list:
+    """The parameter sets of a parametrized CategoricalNB test, to run them on AODE too."""
+    return [pytest.param(*case) for case in test_function.pytestmark[0].args[1]]
+
+
+@pytest.mark.parametrize(
+    "X_bad, y_bad, weights, message", _cases_of(test_bad_input.test_fit_rejects)
+)
+def test_same_fit_errors_as_categorical_nb(X_bad, y_bad, weights, message):
+    with pytest.raises(ValueError, match=message):
+        AODE().fit(X_bad, y_bad, sample_weight=weights)
+
+
+def test_same_predict_errors_and_memory_limit_as_categorical_nb(monkeypatch):
+    from sklearn.exceptions import NotFittedError
+
+    from hebnb import _core, _encoding
+
+    X, y = test_bad_input.X, test_bad_input.y
+    with pytest.raises(NotFittedError):
+        AODE().predict(X)
+    with pytest.raises(ValueError, match="X has 3 features, but AODE is expecting 2"):
+        AODE().fit(X, y).predict(np.zeros((2, 3), dtype=int))
+    with pytest.raises(ValueError, match="sum to 1"):
+        AODE(class_prior=[0.9, 0.3]).fit(X, y)
+    # the pair kernel checks its codes too: a bad code never reads out of bounds
+    codes = np.array([[0, 1], [0, 5]], dtype=np.int32)
+    with pytest.raises(ValueError, match="category code 5 outside"):
+        _core.count_pairs(
+            codes, np.array([0, 1]), np.ones(2), [0, 2, 4], 2, np.zeros((2, 2), dtype=bool), 1
+        )
+    monkeypatch.setattr(_encoding, "MAX_TABLE_CELLS", 10)
+    with pytest.raises(MemoryError, match="beyond what memory allows"):
+        AODE().fit(np.arange(12).reshape(-1, 1), np.arange(12) % 2)
+
+
+def test_bimodal_evidence_gets_the_global_maximum():
+    # The evidence is not always unimodal. Class 0: parent value 0 with child (17, 17), value 1 with (2, 0), value 2 with (4, 0);
+    # class 1 only sets the child's marginal. The evidence of class 0 rises toward
+    # m_max = 1e4 but peaks higher near m = 1.1.
+    rows = [(0, 0, 0)] * 17 + [(0, 0, 1)] * 17 + [(0, 1, 0)] * 2 + [(0, 2, 0)] * 4
+    rows += [(1, 0, 0)] * 14 + [(1, 0, 1)] * 27
+    y = np.array([r[0] for r in rows])
+    X = np.array([[r[1], r[2]] for r in rows])
+    model = AODE(prior="pooled").fit(X, y)
+    table = np.array([[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]])
+    mean = np.bincount(X[:, 1]) / len(X)
+    grid = np.exp(np.linspace(np.log(1e-2), np.log(1e4), 2000))
+    best = max(evidence(m, table, mean) for m in grid)
+    assert evidence(model.concentration_[0, 0, 1], table, mean) >= best - 1e-9 * abs(best)
