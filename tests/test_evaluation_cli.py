@@ -21,12 +21,14 @@ def write_dataset(path, n_rows: int = 150, seed: int = 0):
     """A small mixed table: a numeric column to bin, two categorical ones, three classes."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, n_rows)
-    frame = pd.DataFrame({
-        "size": rng.normal(loc=y, size=n_rows),
-        "shape": np.where(rng.random(n_rows) < 0.7, y, rng.integers(0, 3, n_rows)),
-        "colour": rng.choice(["red", "green", "blue", ""], n_rows),
-        "class": np.array(["low", "mid", "high"])[y],
-    })
+    frame = pd.DataFrame(
+        {
+            "size": rng.normal(loc=y, size=n_rows),
+            "shape": np.where(rng.random(n_rows) < 0.7, y, rng.integers(0, 3, n_rows)),
+            "colour": rng.choice(["red", "green", "blue", ""], n_rows),
+            "class": np.array(["low", "mid", "high"])[y],
+        }
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False)
     return path
@@ -41,11 +43,25 @@ def assert_valid_png(path):
 def test_evaluate_one_file(tmp_path, capsys):
     data = write_dataset(tmp_path / "toy.csv")
     out = tmp_path / "results"
-    code = main([
-        "evaluate", str(data), "--target", "class", "--methods", "laplace,heb-m",
-        "--folds", "3", "--max-rows", "100", "--seed", "42", "--out", str(out),
-        "--no-progress",
-    ])
+    code = main(
+        [
+            "evaluate",
+            str(data),
+            "--target",
+            "class",
+            "--methods",
+            "laplace,heb-m",
+            "--folds",
+            "3",
+            "--max-rows",
+            "100",
+            "--seed",
+            "42",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert "report.md" in capsys.readouterr().out
     for name in ("folds.csv", "summary.csv", "datasets.csv", "reliability.csv", "report.md"):
@@ -53,8 +69,16 @@ def test_evaluate_one_file(tmp_path, capsys):
     folds = pd.read_csv(out / "folds.csv", keep_default_na=False)
     assert len(folds) == 2 * 3 and (folds["error"] == "").all()
     assert set(folds["n_train"] + folds["n_test"]) == {100}
-    for column in ("accuracy", "f1_macro", "log_loss", "brier", "auc_ovr", "ece",
-                   "fit_seconds", "predict_seconds"):
+    for column in (
+        "accuracy",
+        "f1_macro",
+        "log_loss",
+        "brier",
+        "auc_ovr",
+        "ece",
+        "fit_seconds",
+        "predict_seconds",
+    ):
         assert folds[column].notna().all(), column
     datasets = pd.read_csv(out / "datasets.csv")
     assert datasets.loc[0, "binned"] == 1 and datasets.loc[0, "rows_used"] == 100
@@ -67,10 +91,20 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
     for index, name in enumerate(["one", "two", "three"]):
         write_dataset(tmp_path / "suite" / name / "data.csv", n_rows=90, seed=index)
     out = tmp_path / "results"
-    code = main([
-        "evaluate", "--suite", str(tmp_path / "suite"), "--methods", "laplace,kt,heb-m",
-        "--folds", "3", "--out", str(out), "--no-progress",
-    ])
+    code = main(
+        [
+            "evaluate",
+            "--suite",
+            str(tmp_path / "suite"),
+            "--methods",
+            "laplace,kt,heb-m",
+            "--folds",
+            "3",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     ranks = pd.read_csv(out / "ranks-all.csv", index_col=0)
     assert set(ranks.index) >= {"laplace", "kt", "heb-m", "Friedman p", "Nemenyi CD"}
@@ -93,8 +127,7 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
 def test_python_api_accepts_a_dataframe():
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"a": rng.integers(0, 4, 120), "label": rng.integers(0, 2, 120)})
-    result = evaluate(frame, target="label", methods=["laplace", "heb-u"], folds=4,
-                      progress=False)
+    result = evaluate(frame, target="label", methods=["laplace", "heb-u"], folds=4, progress=False)
     assert result.folds.shape[0] == 8
     assert result.datasets.loc[0, "dataset"] == "data"
 
@@ -112,8 +145,7 @@ def test_metrics_do_not_depend_on_the_thread_count(tmp_path):
 def test_python_api_suite_selects_datasets(tmp_path):
     for name in ("one", "two"):
         write_dataset(tmp_path / name / "data.csv", n_rows=60)
-    result = evaluate_suite(tmp_path, methods="laplace", folds=2, datasets=["two"],
-                            progress=False)
+    result = evaluate_suite(tmp_path, methods="laplace", folds=2, datasets=["two"], progress=False)
     assert result.folds["dataset"].unique().tolist() == ["two"]
 
 
@@ -128,8 +160,9 @@ def test_python_api_suite_selects_datasets(tmp_path):
 )
 def test_bad_arguments(tmp_path, capsys, arguments, message):
     data = write_dataset(tmp_path / "toy.csv")
-    code = main(["evaluate", str(data), "--out", str(tmp_path / "out"), "--no-progress",
-                 *arguments])
+    code = main(
+        ["evaluate", str(data), "--out", str(tmp_path / "out"), "--no-progress", *arguments]
+    )
     assert code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
@@ -165,7 +198,9 @@ def test_command_line_exit_code(tmp_path):
     data = write_dataset(tmp_path / "toy.csv")
     completed = subprocess.run(
         [sys.executable, "-m", "hebnb", "evaluate", str(data), "--target", "nope"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert completed.returncode == 2
     assert "target column 'nope' not found" in completed.stderr

@@ -34,12 +34,8 @@ def test_accuracy_f1_log_loss_match_scikit_learn(n_classes):
     y, proba, classes = random_predictions(300, n_classes, seed=n_classes)
     predicted = classes[proba.argmax(axis=1)]
     assert accuracy(y, proba, classes) == pytest.approx(sk.accuracy_score(y, predicted))
-    assert f1_macro(y, proba, classes) == pytest.approx(
-        sk.f1_score(y, predicted, average="macro")
-    )
-    assert log_loss(y, proba, classes) == pytest.approx(
-        sk.log_loss(y, proba, labels=classes)
-    )
+    assert f1_macro(y, proba, classes) == pytest.approx(sk.f1_score(y, predicted, average="macro"))
+    assert log_loss(y, proba, classes) == pytest.approx(sk.log_loss(y, proba, labels=classes))
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 5])
@@ -58,9 +54,7 @@ def test_auc_leaves_out_classes_absent_from_the_fold():
     y, proba, classes = random_predictions(200, 3, seed=5)
     keep = y != classes[2]
     present = auc_ovr_macro(y[keep], proba[keep], classes)
-    by_hand = np.mean([
-        sk.roc_auc_score(y[keep] == classes[c], proba[keep, c]) for c in (0, 1)
-    ])
+    by_hand = np.mean([sk.roc_auc_score(y[keep] == classes[c], proba[keep, c]) for c in (0, 1)])
     assert present == pytest.approx(by_hand)
 
 
@@ -80,9 +74,16 @@ def test_argmax_ties_go_to_the_lowest_class_index():
 def test_expected_calibration_error_by_hand():
     classes = np.array([0, 1])
     # top-1 confidences 0.95, 0.95, 0.65, 0.65, 0.55, 0.9
-    proba = np.array([
-        [0.95, 0.05], [0.05, 0.95], [0.65, 0.35], [0.35, 0.65], [0.55, 0.45], [0.1, 0.9],
-    ])
+    proba = np.array(
+        [
+            [0.95, 0.05],
+            [0.05, 0.95],
+            [0.65, 0.35],
+            [0.35, 0.65],
+            [0.55, 0.45],
+            [0.1, 0.9],
+        ]
+    )
     y = np.array([0, 0, 0, 0, 1, 1])
     # bins: (0.9, 1]: rows 0, 1 -> accuracy 1/2, confidence 0.95 -> gap 0.45, weight 2/6
     #       (0.8, 0.9]: row 5 -> accuracy 1, confidence 0.9 -> gap 0.1, weight 1/6
@@ -106,5 +107,10 @@ def test_ece_bin_edges_are_closed_on_the_right():
 def test_all_metrics_names():
     y, proba, classes = random_predictions(50, 3, seed=1)
     assert set(all_metrics(y, proba, classes)) == {
-        "accuracy", "f1_macro", "log_loss", "brier", "auc_ovr", "ece",
+        "accuracy",
+        "f1_macro",
+        "log_loss",
+        "brier",
+        "auc_ovr",
+        "ece",
     }

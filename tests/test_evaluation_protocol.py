@@ -21,14 +21,16 @@ from hebnb.evaluation.runner import prepare_dataset
 
 def mixed_frame(n_rows: int = 200, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "amount": rng.normal(size=n_rows),                      # numeric, many values
-        "small_int": rng.integers(0, 5, n_rows),                # numeric, few values
-        "user_id": rng.integers(0, 60, n_rows),                 # ID-like name
-        "colour": rng.choice(["red", "green", "blue"], n_rows),  # strings
-        "row_key": [f"r{i}" for i in range(n_rows)],            # one value per row
-        "class": rng.integers(0, 2, n_rows),
-    })
+    return pd.DataFrame(
+        {
+            "amount": rng.normal(size=n_rows),  # numeric, many values
+            "small_int": rng.integers(0, 5, n_rows),  # numeric, few values
+            "user_id": rng.integers(0, 60, n_rows),  # ID-like name
+            "colour": rng.choice(["red", "green", "blue"], n_rows),  # strings
+            "row_key": [f"r{i}" for i in range(n_rows)],  # one value per row
+            "class": rng.integers(0, 2, n_rows),
+        }
+    )
 
 
 def test_column_typing():
@@ -86,7 +88,8 @@ def test_binning_is_fitted_on_the_training_fold_only():
     np.testing.assert_allclose(binner.edges_["x"], reference.bin_edges_[0])
     assert binner.edges_["x"].max() < 1e6
     np.testing.assert_array_equal(
-        binner.transform(X.iloc[train])["x"], reference.transform(X.iloc[train][["x"]].to_numpy())[:, 0]
+        binner.transform(X.iloc[train])["x"],
+        reference.transform(X.iloc[train][["x"]].to_numpy())[:, 0],
     )
     # test values beyond the training range land in the last bin
     assert (binner.transform(X.iloc[test])["x"] == 9).all()

@@ -39,7 +39,8 @@ def add_evaluate_parser(commands) -> None:
     evaluate.add_argument("data", nargs="?", help="CSV or Parquet file (omit with --suite)")
     evaluate.add_argument("--target", default="class", help="label column (default: class)")
     evaluate.add_argument(
-        "--methods", default=",".join(DEFAULT_METHODS),
+        "--methods",
+        default=",".join(DEFAULT_METHODS),
         help=(
             f"comma-separated, from: {', '.join(METHODS)}; lidstone:ALPHA, m-estimate:M and "
             "target-encoding:M set the fixed parameter (default: the paper's seven smoothers)"
@@ -47,7 +48,9 @@ def add_evaluate_parser(commands) -> None:
     )
     evaluate.add_argument("--folds", type=int, default=10, help="CV folds (default: 10)")
     evaluate.add_argument(
-        "--max-rows", type=int, default=20_000,
+        "--max-rows",
+        type=int,
+        default=20_000,
         help="stratified subsample size, 0 for all rows (default: 20000)",
     )
     evaluate.add_argument("--seed", type=int, default=42, help="subsample and fold seed")
@@ -59,11 +62,14 @@ def add_evaluate_parser(commands) -> None:
         "--datasets", help="with --suite: only these comma-separated folder names"
     )
     evaluate.add_argument(
-        "--categorical", metavar="all|COL,...",
+        "--categorical",
+        metavar="all|COL,...",
         help="columns never binned (default: a schema.json beside the data, if any)",
     )
     evaluate.add_argument(
-        "--n-jobs", type=int, default=None,
+        "--n-jobs",
+        type=int,
+        default=None,
         help="threads per estimator, -1 for all cores (default: 1); results do not depend on it",
     )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -103,16 +109,28 @@ def _run_evaluate(args, argv) -> int:
                 raise DataError("--categorical applies to one file; use schema.json with --suite")
             datasets = args.datasets.split(",") if args.datasets else None
             result = evaluate_suite(
-                args.suite, args.target, args.methods, folds=args.folds, max_rows=max_rows,
-                seed=args.seed, datasets=datasets, n_jobs=args.n_jobs,
+                args.suite,
+                args.target,
+                args.methods,
+                folds=args.folds,
+                max_rows=max_rows,
+                seed=args.seed,
+                datasets=datasets,
+                n_jobs=args.n_jobs,
                 progress=not args.no_progress,
             )
         else:
             if not args.data:
                 raise DataError("give a CSV or Parquet file, or --suite DIR")
             result = evaluate(
-                args.data, args.target, args.methods, folds=args.folds, max_rows=max_rows,
-                seed=args.seed, categorical=args.categorical, n_jobs=args.n_jobs,
+                args.data,
+                args.target,
+                args.methods,
+                folds=args.folds,
+                max_rows=max_rows,
+                seed=args.seed,
+                categorical=args.categorical,
+                n_jobs=args.n_jobs,
                 progress=not args.no_progress,
             )
     except (DataError, UnknownMethodError, MethodUnavailableError) as error:

@@ -42,8 +42,22 @@ def __getattr__(name):
 
 
 __all__ = [
-    "DEFAULT_METHODS", "METHODS", "PAPER_SMOOTHERS", "DataError", "EvaluationResult",
-    "available_methods", "evaluate", "evaluate_suite", "friedman_nemenyi",
-    "make_estimator", "nemenyi_critical_difference", "paired_wilcoxon", "prepare_dataset",
-    "rank_analysis", "read_result", "run_protocol", "summarise", "write_report",
+    "DEFAULT_METHODS",
+    "METHODS",
+    "PAPER_SMOOTHERS",
+    "DataError",
+    "EvaluationResult",
+    "available_methods",
+    "evaluate",
+    "evaluate_suite",
+    "friedman_nemenyi",
+    "make_estimator",
+    "nemenyi_critical_difference",
+    "paired_wilcoxon",
+    "prepare_dataset",
+    "rank_analysis",
+    "read_result",
+    "run_protocol",
+    "summarise",
+    "write_report",
 ]

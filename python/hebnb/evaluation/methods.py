@@ -48,39 +48,55 @@ METHODS = {
     for method in (
         Method("laplace", "Laplace (alpha=1)", "CategoricalNB", {"smoothing": "laplace"}),
         Method(
-            "lidstone", "Lidstone (alpha=0.1)", "CategoricalNB",
+            "lidstone",
+            "Lidstone (alpha=0.1)",
+            "CategoricalNB",
             {"smoothing": "lidstone", "alpha": 0.1},
         ),
         Method("kt", "KT (alpha=0.5)", "CategoricalNB", {"smoothing": "kt"}),
         Method(
-            "m-estimate", "m-estimate (m=2)", "CategoricalNB",
+            "m-estimate",
+            "m-estimate (m=2)",
+            "CategoricalNB",
             {"smoothing": "m-estimate", "m": 2.0},
         ),
         Method(
-            "target-encoding", "TE (k0=10)", "CategoricalNB",
+            "target-encoding",
+            "TE (k0=10)",
+            "CategoricalNB",
             {"smoothing": "target-encoding", "m": 10.0},
         ),
         Method("heb-u", "HEB-U", "CategoricalNB", {"smoothing": "heb-u"}),
         Method("heb-m", "HEB-M", "CategoricalNB", {"smoothing": "heb-m"}),
         Method(
-            "cawnb", "CAWNB (Laplace + sqrt-MI)", "CategoricalNB",
+            "cawnb",
+            "CAWNB (Laplace + sqrt-MI)",
+            "CategoricalNB",
             {"smoothing": "laplace", "feature_weighting": "sqrt-mi"},
         ),
         Method(
-            "heb-m+gr", "HEB-M+GR (HEB-M + sqrt-MI)", "CategoricalNB",
+            "heb-m+gr",
+            "HEB-M+GR (HEB-M + sqrt-MI)",
+            "CategoricalNB",
             {"smoothing": "heb-m", "feature_weighting": "sqrt-mi"},
         ),
         Method("aode", "AODE", "AODE", {"smoothing": "laplace"}),
         Method("heb-aode", "HEB-AODE", "AODE", {"smoothing": "heb"}),
         Method(
-            "aode-capped", "AODE (paper's cap)", "AODE",
+            "aode-capped",
+            "AODE (paper's cap)",
+            "AODE",
             {"smoothing": "laplace", "max_parent_cardinality": 200, "max_joint_cells": 50_000_000},
         ),
         Method(
-            "heb-aode-paper", "HEB-AODE (paper's prior and cap)", "AODE",
+            "heb-aode-paper",
+            "HEB-AODE (paper's prior and cap)",
+            "AODE",
             {
-                "smoothing": "heb", "prior": "pooled",
-                "max_parent_cardinality": 200, "max_joint_cells": 50_000_000,
+                "smoothing": "heb",
+                "prior": "pooled",
+                "max_parent_cardinality": 200,
+                "max_joint_cells": 50_000_000,
             },
         ),
     )
@@ -91,7 +107,13 @@ TUNABLE = {"lidstone": "alpha", "m-estimate": "m", "target-encoding": "m"}
 
 #: The seven smoothers of the paper's main Friedman-Nemenyi comparison (Table 1).
 PAPER_SMOOTHERS = (
-    "heb-m", "heb-u", "lidstone", "m-estimate", "kt", "laplace", "target-encoding",
+    "heb-m",
+    "heb-u",
+    "lidstone",
+    "m-estimate",
+    "kt",
+    "laplace",
+    "target-encoding",
 )
 
 
@@ -118,8 +140,7 @@ def resolve_method(name: str) -> Method:
         label = template.label.split(" (")[0] + f" ({parameter}={number:g})"
         return Method(name, label, template.estimator, {**template.params, parameter: number})
     raise UnknownMethodError(
-        f"unknown method(s): {name}; known: {', '.join(METHODS)}, or "
-        f"{'/'.join(TUNABLE)}:VALUE"
+        f"unknown method(s): {name}; known: {', '.join(METHODS)}, or {'/'.join(TUNABLE)}:VALUE"
     )
 
 
@@ -158,8 +179,7 @@ def check_methods(names) -> list[str]:
     if not names:
         raise UnknownMethodError("no method given")
     unknown = [
-        name for name in names
-        if name not in METHODS and name.partition(":")[0] not in TUNABLE
+        name for name in names if name not in METHODS and name.partition(":")[0] not in TUNABLE
     ]
     if unknown:
         raise UnknownMethodError(

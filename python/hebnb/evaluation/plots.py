@@ -44,8 +44,12 @@ def plot_reliability(curves: dict, title: str, path) -> Path:
         # marker area proportional to the bin's share of rows (its weight in the ECE)
         share = filled["count"] / filled["count"].sum()
         axes.scatter(
-            filled["confidence"], filled["accuracy"], s=4 + 120 * share,
-            color=line.get_color(), alpha=0.8, zorder=3,
+            filled["confidence"],
+            filled["accuracy"],
+            s=4 + 120 * share,
+            color=line.get_color(),
+            alpha=0.8,
+            zorder=3,
         )
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1)
@@ -90,7 +94,8 @@ def plot_critical_difference(result: FriedmanResult, title: str, path) -> Path:
     axes.set_title(
         f"{title}: N = {result.n_datasets} datasets, Friedman p = {shown}, "
         f"Nemenyi CD = {result.critical_difference:.2f}",
-        fontsize=9, pad=18,
+        fontsize=9,
+        pad=18,
     )
     figure.tight_layout()
     path = Path(path)

@@ -81,9 +81,11 @@ def parse_categorical(value) -> str | list[str] | None:
     if value is None or value == "":
         return None
     if isinstance(value, str):
-        return "all" if value.strip().lower() == "all" else [
-            name.strip() for name in value.split(",") if name.strip()
-        ]
+        return (
+            "all"
+            if value.strip().lower() == "all"
+            else [name.strip() for name in value.split(",") if name.strip()]
+        )
     return list(value)
 
 
@@ -102,9 +104,7 @@ def split_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, np.nda
     y = labelled[target].to_numpy()
     n_classes = pd.unique(y).shape[0]
     if n_classes < 2:
-        raise DataError(
-            f"target column {target!r} has {n_classes} class; at least two are needed"
-        )
+        raise DataError(f"target column {target!r} has {n_classes} class; at least two are needed")
     X = labelled.drop(columns=[target]).reset_index(drop=True)
     if X.shape[1] == 0:
         raise DataError("the table has no feature column besides the target")
@@ -189,9 +189,7 @@ def plan_columns(
             plan.dropped[name] = "no values"
             continue
         n_distinct = present.nunique()
-        numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(
-            column
-        )
+        numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
         id_like = pd.api.types.is_integer_dtype(column) and bool(ID_LIKE_NAME.search(str(name)))
         if numeric and n_distinct > max_distinct and name not in forced and not id_like:
             plan.binned.append(name)
@@ -233,8 +231,11 @@ class FoldBinner:
                 self.edges_[name] = np.array([-np.inf, np.inf])
                 continue
             binner = KBinsDiscretizer(
-                n_bins=self.n_bins, encode="ordinal", strategy="quantile",
-                quantile_method="averaged_inverted_cdf", random_state=0,
+                n_bins=self.n_bins,
+                encode="ordinal",
+                strategy="quantile",
+                quantile_method="averaged_inverted_cdf",
+                random_state=0,
             )
             with warnings.catch_warnings():
                 # skewed columns merge duplicate quantiles into fewer bins: expected

@@ -108,7 +108,8 @@ def rank_frame(analyses: dict) -> pd.DataFrame:
     extra = pd.DataFrame(
         {
             METRIC_LABELS[m]: {
-                "Friedman p": a.p_value, "Nemenyi CD": a.critical_difference,
+                "Friedman p": a.p_value,
+                "Nemenyi CD": a.critical_difference,
                 "datasets": a.n_datasets,
             }
             for m, a in analyses.items()
@@ -130,10 +131,15 @@ def significant_pairs(analyses: dict) -> pd.DataFrame:
             for worse in ranks.index:
                 p_value = analysis.nemenyi_p.loc[better, worse]
                 if ranks[better] < ranks[worse] and p_value < analysis.alpha:
-                    rows.append({
-                        "metric": METRIC_LABELS[metric], "better": better, "worse": worse,
-                        "rank gap": ranks[worse] - ranks[better], "Nemenyi p": p_value,
-                    })
+                    rows.append(
+                        {
+                            "metric": METRIC_LABELS[metric],
+                            "better": better,
+                            "worse": worse,
+                            "rank gap": ranks[worse] - ranks[better],
+                            "Nemenyi p": p_value,
+                        }
+                    )
     return pd.DataFrame(rows, columns=["metric", "better", "worse", "rank gap", "Nemenyi p"])
 
 
@@ -199,9 +205,7 @@ def write_figures(result: EvaluationResult, grouped_analyses: dict, figures: Pat
     methods = result.settings["methods"]
     shown = [m for m in RELIABILITY_METHODS if m in methods] or list(methods[:2])
     for dataset, bins in result.reliability.groupby("dataset", sort=False):
-        curves = {
-            _label(method): bins[bins["method"] == method] for method in shown
-        }
+        curves = {_label(method): bins[bins["method"] == method] for method in shown}
         path = figures / f"reliability-{_slug(str(dataset))}.png"
         written[f"reliability {dataset}"] = plot_reliability(curves, str(dataset), path)
     for group, analyses in grouped_analyses.items():
@@ -217,8 +221,9 @@ def read_result(folder) -> EvaluationResult:
     """An :class:`EvaluationResult` back from the CSV and JSON files :func:`write_report`
     wrote (to redraw figures or rewrite the report without refitting)."""
     folder = Path(folder)
-    folds = pd.read_csv(folder / "folds.csv", dtype={"error": str}, keep_default_na=False,
-                        na_values=[""])
+    folds = pd.read_csv(
+        folder / "folds.csv", dtype={"error": str}, keep_default_na=False, na_values=[""]
+    )
     folds["error"] = folds["error"].astype(object).where(folds["error"].notna(), "")
     return EvaluationResult(
         folds=folds,
@@ -325,7 +330,9 @@ def write_report(result: EvaluationResult, out, command: str | None = None) -> P
             for first, second in pairs:
                 for metric in RANKED_METRICS:
                     test = paired_wilcoxon(
-                        score_table(summary, metric, methods), first, second,
+                        score_table(summary, metric, methods),
+                        first,
+                        second,
                         HIGHER_IS_BETTER[metric],
                     )
                     lines.append(

@@ -34,7 +34,13 @@ from .protocol import (
 
 #: Default methods: the seven smoothers of the paper's main comparison.
 DEFAULT_METHODS = (
-    "laplace", "lidstone", "kt", "m-estimate", "target-encoding", "heb-u", "heb-m",
+    "laplace",
+    "lidstone",
+    "kt",
+    "m-estimate",
+    "target-encoding",
+    "heb-u",
+    "heb-m",
 )
 N_CALIBRATION_BINS = 10
 
@@ -151,9 +157,7 @@ def _proba_over(classes_all: np.ndarray, model, proba: np.ndarray) -> np.ndarray
     return full
 
 
-def _run_dataset(
-    dataset, methods, n_folds, seed, n_jobs, progress, fold_rows, bin_rows
-) -> None:
+def _run_dataset(dataset, methods, n_folds, seed, n_jobs, progress, fold_rows, bin_rows) -> None:
     """Every (fold, method) of one dataset; appends to the two row lists."""
     classes_all = np.unique(dataset.y)
     pooled = {
@@ -167,8 +171,12 @@ def _run_dataset(
         for method in methods:
             progress.set_postfix_str(f"{dataset.name} fold {fold + 1} {method}", refresh=False)
             row = {
-                "dataset": dataset.name, "method": method, "fold": fold,
-                "n_train": len(train), "n_test": len(test), "error": "",
+                "dataset": dataset.name,
+                "method": method,
+                "fold": fold,
+                "n_train": len(train),
+                "n_test": len(test),
+                "error": "",
             }
             try:
                 model = make_estimator(method, n_jobs=n_jobs)
@@ -190,7 +198,8 @@ def _run_dataset(
             except (ValueError, MemoryError, RuntimeError) as error:
                 row["error"] = f"{type(error).__name__}: {error}"
                 warnings.warn(
-                    f"{dataset.name} fold {fold} {method}: {row['error']}", RuntimeWarning,
+                    f"{dataset.name} fold {fold} {method}: {row['error']}",
+                    RuntimeWarning,
                     stacklevel=2,
                 )
             fold_rows.append(row)
@@ -199,11 +208,18 @@ def _run_dataset(
         with np.errstate(invalid="ignore", divide="ignore"):
             confidence, accuracy = confidence_sum / count, correct_sum / count
         for b in range(N_CALIBRATION_BINS):
-            bin_rows.append({
-                "dataset": dataset.name, "method": method, "bin": b,
-                "lower": b / N_CALIBRATION_BINS, "upper": (b + 1) / N_CALIBRATION_BINS,
-                "count": int(count[b]), "confidence": confidence[b], "accuracy": accuracy[b],
-            })
+            bin_rows.append(
+                {
+                    "dataset": dataset.name,
+                    "method": method,
+                    "bin": b,
+                    "lower": b / N_CALIBRATION_BINS,
+                    "upper": (b + 1) / N_CALIBRATION_BINS,
+                    "count": int(count[b]),
+                    "confidence": confidence[b],
+                    "accuracy": accuracy[b],
+                }
+            )
 
 
 def _describe(dataset: PreparedDataset) -> dict:
@@ -215,16 +231,20 @@ def _describe(dataset: PreparedDataset) -> dict:
         "features": len(dataset.plan.kept),
         "binned": len(dataset.plan.binned),
         "categorical": len(dataset.plan.categorical),
-        "max_cardinality": max(
-            [dataset.X[c].nunique() for c in dataset.plan.categorical] or [0]
-        ),
+        "max_cardinality": max([dataset.X[c].nunique() for c in dataset.plan.categorical] or [0]),
         "dropped": "; ".join(f"{k} ({v})" for k, v in dataset.plan.dropped.items()),
     }
 
 
 def run_protocol(
-    datasets, methods, *, folds: int = 10, seed: int = 42, n_jobs: int | None = None,
-    progress: bool = True, settings: dict | None = None,
+    datasets,
+    methods,
+    *,
+    folds: int = 10,
+    seed: int = 42,
+    n_jobs: int | None = None,
+    progress: bool = True,
+    settings: dict | None = None,
 ) -> EvaluationResult:
     """Cross-validates every method on every prepared dataset.
 
@@ -260,7 +280,10 @@ def run_protocol(
         reliability=pd.DataFrame(bin_rows),
         datasets=pd.DataFrame([_describe(d) for d in datasets]),
         settings={
-            "methods": methods, "folds": folds, "seed": seed, "n_jobs": n_jobs,
+            "methods": methods,
+            "folds": folds,
+            "seed": seed,
+            "n_jobs": n_jobs,
             **(settings or {}),
         },
     )
@@ -325,7 +348,12 @@ def evaluate(
     )
     settings = {"target": target, "max_rows": max_rows, "categorical": categorical}
     return run_protocol(
-        [dataset], methods, folds=folds, seed=seed, n_jobs=n_jobs, progress=progress,
+        [dataset],
+        methods,
+        folds=folds,
+        seed=seed,
+        n_jobs=n_jobs,
+        progress=progress,
         settings=settings,
     )
 
@@ -341,9 +369,7 @@ def find_suite(directory) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         raise DataError(f"no such folder: {directory}")
-    paths = sorted(
-        [*directory.glob("*/data.csv"), *directory.glob("*/data.parquet")]
-    )
+    paths = sorted([*directory.glob("*/data.csv"), *directory.glob("*/data.parquet")])
     if not paths:
         raise DataError(f"no */data.csv or */data.parquet below {directory}")
     return paths
@@ -381,17 +407,27 @@ def evaluate_suite(
         missing = wanted - {path.parent.name for path in paths}
         if missing:
             raise DataError(f"datasets not found below {directory}: {', '.join(sorted(missing))}")
-    prepared = [
-        prepare_dataset(path, target, max_rows=max_rows, seed=seed) for path in paths
-    ]
+    prepared = [prepare_dataset(path, target, max_rows=max_rows, seed=seed) for path in paths]
     settings = {"target": target, "max_rows": max_rows, "suite": str(directory)}
     return run_protocol(
-        prepared, methods, folds=folds, seed=seed, n_jobs=n_jobs, progress=progress,
+        prepared,
+        methods,
+        folds=folds,
+        seed=seed,
+        n_jobs=n_jobs,
+        progress=progress,
         settings=settings,
     )
 
 
 __all__ = [
-    "DEFAULT_METHODS", "DataError", "EvaluationResult", "PreparedDataset", "evaluate",
-    "evaluate_suite", "find_suite", "prepare_dataset", "run_protocol",
+    "DEFAULT_METHODS",
+    "DataError",
+    "EvaluationResult",
+    "PreparedDataset",
+    "evaluate",
+    "evaluate_suite",
+    "find_suite",
+    "prepare_dataset",
+    "run_protocol",
 ]
