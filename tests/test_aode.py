@@ -413,3 +413,51 @@ def test_bimodal_evidence_gets_the_global_maximum():
     grid = np.exp(np.linspace(np.log(1e-2), np.log(1e4), 2000))
     best = max(evidence(m, table, mean) for m in grid)
     assert evidence(model.concentration_[0, 0, 1], table, mean) >= best - 1e-9 * abs(best)
+
+
+def test_partial_fit_checks_parameters_on_every_call():
+    rng = np.random.default_rng(0)
+    X, y = rng.integers(0, 4, (100, 3)), rng.integers(0, 2, 100)
+    model = AODE().partial_fit(X[:50], y[:50])
+    with pytest.raises(ValueError, match="smoothing must be one of"):
+        model.set_params(smoothing="bogus").partial_fit(X[50:], y[50:])
+    model = AODE().partial_fit(X[:50], y[:50])
+    with pytest.raises(ValueError, match="min_parent_count"):
+        model.set_params(min_parent_count=-3).partial_fit(X[50:], y[50:])
+
+
+def test_a_pair_capped_once_stays_capped():
+    """Lifting the cap mid-stream cannot model a pair whose earlier rows were never
+    counted: the pair stays capped, and the model equals one capped fit on all rows."""
+    rng = np.random.default_rng(0)
+    X, y = rng.integers(0, 4, (200, 3)), rng.integers(0, 3, 200)
+    streamed = AODE(max_parent_cardinality=2).fit(X, y)
+    streamed.set_params(max_parent_cardinality=None).partial_fit(X[:10], y[:10])
+    whole = AODE(max_parent_cardinality=2).fit(np.vstack([X, X[:10]]), np.concatenate([y, y[:10]]))
+    np.testing.assert_array_equal(streamed.capped_, whole.capped_)
+    np.testing.assert_allclose(streamed.predict_proba(X), whole.predict_proba(X), rtol=1e-10)
+
+
+def test_pair_tables_beyond_memory_are_a_memory_error(tmp_path):
+    """3,000 features give 4.5 million pairs: under a 3 GB address-space limit the fit is
+    refused with MemoryError before allocating, instead of aborting the interpreter."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "wide.py"
+    script.write_text(
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))\n"
+        "import numpy as np\n"
+        "from hebnb import AODE\n"
+        "X = np.random.default_rng(0).integers(0, 3, (10, 3000))\n"
+        "try:\n"
+        "    AODE().fit(X, np.arange(10) % 2)\n"
+        "except MemoryError as error:\n"
+        "    print('MemoryError:', error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "MemoryError: the pair tables of 3000 features" in result.stdout

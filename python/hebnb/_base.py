@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
+from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
 
 
 def n_threads(n_jobs) -> int:
@@ -98,6 +99,34 @@ def class_log_prior(class_count, *, fit_prior: bool, class_prior) -> np.ndarray:
 
 class CategoricalClassifier(ClassifierMixin, BaseEstimator):
     """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``."""
+
+    @staticmethod
+    def _training_data(X, y, sample_weight, threads: int):
+        """``(encoder, codes (F, S), classes, class index per row, weights)`` of a training
+        set: categories learned, labels at least two classes, weights checked, and the
+        (classes x categories) tables within memory."""
+        encoder = CategoryEncoder()
+        codes = encoder.fit_transform(X, n_threads=threads)
+        classes, labels = encode_labels(y, codes.shape[1])
+        if classes.shape[0] < 2:
+            raise ValueError(
+                f"The number of classes has to be greater than one; got {classes.shape[0]} class"
+            )
+        weights = check_sample_weight(sample_weight, codes.shape[1])
+        check_table_size(classes.shape[0], encoder.offsets[-1])
+        return encoder, codes, classes, labels, weights
+
+    def _learn_vocabulary(self, encoder: CategoryEncoder, classes: np.ndarray) -> None:
+        """Keeps the encoder and sets the fitted attributes that describe the input."""
+        self._encoder = encoder
+        self.classes_ = classes
+        self.categories_ = encoder.categories
+        self.n_categories_ = np.asarray(encoder.cardinalities, dtype=np.int64)
+        self.n_features_in_ = len(encoder.categories)
+        if encoder.feature_names is not None:
+            self.feature_names_in_ = encoder.feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
 
     @abstractmethod
     def _joint_log_likelihood(self, X) -> np.ndarray:

@@ -22,18 +22,26 @@ from sklearn.utils.multiclass import check_classification_targets
 from . import _core
 
 
-def _physical_memory_bytes() -> int:
-    """Installed memory, or 16 GiB where the platform does not say."""
+def memory_budget_bytes() -> int:
+    """The memory this process may use: installed memory (16 GiB where the platform
+    does not say), or less where an address-space limit (``ulimit -v``) is set."""
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
-        return 16 * 2**30
+        physical = 16 * 2**30
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        limit = -1
+    return physical if limit < 0 else min(physical, limit)
 
 
 #: Largest (classes x categories) table one fit may build before refusing with
 #: MemoryError: a fit holds about four float64 copies of it (counts, log-probabilities,
-#: their transpose, a temporary), so a quarter of the machine's memory in 8-byte cells.
-MAX_TABLE_CELLS = _physical_memory_bytes() // 32
+#: their transpose, a temporary), so a quarter of the memory budget in 8-byte cells.
+MAX_TABLE_CELLS = memory_budget_bytes() // 32
 
 
 #: Largest total sample weight of one batch. Counts are summed again (over classes, values

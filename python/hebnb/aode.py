@@ -18,7 +18,7 @@ from ._base import (
     class_log_prior,
     n_threads,
 )
-from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
+from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, memory_budget_bytes
 from ._online import (
     batch_classes,
     check_learning_rate,
@@ -195,34 +195,19 @@ class AODE(CategoricalClassifier):
         """
         self._check_params()
         threads = n_threads(self.n_jobs)
-        encoder = CategoryEncoder()
-        codes = encoder.fit_transform(X, n_threads=threads)
-        classes, labels = encode_labels(y, codes.shape[1])
-        if classes.shape[0] < 2:
-            raise ValueError(
-                f"The number of classes has to be greater than one; got {classes.shape[0]} class"
-            )
-        weights = check_sample_weight(sample_weight, codes.shape[1])
+        encoder, codes, classes, labels, weights = self._training_data(X, y, sample_weight, threads)
         n_classes, offsets = classes.shape[0], encoder.offsets
-        check_table_size(n_classes, offsets[-1])
 
         class_count, counts = _core.count_categories(
             codes, labels, weights, offsets, n_classes, threads
         )
         cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
         capped = self._capped(cardinality, n_classes)
+        check_pair_memory(cardinality, capped, codes.shape[1], n_classes)
         indptr, indices, pair_counts = _core.count_pairs(
             codes, labels, weights, offsets, n_classes, capped, threads
         )
-        self._encoder = encoder
-        self.classes_ = classes
-        self.categories_ = encoder.categories
-        self.n_categories_ = cardinality
-        self.n_features_in_ = len(cardinality)
-        if encoder.feature_names is not None:
-            self.feature_names_in_ = encoder.feature_names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
+        self._learn_vocabulary(encoder, classes)
         self.class_count_ = class_count
         self.capped_ = capped
         self.pair_indptr_ = indptr
@@ -254,10 +239,7 @@ class AODE(CategoricalClassifier):
         self
         """
         first_call = not hasattr(self, "_counts")
-        if first_call:
-            self._check_params()
-        else:
-            check_learning_rate(self.learning_rate)
+        self._check_params()  # every call: set_params may have changed them mid-stream
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
@@ -268,13 +250,20 @@ class AODE(CategoricalClassifier):
             encoder = CategoryEncoder()
             codes = encoder.fit_transform(X, n_threads=threads)
         else:
-            encoder = copy.copy(self._encoder)  # extended on the side: a failed batch changes nothing
+            encoder = copy.copy(
+                self._encoder
+            )  # extended on the side: a failed batch changes nothing
             old_offsets, old_cardinality = encoder.offsets, encoder.cardinalities
             codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
         offsets = encoder.offsets
         check_table_size(n_classes, offsets[-1])
         cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
         capped = self._capped(cardinality, n_classes)
+        if not first_call:
+            # a pair capped once stays capped: the rows before were never counted for it
+            capped |= self.capped_
+        stored_cells = 0 if first_call else self.pair_indices_.shape[0]
+        check_pair_memory(cardinality, capped, n_rows, n_classes, stored_cells)
         batch_class_count, batch_counts = _core.count_categories(
             codes, labels, weights, offsets, n_classes, threads
         )
@@ -286,18 +275,14 @@ class AODE(CategoricalClassifier):
             counts = move_columns(self._counts, old_offsets, offsets, moved) * decay
             counts += batch_counts
             class_count = self.class_count_ * decay + batch_class_count
-            wanted = [not (capped[a, b] and capped[b, a]) for a, b in feature_pairs(len(cardinality))]
+            wanted = [
+                not (capped[a, b] and capped[b, a]) for a, b in feature_pairs(len(cardinality))
+            ]
             old_tables = (self.pair_indptr_, self.pair_indices_, self.pair_counts_)
             pair_tables = merge_pair_tables(
                 old_tables, batch_pairs, old_cardinality, cardinality, moved, wanted, decay
             )
-        self._encoder = encoder
-        self.classes_ = declared
-        self.categories_ = encoder.categories
-        self.n_categories_ = cardinality
-        self.n_features_in_ = len(cardinality)
-        if encoder.feature_names is not None:
-            self.feature_names_in_ = encoder.feature_names
+        self._learn_vocabulary(encoder, declared)
         self.class_count_ = class_count
         self.capped_ = capped
         self.pair_indptr_, self.pair_indices_, self.pair_counts_ = pair_tables
@@ -429,4 +414,36 @@ class AODE(CategoricalClassifier):
             self.class_log_prior_,
             self._encoder.offsets,
             threads,
+        )
+
+
+def check_pair_memory(
+    cardinality: np.ndarray,
+    capped: np.ndarray,
+    n_rows: int,
+    n_classes: int,
+    stored_cells: int = 0,
+) -> None:
+    """Refuses with MemoryError a fit whose pair tables could outgrow the memory budget.
+
+    A pair (a, b) stores at most ``min(S, K_a K_b)`` cells, each 4 bytes of key and 8 C of
+    counts, and the fitted model 16 C bytes more per cell (both orientations); every pair
+    keeps a CSR row per value of ``a``; and the per-pair results are (C, F, F) arrays.
+    """
+    n_features = cardinality.shape[0]
+    upper = np.triu_indices(n_features, k=1)
+    wanted = ~(capped[upper] & capped.T[upper])
+    k_a, k_b = cardinality[upper[0]][wanted], cardinality[upper[1]][wanted]
+    cells = float(np.minimum(float(n_rows), k_a.astype(float) * k_b).sum()) + stored_cells
+    total = (
+        cells * (4 + 24 * n_classes)
+        + 8.0 * float((k_a + 1).sum())
+        + 48.0 * n_classes * n_features * n_features
+    )
+    budget = memory_budget_bytes() / 2
+    if total > budget:
+        raise MemoryError(
+            f"the pair tables of {n_features} features could need {total / 2**30:.1f} GiB, "
+            f"beyond what memory allows ({budget / 2**30:.1f} GiB): use fewer or coarser "
+            "features, or the memory cap (max_parent_cardinality, max_joint_cells)"
         )

@@ -17,7 +17,7 @@ from ._base import (
     class_log_prior,
     n_threads,
 )
-from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
+from ._encoding import CategoryEncoder, check_sample_weight, check_table_size
 from ._online import batch_classes, check_learning_rate, move_columns, n_rows_of
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
@@ -187,27 +187,11 @@ class CategoricalNB(CategoricalClassifier):
         """
         self._check_params()
         threads = n_threads(self.n_jobs)
-        encoder = CategoryEncoder()
-        codes = encoder.fit_transform(X, n_threads=threads)
-        classes, labels = encode_labels(y, codes.shape[1])
-        if classes.shape[0] < 2:
-            raise ValueError(
-                f"The number of classes has to be greater than one; got {classes.shape[0]} class"
-            )
-        weights = check_sample_weight(sample_weight, codes.shape[1])
-        check_table_size(classes.shape[0], encoder.offsets[-1])
+        encoder, codes, classes, labels, weights = self._training_data(X, y, sample_weight, threads)
         class_count, counts = _core.count_categories(
             codes, labels, weights, encoder.offsets, classes.shape[0], threads
         )
-        self._encoder = encoder
-        self.classes_ = classes
-        self.categories_ = encoder.categories
-        self.n_categories_ = np.asarray(encoder.cardinalities, dtype=np.int64)
-        self.n_features_in_ = codes.shape[0]
-        if encoder.feature_names is not None:
-            self.feature_names_in_ = encoder.feature_names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
+        self._learn_vocabulary(encoder, classes)
         self.class_count_ = class_count
         self._counts = counts
         self._solve(threads)
@@ -251,7 +235,9 @@ class CategoricalNB(CategoricalClassifier):
             counts = np.zeros((declared.shape[0], encoder.offsets[-1]))
             class_count = np.zeros(declared.shape[0])
         else:
-            encoder = copy.copy(self._encoder)  # extended on the side: a failed batch changes nothing
+            encoder = copy.copy(
+                self._encoder
+            )  # extended on the side: a failed batch changes nothing
             old_offsets = encoder.offsets
             codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
             check_table_size(declared.shape[0], encoder.offsets[-1])
@@ -263,13 +249,7 @@ class CategoricalNB(CategoricalClassifier):
         batch_class_count, batch_counts = _core.count_categories(
             codes, labels, weights, encoder.offsets, declared.shape[0], threads
         )
-        self._encoder = encoder
-        self.classes_ = declared
-        self.categories_ = encoder.categories
-        self.n_categories_ = np.asarray(encoder.cardinalities, dtype=np.int64)
-        self.n_features_in_ = codes.shape[0]
-        if encoder.feature_names is not None:
-            self.feature_names_in_ = encoder.feature_names
+        self._learn_vocabulary(encoder, declared)
         self.class_count_ = class_count + batch_class_count
         self._counts = counts + batch_counts
         self._solve(threads)
