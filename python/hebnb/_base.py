@@ -116,6 +116,14 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
         check_table_size(classes.shape[0], encoder.offsets[-1])
         return encoder, codes, classes, labels, weights
 
+    def _encode(self, X) -> tuple[np.ndarray, int]:
+        """Codes ``(F, S)`` of a table to score, and the thread count to score it with."""
+        threads = n_threads(self.n_jobs)
+        encoded = self._encoder.transform(
+            X, handle_unknown=self.handle_unknown, n_threads=threads, owner=type(self).__name__
+        )
+        return encoded.codes, threads
+
     def _learn_vocabulary(self, encoder: CategoryEncoder, classes: np.ndarray) -> None:
         """Keeps the encoder and sets the fitted attributes that describe the input."""
         self._encoder = encoder

@@ -394,12 +394,9 @@ class AODE(CategoricalClassifier):
         return np.ascontiguousarray(table.T)
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
-        threads = n_threads(self.n_jobs)
-        encoded = self._encoder.transform(
-            X, handle_unknown=self.handle_unknown, n_threads=threads, owner=type(self).__name__
-        )
+        codes, threads = self._encode(X)
         return _core.aode_joint_log_likelihood(
-            encoded.codes,
+            codes,
             self.pair_indptr_,
             self.pair_indices_,
             self.pair_counts_,

@@ -335,12 +335,9 @@ class CategoricalNB(CategoricalClassifier):
         return self._split(self._prior_mean)
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
-        threads = n_threads(self.n_jobs)
-        encoded = self._encoder.transform(
-            X, handle_unknown=self.handle_unknown, n_threads=threads, owner=type(self).__name__
-        )
+        codes, threads = self._encode(X)
         return _core.joint_log_likelihood(
-            encoded.codes,
+            codes,
             self._log_table,
             self.class_log_prior_,
             self.feature_weights_,
