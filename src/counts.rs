@@ -60,6 +60,31 @@ pub fn check_codes(codes: ArrayView2<i32>, layout: &FeatureLayout) -> Result<()>
     Ok(())
 }
 
+/// Checks a training set's shapes: `codes` `(F, S)` for the layout's F features, and one
+/// label and one weight per row.
+///
+/// # Errors
+/// [`HebError::ShapeMismatch`] naming the array that disagrees.
+pub fn check_rows(
+    codes: ArrayView2<i32>,
+    labels: ArrayView1<i64>,
+    weights: ArrayView1<f64>,
+    layout: &FeatureLayout,
+) -> Result<()> {
+    check_codes(codes, layout)?;
+    let n_rows = codes.ncols();
+    for (what, found) in [("labels", labels.len()), ("sample weights", weights.len())] {
+        if found != n_rows {
+            return Err(HebError::ShapeMismatch {
+                what,
+                expected: n_rows,
+                found,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Counts `N_c` and `N_{c,f,v}`.
 ///
 /// `codes` is `(F, S)` with values in `-1..K_f` (-1: missing), `labels` holds class
@@ -74,17 +99,7 @@ pub fn count_categories(
     layout: &FeatureLayout,
     n_classes: usize,
 ) -> Result<CategoricalCounts> {
-    check_codes(codes, layout)?;
-    let n_rows = codes.ncols();
-    for (what, found) in [("labels", labels.len()), ("sample weights", weights.len())] {
-        if found != n_rows {
-            return Err(HebError::ShapeMismatch {
-                what,
-                expected: n_rows,
-                found,
-            });
-        }
-    }
+    check_rows(codes, labels, weights, layout)?;
     let classes = class_indices(labels, n_classes)?;
     let mut class_totals = vec![0.0; n_classes];
     for (&c, &w) in classes.iter().zip(weights.iter()) {

@@ -29,7 +29,7 @@
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use crate::counts::{check_codes, class_indices};
+use crate::counts::{check_rows, class_indices};
 use crate::error::{HebError, Result};
 use crate::layout::FeatureLayout;
 
@@ -214,17 +214,8 @@ pub fn count_pairs(
     n_classes: usize,
     wanted: impl Fn(usize, usize) -> bool + Sync,
 ) -> Result<PairTables> {
-    check_codes(codes, layout)?;
+    check_rows(codes, labels, weights, layout)?;
     let n_rows = codes.ncols();
-    for (what, found) in [("labels", labels.len()), ("sample weights", weights.len())] {
-        if found != n_rows {
-            return Err(HebError::ShapeMismatch {
-                what,
-                expected: n_rows,
-                found,
-            });
-        }
-    }
     if n_rows > u32::MAX as usize {
         return Err(HebError::InvalidParameter(
             "AODE pair tables support at most 2^32 rows".into(),
