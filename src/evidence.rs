@@ -93,6 +93,38 @@ impl EvidenceTerms {
         self.totals.is_empty()
     }
 
+    /// Whether every count and document total is a whole number (no fractional weights),
+    /// where [`Self::increasing_parts`] bounds the gradient.
+    pub fn has_whole_counts(&self) -> bool {
+        let whole = |v: f64| v.fract() == 0.0;
+        self.cells.iter().all(|&(n, _)| whole(n)) && self.totals.iter().all(|&(t, _)| whole(t))
+    }
+
+    /// `m l'(m)` as the difference of its two increasing parts, `(A(m), B(m))`, for whole
+    /// counts and totals:
+    ///
+    /// ```text
+    /// A(m) = sum_cells sum_{j<n} m mu / (m mu + j)      B(m) = sum_docs sum_{j<N} m / (m + j)
+    /// ```
+    ///
+    /// Each summand grows with `m`, so on `[m_a, m_b]` the gradient lies between
+    /// `A(m_a) - B(m_b)` and `A(m_b) - B(m_a)`: an interval where that range excludes 0
+    /// holds no maximum, which lets the solver skip most of the interval unevaluated.
+    /// The bound holds when [`Self::has_whole_counts`].
+    pub fn increasing_parts(&self, m: f64) -> (f64, f64) {
+        let cells: f64 = self
+            .cells
+            .iter()
+            .map(|&(n, mu)| m * mu * digamma_difference(m * mu, n))
+            .sum();
+        let documents: f64 = self
+            .totals
+            .iter()
+            .map(|&(total, k)| k * m * digamma_difference(m, total))
+            .sum();
+        (self.unit_cells + cells, documents)
+    }
+
     /// Whether `l` is flat in `m`: no document, or every counted cell has prior mean 1
     /// (a single category), where each document's terms cancel and `l = 0` for every `m`.
     pub fn is_flat(&self) -> bool {

@@ -1,16 +1,24 @@
 //! Type-II maximum likelihood for the concentration (SPEC eq. 5-6, Algorithm 1):
 //! `m_hat = argmax over [m_min, m_max] of l(m)`.
 //!
-//! Minka's fixed point (eq. 6) needs hundreds of steps when the optimum is large. Here
-//! the stationarity condition `l'(m) = 0` is solved by Newton's method in `t = ln m`
-//! (using the trigamma curvature), safeguarded by a bracket that always holds the
-//! maximiser: a Newton step that leaves the bracket or points uphill on the wrong side is
-//! replaced by bisection in `t`. An end of the interval is tested only when the iteration
-//! heads for it: `l' <= 0` at `m_min` means the maximiser is `m_min` (the vertex case: one
-//! value only), `l' >= 0` at `m_max` means the evidence keeps rising (no over-dispersion)
-//! and the answer is `m_max`; an interior maximiser costs no end evaluation.
-//! This assumes `l` is unimodal on the interval, as it is for the Dirichlet-multinomial
-//! evidence with a fixed mean in every case we have met.
+//! Minka's fixed point (eq. 6) needs hundreds of steps when the optimum is large, and
+//! like any local method it finds *a* maximum. The evidence is not always unimodal:
+//! AODE's multi-document evidence can rise toward `m_max` and still peak higher inside
+//! the interval. So the solver first brackets every local maximum, then refines each by
+//! Newton's method in `t = ln m` (trigamma curvature, bisection whenever a step leaves
+//! the bracket), and the candidate with the largest evidence wins; an end where the
+//! gradient points out of the interval (`m_min`: all mass on one value; `m_max`: no
+//! over-dispersion) is a candidate too. Brackets come from the sign of `f(t) = m l'(m)`
+//! (computed so that its sign is right even where `l'(m)` drowns in rounding):
+//!
+//! * with whole counts, by branch and bound: `f = A - B` with `A` and `B` increasing in
+//!   `m`, so an interval where `A(b) - B(a) < 0` or `A(a) - B(b) > 0` holds no maximum and
+//!   is skipped; the others are halved down to [`SCAN_STEP`];
+//! * with fractional counts (sample weights, forgetting), by a scan of step [`SCAN_STEP`].
+//!
+//! A local maximum and minimum closer together than the step (two sign changes between
+//! neighbouring points) would go unseen. Where `l` is flat (no counts, or one category)
+//! the answer is `m_min`.
 
 use crate::error::{HebError, Result};
 use crate::evidence::EvidenceTerms;
@@ -78,9 +86,9 @@ pub fn maximise_evidence(terms: &EvidenceTerms, settings: &SolverSettings) -> So
     maximise_evidence_from(terms, settings, 1.0)
 }
 
-/// Spacing in `ln m` of the scan that looks for every local maximum: a factor of `e` in
-/// `m`, 15 points over the default bounds. Halving it changed none of the 135,855
-/// concentrations of NB and both AODE priors on the 25 shared datasets.
+/// Finest spacing in `ln m` of the search for local maxima: a factor of `e` in `m`, 15
+/// points over the default bounds. Halving it changed none of the 135,855 concentrations
+/// of NB and both AODE priors on the 25 shared datasets.
 const SCAN_STEP: f64 = 1.0;
 
 /// [`maximise_evidence`] with the Newton iteration started at `start` (clamped into the
@@ -101,21 +109,17 @@ pub fn maximise_evidence_from(
         };
     }
     let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
-    let n_steps = ((hi_end - lo_end) / SCAN_STEP).ceil().max(1.0) as usize;
-    let grid = |k: usize| {
-        if k == n_steps {
-            hi_end
-        } else {
-            lo_end + (hi_end - lo_end) * k as f64 / n_steps as f64
-        }
-    };
     let start = if start > 0.0 && start.is_finite() {
         start.ln()
     } else {
         f64::NAN
     };
-
-    let mut n_iter = 0;
+    let search = if terms.has_whole_counts() {
+        bracket_by_bounds(terms, lo_end, hi_end)
+    } else {
+        bracket_by_scan(terms, lo_end, hi_end)
+    };
+    let mut n_iter = search.n_evaluations;
     let mut best: Option<Solution> = None;
     let mut consider = |candidate: Solution| {
         if best.is_none_or(|b| candidate.log_evidence > b.log_evidence) {
@@ -128,29 +132,120 @@ pub fn maximise_evidence_from(
         n_iter: 0,
         converged: true,
     };
-    // Signs of f(t) = m l'(m) on the grid: every fall from + to - brackets a local maximum;
-    // an end where f points outward is one too.
-    let mut previous = terms.scaled_gradient(lo_m);
-    n_iter += 1;
-    if previous <= 0.0 {
+    if search.lower_end_is_maximum {
         consider(at_end(lo_m));
     }
-    for k in 1..=n_steps {
-        let (a, b) = (grid(k - 1), grid(k));
-        let f = terms.scaled_gradient(b.exp());
-        n_iter += 1;
-        if previous > 0.0 && f <= 0.0 {
-            let refined = newton_in_bracket(terms, settings, a, b, start);
-            n_iter += refined.n_iter;
-            consider(refined);
-        }
-        previous = f;
+    for &(a, b) in &search.brackets {
+        let refined = newton_in_bracket(terms, settings, a, b, start);
+        n_iter += refined.n_iter;
+        consider(refined);
     }
-    if previous >= 0.0 {
+    if search.upper_end_is_maximum {
         consider(at_end(hi_m));
     }
     let best = best.expect("l' changes sign inside, or an end is a maximum");
     Solution { n_iter, ..best }
+}
+
+/// Where the local maxima of `l` on `[e^lo, e^hi]` are: brackets `[a, b]` in `ln m` across
+/// which `m l'(m)` falls from positive to non-positive, and whether an end is a maximum.
+struct Brackets {
+    brackets: Vec<(f64, f64)>,
+    lower_end_is_maximum: bool,
+    upper_end_is_maximum: bool,
+    n_evaluations: usize,
+}
+
+/// Signs of `m l'(m)` on a grid of step [`SCAN_STEP`] in `ln m`: every fall from + to -
+/// brackets a local maximum. Works for any counts.
+fn bracket_by_scan(terms: &EvidenceTerms, lo: f64, hi: f64) -> Brackets {
+    let n_steps = ((hi - lo) / SCAN_STEP).ceil().max(1.0) as usize;
+    let grid = |k: usize| {
+        if k == n_steps {
+            hi
+        } else {
+            lo + (hi - lo) * k as f64 / n_steps as f64
+        }
+    };
+    let mut brackets = Vec::new();
+    let first = terms.scaled_gradient(lo.exp());
+    let mut previous = first;
+    for k in 1..=n_steps {
+        let f = terms.scaled_gradient(grid(k).exp());
+        if previous > 0.0 && f <= 0.0 {
+            brackets.push((grid(k - 1), grid(k)));
+        }
+        previous = f;
+    }
+    Brackets {
+        brackets,
+        lower_end_is_maximum: first <= 0.0,
+        upper_end_is_maximum: previous >= 0.0,
+        n_evaluations: n_steps + 1,
+    }
+}
+
+/// A point of the bound search: `ln m`, the two increasing parts of `m l'(m)`, its sign.
+#[derive(Clone, Copy)]
+struct Probe {
+    t: f64,
+    rising: f64,
+    falling: f64,
+    gradient: f64,
+}
+
+/// Branch and bound on `m l'(m) = A(m) - B(m)` with `A`, `B` increasing (whole counts,
+/// [`EvidenceTerms::increasing_parts`]): an interval `[a, b]` holds no maximum when
+/// `A(b) - B(a) < 0` (the gradient is negative throughout) or `A(a) - B(b) > 0`
+/// (positive throughout), so only intervals that may hold a sign change are halved, down
+/// to the scan's step, where a fall of the sign brackets a maximum as in the scan. Where
+/// the gradient is far from zero this skips most of the grid.
+fn bracket_by_bounds(terms: &EvidenceTerms, lo: f64, hi: f64) -> Brackets {
+    let mut n_evaluations = 0;
+    let mut probe = |t: f64| {
+        n_evaluations += 1;
+        let m = t.exp();
+        let (rising, falling) = terms.increasing_parts(m);
+        // the difference loses its digits where both parts are large and nearly equal
+        let gradient = if (rising - falling).abs() > 1e-9 * (rising + falling) {
+            rising - falling
+        } else {
+            terms.scaled_gradient(m)
+        };
+        Probe {
+            t,
+            rising,
+            falling,
+            gradient,
+        }
+    };
+    let (first, last) = (probe(lo), probe(hi));
+    let mut brackets = Vec::new();
+    let mut pending = vec![(first, last)];
+    while let Some((a, b)) = pending.pop() {
+        let margin = 1e-12 * (a.rising + a.falling + b.rising + b.falling);
+        let negative_throughout = b.rising - a.falling < -margin;
+        let positive_throughout = a.rising - b.falling > margin;
+        if negative_throughout || positive_throughout {
+            continue;
+        }
+        if b.t - a.t <= SCAN_STEP {
+            if a.gradient > 0.0 && b.gradient <= 0.0 {
+                brackets.push((a.t, b.t));
+            }
+            continue;
+        }
+        let middle = probe(0.5 * (a.t + b.t));
+        pending.push((middle, b));
+        pending.push((a, middle));
+    }
+    brackets.sort_by(|x, y| x.0.total_cmp(&y.0));
+    Brackets {
+        brackets,
+        lower_end_is_maximum: first.gradient <= 0.0,
+        upper_end_is_maximum: last.gradient >= 0.0,
+        n_evaluations,
+    }
 }
 
 /// The maximiser of `l` inside `[e^a, e^b]` where `f(t) = m l'(m)` falls from `f(a) > 0`
