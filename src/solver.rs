@@ -376,6 +376,55 @@ mod tests {
     }
 
     #[test]
+    fn bound_search_and_scan_bracket_the_same_maxima() {
+        // the bimodal example, a unimodal one and a vertex: both searches find every
+        // local maximum and the same ends
+        let mean = [37.0 / 81.0, 44.0 / 81.0];
+        let mut bimodal = EvidenceTerms::new();
+        for counts in [[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]] {
+            bimodal.add_document(counts.iter().sum());
+            for (&n, &mu) in counts.iter().zip(&mean) {
+                bimodal.add_cell(n, mu);
+            }
+        }
+        bimodal.finish();
+        let cases = [
+            bimodal,
+            single(&[12.0, 0.0, 3.0, 1.0, 9.0, 0.0, 2.0, 1.0], &[0.125; 8]),
+            single(&[25.0, 0.0, 0.0, 0.0], &[0.25; 4]),
+        ];
+        let (lo, hi) = (1e-2_f64.ln(), 1e4_f64.ln());
+        for terms in &cases {
+            assert!(terms.has_whole_counts());
+            let (scan, bounds) = (
+                bracket_by_scan(terms, lo, hi),
+                bracket_by_bounds(terms, lo, hi),
+            );
+            assert_eq!(scan.lower_end_is_maximum, bounds.lower_end_is_maximum);
+            assert_eq!(scan.upper_end_is_maximum, bounds.upper_end_is_maximum);
+            assert_eq!(scan.brackets.len(), bounds.brackets.len());
+            let settings = SolverSettings::default();
+            for (a, b) in scan.brackets.iter().zip(&bounds.brackets) {
+                let x = newton_in_bracket(terms, &settings, a.0, a.1, f64::NAN);
+                let y = newton_in_bracket(terms, &settings, b.0, b.1, f64::NAN);
+                assert!((x.concentration - y.concentration).abs() < 1e-9 * x.concentration);
+            }
+        }
+    }
+
+    #[test]
+    fn fractional_counts_are_searched_by_the_scan() {
+        let t = single(&[6.5, 0.25, 3.0, 1.0, 0.5], &[0.2; 5]);
+        assert!(!t.has_whole_counts());
+        let s = maximise_evidence(&t, &SolverSettings::default());
+        let expected = brute_force(&t, 1e-2, 1e4);
+        assert!(
+            (s.concentration - expected).abs() < 1e-6 * expected,
+            "{s:?} vs {expected}"
+        );
+    }
+
+    #[test]
     fn a_single_category_gives_the_lower_bound() {
         // mean 1 on the only category: l(m) = 0 for every m
         for counts in [[5.0], [1.0]] {
