@@ -45,13 +45,20 @@ PAPER_HEB_M_WINS = {
 PAPER_TABLE2 = {
     ("heb-m", "aode"): ((3, 28, 1.05e-5), (6, 25, 2.00e-3), (3, 28, 1.45e-4), (2, 29, 1.30e-8)),
     ("heb-aode", "aode"): (
-        (18, 12, 0.082), (23, 7, 1.29e-3), (23, 8, 1.57e-2), (23, 8, 2.89e-2),
+        (18, 12, 0.082),
+        (23, 7, 1.29e-3),
+        (23, 8, 1.57e-2),
+        (23, 8, 2.89e-2),
     ),
 }
 #: Table 3: amazon-employee log-loss, AODE and HEB-AODE (paper's memory cap).
 PAPER_TABLE3 = (0.4532, 0.4093)
 #: Table 4: amazon-employee top-1 ECE, mean and std over 10 folds.
-PAPER_TABLE4 = {"laplace": (0.0597, 0.0063), "heb-m": (0.0406, 0.0052), "heb-m+gr": (0.0194, 0.0045)}
+PAPER_TABLE4 = {
+    "laplace": (0.0597, 0.0063),
+    "heb-m": (0.0406, 0.0052),
+    "heb-m+gr": (0.0194, 0.0045),
+}
 #: Table 5: four-way mean ranks.
 PAPER_TABLE5 = {
     "laplace": (2.84, 2.45, 3.06, 3.00),
@@ -74,9 +81,17 @@ PAPER_TABLE6 = {
 PAPER_ORACLE_GAPS = (23, 28)
 #: Table 8: mean fit seconds per fold (single core).
 PAPER_TABLE8 = {
-    "laplace": 0.072, "lidstone": 0.073, "target-encoding": 0.074, "m-estimate": 0.074,
-    "kt": 0.074, "cawnb": 0.111, "heb-u": 0.160, "heb-m": 0.165, "heb-m+gr": 0.175,
-    "aode": 0.293, "heb-aode": 7.27,
+    "laplace": 0.072,
+    "lidstone": 0.073,
+    "target-encoding": 0.074,
+    "m-estimate": 0.074,
+    "kt": 0.074,
+    "cawnb": 0.111,
+    "heb-u": 0.160,
+    "heb-m": 0.165,
+    "heb-m+gr": 0.175,
+    "aode": 0.293,
+    "heb-aode": 7.27,
 }
 
 
@@ -121,8 +136,10 @@ def table1(summary: pd.DataFrame) -> list[str]:
         analysis = analyses[metric]
         mean = analysis.mean_ranks
         wins = {
-            other for other in PAPER_TABLE1
-            if other != "heb-m" and mean["heb-m"] < mean[other]
+            other
+            for other in PAPER_TABLE1
+            if other != "heb-m"
+            and mean["heb-m"] < mean[other]
             and analysis.nemenyi_p.loc["heb-m", other] < analysis.alpha
         }
         total_ours += len(wins)
