@@ -665,11 +665,29 @@ fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counts::count_categories;
+    use crate::counts::{count_categories, CategoricalCounts};
     use crate::naive_bayes::{prior_mean, PriorMean};
-    use crate::pair_counts::count_pairs;
+    use crate::pair_counts::{count_pairs, PairTables};
     use crate::parallel::with_threads;
-    use ndarray::{array, Array1};
+    use ndarray::{array, Array1, ArrayView1};
+
+    /// Pair tables, single counts and the child prior mean of a table, every pair wanted.
+    fn statistics(
+        codes: ArrayView2<i32>,
+        labels: ArrayView1<i64>,
+        layout: &FeatureLayout,
+        n_classes: usize,
+        kind: PriorMean,
+    ) -> (PairTables, CategoricalCounts, Vec<f64>) {
+        let weights = Array1::ones(codes.ncols());
+        let pairs = count_pairs(codes, labels, weights.view(), layout, n_classes, |_, _| {
+            true
+        })
+        .unwrap();
+        let counts = count_categories(codes, labels, weights.view(), layout, n_classes).unwrap();
+        let mean = prior_mean(counts.table.view(), layout, kind);
+        (pairs, counts, mean)
+    }
 
     fn settings(smoothing: ChildSmoothing, min_count: f64) -> AodeSettings {
         AodeSettings {
@@ -684,20 +702,9 @@ mod tests {
         // x0 = (0, 0, 1, 1), x1 = (0, 1, 1, 1), y = (0, 0, 1, 1); Laplace AODE, row (0, 1)
         let codes = array![[0, 0, 1, 1], [0, 1, 1, 1]];
         let labels = array![0_i64, 0, 1, 1];
-        let weights = Array1::ones(4);
         let layout = FeatureLayout::from_cardinalities(&[2, 2]);
-        let pairs = count_pairs(
-            codes.view(),
-            labels.view(),
-            weights.view(),
-            &layout,
-            2,
-            |_, _| true,
-        )
-        .unwrap();
-        let counts =
-            count_categories(codes.view(), labels.view(), weights.view(), &layout, 2).unwrap();
-        let mean = prior_mean(counts.table.view(), &layout, PriorMean::Uniform);
+        let (pairs, counts, mean) =
+            statistics(codes.view(), labels.view(), &layout, 2, PriorMean::Uniform);
         let capped = [false; 4];
         let fit = fit_children(
             pairs.view(),
@@ -818,20 +825,14 @@ mod tests {
     fn low_counts_fall_back_to_the_child_cardinality() {
         let cardinality = [4, 6];
         let (codes, labels) = random_table(200, &cardinality, 3);
-        let weights = Array1::ones(200);
         let layout = FeatureLayout::from_cardinalities(&cardinality);
-        let pairs = count_pairs(
+        let (pairs, counts, mean) = statistics(
             codes.view(),
             labels.view(),
-            weights.view(),
             &layout,
             3,
-            |_, _| true,
-        )
-        .unwrap();
-        let counts =
-            count_categories(codes.view(), labels.view(), weights.view(), &layout, 3).unwrap();
-        let mean = prior_mean(counts.table.view(), &layout, PriorMean::PooledMarginal);
+            PriorMean::PooledMarginal,
+        );
         let fit = fit_children(
             pairs.view(),
             counts.table.view(),
