@@ -7,42 +7,118 @@
 //! ```
 //!
 //! Only cells with `n_dv > 0` contribute (the terms vanish otherwise), so the cost is
-//! O(non-zero cells). Cells with a count of exactly one contribute `ln(m mu)` to `l`,
-//! `1/m` to `l'` and `-1/m^2` to `l''` whatever their mean, so they are kept as one tally
-//! (Minka's count-histogram idea): in sparse high-cardinality tables most cells are ones.
-//! Documents with equal totals are merged the same way.
+//! O(non-zero cells). For a whole count `n` up to [`SHORT_SUM_LIMIT`] a cell's terms are
+//! finite sums over its steps `k < n`:
+//!
+//! ```text
+//! ln Γ(n + m mu) - ln Γ(m mu) = sum_k ln(m mu + k),    d/dm = sum_k 1 / (m + k / mu)
+//! ```
+//!
+//! The step `k = 0` gives `ln m + ln mu`, `1/m` and `-1/m^2` whatever the cell's mean, so it
+//! is one tally over all such cells (Minka's count-histogram idea: in sparse
+//! high-cardinality tables most cells are ones and have no other step). Every other step
+//! is one number, its pole `k / mu`, and every derivative is a sum of `1 / (m + pole)`
+//! over a flat array: one division per step, no branch, no special function. Documents
+//! with small whole totals are tallied the same way by step (their means are all 1), and
+//! the remaining cells and documents (fractional or large counts) go through
+//! [`crate::gamma_differences`].
 
 use crate::gamma_differences::{
     digamma_difference, digamma_trigamma_difference, ln_gamma_difference, scaled_digamma_excess,
-    trigamma_difference,
+    SHORT_SUM_LIMIT,
 };
+
+/// Steps `k = 1..SHORT_STEPS` of a short document total (totals up to [`SHORT_SUM_LIMIT`]).
+const SHORT_STEPS: usize = SHORT_SUM_LIMIT as usize;
 
 /// Sufficient statistics of `l(m)` for one or more documents that share `m`.
 #[derive(Debug, Clone)]
 pub struct EvidenceTerms {
-    /// Document totals `N_d > 0` as (total, multiplicity), merged once [`Self::finish`] runs.
-    totals: Vec<(f64, f64)>,
-    /// Cells whose count is neither 0 nor 1: (count, prior mean).
-    cells: Vec<(f64, f64)>,
-    /// Number of cells whose count is exactly 1.
-    unit_cells: f64,
-    /// Sum of ln(mu) over the unit cells (a constant of `l`, kept so `l` is exact).
-    unit_log_mean: f64,
-    /// Product of the unit cells' means not yet folded into `unit_log_mean`: one
-    /// logarithm per many cells instead of one per cell.
-    unit_mean_product: f64,
+    /// Number of documents with a whole total up to [`SHORT_SUM_LIMIT`] (their step 0).
+    short_documents: f64,
+    /// `document_steps[k]`: how many of those documents have a total above `k` (their step
+    /// `k`, `1 <= k`); entry 0 is unused.
+    document_steps: [f64; SHORT_STEPS],
+    /// Largest short document total (0 when there is none).
+    largest_short_total: f64,
+    /// The other document totals as (total, multiplicity), merged once [`Self::finish`] runs.
+    long_totals: Vec<(f64, f64)>,
+    /// Number of cells with a whole count up to [`SHORT_SUM_LIMIT`] (their step 0).
+    short_cells: f64,
+    /// Poles `k / mu` of the steps `1 <= k < n` of those cells.
+    poles: Vec<f64>,
+    /// Sum of `n ln mu` over the short cells (a constant of `l`, kept so `l` is exact).
+    short_log_mean: f64,
+    /// Product of means not yet folded into `short_log_mean`: one logarithm per many
+    /// factors instead of one per cell.
+    short_mean_product: f64,
+    /// The other cells (fractional counts or counts above [`SHORT_SUM_LIMIT`]): (count, mean).
+    long_cells: Vec<(f64, f64)>,
+    /// Whether every counted cell has mean 1 (then `l` is flat).
+    every_mean_is_one: bool,
 }
 
 impl Default for EvidenceTerms {
     fn default() -> Self {
         Self {
-            totals: Vec::new(),
-            cells: Vec::new(),
-            unit_cells: 0.0,
-            unit_log_mean: 0.0,
-            unit_mean_product: 1.0,
+            short_documents: 0.0,
+            document_steps: [0.0; SHORT_STEPS],
+            largest_short_total: 0.0,
+            long_totals: Vec::new(),
+            short_cells: 0.0,
+            poles: Vec::new(),
+            short_log_mean: 0.0,
+            short_mean_product: 1.0,
+            long_cells: Vec::new(),
+            every_mean_is_one: true,
         }
     }
+}
+
+/// Whether a count is summed step by step.
+fn is_short(n: f64) -> bool {
+    n <= SHORT_SUM_LIMIT && n.fract() == 0.0
+}
+
+/// `(sum 1 / (m + p), sum 1 / (m + p)^2)` over the poles `p`, in four interleaved lanes
+/// (a fixed order: the same sum on every thread count, and one the compiler vectorises).
+fn pole_sums(poles: &[f64], m: f64) -> (f64, f64) {
+    let mut first = [0.0; 4];
+    let mut second = [0.0; 4];
+    let chunks = poles.chunks_exact(4);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for lane in 0..4 {
+            let r = 1.0 / (m + chunk[lane]);
+            first[lane] += r;
+            second[lane] += r * r;
+        }
+    }
+    for &p in rest {
+        let r = 1.0 / (m + p);
+        first[0] += r;
+        second[0] += r * r;
+    }
+    (
+        (first[0] + first[1]) + (first[2] + first[3]),
+        (second[0] + second[1]) + (second[2] + second[3]),
+    )
+}
+
+/// `sum 1 / (m + p)` over the poles, as [`pole_sums`] without the squares.
+fn pole_sum(poles: &[f64], m: f64) -> f64 {
+    let mut first = [0.0; 4];
+    let chunks = poles.chunks_exact(4);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for lane in 0..4 {
+            first[lane] += 1.0 / (m + chunk[lane]);
+        }
+    }
+    for &p in rest {
+        first[0] += 1.0 / (m + p);
+    }
+    (first[0] + first[1]) + (first[2] + first[3])
 }
 
 impl EvidenceTerms {
@@ -53,8 +129,17 @@ impl EvidenceTerms {
 
     /// Adds a document with total count `total` (sum of its cells).
     pub fn add_document(&mut self, total: f64) {
-        if total > 0.0 {
-            self.totals.push((total, 1.0));
+        if total <= 0.0 {
+            return;
+        }
+        if is_short(total) {
+            self.short_documents += 1.0;
+            for step in &mut self.document_steps[1..total as usize] {
+                *step += 1.0;
+            }
+            self.largest_short_total = self.largest_short_total.max(total);
+        } else {
+            self.long_totals.push((total, 1.0));
         }
     }
 
@@ -63,41 +148,58 @@ impl EvidenceTerms {
         if count <= 0.0 {
             return;
         }
-        if count == 1.0 {
-            self.unit_cells += 1.0;
-            self.unit_mean_product *= mean;
-            if self.unit_mean_product < 1e-250 {
-                self.unit_log_mean += self.unit_mean_product.ln();
-                self.unit_mean_product = 1.0;
+        self.every_mean_is_one &= mean == 1.0;
+        if !is_short(count) {
+            self.long_cells.push((count, mean));
+            return;
+        }
+        self.short_cells += 1.0;
+        let steps = count as usize;
+        for k in 1..steps {
+            self.poles.push(k as f64 / mean);
+        }
+        for _ in 0..steps {
+            self.short_mean_product *= mean;
+            if self.short_mean_product < 1e-250 {
+                self.short_log_mean += self.short_mean_product.ln();
+                self.short_mean_product = 1.0;
             }
-        } else {
-            self.cells.push((count, mean));
         }
     }
 
     /// Merges documents with equal totals; call once after the last `add_document`.
     pub fn finish(&mut self) {
-        self.totals.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut merged: Vec<(f64, f64)> = Vec::with_capacity(self.totals.len());
-        for &(total, k) in &self.totals {
+        self.long_totals.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut merged: Vec<(f64, f64)> = Vec::with_capacity(self.long_totals.len());
+        for &(total, k) in &self.long_totals {
             match merged.last_mut() {
                 Some(last) if last.0 == total => last.1 += k,
                 _ => merged.push((total, k)),
             }
         }
-        self.totals = merged;
+        self.long_totals = merged;
     }
 
     /// Whether there is no document with a positive total (then `l` is flat in `m`).
     pub fn is_empty(&self) -> bool {
-        self.totals.is_empty()
+        self.short_documents == 0.0 && self.long_totals.is_empty()
     }
 
     /// Whether every count and document total is a whole number (no fractional weights),
     /// where [`Self::increasing_parts`] bounds the gradient.
     pub fn has_whole_counts(&self) -> bool {
         let whole = |v: f64| v.fract() == 0.0;
-        self.cells.iter().all(|&(n, _)| whole(n)) && self.totals.iter().all(|&(t, _)| whole(t))
+        self.long_cells.iter().all(|&(n, _)| whole(n))
+            && self.long_totals.iter().all(|&(t, _)| whole(t))
+    }
+
+    /// Steps `1..largest short total` of the short documents, with their weights.
+    fn short_document_steps(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        let used = (self.largest_short_total as usize).max(1);
+        self.document_steps[1..used]
+            .iter()
+            .enumerate()
+            .map(|(k, &weight)| ((k + 1) as f64, weight))
     }
 
     /// `m l'(m)` as the difference of its two increasing parts, `(A(m), B(m))`, for whole
@@ -112,74 +214,98 @@ impl EvidenceTerms {
     /// holds no maximum, which lets the solver skip most of the interval unevaluated.
     /// The bound holds when [`Self::has_whole_counts`].
     pub fn increasing_parts(&self, m: f64) -> (f64, f64) {
-        let cells: f64 = self
-            .cells
+        let long_cells: f64 = self
+            .long_cells
             .iter()
             .map(|&(n, mu)| m * mu * digamma_difference(m * mu, n))
             .sum();
-        let documents: f64 = self
-            .totals
+        let cells = self.short_cells + m * pole_sum(&self.poles, m) + long_cells;
+        let short_documents: f64 = self
+            .short_document_steps()
+            .map(|(k, weight)| weight * m / (m + k))
+            .sum();
+        let long_documents: f64 = self
+            .long_totals
             .iter()
             .map(|&(total, k)| k * m * digamma_difference(m, total))
             .sum();
-        (self.unit_cells + cells, documents)
+        (cells, self.short_documents + short_documents + long_documents)
     }
 
     /// Whether `l` is flat in `m`: no document, or every counted cell has prior mean 1
     /// (a single category), where each document's terms cancel and `l = 0` for every `m`.
     pub fn is_flat(&self) -> bool {
-        self.is_empty()
-            || (self.unit_log_mean == 0.0
-                && self.unit_mean_product == 1.0
-                && self.cells.iter().all(|&(_, mean)| mean == 1.0))
+        self.is_empty() || self.every_mean_is_one
     }
 
     /// `l(m)`, the log evidence.
     pub fn log_evidence(&self, m: f64) -> f64 {
-        let documents: f64 = self
-            .totals
-            .iter()
-            .map(|&(total, k)| -k * ln_gamma_difference(m, total))
+        let short_documents: f64 = self
+            .short_document_steps()
+            .map(|(k, weight)| weight * (m + k).ln())
             .sum();
-        let cells: f64 = self
-            .cells
+        let long_documents: f64 = self
+            .long_totals
+            .iter()
+            .map(|&(total, k)| k * ln_gamma_difference(m, total))
+            .sum();
+        let documents = self.short_documents * m.ln() + short_documents + long_documents;
+        let poles: f64 = self.poles.iter().map(|&p| (m + p).ln()).sum();
+        let long_cells: f64 = self
+            .long_cells
             .iter()
             .map(|&(n, mu)| ln_gamma_difference(m * mu, n))
             .sum();
-        documents
-            + cells
-            + self.unit_cells * m.ln()
-            + self.unit_log_mean
-            + self.unit_mean_product.ln()
+        let cells = self.short_cells * m.ln()
+            + poles
+            + self.short_log_mean
+            + self.short_mean_product.ln()
+            + long_cells;
+        cells - documents
     }
 
     /// `dl/dm`.
     pub fn gradient(&self, m: f64) -> f64 {
-        let documents: f64 = self
-            .totals
-            .iter()
-            .map(|&(total, k)| -k * digamma_difference(m, total))
-            .sum();
-        let cells: f64 = self
-            .cells
+        let long_cells: f64 = self
+            .long_cells
             .iter()
             .map(|&(n, mu)| mu * digamma_difference(m * mu, n))
             .sum();
-        documents + cells + self.unit_cells / m
+        let short_documents: f64 = self
+            .short_document_steps()
+            .map(|(k, weight)| weight / (m + k))
+            .sum();
+        let long_documents: f64 = self
+            .long_totals
+            .iter()
+            .map(|&(total, k)| k * digamma_difference(m, total))
+            .sum();
+        (self.short_cells - self.short_documents) / m + pole_sum(&self.poles, m) + long_cells
+            - short_documents
+            - long_documents
     }
 
     /// `(dl/dm, d²l/dm²)` in one pass over the terms (a Newton step needs both).
     pub fn gradient_and_curvature(&self, m: f64) -> (f64, f64) {
-        let (mut gradient, mut curvature) = (self.unit_cells / m, -self.unit_cells / (m * m));
-        for &(total, k) in &self.totals {
-            let (first, second) = digamma_trigamma_difference(m, total);
-            gradient -= k * first;
-            curvature -= k * second;
-        }
-        for &(n, mu) in &self.cells {
+        let (pole_first, pole_second) = pole_sums(&self.poles, m);
+        let mut gradient = self.short_cells / m + pole_first;
+        let mut curvature = -self.short_cells / (m * m) - pole_second;
+        for &(n, mu) in &self.long_cells {
             let (first, second) = digamma_trigamma_difference(m * mu, n);
             gradient += mu * first;
             curvature += mu * mu * second;
+        }
+        gradient -= self.short_documents / m;
+        curvature += self.short_documents / (m * m);
+        for (k, weight) in self.short_document_steps() {
+            let r = 1.0 / (m + k);
+            gradient -= weight * r;
+            curvature += weight * r * r;
+        }
+        for &(total, k) in &self.long_totals {
+            let (first, second) = digamma_trigamma_difference(m, total);
+            gradient -= k * first;
+            curvature -= k * second;
         }
         (gradient, curvature)
     }
@@ -214,37 +340,34 @@ impl EvidenceTerms {
 
     /// Whether `m` is at least every document total (where `m l'(m)` is summed as excesses).
     fn beyond_the_totals(&self, m: f64) -> bool {
-        self.totals.iter().all(|&(total, _)| m >= total)
+        m >= self.largest_short_total && self.long_totals.iter().all(|&(total, _)| m >= total)
     }
 
-    /// `m l'(m)` as the sum of the terms' excesses over their cancelling limits.
+    /// `m l'(m)` as the sum of the terms' excesses over their cancelling limits: a step
+    /// `k >= 1` of a short count contributes `m / (m + pole) - 1 = -pole / (m + pole)`,
+    /// step 0 nothing.
     fn summed_excesses(&self, m: f64) -> f64 {
-        let documents: f64 = self
-            .totals
+        let short_documents: f64 = self
+            .short_document_steps()
+            .map(|(k, weight)| weight * k / (m + k))
+            .sum();
+        let long_documents: f64 = self
+            .long_totals
             .iter()
             .map(|&(total, k)| -k * scaled_digamma_excess(m, total))
             .sum();
-        let cells: f64 = self
-            .cells
+        let poles: f64 = self.poles.iter().map(|&p| -p / (m + p)).sum();
+        let long_cells: f64 = self
+            .long_cells
             .iter()
             .map(|&(n, mu)| scaled_digamma_excess(m * mu, n))
             .sum();
-        documents + cells // unit cells: m mu [ψ(m mu + 1) - ψ(m mu)] - 1 = 0
+        short_documents + long_documents + poles + long_cells
     }
 
     /// `d²l/dm²`.
     pub fn curvature(&self, m: f64) -> f64 {
-        let documents: f64 = self
-            .totals
-            .iter()
-            .map(|&(total, k)| -k * trigamma_difference(m, total))
-            .sum();
-        let cells: f64 = self
-            .cells
-            .iter()
-            .map(|&(n, mu)| mu * mu * trigamma_difference(m * mu, n))
-            .sum();
-        documents + cells - self.unit_cells / (m * m)
+        self.gradient_and_curvature(m).1
     }
 }
 
