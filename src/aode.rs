@@ -319,47 +319,26 @@ fn fit_orientation(
         })
         .collect();
 
-    let parent_columns = layout.columns(o.parent);
-    // each class's Newton iteration starts from the previous class's answer (the classes
-    // of one pair tend to agree), the first from the class-pooled one when there is one
-    let mut start = pooled.unwrap_or(1.0);
-    let solutions: Vec<Solution> = (0..n_classes)
-        .map(|c| {
-            if settings.smoothing == ChildSmoothing::Laplace {
-                return Solution {
-                    concentration: k_child,
-                    log_evidence: f64::NAN,
-                    n_iter: 0,
-                    converged: true,
-                };
-            }
-            let mut terms = EvidenceTerms::new();
-            for u in 0..k_parent {
-                terms.add_document(documents[u * n_classes + c]);
-            }
-            for (k, cell) in counts.outer_iter().enumerate() {
-                terms.add_cell(cell[c], cell_mean[k]);
-            }
-            terms.finish();
-            let largest_parent_value = parent_columns
-                .clone()
-                .map(|col| category_counts[[c, col]])
-                .fold(0.0, f64::max);
-            let rule = |m: f64| Solution {
-                concentration: m,
-                log_evidence: terms.log_evidence(m),
-                n_iter: 0,
-                converged: true,
-            };
-            if largest_parent_value < settings.min_count {
-                rule(k_child)
-            } else {
-                let solution = maximise_evidence_from(&terms, &settings.solver, start);
-                start = solution.concentration;
-                solution
-            }
-        })
-        .collect();
+    let solutions = if settings.smoothing == ChildSmoothing::Laplace {
+        let rule = Solution {
+            concentration: k_child,
+            log_evidence: f64::NAN,
+            n_iter: 0,
+            converged: true,
+        };
+        vec![rule; n_classes]
+    } else {
+        solve_classes(
+            o,
+            counts,
+            &documents,
+            &cell_mean,
+            category_counts,
+            layout,
+            settings,
+            pooled,
+        )
+    };
 
     // ln(N_{c,u} + m_c), one per document and class
     let log_denominator: Vec<f64> = (0..k_parent * n_classes)
@@ -386,6 +365,62 @@ fn fit_orientation(
         }
     }
     (solutions, pooled)
+}
+
+/// `m_{c,i,j}` of every class of one orientation: the multi-document evidence of each
+/// class's cells (documents = parent values) built in one pass over the cells.
+#[allow(clippy::too_many_arguments)]
+fn solve_classes(
+    o: &Orientation,
+    counts: ArrayView2<f64>,
+    documents: &[f64],
+    cell_mean: &[f64],
+    category_counts: ArrayView2<f64>,
+    layout: &FeatureLayout,
+    settings: &AodeSettings,
+    pooled: Option<f64>,
+) -> Vec<Solution> {
+    let n_classes = counts.ncols();
+    let k_parent = layout.cardinality(o.parent);
+    let mut terms = vec![EvidenceTerms::new(); n_classes];
+    for totals in documents.chunks_exact(n_classes).take(k_parent) {
+        for (t, &total) in terms.iter_mut().zip(totals) {
+            t.add_document(total);
+        }
+    }
+    for (k, cell) in counts.outer_iter().enumerate() {
+        for (t, &n) in terms.iter_mut().zip(cell.iter()) {
+            t.add_cell(n, cell_mean[k]);
+        }
+    }
+    let k_child = layout.cardinality(o.child) as f64;
+    let parent_columns = layout.columns(o.parent);
+    // each class's Newton iteration starts from the previous class's answer (the classes
+    // of one pair tend to agree), the first from the class-pooled one when there is one
+    let mut start = pooled.unwrap_or(1.0);
+    terms
+        .iter_mut()
+        .enumerate()
+        .map(|(c, terms)| {
+            terms.finish();
+            let largest_parent_value = parent_columns
+                .clone()
+                .map(|col| category_counts[[c, col]])
+                .fold(0.0, f64::max);
+            if largest_parent_value < settings.min_count {
+                Solution {
+                    concentration: k_child,
+                    log_evidence: terms.log_evidence(k_child),
+                    n_iter: 0,
+                    converged: true,
+                }
+            } else {
+                let solution = maximise_evidence_from(terms, &settings.solver, start);
+                start = solution.concentration;
+                solution
+            }
+        })
+        .collect()
 }
 
 /// Everything the scorer reads, all fitted.

@@ -75,9 +75,9 @@ impl Default for EvidenceTerms {
     }
 }
 
-/// Whether a count is summed step by step.
+/// Whether a positive count is summed step by step: whole and at most [`SHORT_SUM_LIMIT`].
 fn is_short(n: f64) -> bool {
-    n <= SHORT_SUM_LIMIT && n.fract() == 0.0
+    n <= SHORT_SUM_LIMIT && n == f64::from(n as u8)
 }
 
 /// `(sum 1 / (m + p), sum 1 / (m + p)^2)` over the poles `p`, in four interleaved lanes
@@ -121,6 +121,29 @@ fn pole_sum(poles: &[f64], m: f64) -> f64 {
     (first[0] + first[1]) + (first[2] + first[3])
 }
 
+/// `sum ln(m + p)` over the poles: every factor is at least 1 (a pole is `k / mu >= 1`), so
+/// the factors are multiplied in four lanes and a lane's product is folded into the sum
+/// only when it passes 1e200: one logarithm per many poles instead of one per pole.
+fn pole_log_sum(poles: &[f64], m: f64) -> f64 {
+    let mut sum = 0.0;
+    let mut product = [1.0_f64; 4];
+    for chunk in poles.chunks(4) {
+        for (lane, &p) in chunk.iter().enumerate() {
+            let factor = m + p;
+            if factor > 1e100 {
+                sum += factor.ln();
+                continue;
+            }
+            product[lane] *= factor;
+            if product[lane] > 1e200 {
+                sum += product[lane].ln();
+                product[lane] = 1.0;
+            }
+        }
+    }
+    sum + product.iter().map(|p| p.ln()).sum::<f64>()
+}
+
 impl EvidenceTerms {
     /// Empty statistics (no documents).
     pub fn new() -> Self {
@@ -149,21 +172,35 @@ impl EvidenceTerms {
             return;
         }
         self.every_mean_is_one &= mean == 1.0;
+        if count == 1.0 && mean > 1e-50 {
+            // the common case in sparse tables: step 0 only
+            self.short_cells += 1.0;
+            self.fold_mean(mean);
+            return;
+        }
         if !is_short(count) {
             self.long_cells.push((count, mean));
             return;
         }
         self.short_cells += 1.0;
         let steps = count as usize;
-        for k in 1..steps {
-            self.poles.push(k as f64 / mean);
+        let inverse = 1.0 / mean;
+        self.poles.extend((1..steps).map(|k| k as f64 * inverse));
+        let power = mean.powi(steps as i32);
+        if power > 1e-50 {
+            self.fold_mean(power);
+        } else {
+            self.short_log_mean += count * mean.ln();
         }
-        for _ in 0..steps {
-            self.short_mean_product *= mean;
-            if self.short_mean_product < 1e-250 {
-                self.short_log_mean += self.short_mean_product.ln();
-                self.short_mean_product = 1.0;
-            }
+    }
+
+    /// Multiplies `factor` (at least 1e-50) into the product of the short cells' means,
+    /// folding the product into `short_log_mean` before it can underflow.
+    fn fold_mean(&mut self, factor: f64) {
+        self.short_mean_product *= factor;
+        if self.short_mean_product < 1e-250 {
+            self.short_log_mean += self.short_mean_product.ln();
+            self.short_mean_product = 1.0;
         }
     }
 
@@ -250,7 +287,7 @@ impl EvidenceTerms {
             .map(|&(total, k)| k * ln_gamma_difference(m, total))
             .sum();
         let documents = self.short_documents * m.ln() + short_documents + long_documents;
-        let poles: f64 = self.poles.iter().map(|&p| (m + p).ln()).sum();
+        let poles = pole_log_sum(&self.poles, m);
         let long_cells: f64 = self
             .long_cells
             .iter()
