@@ -1,6 +1,6 @@
 """Writes src/gamma_difference_reference.rs: high-precision values of
 ln Γ(a+n) - ln Γ(a) and ψ(a+n) - ψ(a) (mpmath, 50 digits) that the Rust unit tests of
-`gamma_differences` compare against, for a across [1e-6, 1e8] and whole and fractional n.
+`gamma_differences` compare against, for a across [1e-6, 2e19] and whole and fractional n.
 
 Run from the repository root: python scripts/gamma_difference_reference.py
 """
@@ -25,8 +25,9 @@ A_VALUES = [
     "4.2e4",
     "1e6",
     "1e8",
+    "2e19",
 ]
-N_VALUES = ["1e-9", "0.001", "0.5", "1", "2", "7", "31", "33", "150.25", "1e4", "3.5e6"]
+N_VALUES = ["1e-9", "0.001", "0.5", "1", "2", "7", "31", "33", "150.25", "1e4", "3.5e6", "3.7e13"]
 
 
 def main() -> None:

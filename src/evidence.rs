@@ -266,7 +266,10 @@ impl EvidenceTerms {
             .iter()
             .map(|&(total, k)| k * m * digamma_difference(m, total))
             .sum();
-        (cells, self.short_documents + short_documents + long_documents)
+        (
+            cells,
+            self.short_documents + short_documents + long_documents,
+        )
     }
 
     /// Whether `l` is flat in `m`: no document, or every counted cell has prior mean 1

@@ -103,6 +103,9 @@ pub fn digamma_difference(a: f64, n: f64) -> f64 {
     if is_short_whole(n) {
         return (0..n as usize).map(|k| 1.0 / (a + k as f64)).sum();
     }
+    if n >= SHORT_SUM_LIMIT {
+        return large_count_digamma_difference(a, n);
+    }
     if a <= n {
         return digamma(a + n) - digamma(a);
     }
@@ -123,6 +126,31 @@ pub fn digamma_difference(a: f64, n: f64) -> f64 {
         value += b / (2.0 * k) * power_difference(x, log_ratio, 2 * i as i32 + 2);
     }
     value + shift
+}
+
+/// `ψ(a + n) - ψ(a)` for `n >= SHORT_SUM_LIMIT`: the recurrence lifts `a` to `x >= 10`,
+/// then both digammas come from the asymptotic series. `a + n` exceeds `x` by at least
+/// `n - 10`, so the series' terms need no care against cancellation (their difference is
+/// far below the result `~ ln(1 + n / x)`), and the logarithm of the ratio is
+/// `ln_1p((n - r) / x)` (r the steps of the lift): one logarithm and a few divisions in all, where two general
+/// digammas cost several times that (large counts are common in class-pooled tables).
+fn large_count_digamma_difference(a: f64, n: f64) -> f64 {
+    let r = shift_steps(a);
+    let shift: f64 = (0..r).map(|k| 1.0 / (a + k as f64)).sum();
+    let x = a + r as f64;
+    let y = a + n;
+    let series = |z: f64| {
+        // 1/(2z) + sum_k B_2k / (2k z^{2k})
+        let inverse_squared = 1.0 / (z * z);
+        let mut power = inverse_squared;
+        let mut value = 0.5 / z;
+        for (i, b) in BERNOULLI.iter().enumerate() {
+            value += b / (2.0 * (i + 1) as f64) * power;
+            power *= inverse_squared;
+        }
+        value
+    };
+    ((n - r as f64) / x).ln_1p() - series(y) + series(x) + shift
 }
 
 /// `a [ψ(a + n) - ψ(a)] - n` for `a > 0`, `n >= 0`: the digamma difference scaled by `a`,

@@ -143,7 +143,16 @@ pub fn maximise_evidence_from(
     if search.upper_end_is_maximum {
         consider(at_end(hi_m));
     }
-    let best = best.expect("l' changes sign inside, or an end is a maximum");
+    // the gradient's signs always leave a candidate; should rounding ever leave none, the
+    // better end is the answer rather than a panic
+    let best = best.unwrap_or_else(|| {
+        let (low, high) = (at_end(lo_m), at_end(hi_m));
+        if high.log_evidence > low.log_evidence {
+            high
+        } else {
+            low
+        }
+    });
     Solution { n_iter, ..best }
 }
 
