@@ -27,9 +27,24 @@ use crate::gamma_differences::{
     digamma_difference, digamma_trigamma_difference, ln_gamma_difference, scaled_digamma_excess,
     SHORT_SUM_LIMIT,
 };
+use crate::sign_changes::SignChanges;
 
 /// Steps `k = 1..SHORT_STEPS` of a short document total (totals up to [`SHORT_SUM_LIMIT`]).
 const SHORT_STEPS: usize = SHORT_SUM_LIMIT as usize;
+
+/// What the signs of `l'` over all `m > 0` can be, as certified by
+/// [`EvidenceTerms::gradient_shape`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GradientShape {
+    /// `l' > 0` everywhere: the evidence rises to the upper bound.
+    Rising,
+    /// `l' < 0` everywhere.
+    Falling,
+    /// `l'` changes sign at most once: a single local maximum (or minimum) at most.
+    AtMostOneChange,
+    /// Not certified: `l'` may change sign several times.
+    Unknown,
+}
 
 /// Sufficient statistics of `l(m)` for one or more documents that share `m`.
 #[derive(Debug, Clone)]
@@ -270,6 +285,119 @@ impl EvidenceTerms {
             cells,
             self.short_documents + short_documents + long_documents,
         )
+    }
+
+    /// What the signs of `l'` over `m > 0` can be, for whole counts ([`GradientShape::Unknown`]
+    /// otherwise), in one pass over the poles: no gradient evaluated.
+    ///
+    /// With whole counts `l'(m) = sum_i w_i / (m + q_i)`: weight +1 at each cell step's pole
+    /// `q = k / mu`, -1 at each document step's pole `q = k`, and the step-0 terms at
+    /// `q = 0`; the weights add up to 0 (the cells of a document add up to its total).
+    /// Integrating by parts twice, `l'(m) = 2 ∫ V(q) / (m + q)^3 dq` with `W` the cumulative
+    /// weight and `V(q) = ∫_0^q W`. The kernel `1 / (m + q)^3` is totally positive, so
+    /// `l'` has at most as many sign changes as `V` (Karlin's variation diminishing
+    /// property); `V` is piecewise linear and, between two integers, convex (only cell
+    /// poles lie strictly between document poles), so its signs at the integers and a
+    /// lower bound inside each unit interval bound its sign changes. On real AODE tables
+    /// `V` rarely changes sign more than once even where `W` changes sign many times.
+    pub fn gradient_shape(&self) -> GradientShape {
+        if !self.has_whole_counts() || self.is_flat() {
+            return GradientShape::Unknown;
+        }
+        let largest_total = self
+            .long_totals
+            .last()
+            .map_or(0.0, |&(total, _)| total)
+            .max(self.largest_short_total);
+        // the pass costs O(largest total): not worth it (nor affordable) where that dwarfs
+        // the terms a gradient evaluation sums
+        let budget =
+            64.0 + 4.0 * (self.poles.len() + self.long_cells.len() + self.long_totals.len()) as f64;
+        if largest_total > budget {
+            return GradientShape::Unknown;
+        }
+        let buckets = largest_total as usize;
+        // document steps: weight of the pole at q = j for j in 1..buckets
+        let mut fall = vec![0.0; buckets];
+        for (k, weight) in self.short_document_steps() {
+            fall[k as usize] += weight;
+        }
+        let mut ending_at = vec![0.0; buckets + 1];
+        for &(total, multiplicity) in &self.long_totals {
+            ending_at[total as usize] += multiplicity;
+        }
+        let mut above = 0.0;
+        for j in (1..buckets).rev() {
+            above += ending_at[j + 1];
+            fall[j] += above;
+        }
+        // cell poles by unit interval [j, j + 1): their number and sum of (j + 1 - q);
+        // poles beyond the last document pole only add (q - largest_total) to the tail
+        let limit = largest_total;
+        let mut rise = vec![0.0; buckets];
+        let mut area = vec![0.0; buckets];
+        let mut tail_area = 0.0;
+        let mut place = |q: f64| {
+            if q < limit {
+                let j = q as usize;
+                rise[j] += 1.0;
+                area[j] += (j + 1) as f64 - q;
+            } else {
+                tail_area += q - limit;
+            }
+        };
+        for &q in &self.poles {
+            place(q);
+        }
+        let mut closed_form_tail = 0.0;
+        let mut placed = 0.0;
+        for &(n, mu) in &self.long_cells {
+            let steps = n as usize;
+            placed += (largest_total * mu).min(n);
+            if placed > budget {
+                return GradientShape::Unknown;
+            }
+            for k in 1..steps {
+                let q = k as f64 / mu;
+                if q >= limit {
+                    // the remaining steps k..n-1 all lie beyond: their sum in closed form
+                    let remaining = (steps - k) as f64;
+                    let step_sum = (k + steps - 1) as f64 * remaining / 2.0;
+                    closed_form_tail += step_sum / mu - limit * remaining;
+                    break;
+                }
+                place(q);
+            }
+        }
+        let tail_area = tail_area + closed_form_tail;
+        let long_documents: f64 = self.long_totals.iter().map(|&(_, k)| k).sum();
+        let mut w =
+            self.short_cells + self.long_cells.len() as f64 - self.short_documents - long_documents;
+        let mut v = 0.0;
+        let mut magnitude = 0.0;
+        let mut signs = SignChanges::new();
+        for j in 0..buckets {
+            w -= fall[j];
+            let next = v + w + area[j];
+            magnitude += w.abs() + area[j];
+            let tolerance = 1e-12 * magnitude;
+            // V is convex on [j, j + 1]: at least v + min(0, w) inside
+            let dip = v + w.min(0.0);
+            if dip < -tolerance && v.min(next) > tolerance {
+                signs.observe_sign(true, true);
+            }
+            signs.observe(next, tolerance);
+            v = next;
+            w += rise[j];
+        }
+        magnitude += tail_area;
+        signs.observe(v - tail_area, 1e-12 * magnitude);
+        match signs.most() {
+            0 if signs.never_negative() => GradientShape::Rising,
+            0 if signs.never_positive() => GradientShape::Falling,
+            0 | 1 => GradientShape::AtMostOneChange,
+            _ => GradientShape::Unknown,
+        }
     }
 
     /// Whether `l` is flat in `m`: no document, or every counted cell has prior mean 1

@@ -33,6 +33,7 @@ pub mod naive_bayes;
 pub mod pair_counts;
 pub mod parallel;
 pub mod scoring;
+pub mod sign_changes;
 pub mod solver;
 
 #[cfg(test)]

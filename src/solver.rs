@@ -21,7 +21,7 @@
 //! the answer is `m_min`.
 
 use crate::error::{HebError, Result};
-use crate::evidence::EvidenceTerms;
+use crate::evidence::{EvidenceTerms, GradientShape};
 
 /// Bounds and stopping rule of the solver.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,58 +101,92 @@ pub fn maximise_evidence_from(
 ) -> Solution {
     let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
     if terms.is_flat() || lo_m == hi_m {
-        return Solution {
-            concentration: lo_m,
-            log_evidence: terms.log_evidence(lo_m),
-            n_iter: 0,
-            converged: true,
-        };
+        return at_end(terms, lo_m, 0);
     }
-    let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
-    let start = if start > 0.0 && start.is_finite() {
+    match terms.gradient_shape() {
+        GradientShape::Rising => at_end(terms, hi_m, 0),
+        GradientShape::Falling => at_end(terms, lo_m, 0),
+        GradientShape::AtMostOneChange => {
+            // at most one local extremum: the ends' signs say where the maximum is
+            let (f_lo, f_hi) = (terms.scaled_gradient(lo_m), terms.scaled_gradient(hi_m));
+            if f_lo > 0.0 && f_hi < 0.0 {
+                let inside =
+                    newton_in_bracket(terms, settings, lo_m.ln(), hi_m.ln(), log_start(start));
+                Solution {
+                    n_iter: inside.n_iter + 2,
+                    ..inside
+                }
+            } else if f_lo > 0.0 {
+                at_end(terms, hi_m, 2)
+            } else if f_hi < 0.0 {
+                at_end(terms, lo_m, 2)
+            } else {
+                // a minimum inside: the better end
+                better(at_end(terms, lo_m, 2), at_end(terms, hi_m, 2))
+            }
+        }
+        GradientShape::Unknown => maximise_by_search(terms, settings, start),
+    }
+}
+
+/// The bound `m` as the answer, with its evidence.
+fn at_end(terms: &EvidenceTerms, m: f64, n_iter: usize) -> Solution {
+    Solution {
+        concentration: m,
+        log_evidence: terms.log_evidence(m),
+        n_iter,
+        converged: true,
+    }
+}
+
+/// The candidate with the larger evidence (the first on a tie).
+fn better(first: Solution, second: Solution) -> Solution {
+    if second.log_evidence > first.log_evidence {
+        second
+    } else {
+        first
+    }
+}
+
+/// `ln start`, or NaN (no guess) for a start that is not a positive number.
+fn log_start(start: f64) -> f64 {
+    if start > 0.0 && start.is_finite() {
         start.ln()
     } else {
         f64::NAN
-    };
+    }
+}
+
+/// The global maximum where the gradient may change sign several times: every local
+/// maximum is bracketed (branch and bound for whole counts, a scan otherwise) and refined,
+/// and the best candidate wins.
+fn maximise_by_search(terms: &EvidenceTerms, settings: &SolverSettings, start: f64) -> Solution {
+    let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
+    let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
     let search = if terms.has_whole_counts() {
         bracket_by_bounds(terms, lo_end, hi_end)
     } else {
         bracket_by_scan(terms, lo_end, hi_end)
     };
     let mut n_iter = search.n_evaluations;
-    let mut best: Option<Solution> = None;
-    let mut consider = |candidate: Solution| {
-        if best.is_none_or(|b| candidate.log_evidence > b.log_evidence) {
-            best = Some(candidate);
-        }
-    };
-    let at_end = |m: f64| Solution {
-        concentration: m,
-        log_evidence: terms.log_evidence(m),
-        n_iter: 0,
-        converged: true,
-    };
+    let mut candidates = Vec::new();
     if search.lower_end_is_maximum {
-        consider(at_end(lo_m));
+        candidates.push(at_end(terms, lo_m, 0));
     }
     for &(a, b) in &search.brackets {
-        let refined = newton_in_bracket(terms, settings, a, b, start);
+        let refined = newton_in_bracket(terms, settings, a, b, log_start(start));
         n_iter += refined.n_iter;
-        consider(refined);
+        candidates.push(refined);
     }
     if search.upper_end_is_maximum {
-        consider(at_end(hi_m));
+        candidates.push(at_end(terms, hi_m, 0));
     }
     // the gradient's signs always leave a candidate; should rounding ever leave none, the
     // better end is the answer rather than a panic
-    let best = best.unwrap_or_else(|| {
-        let (low, high) = (at_end(lo_m), at_end(hi_m));
-        if high.log_evidence > low.log_evidence {
-            high
-        } else {
-            low
-        }
-    });
+    let best = candidates
+        .into_iter()
+        .reduce(better)
+        .unwrap_or_else(|| better(at_end(terms, lo_m, 0), at_end(terms, hi_m, 0)));
     Solution { n_iter, ..best }
 }
 
@@ -501,6 +535,141 @@ mod tests {
                 assert!(relative < 1e-8, "m_max={high}: {s:?} vs {reference:?}");
             }
         }
+    }
+
+    /// Deterministic pseudo-random numbers for generated test problems.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn uniform(&mut self) -> f64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.uniform() * n as f64) as usize
+        }
+    }
+
+    /// A multi-document problem like an AODE child: a few documents over a shared mean,
+    /// sparse small counts with the odd large one (long cells and long totals).
+    fn random_problem(rng: &mut Lcg) -> EvidenceTerms {
+        let n_values = 2 + rng.below(7);
+        let weights: Vec<f64> = (0..n_values).map(|_| 0.05 + rng.uniform()).collect();
+        let total: f64 = weights.iter().sum();
+        let mean: Vec<f64> = weights.iter().map(|w| w / total).collect();
+        let mut terms = EvidenceTerms::new();
+        for _ in 0..1 + rng.below(6) {
+            let mut document = 0.0;
+            for &mu in &mean {
+                let count = match rng.below(10) {
+                    0..=4 => 0.0,
+                    5..=8 => (1 + rng.below(6)) as f64,
+                    _ => (20 + rng.below(60)) as f64,
+                };
+                terms.add_cell(count, mu);
+                document += count;
+            }
+            terms.add_document(document);
+        }
+        terms.finish();
+        terms
+    }
+
+    /// Sign changes of `m l'(m)` on a fine grid over `m` in [1e-4, 1e7].
+    fn grid_sign_changes(terms: &EvidenceTerms) -> (usize, bool, bool) {
+        let signs: Vec<f64> = (0..=2000)
+            .map(|k| (-4.0 + 11.0 * k as f64 / 2000.0) * std::f64::consts::LN_10)
+            .map(|t| terms.scaled_gradient(t.exp()))
+            .filter(|f| *f != 0.0)
+            .collect();
+        let changes = signs
+            .windows(2)
+            .filter(|w| (w[0] > 0.0) != (w[1] > 0.0))
+            .count();
+        let any_negative = signs.iter().any(|&f| f < 0.0);
+        let any_positive = signs.iter().any(|&f| f > 0.0);
+        (changes, any_positive, any_negative)
+    }
+
+    #[test]
+    fn certified_gradient_shapes_hold_on_a_fine_grid() {
+        let mut rng = Lcg(7);
+        let mut seen = [0usize; 4];
+        for _ in 0..3000 {
+            let terms = random_problem(&mut rng);
+            if terms.is_flat() {
+                continue;
+            }
+            let (changes, any_positive, any_negative) = grid_sign_changes(&terms);
+            let shape = terms.gradient_shape();
+            match shape {
+                GradientShape::Rising => assert!(!any_negative, "{terms:?}"),
+                GradientShape::Falling => assert!(!any_positive, "{terms:?}"),
+                GradientShape::AtMostOneChange => assert!(changes <= 1, "{terms:?}"),
+                GradientShape::Unknown => {}
+            }
+            seen[shape as usize] += 1;
+        }
+        // the shapes of multi-cell documents occur, so those branches were exercised
+        let [rising, _, one_change, unknown] = seen;
+        assert!(rising > 0 && one_change > 0 && unknown > 0, "{seen:?}");
+        // one cell per document (all mass on one value): falling everywhere; V starts at
+        // an exact 0 that the certificate reads as of unknown sign, so it may say no more
+        // than "at most one change"
+        let vertex = single(&[25.0, 0.0, 0.0, 0.0], &[0.25; 4]);
+        assert!(matches!(
+            vertex.gradient_shape(),
+            GradientShape::Falling | GradientShape::AtMostOneChange
+        ));
+        assert!(!grid_sign_changes(&vertex).1);
+    }
+
+    #[test]
+    fn certified_answers_equal_the_full_search() {
+        let mut rng = Lcg(11);
+        let settings = SolverSettings::default();
+        for _ in 0..3000 {
+            let terms = random_problem(&mut rng);
+            let fast = maximise_evidence(&terms, &settings);
+            let searched = maximise_by_search(&terms, &settings, 1.0);
+            let scale = searched.log_evidence.abs().max(1.0);
+            assert!(
+                (fast.log_evidence - searched.log_evidence).abs() < 1e-10 * scale,
+                "{fast:?} vs {searched:?} for {terms:?}"
+            );
+            assert!(
+                (fast.concentration / searched.concentration - 1.0).abs() < 1e-6
+                    || (fast.log_evidence - searched.log_evidence).abs() < 1e-12 * scale,
+                "{fast:?} vs {searched:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_bimodal_example_is_not_certified() {
+        let mean = [37.0 / 81.0, 44.0 / 81.0];
+        let mut t = EvidenceTerms::new();
+        for counts in [[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]] {
+            t.add_document(counts.iter().sum());
+            for (&n, &mu) in counts.iter().zip(&mean) {
+                t.add_cell(n, mu);
+            }
+        }
+        t.finish();
+        assert_eq!(t.gradient_shape(), GradientShape::Unknown);
+    }
+
+    #[test]
+    fn fractional_counts_and_huge_totals_are_not_certified() {
+        let fractional = single(&[6.5, 0.25, 3.0], &[0.2, 0.3, 0.5]);
+        assert_eq!(fractional.gradient_shape(), GradientShape::Unknown);
+        // totals of 1e12: the certificate's pass would cost O(total), so it stands aside
+        let huge = single(&[4e11, 6e11], &[0.5, 0.5]);
+        assert_eq!(huge.gradient_shape(), GradientShape::Unknown);
     }
 
     #[test]
