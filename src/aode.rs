@@ -154,6 +154,7 @@ pub fn fit_children(
     let all_pairs = pairs(n_features);
     let fits: Vec<PairFit> = all_pairs
         .par_iter()
+        .with_max_len(1)
         .enumerate()
         .map(|(p, &(a, b))| {
             let rows = row_offsets[p]..row_offsets[p] + layout.cardinality(a);
@@ -302,7 +303,7 @@ fn fit_orientation(
 
     // the two-level prior: a_{i,j} and the per-document mean mu_{u,v}
     let pooled = (settings.smoothing == ChildSmoothing::HebTwoLevel).then(|| {
-        let mut terms = EvidenceTerms::new();
+        let mut terms = EvidenceTerms::with_capacity(2 * counts.nrows());
         for &total in &pooled_documents {
             terms.add_document(total);
         }
@@ -382,7 +383,7 @@ fn solve_classes(
 ) -> Vec<Solution> {
     let n_classes = counts.ncols();
     let k_parent = layout.cardinality(o.parent);
-    let mut terms = vec![EvidenceTerms::new(); n_classes];
+    let mut terms = vec![EvidenceTerms::with_capacity(counts.nrows()); n_classes];
     for totals in documents.chunks_exact(n_classes).take(k_parent) {
         for (t, &total) in terms.iter_mut().zip(totals) {
             t.add_document(total);

@@ -52,7 +52,7 @@ pub struct EvidenceTerms {
     /// Number of documents with a whole total up to [`SHORT_SUM_LIMIT`] (their step 0).
     short_documents: f64,
     /// `document_steps[k]`: how many of those documents have a total above `k` (their step
-    /// `k`, `1 <= k`); entry 0 is unused.
+    /// `k`, `1 <= k`) once [`Self::finish`] has run; entry 0 is unused.
     document_steps: [f64; SHORT_STEPS],
     /// Largest short document total (0 when there is none).
     largest_short_total: f64,
@@ -165,6 +165,14 @@ impl EvidenceTerms {
         Self::default()
     }
 
+    /// Empty statistics with room for `poles` cell steps beyond the first.
+    pub fn with_capacity(poles: usize) -> Self {
+        Self {
+            poles: Vec::with_capacity(poles),
+            ..Self::default()
+        }
+    }
+
     /// Adds a document with total count `total` (sum of its cells).
     pub fn add_document(&mut self, total: f64) {
         if total <= 0.0 {
@@ -172,9 +180,8 @@ impl EvidenceTerms {
         }
         if is_short(total) {
             self.short_documents += 1.0;
-            for step in &mut self.document_steps[1..total as usize] {
-                *step += 1.0;
-            }
+            // a histogram of totals for now; finish() turns it into step weights
+            self.document_steps[total as usize - 1] += 1.0;
             self.largest_short_total = self.largest_short_total.max(total);
         } else {
             self.long_totals.push((total, 1.0));
@@ -221,6 +228,14 @@ impl EvidenceTerms {
 
     /// Merges documents with equal totals; call once after the last `add_document`.
     pub fn finish(&mut self) {
+        // document_steps[t - 1] held the number of short totals equal to t: the weight of
+        // step k is the number above k
+        let mut above = 0.0;
+        for k in (1..SHORT_STEPS).rev() {
+            above += self.document_steps[k];
+            self.document_steps[k] = above;
+        }
+        self.document_steps[0] = 0.0;
         self.long_totals.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut merged: Vec<(f64, f64)> = Vec::with_capacity(self.long_totals.len());
         for &(total, k) in &self.long_totals {
