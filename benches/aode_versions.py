@@ -1,0 +1,113 @@
+"""AODE fit time of this build against an earlier build of hebnb, side by side in one run.
+
+Each build fits the same models on the same data in its own subprocess, the builds taking
+turns round after round so that both see the same machine load; the table gives the
+median fit seconds over the rounds and the ratio (earlier / this build). Workloads: the
+amazon-employee fold of ``aode_amazon.py`` (18,000 training rows, uncapped) for Laplace,
+pooled and two-level smoothing, and the wide synthetic table of ``aode_wide.py``
+(two-level only, optional).
+
+An earlier build is a directory holding an installed ``hebnb``, for example:
+
+    git worktree add ../hebnb-baseline <commit>
+    (cd ../hebnb-baseline && maturin build --release -o /tmp/baseline-wheel)
+    pip install --no-deps --target /tmp/hebnb-baseline /tmp/baseline-wheel/*.whl
+
+Then, from the repository root after ``maturin develop --release``:
+
+    python benches/aode_versions.py --baseline /tmp/hebnb-baseline
+    python benches/aode_versions.py --baseline /tmp/hebnb-baseline --wide --n-jobs 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+HERE = Path(__file__).resolve().parent
+
+#: Runs inside each build's subprocess: prints {model: [fit seconds per repeat]} as JSON.
+WORKER = r"""
+import json, sys, time
+sys.path.insert(0, {benches!r})
+import hebnb
+from hebnb import AODE
+n_jobs, workload, repeats = {n_jobs}, {workload!r}, {repeats}
+if workload == "amazon":
+    from aode_amazon import load
+    X, y = load(20_000, 42)
+    X, y = X[:18_000], y[:18_000]
+    models = {{
+        "Laplace AODE": AODE("laplace", n_jobs=n_jobs),
+        "HEB-AODE pooled": AODE(prior="pooled", n_jobs=n_jobs),
+        "HEB-AODE two-level": AODE(prior="two-level", n_jobs=n_jobs),
+    }}
+else:
+    from aode_wide import tree_bayes_net
+    X, y = tree_bayes_net()
+    models = {{"HEB-AODE two-level": AODE(prior="two-level", n_jobs=n_jobs)}}
+out = {{}}
+for name, model in models.items():
+    model.fit(X, y)  # warm-up: thread pool, page cache
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.fit(X, y)
+        times.append(time.perf_counter() - start)
+    out[name] = times
+print(json.dumps({{"version": hebnb.__file__, "times": out}}))
+"""
+
+
+def run_build(pythonpath: str | None, workload: str, n_jobs: int, repeats: int) -> dict:
+    """Fit times of one build (``pythonpath`` None: the installed development build)."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    code = WORKER.format(benches=str(HERE), n_jobs=n_jobs, workload=workload, repeats=repeats)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline", required=True, help="directory with the earlier hebnb")
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10, help="fits per round (amazon)")
+    parser.add_argument("--wide", action="store_true", help="also the 20,000 x 100 table")
+    args = parser.parse_args()
+
+    workloads = [("amazon", args.repeats)] + ([("wide", 1)] if args.wide else [])
+    builds = {"earlier": args.baseline, "this": None}
+    times: dict[tuple[str, str, str], list[float]] = {}
+    paths = {}
+    steps = [(w, r, b) for _ in range(args.rounds) for w, r in workloads for b in builds]
+    for workload, repeats, build in tqdm(steps, desc="rounds"):
+        result = run_build(builds[build], workload, args.n_jobs, repeats)
+        paths[build] = result["version"]
+        for model, values in result["times"].items():
+            times.setdefault((workload, model, build), []).extend(values)
+
+    print(f"n_jobs={args.n_jobs}, {args.rounds} rounds; earlier build: {paths['earlier']}")
+    print("\n| workload | model | earlier s | this s | earlier / this |")
+    print("|---|---|---|---|---|")
+    for workload, _ in workloads:
+        models = sorted({m for (w, m, _) in times if w == workload})
+        for model in models:
+            earlier = statistics.median(times[(workload, model, "earlier")])
+            this = statistics.median(times[(workload, model, "this")])
+            print(f"| {workload} | {model} | {earlier:.4f} | {this:.4f} | {earlier / this:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
