@@ -1,6 +1,6 @@
 """Is the multi-document evidence unimodal? A grid scan of every AODE problem of anneal.
 
-For every (class, parent, child) whose concentration was solved (not the low-count
+For every (class, parent, child) whose concentration is Type-II ML (not the low-count
 fallback), the evidence (SPEC eq. 11, written in numpy in tests/test_aode.py) is evaluated
 on 400 points in ln m over [1e-2, 1e4]; the script counts the problems with more than one
 local maximum and those where the fitted concentration's evidence is below the grid's
@@ -52,7 +52,7 @@ def main() -> None:
                 pooled = table.sum(0)
                 mean = (pooled + a * mean) / (pooled.sum(1, keepdims=True) + a)
             for c in range(n_classes):
-                if model.n_iter_[c, i, j] == 0:
+                if single[i][c].max() < model.min_count:  # the low-count rule: m = K_j
                     continue
                 solved += 1
                 curve = np.array([evidence(np.exp(t), table[c], mean) for t in grid])

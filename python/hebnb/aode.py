@@ -107,6 +107,8 @@ class AODE(CategoricalClassifier):
         ``a[i, j]`` of the two-level prior; NaN where not used.
     log_evidence_ : ndarray of shape (n_classes, n_features, n_features)
     n_iter_ : ndarray of shape (n_classes, n_features, n_features)
+        Gradient evaluations of each solve (0 where the low-count rule, or the shape of
+        the evidence certified from its counts, decided without one).
     converged_ : ndarray of shape (n_classes, n_features, n_features)
     capped_ : ndarray of shape (n_features, n_features)
         Which (parent, child) orientations use the Naive Bayes child.

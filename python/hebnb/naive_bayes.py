@@ -105,7 +105,8 @@ class CategoricalNB(CategoricalClassifier):
     log_evidence_ : ndarray of shape (n_classes, n_features)
         The Dirichlet-multinomial log evidence at ``concentration_``.
     n_iter_ : ndarray of shape (n_classes, n_features)
-        Solver steps per class and feature (0 where no solve was needed).
+        Gradient evaluations per class and feature (0 where the low-count rule, or the
+        shape of the evidence certified from the counts, decided without one).
     converged_ : ndarray of shape (n_classes, n_features)
     feature_weights_ : ndarray of shape (n_features,)
         The weight of each feature's term in the score (all ones without weighting).
