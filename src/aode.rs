@@ -38,7 +38,7 @@ use ndarray::{Array2, Array3, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::check_codes;
-use crate::error::{HebError, Result};
+use crate::error::{check_len, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{pair_row_offsets, pairs, PairTablesView};
@@ -684,18 +684,6 @@ fn contiguous<'a>(table: ArrayView2<'a, f64>, what: &str) -> Result<&'a [f64]> {
     table
         .to_slice()
         .ok_or_else(|| HebError::InvalidParameter(format!("{what} must be C-contiguous")))
-}
-
-fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(HebError::ShapeMismatch {
-            what,
-            expected,
-            found,
-        })
-    }
 }
 
 #[cfg(test)]

@@ -62,6 +62,19 @@ impl std::error::Error for HebError {}
 /// The core's result type.
 pub type Result<T> = std::result::Result<T, HebError>;
 
+/// [`HebError::ShapeMismatch`] unless `found == expected`.
+pub fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(HebError::ShapeMismatch {
+            what,
+            expected,
+            found,
+        })
+    }
+}
+
 /// A zero-filled `Vec<f64>` of `len` elements, or [`HebError::Allocation`] when the
 /// memory cannot be had (instead of aborting the process).
 pub fn zeroed(len: usize, what: &'static str) -> Result<Vec<f64>> {

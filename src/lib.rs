@@ -32,6 +32,7 @@ pub mod mutual_information;
 pub mod naive_bayes;
 pub mod pair_counts;
 pub mod parallel;
+pub mod parent_prior;
 pub mod scoring;
 pub mod sign_changes;
 pub mod solver;

@@ -12,7 +12,7 @@
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
-use crate::error::{zeroed, HebError, Result};
+use crate::error::{check_len, zeroed, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::solver::{maximise_evidence, Solution, SolverSettings};
@@ -193,18 +193,6 @@ pub fn log_probability_table(
         });
     Array2::from_shape_vec((n_classes, width), flat)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))
-}
-
-fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(HebError::ShapeMismatch {
-            what,
-            expected,
-            found,
-        })
-    }
 }
 
 fn check_table(counts: ArrayView2<f64>, layout: &FeatureLayout, n_classes: usize) -> Result<()> {

@@ -16,6 +16,7 @@ use crate::mutual_information::mutual_information as mutual_information_kernel;
 use crate::naive_bayes::{self, PriorMean};
 use crate::pair_counts::{self, PairTablesView};
 use crate::parallel::with_threads;
+use crate::parent_prior;
 use crate::scoring;
 use crate::solver::SolverSettings;
 
@@ -44,6 +45,13 @@ fn run<T: Send>(
 
 type Array1Py<'py> = Bound<'py, PyArray1<f64>>;
 type Array2Py<'py> = Bound<'py, PyArray2<f64>>;
+/// `(concentration, log_evidence, n_iter, converged)` of a list of solves.
+type Solutions1Py<'py> = (
+    Array1Py<'py>,
+    Array1Py<'py>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<bool>>,
+);
 
 /// Class totals `N_c` and the `(C, sum K_f)` table of `N_{c,f,v}`.
 #[pyfunction]
@@ -132,6 +140,46 @@ fn fit_concentrations<'py>(
         fit.log_evidence.into_pyarray(py),
         fit.n_iter.mapv(|n| n as i64).into_pyarray(py),
         fit.converged.into_pyarray(py),
+    ))
+}
+
+/// `m_i` of each super-parent's empirical-Bayes class distribution, from the `(C, sum K_f)`
+/// counts and the `(F, C)` class means: `(concentration, log_evidence, n_iter, converged)`,
+/// each of shape `(F,)`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn fit_parent_concentrations<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    class_mean: PyReadonlyArray2<'py, f64>,
+    offsets: Vec<usize>,
+    min_concentration: f64,
+    max_concentration: f64,
+    n_jobs: usize,
+) -> PyResult<Solutions1Py<'py>> {
+    let layout = layout(offsets)?;
+    let settings = SolverSettings::new(min_concentration, max_concentration).map_err(to_py_err)?;
+    let (counts, class_mean) = (counts.as_array(), class_mean.as_array());
+    let fit = run(py, n_jobs, || {
+        parent_prior::fit_parent_concentrations(counts, class_mean, &layout, &settings)
+    })?;
+    Ok((
+        fit.iter()
+            .map(|s| s.concentration)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
+        fit.iter()
+            .map(|s| s.log_evidence)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
+        fit.iter()
+            .map(|s| s.n_iter as i64)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
+        fit.iter()
+            .map(|s| s.converged)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
     ))
 }
 
@@ -471,6 +519,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_posterior, m)?)?;
     m.add_function(wrap_pyfunction!(count_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aode_children, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_parent_concentrations, m)?)?;
     m.add_function(wrap_pyfunction!(aode_joint_log_likelihood, m)?)?;
     m.add_function(wrap_pyfunction!(mutual_information, m)?)?;
     m.add_function(wrap_pyfunction!(absorb_group_rows, m)?)?;

@@ -92,8 +92,21 @@ def reference_joint(model, X_train, y_train, X_test, w=None):
     for f in range(F):
         m = model.marginal_concentration_[:, f][:, None] if heb else K[f]
         theta.append((single[f] + m * mean[f]) / (single[f].sum(1, keepdims=True) + m))
-    # parent term, eq. 8
+    # parent term: eq. 8, or P(u) P(y | u) with P(y | u) shrunk toward the class
+    # distribution pi of the rows where x_i is present (parent_smoothing="heb")
     parent = [(s + 1.0) / (s.sum() + C * k) for s, k in zip(single, K)]
+    if model.parent_smoothing == "heb":
+        for i, s in enumerate(single):
+            pi = (s.sum(1, keepdims=True) + 1.0) / (s.sum() + C)
+            m, value_total = model.parent_concentration_[i], s.sum(0)
+            p_value = (value_total + C) / (s.sum() + C * K[i])
+            parent[i] = p_value * (s + m * pi) / (value_total + m)
+    if not model.fit_prior or model.class_prior is not None:
+        # the class marginal replaced: pi'_y P(x_i = u | y)
+        class_prior = (
+            np.full(C, 1.0 / C) if model.class_prior is None else np.asarray(model.class_prior)
+        )
+        parent = [class_prior[:, None] * p / p.sum(1, keepdims=True) for p in parent]
     # child conditionals, eqs. 9-10 and the two-level prior
     child = {}
     for (i, j), table in joint.items():
@@ -114,6 +127,8 @@ def reference_joint(model, X_train, y_train, X_test, w=None):
         child[i, j] = (table + m * mu) / (totals + m)
     n_parent = [s.sum(0) for s in single]
     log_prior = np.log(np.bincount(y, weights=w, minlength=C) + 1) - np.log(w.sum() + C)
+    if not model.fit_prior or model.class_prior is not None:
+        log_prior = np.log(class_prior)
 
     codes = codes_of(X_test, categories)
     out = np.empty((len(codes), C))
@@ -153,6 +168,11 @@ CASES = [
     {"smoothing": "heb", "prior": "pooled", "max_parent_cardinality": 4, "max_joint_cells": 100},
     {"smoothing": "heb", "prior": "two-level", "max_parent_cardinality": 4, "max_joint_cells": 100},
     {"smoothing": "heb", "prior": "two-level", "min_parent_count": 15},
+    {"smoothing": "heb", "prior": "two-level", "parent_smoothing": "heb"},
+    {"smoothing": "heb", "prior": "pooled", "parent_smoothing": "heb", "min_parent_count": 15},
+    {"smoothing": "laplace", "parent_smoothing": "heb", "fit_prior": False},
+    {"smoothing": "heb", "parent_smoothing": "heb", "class_prior": [0.2, 0.5, 0.3]},
+    {"smoothing": "heb", "class_prior": [0.2, 0.5, 0.3]},
 ]
 
 
@@ -252,6 +272,21 @@ def test_concentrations_match_scipy_and_the_fallback(prior):
 # --------------------------------------------------------------------------------------
 
 
+def test_parent_concentrations_match_scipy():
+    X, y = make_data(4, n_rows=300)
+    model = AODE(parent_smoothing="heb").fit(X, y)
+    K = [len(c) for c in model.categories_]
+    single, _ = dense_tables(codes_of(X, model.categories_), y, np.ones(len(y)), K, 3)
+    for i, counts in enumerate(single):  # counts[c, u]: documents are the values u
+        pi = (counts.sum(1) + 1.0) / (counts.sum() + 3)
+        expected = scipy_argmax(counts.T, pi)
+        assert_same_maximiser(model.parent_concentration_[i], expected, counts.T, pi)
+    # the shrinkage is real: not the Laplace parent term's C
+    assert not np.allclose(model.parent_concentration_, 3.0)
+    laplace = AODE().fit(X, y)
+    np.testing.assert_array_equal(laplace.parent_concentration_, np.full(len(K), 3.0))
+
+
 def test_one_pair_by_hand():
     X = [[0, 0], [0, 1], [1, 1], [1, 1]]
     model = AODE("laplace").fit(X, [0, 0, 1, 1])
@@ -324,6 +359,7 @@ def test_strings_and_dataframes():
         {"max_joint_cells": -5},
         {"handle_unknown": "skip"},
         {"n_jobs": 0},
+        {"parent_smoothing": "m-estimate"},
     ],
 )
 def test_bad_parameters_are_value_errors(params):

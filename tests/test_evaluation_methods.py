@@ -50,7 +50,7 @@ def test_unknown_method_lists_the_known_ones():
         check_methods("")
 
 
-@pytest.mark.parametrize("name", ["aode", "heb-aode"])
+@pytest.mark.parametrize("name", ["aode", "heb-aode", "heb-aode-eb-parent"])
 def test_aode_methods_follow_the_build(name, monkeypatch):
     if hasattr(hebnb, "AODE"):
         model = make_estimator(name)

@@ -199,6 +199,7 @@ def _aode_stream(seed=0, n_rows=1500):
         {},
         {"smoothing": "laplace"},
         {"prior": "pooled"},
+        {"parent_smoothing": "heb"},
         {"max_parent_cardinality": 10},  # feature 1 outgrows the cap halfway
         {"max_joint_cells": 300},
     ],

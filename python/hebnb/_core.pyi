@@ -79,6 +79,19 @@ def count_pairs(
     capped: npt.NDArray[np.bool_],
     n_jobs: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]: ...
+def fit_parent_concentrations(
+    counts: npt.NDArray[np.float64],
+    class_mean: npt.NDArray[np.float64],
+    offsets: list[int],
+    min_concentration: float,
+    max_concentration: float,
+    n_jobs: int,
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.bool_],
+]: ...
 def fit_aode_children(
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int32],

@@ -63,6 +63,14 @@ class AODE(CategoricalClassifier):
     smoothing : {"heb", "laplace"}, default="heb"
     prior : {"two-level", "pooled"}, default="two-level"
         Prior mean of the HEB child conditionals (ignored by ``"laplace"``).
+    parent_smoothing : {"laplace", "heb"}, default="laplace"
+        The parent term ``P(y, x_i = u) = P(u) P(y | u)``. ``"laplace"`` is eq. 8
+        (``P(y | u) = (N[y, u] + 1) / (N_u + C)``). ``"heb"``, an option beyond SPEC,
+        shrinks ``P(y | u)`` toward the class distribution ``pi`` of the rows where
+        ``x_i`` is present: ``(N[y, u] + m_i pi_y) / (N_u + m_i)``, with ``m_i`` by Type-II
+        ML over the values u; a rare parent value then no longer votes for an even class
+        split. It helps most on unbalanced classes with many rare values (amazon-employee:
+        log-loss 0.242 -> 0.176 uncapped, see docs/aode.md).
     min_parent_count : float, default=1
         A feature is a super-parent for a row only if its value has at least this
         (weighted) training count.
@@ -112,6 +120,10 @@ class AODE(CategoricalClassifier):
     converged_ : ndarray of shape (n_classes, n_features, n_features)
     capped_ : ndarray of shape (n_features, n_features)
         Which (parent, child) orientations use the Naive Bayes child.
+    parent_concentration_ : ndarray of shape (n_features,)
+        ``m_i`` of the parent term's ``P(y | x_i)``: Type-II ML with
+        ``parent_smoothing="heb"``, ``C`` (toward the uniform class split) with
+        ``"laplace"``; NaN for a feature never observed.
     marginal_concentration_ : ndarray of shape (n_classes, n_features)
         The Naive Bayes child's concentration (fallback rows and capped pairs).
     pair_indptr_, pair_indices_, pair_counts_ : ndarray
@@ -136,6 +148,7 @@ class AODE(CategoricalClassifier):
         smoothing="heb",
         *,
         prior="two-level",
+        parent_smoothing="laplace",
         min_parent_count=1,
         min_count=10,
         concentration_bounds=(1e-2, 1e4),
@@ -149,6 +162,7 @@ class AODE(CategoricalClassifier):
     ):
         self.smoothing = smoothing
         self.prior = prior
+        self.parent_smoothing = parent_smoothing
         self.min_parent_count = min_parent_count
         self.min_count = min_count
         self.concentration_bounds = concentration_bounds
@@ -163,6 +177,7 @@ class AODE(CategoricalClassifier):
     def _check_params(self) -> None:
         check_choice("smoothing", self.smoothing, {"heb", "laplace"})
         check_choice("prior", self.prior, {"pooled", "two-level"})
+        check_choice("parent_smoothing", self.parent_smoothing, {"laplace", "heb"})
         check_choice("handle_unknown", self.handle_unknown, {"ignore", "error"})
         check_positive("min_parent_count", self.min_parent_count, allow_zero=True)
         check_positive("min_count", self.min_count, allow_zero=True)
@@ -339,7 +354,8 @@ class AODE(CategoricalClassifier):
                 threads,
             )
         )
-        not_converged = int((~converged).sum() + (~nb_converged).sum())
+        parent_m, parent_converged = self._parent_concentrations(counts, offsets, threads)
+        not_converged = int((~converged).sum() + (~nb_converged).sum() + (~parent_converged).sum())
         if not_converged:
             warnings.warn(
                 f"the concentration solver did not converge for {not_converged} problems",
@@ -356,6 +372,7 @@ class AODE(CategoricalClassifier):
         self.n_iter_ = n_iter
         self.converged_ = converged
         self.marginal_concentration_ = marginal_m
+        self.parent_concentration_ = parent_m
         self._parent_count = counts.sum(axis=0)
         self._parent_log_prob = self._parent_table(counts, offsets)
         self._marginal_log_prob = np.ascontiguousarray(marginal_table.T)
@@ -375,8 +392,32 @@ class AODE(CategoricalClassifier):
         np.fill_diagonal(capped, False)
         return capped
 
+    def _parent_concentrations(self, counts, offsets, threads):
+        """``m_i`` of every parent term's ``P(y | x_i)`` and whether each solve converged."""
+        n_classes, n_features = counts.shape[0], len(offsets) - 1
+        if self.parent_smoothing == "laplace":
+            empty = np.diff(np.asarray(offsets)) == 0
+            return np.where(empty, np.nan, float(n_classes)), np.ones(n_features, dtype=bool)
+        low, high = check_bounds(self.concentration_bounds)
+        class_mean = np.ascontiguousarray(self._parent_class_mean(counts, offsets).T)
+        m, _, _, converged = _core.fit_parent_concentrations(
+            counts, class_mean, list(offsets), low, high, threads
+        )
+        return m, converged
+
+    @staticmethod
+    def _parent_class_mean(counts, offsets) -> np.ndarray:
+        """``pi^(i)_y = (N_y^(i) + 1) / (S_i + C)``, the Laplace class distribution of the
+        rows where ``x_i`` is present, shape (C, F)."""
+        bounds = np.asarray(offsets)
+        running = np.concatenate(
+            [np.zeros((counts.shape[0], 1)), np.cumsum(counts, axis=1)], axis=1
+        )
+        per_feature = running[:, bounds[1:]] - running[:, bounds[:-1]]  # N_y^(i)
+        return (per_feature + 1.0) / (per_feature.sum(axis=0) + counts.shape[0])
+
     def _parent_table(self, counts: np.ndarray, offsets) -> np.ndarray:
-        """ln P(y = c, x_i = u) of eq. 8, shape (sum K_f, C)."""
+        """ln P(y = c, x_i = u) (eq. 8, or its empirical-Bayes option), shape (sum K_f, C)."""
         n_classes = counts.shape[0]
         bounds = np.asarray(offsets)
         feature_of = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
@@ -384,8 +425,28 @@ class AODE(CategoricalClassifier):
         running = np.concatenate([np.zeros((n_classes, 1)), np.cumsum(counts, axis=1)], axis=1)
         per_feature = running[:, bounds[1:]] - running[:, bounds[:-1]]
         per_class = per_feature[:, feature_of]  # N_c^(i): rows of class c with x_i present
+        present = per_class.sum(axis=0)  # S_i
+        if self.parent_smoothing == "heb":
+            # P(u) P(y | u): P(u) = (N_u + C) / (S_i + C K_i) as in eq. 8, P(y | u) shrunk
+            # toward pi^(i) with m_i
+            value_total = counts.sum(axis=0)
+            m = self.parent_concentration_[feature_of]
+            pi = self._parent_class_mean(counts, offsets)[:, feature_of]
+            joint = (
+                np.log(value_total + n_classes)
+                - np.log(present + n_classes * cardinality)
+                + np.log(counts + m * pi)
+                - np.log(value_total + m)
+            )
+            if not (self.fit_prior and self.class_prior is None):
+                # pi_y P(u | y), P(u | y) the joint normalised over the seen values
+                summed = np.concatenate(
+                    [np.zeros((n_classes, 1)), np.cumsum(np.exp(joint), axis=1)], axis=1
+                )
+                marginal = (summed[:, bounds[1:]] - summed[:, bounds[:-1]])[:, feature_of]
+                joint = self.class_log_prior_[:, None] + joint - np.log(marginal)
+            return np.ascontiguousarray(joint.T)
         if self.fit_prior and self.class_prior is None:
-            present = per_class.sum(axis=0)  # S_i
             table = np.log(counts + 1.0) - np.log(present + n_classes * cardinality)
         else:
             table = (

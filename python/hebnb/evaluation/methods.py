@@ -83,6 +83,12 @@ METHODS = {
         Method("aode", "AODE", "AODE", {"smoothing": "laplace"}),
         Method("heb-aode", "HEB-AODE", "AODE", {"smoothing": "heb"}),
         Method(
+            "heb-aode-eb-parent",
+            "HEB-AODE, empirical-Bayes parent term",
+            "AODE",
+            {"smoothing": "heb", "parent_smoothing": "heb"},
+        ),
+        Method(
             "aode-capped",
             "AODE (paper's cap)",
             "AODE",
