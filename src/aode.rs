@@ -383,7 +383,9 @@ fn solve_classes(
 ) -> Vec<Solution> {
     let n_classes = counts.ncols();
     let k_parent = layout.cardinality(o.parent);
-    let mut terms = vec![EvidenceTerms::with_capacity(counts.nrows()); n_classes];
+    let mut terms: Vec<EvidenceTerms> = (0..n_classes)
+        .map(|_| EvidenceTerms::with_capacity(counts.nrows()))
+        .collect();
     for totals in documents.chunks_exact(n_classes).take(k_parent) {
         for (t, &total) in terms.iter_mut().zip(totals) {
             t.add_document(total);

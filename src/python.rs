@@ -147,7 +147,6 @@ fn fit_concentrations<'py>(
 /// counts and the `(F, C)` class means: `(concentration, log_evidence, n_iter, converged)`,
 /// each of shape `(F,)`.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
 fn fit_parent_concentrations<'py>(
     py: Python<'py>,
     counts: PyReadonlyArray2<'py, f64>,

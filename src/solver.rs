@@ -4,12 +4,15 @@
 //! Minka's fixed point (eq. 6) needs hundreds of steps when the optimum is large, and
 //! like any local method it finds *a* maximum. The evidence is not always unimodal:
 //! AODE's multi-document evidence can rise toward `m_max` and still peak higher inside
-//! the interval. So the solver first brackets every local maximum, then refines each by
-//! Newton's method in `t = ln m` (trigamma curvature, bisection whenever a step leaves
-//! the bracket), and the candidate with the largest evidence wins; an end where the
-//! gradient points out of the interval (`m_min`: all mass on one value; `m_max`: no
-//! over-dispersion) is a candidate too. Brackets come from the sign of `f(t) = m l'(m)`
-//! (computed so that its sign is right even where `l'(m)` drowns in rounding):
+//! the interval. Most problems have one peak, and with whole counts the counts can
+//! prove it ([`EvidenceTerms::gradient_shape`]): then the ends' signs say whether the
+//! answer is an end or the one interior maximum, which Newton's method in `t = ln m`
+//! refines (trigamma curvature, bisection whenever a step leaves the bracket). Otherwise
+//! the solver brackets every local maximum, refines each, and the candidate with the
+//! largest evidence wins; an end where the gradient points out of the interval (`m_min`:
+//! all mass on one value; `m_max`: no over-dispersion) is a candidate too. Brackets come
+//! from the sign of `f(t) = m l'(m)` (computed so that its sign is right even where
+//! `l'(m)` drowns in rounding):
 //!
 //! * with whole counts, by branch and bound: `f = A - B` with `A` and `B` increasing in
 //!   `m`, so an interval where `A(b) - B(a) < 0` or `A(a) - B(b) > 0` holds no maximum and
