@@ -46,6 +46,19 @@ pub enum GradientShape {
     Unknown,
 }
 
+/// One unit interval `[j, j + 1)` of the pole axis in [`EvidenceTerms::gradient_shape`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Bucket {
+    /// Weight of the document pole at `q = j`.
+    fall: f64,
+    /// Number of long documents whose total is `j` (to build `fall`).
+    ending: f64,
+    /// Number of cell poles in the interval.
+    rise: f64,
+    /// Sum of `j + 1 - q` over those poles.
+    area: f64,
+}
+
 /// Sufficient statistics of `l(m)` for one or more documents that share `m`.
 #[derive(Debug, Clone)]
 pub struct EvidenceTerms {
@@ -332,31 +345,29 @@ impl EvidenceTerms {
             return GradientShape::Unknown;
         }
         let buckets = largest_total as usize;
+        // one allocation for the unit intervals [j, j + 1) of the pole axis
+        let mut bucket = vec![Bucket::default(); buckets + 1];
         // document steps: weight of the pole at q = j for j in 1..buckets
-        let mut fall = vec![0.0; buckets];
         for (k, weight) in self.short_document_steps() {
-            fall[k as usize] += weight;
+            bucket[k as usize].fall += weight;
         }
-        let mut ending_at = vec![0.0; buckets + 1];
         for &(total, multiplicity) in &self.long_totals {
-            ending_at[total as usize] += multiplicity;
+            bucket[total as usize].ending += multiplicity;
         }
         let mut above = 0.0;
         for j in (1..buckets).rev() {
-            above += ending_at[j + 1];
-            fall[j] += above;
+            above += bucket[j + 1].ending;
+            bucket[j].fall += above;
         }
-        // cell poles by unit interval [j, j + 1): their number and sum of (j + 1 - q);
-        // poles beyond the last document pole only add (q - largest_total) to the tail
+        // cell poles by unit interval: their number and sum of (j + 1 - q); poles beyond
+        // the last document pole only add (q - largest_total) to the tail
         let limit = largest_total;
-        let mut rise = vec![0.0; buckets];
-        let mut area = vec![0.0; buckets];
         let mut tail_area = 0.0;
         let mut place = |q: f64| {
             if q < limit {
                 let j = q as usize;
-                rise[j] += 1.0;
-                area[j] += (j + 1) as f64 - q;
+                bucket[j].rise += 1.0;
+                bucket[j].area += (j + 1) as f64 - q;
             } else {
                 tail_area += q - limit;
             }
@@ -391,10 +402,10 @@ impl EvidenceTerms {
         let mut v = 0.0;
         let mut magnitude = 0.0;
         let mut signs = SignChanges::new();
-        for j in 0..buckets {
-            w -= fall[j];
-            let next = v + w + area[j];
-            magnitude += w.abs() + area[j];
+        for b in &bucket[..buckets] {
+            w -= b.fall;
+            let next = v + w + b.area;
+            magnitude += w.abs() + b.area;
             let tolerance = 1e-12 * magnitude;
             // V is convex on [j, j + 1]: at least v + min(0, w) inside
             let dip = v + w.min(0.0);
@@ -403,7 +414,7 @@ impl EvidenceTerms {
             }
             signs.observe(next, tolerance);
             v = next;
-            w += rise[j];
+            w += b.rise;
         }
         magnitude += tail_area;
         signs.observe(v - tail_area, 1e-12 * magnitude);
