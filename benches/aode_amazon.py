@@ -37,6 +37,8 @@ def models(n_jobs: int, extra: dict) -> dict:
         "AODE (Laplace), uncapped": AODE("laplace", n_jobs=n_jobs),
         "HEB-AODE pooled (paper), uncapped": AODE(prior="pooled", n_jobs=n_jobs),
         "HEB-AODE two-level, uncapped": AODE(prior="two-level", n_jobs=n_jobs),
+        "HEB-AODE two-level, EB parent, capped": AODE(parent_smoothing="heb", **CAP, n_jobs=n_jobs),
+        "HEB-AODE two-level, EB parent, uncapped": AODE(parent_smoothing="heb", n_jobs=n_jobs),
         "HEB-M Naive Bayes": CategoricalNB("heb-m", n_jobs=n_jobs),
     }
     for name, params in extra.items():
