@@ -24,9 +24,14 @@ impl SignChanges {
         Self::default()
     }
 
-    /// Observes `value`, whose sign is known only where it is farther than `tolerance` from 0.
+    /// Observes `value`, whose sign is known only where it is farther than `tolerance` from 0
+    /// (a NaN could be of either sign).
     pub fn observe(&mut self, value: f64, tolerance: f64) {
-        self.observe_sign(value >= -tolerance, value <= tolerance);
+        if value.is_nan() {
+            self.observe_sign(true, true);
+        } else {
+            self.observe_sign(value >= -tolerance, value <= tolerance);
+        }
     }
 
     /// Observes a value known only to be of one of the allowed signs.
@@ -94,5 +99,9 @@ mod tests {
         assert_eq!(count(&[1.0, 0.0, -1.0], 1e-12).most(), 1);
         // only unknowns: could be + - + ...
         assert_eq!(count(&[0.0, 0.0, 0.0], 1e-12).most(), 2);
+        // a NaN is of unknown sign, never a certificate
+        let c = count(&[1.0, f64::NAN, 2.0], 1e-12);
+        assert_eq!(c.most(), 2);
+        assert!(!c.never_negative() && !c.never_positive());
     }
 }
