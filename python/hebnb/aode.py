@@ -431,7 +431,7 @@ class AODE(CategoricalClassifier):
             # toward pi^(i) with m_i
             value_total = counts.sum(axis=0)
             m = self.parent_concentration_[feature_of]
-            pi = self._parent_class_mean(counts, offsets)[:, feature_of]
+            pi = (per_class + 1.0) / (present + n_classes)  # pi^(i)_y of every column
             joint = (
                 np.log(value_total + n_classes)
                 - np.log(present + n_classes * cardinality)
