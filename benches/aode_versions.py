@@ -1,8 +1,9 @@
-"""AODE fit time of this build against an earlier build of hebnb, side by side in one run.
+"""AODE fit and predict_proba time of this build against an earlier build, side by side.
 
 Each build fits the same models on the same data in its own subprocess, the builds taking
 turns round after round so that both see the same machine load; the table gives the
-median fit seconds over the rounds and the ratio (earlier / this build). Workloads: the
+median seconds over the rounds and the ratio (earlier / this build). predict_proba scores
+the 2,000 held-out rows (amazon) or the training rows (wide). Workloads: the
 amazon-employee fold of ``aode_amazon.py`` (18,000 training rows, uncapped) for Laplace,
 pooled and two-level smoothing, and the wide synthetic table of ``aode_wide.py``
 (two-level only, optional).
@@ -43,7 +44,7 @@ n_jobs, workload, repeats = {n_jobs}, {workload!r}, {repeats}
 if workload == "amazon":
     from aode_amazon import load
     X, y = load(20_000, 42)
-    X, y = X[:18_000], y[:18_000]
+    X, y, X_held = X[:18_000], y[:18_000], X[18_000:]
     models = {{
         "Laplace AODE": AODE("laplace", n_jobs=n_jobs),
         "HEB-AODE pooled": AODE(prior="pooled", n_jobs=n_jobs),
@@ -53,15 +54,20 @@ else:
     from aode_wide import tree_bayes_net
     X, y = tree_bayes_net()
     models = {{"HEB-AODE two-level": AODE(prior="two-level", n_jobs=n_jobs)}}
+X_score = X_held if workload == "amazon" else X
 out = {{}}
 for name, model in models.items():
     model.fit(X, y)  # warm-up: thread pool, page cache
-    times = []
+    fit, predict = [], []
     for _ in range(repeats):
         start = time.perf_counter()
         model.fit(X, y)
-        times.append(time.perf_counter() - start)
-    out[name] = times
+        fit.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        model.predict_proba(X_score)
+        predict.append(time.perf_counter() - start)
+    out[name + ", fit"] = fit
+    out[name + ", predict_proba"] = predict
 print(json.dumps({{"version": hebnb.__file__, "times": out}}))
 """
 
@@ -99,7 +105,7 @@ def main() -> None:
             times.setdefault((workload, model, build), []).extend(values)
 
     print(f"n_jobs={args.n_jobs}, {args.rounds} rounds; earlier build: {paths['earlier']}")
-    print("\n| workload | model | earlier s | this s | earlier / this |")
+    print("\n| workload | model, step | earlier s | this s | earlier / this |")
     print("|---|---|---|---|---|")
     for workload, _ in workloads:
         models = sorted({m for (w, m, _) in times if w == workload})
