@@ -106,13 +106,7 @@ pub fn fit_concentrations(
         .map(|index| {
             let (c, f) = (index / n_features, index % n_features);
             if layout.cardinality(f) == 0 {
-                // a feature never observed (all missing) has nothing to smooth
-                return Solution {
-                    concentration: f64::NAN,
-                    log_evidence: 0.0,
-                    n_iter: 0,
-                    converged: true,
-                };
+                return Solution::NOTHING_TO_SMOOTH;
             }
             if class_totals[c] < min_count {
                 let m = layout.cardinality(f) as f64;

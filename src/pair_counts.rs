@@ -30,7 +30,7 @@ use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::{check_rows, class_indices};
-use crate::error::{HebError, Result};
+use crate::error::{check_len, HebError, Result};
 use crate::layout::FeatureLayout;
 
 /// Index of the unordered pair `(a, b)`, `a < b < n_features`, in the order of the tables.
@@ -96,21 +96,10 @@ impl PairTablesView<'_> {
     /// not form valid tables for this layout.
     pub fn check(&self, layout: &FeatureLayout, n_classes: usize) -> Result<()> {
         let n_rows = *pair_row_offsets(layout).last().unwrap_or(&0);
-        let shape = |what, expected, found| {
-            if expected == found {
-                Ok(())
-            } else {
-                Err(HebError::ShapeMismatch {
-                    what,
-                    expected,
-                    found,
-                })
-            }
-        };
-        shape("pair table row pointers", n_rows + 1, self.indptr.len())?;
+        check_len("pair table row pointers", n_rows + 1, self.indptr.len())?;
         let nnz = self.indices.len();
-        shape("pair table counts rows", nnz, self.counts.nrows())?;
-        shape("pair table counts columns", n_classes, self.counts.ncols())?;
+        check_len("pair table counts rows", nnz, self.counts.nrows())?;
+        check_len("pair table counts columns", n_classes, self.counts.ncols())?;
         let monotone = self.indptr[0] == 0
             && self
                 .indptr

@@ -49,12 +49,7 @@ pub fn fit_parent_concentrations(
         .into_par_iter()
         .map(|f| {
             if layout.cardinality(f) == 0 {
-                return Solution {
-                    concentration: f64::NAN,
-                    log_evidence: 0.0,
-                    n_iter: 0,
-                    converged: true,
-                };
+                return Solution::NOTHING_TO_SMOOTH;
             }
             let mean = class_mean.row(f);
             let mut terms = EvidenceTerms::new();

@@ -81,6 +81,16 @@ pub struct Solution {
     pub converged: bool,
 }
 
+impl Solution {
+    /// The answer for a feature never observed (all values missing): nothing to smooth.
+    pub const NOTHING_TO_SMOOTH: Solution = Solution {
+        concentration: f64::NAN,
+        log_evidence: 0.0,
+        n_iter: 0,
+        converged: true,
+    };
+}
+
 /// Maximises the evidence over `[m_min, m_max]`.
 ///
 /// Where `l` is flat (no document has a count, or a single category takes every count)
@@ -361,6 +371,21 @@ mod tests {
         t
     }
 
+    /// Three documents sharing m (an AODE child over three parent values) whose evidence
+    /// rises toward m_max but peaks higher near m = 1.
+    fn bimodal_example() -> EvidenceTerms {
+        let mean = [37.0 / 81.0, 44.0 / 81.0];
+        let mut t = EvidenceTerms::new();
+        for counts in [[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]] {
+            t.add_document(counts.iter().sum());
+            for (&n, &mu) in counts.iter().zip(&mean) {
+                t.add_cell(n, mu);
+            }
+        }
+        t.finish();
+        t
+    }
+
     /// Golden-section search on a fine grid in ln m: slow but obviously right.
     fn brute_force(terms: &EvidenceTerms, lo: f64, hi: f64) -> f64 {
         let (mut a, mut b) = (lo.ln(), hi.ln());
@@ -396,17 +421,7 @@ mod tests {
 
     #[test]
     fn bimodal_evidence_gets_the_global_maximum() {
-        // Three documents sharing m (an AODE child over three parent values): the evidence
-        // rises toward m_max but peaks higher near m = 1.
-        let mean = [37.0 / 81.0, 44.0 / 81.0];
-        let mut t = EvidenceTerms::new();
-        for counts in [[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]] {
-            t.add_document(counts.iter().sum());
-            for (&n, &mu) in counts.iter().zip(&mean) {
-                t.add_cell(n, mu);
-            }
-        }
-        t.finish();
+        let t = bimodal_example();
         let settings = SolverSettings::default();
         assert!(t.scaled_gradient(1e4) >= 0.0, "the case needs a rising top");
         let s = maximise_evidence(&t, &settings);
@@ -425,17 +440,8 @@ mod tests {
     fn bound_search_and_scan_bracket_the_same_maxima() {
         // the bimodal example, a unimodal one and a vertex: both searches find every
         // local maximum and the same ends
-        let mean = [37.0 / 81.0, 44.0 / 81.0];
-        let mut bimodal = EvidenceTerms::new();
-        for counts in [[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]] {
-            bimodal.add_document(counts.iter().sum());
-            for (&n, &mu) in counts.iter().zip(&mean) {
-                bimodal.add_cell(n, mu);
-            }
-        }
-        bimodal.finish();
         let cases = [
-            bimodal,
+            bimodal_example(),
             single(&[12.0, 0.0, 3.0, 1.0, 9.0, 0.0, 2.0, 1.0], &[0.125; 8]),
             single(&[25.0, 0.0, 0.0, 0.0], &[0.25; 4]),
         ];
@@ -654,15 +660,7 @@ mod tests {
 
     #[test]
     fn the_bimodal_example_is_not_certified() {
-        let mean = [37.0 / 81.0, 44.0 / 81.0];
-        let mut t = EvidenceTerms::new();
-        for counts in [[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]] {
-            t.add_document(counts.iter().sum());
-            for (&n, &mu) in counts.iter().zip(&mean) {
-                t.add_cell(n, mu);
-            }
-        }
-        t.finish();
+        let t = bimodal_example();
         assert_eq!(t.gradient_shape(), GradientShape::Unknown);
     }
 
