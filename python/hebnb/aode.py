@@ -409,11 +409,7 @@ class AODE(CategoricalClassifier):
     def _parent_class_mean(counts, offsets) -> np.ndarray:
         """``pi^(i)_y = (N_y^(i) + 1) / (S_i + C)``, the Laplace class distribution of the
         rows where ``x_i`` is present, shape (C, F)."""
-        bounds = np.asarray(offsets)
-        running = np.concatenate(
-            [np.zeros((counts.shape[0], 1)), np.cumsum(counts, axis=1)], axis=1
-        )
-        per_feature = running[:, bounds[1:]] - running[:, bounds[:-1]]  # N_y^(i)
+        per_feature = feature_sums(counts, offsets)  # N_y^(i)
         return (per_feature + 1.0) / (per_feature.sum(axis=0) + counts.shape[0])
 
     def _parent_table(self, counts: np.ndarray, offsets) -> np.ndarray:
@@ -422,9 +418,8 @@ class AODE(CategoricalClassifier):
         bounds = np.asarray(offsets)
         feature_of = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
         cardinality = np.diff(bounds)[feature_of]
-        running = np.concatenate([np.zeros((n_classes, 1)), np.cumsum(counts, axis=1)], axis=1)
-        per_feature = running[:, bounds[1:]] - running[:, bounds[:-1]]
-        per_class = per_feature[:, feature_of]  # N_c^(i): rows of class c with x_i present
+        # N_c^(i): rows of class c with x_i present
+        per_class = feature_sums(counts, offsets)[:, feature_of]
         present = per_class.sum(axis=0)  # S_i
         if self.parent_smoothing == "heb":
             # P(u) P(y | u): P(u) = (N_u + C) / (S_i + C K_i) as in eq. 8, P(y | u) shrunk
@@ -440,10 +435,7 @@ class AODE(CategoricalClassifier):
             )
             if not (self.fit_prior and self.class_prior is None):
                 # pi_y P(u | y), P(u | y) the joint normalised over the seen values
-                summed = np.concatenate(
-                    [np.zeros((n_classes, 1)), np.cumsum(np.exp(joint), axis=1)], axis=1
-                )
-                marginal = (summed[:, bounds[1:]] - summed[:, bounds[:-1]])[:, feature_of]
+                marginal = feature_sums(np.exp(joint), offsets)[:, feature_of]
                 joint = self.class_log_prior_[:, None] + joint - np.log(marginal)
             return np.ascontiguousarray(joint.T)
         if self.fit_prior and self.class_prior is None:
@@ -475,6 +467,14 @@ class AODE(CategoricalClassifier):
             self._encoder.offsets,
             threads,
         )
+
+
+def feature_sums(table: np.ndarray, offsets) -> np.ndarray:
+    """Sum of each feature's columns of a ``(rows, sum K_f)`` table, shape ``(rows, F)``
+    (0 for a feature without categories)."""
+    bounds = np.asarray(offsets)
+    running = np.concatenate([np.zeros((table.shape[0], 1)), np.cumsum(table, axis=1)], axis=1)
+    return running[:, bounds[1:]] - running[:, bounds[:-1]]
 
 
 def check_pair_memory(
