@@ -69,9 +69,25 @@ def run(suite: Path, out: Path, folds: int, seed: int, datasets) -> pd.DataFrame
     return result.folds
 
 
-def table(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+def cached_folds(out: Path, methods: list[str]) -> pd.DataFrame:
+    """The fold CSV at ``out``; without one, the 25 shared datasets (10-fold, seed 42) run
+    for ``methods`` (already in ``METHODS``) and written there."""
+    if out.is_file():
+        return pd.read_csv(out)
+    frame = evaluate_suite(SHARED_DATASETS, methods=methods, folds=10, seed=42).folds
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out, index=False)
+    return frame
+
+
+def table(frame: pd.DataFrame, metric: str, methods: list[str] | None = None) -> pd.DataFrame:
+    """10-fold means of ``metric``, one row per dataset; columns ``methods``, or this
+    script's methods in their order followed by any others."""
     means = frame.groupby(["dataset", "method"])[metric].mean().unstack("method")
-    return means.reindex(columns=[m for m in AODE_METHODS if m in means.columns])
+    if methods is None:
+        known = [m for m in AODE_METHODS if m in means.columns]
+        methods = known + [m for m in means.columns if m not in known]
+    return means.reindex(columns=methods)
 
 
 def markdown(frame: pd.DataFrame, digits: int = 4) -> str:

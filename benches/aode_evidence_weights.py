@@ -26,15 +26,11 @@ import itertools
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-from aode_datasets import TIE, markdown
+from aode_datasets import METRICS, cached_folds, compare, markdown, table
 from scipy.special import gammaln
-from scipy.stats import wilcoxon
 
 import hebnb
 import hebnb.aode
-from common import SHARED_DATASETS
-from hebnb.evaluation import evaluate_suite
 from hebnb.evaluation.methods import METHODS, Method
 
 
@@ -81,35 +77,15 @@ def main() -> None:
         )
     names = ["two-level", "two-level-bma", "two-level-per-row"]
     out = Path(__file__).parent / "results" / "aode-evidence-weights-folds.csv"
-    if out.is_file():
-        frame = pd.read_csv(out)
-    else:
-        frame = evaluate_suite(SHARED_DATASETS, methods=names, folds=10, seed=42).folds
-        frame.to_csv(out, index=False)
-    for metric, higher in [
-        ("log_loss", False),
-        ("brier", False),
-        ("ece", False),
-        ("accuracy", True),
-    ]:
-        means = frame.groupby(["dataset", "method"])[metric].mean().unstack("method")[names]
-        rows = {}
-        for name in names[1:]:
-            diff = (means[name] - means["two-level"]) * (1 if higher else -1)
-            rows[name] = {
-                "wins": int((diff > TIE).sum()),
-                "ties": int((diff.abs() <= TIE).sum()),
-                "losses": int((diff < -TIE).sum()),
-                "mean difference": float((means[name] - means["two-level"]).mean()),
-                "Wilcoxon p": float(wilcoxon(diff).pvalue),
-            }
+    frame = cached_folds(out, names)
+    for metric in METRICS:
+        means = table(frame, metric, names)
         means.loc["mean"] = means.mean()
         print(f"\n### {metric}\n")
         print(markdown(means))
+    for name in names[1:]:
         print()
-        summary = pd.DataFrame(rows).T.astype({"wins": int, "ties": int, "losses": int})
-        summary.index.name = "against equal weights"
-        print(markdown(summary))
+        print(markdown(compare(frame, name, "two-level")))
 
 
 if __name__ == "__main__":

@@ -19,12 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-from aode_datasets import TIE, markdown
-from scipy.stats import wilcoxon
+from aode_datasets import METRICS, cached_folds, compare, markdown, table
 
-from common import SHARED_DATASETS
-from hebnb.evaluation import evaluate_suite
 from hebnb.evaluation.methods import METHODS, Method
 
 
@@ -40,35 +36,14 @@ def main() -> None:
         {"parent_smoothing": "heb", "max_parent_cardinality": 200, "max_joint_cells": 5e7},
     )
     names = ["two-level", "two-level-eb-parent", "two-level-capped-eb-parent"]
-    out = Path(__file__).parent / "results" / "aode-parent-prior-folds.csv"
-    if out.is_file():
-        frame = pd.read_csv(out)
-    else:
-        frame = evaluate_suite(SHARED_DATASETS, methods=names, folds=10, seed=42).folds
-        frame.to_csv(out, index=False)
-    rows = {}
-    for metric, higher in [
-        ("log_loss", False),
-        ("brier", False),
-        ("ece", False),
-        ("accuracy", True),
-    ]:
-        means = frame.groupby(["dataset", "method"])[metric].mean().unstack("method")[names]
-        diff = (means["two-level-eb-parent"] - means["two-level"]) * (1 if higher else -1)
-        rows[metric] = {
-            "EB parent wins": int((diff > TIE).sum()),
-            "ties": int((diff.abs() <= TIE).sum()),
-            "losses": int((diff < -TIE).sum()),
-            "mean difference": float((means["two-level-eb-parent"] - means["two-level"]).mean()),
-            "Wilcoxon p": float(wilcoxon(diff).pvalue),
-        }
+    frame = cached_folds(Path(__file__).parent / "results" / "aode-parent-prior-folds.csv", names)
+    for metric in METRICS:
+        means = table(frame, metric, names)
         means.loc["mean"] = means.mean()
         print(f"\n### {metric}\n")
         print(markdown(means))
     print("\n### EB parent against eq. 8 (two-level, uncapped)\n")
-    summary = pd.DataFrame(rows).T.astype({"EB parent wins": int, "ties": int, "losses": int})
-    summary.index.name = "metric"
-    print(markdown(summary))
+    print(markdown(compare(frame, "two-level-eb-parent", "two-level")))
 
 
 if __name__ == "__main__":
