@@ -12,7 +12,7 @@
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use crate::error::{zeroed, HebError, Result};
+use crate::error::{check_len, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
 
 /// The counts of one training set.
@@ -50,14 +50,11 @@ pub fn class_indices(labels: ArrayView1<i64>, n_classes: usize) -> Result<Vec<us
 /// # Errors
 /// [`HebError::ShapeMismatch`] when they disagree.
 pub fn check_codes(codes: ArrayView2<i32>, layout: &FeatureLayout) -> Result<()> {
-    if codes.nrows() != layout.n_features() {
-        return Err(HebError::ShapeMismatch {
-            what: "number of features in the codes",
-            expected: layout.n_features(),
-            found: codes.nrows(),
-        });
-    }
-    Ok(())
+    check_len(
+        "number of features in the codes",
+        layout.n_features(),
+        codes.nrows(),
+    )
 }
 
 /// Checks a training set's shapes: `codes` `(F, S)` for the layout's F features, and one
@@ -74,13 +71,7 @@ pub fn check_rows(
     check_codes(codes, layout)?;
     let n_rows = codes.ncols();
     for (what, found) in [("labels", labels.len()), ("sample weights", weights.len())] {
-        if found != n_rows {
-            return Err(HebError::ShapeMismatch {
-                what,
-                expected: n_rows,
-                found,
-            });
-        }
+        check_len(what, n_rows, found)?;
     }
     Ok(())
 }

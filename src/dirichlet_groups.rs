@@ -43,7 +43,7 @@ use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::class_indices;
-use crate::error::{HebError, Result};
+use crate::error::{check_len, HebError, Result};
 use crate::gamma_differences::{digamma_difference, ln_gamma_difference};
 
 /// Floor of every prior concentration after a step (as bayesianbandits: keeps alpha > 0).
@@ -70,13 +70,7 @@ pub struct PriorFit {
 }
 
 fn check_counts(counts: ArrayView2<f64>, n_classes: usize) -> Result<()> {
-    if counts.ncols() != n_classes {
-        return Err(HebError::ShapeMismatch {
-            what: "classes in the group counts",
-            expected: n_classes,
-            found: counts.ncols(),
-        });
-    }
+    check_len("classes in the group counts", n_classes, counts.ncols())?;
     if counts.iter().any(|&c| !(c >= 0.0 && c.is_finite())) {
         return Err(HebError::InvalidParameter(
             "group counts must be finite and non-negative".into(),
@@ -259,13 +253,7 @@ pub fn absorb_rows(
     }
     let n_rows = groups.len();
     for (what, found) in [("labels", labels.len()), ("sample weights", weights.len())] {
-        if found != n_rows {
-            return Err(HebError::ShapeMismatch {
-                what,
-                expected: n_rows,
-                found,
-            });
-        }
+        check_len(what, n_rows, found)?;
     }
     let classes = class_indices(labels, n_classes)?;
     let group_index = class_indices(groups, n_groups)

@@ -13,22 +13,20 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
-use crate::error::{HebError, Result};
+use crate::error::{check_len, Result};
 use crate::layout::FeatureLayout;
 
 /// The plug-in mutual information (nats) of every feature with the class, from the
 /// `(C, sum_f K_f)` count table; 0 for a feature with no counted value.
 ///
 /// # Errors
-/// [`HebError::ShapeMismatch`] when the table width disagrees with the layout.
+/// [`crate::error::HebError::ShapeMismatch`] when the table width disagrees with the layout.
 pub fn mutual_information(counts: ArrayView2<f64>, layout: &FeatureLayout) -> Result<Vec<f64>> {
-    if counts.ncols() != layout.n_columns() {
-        return Err(HebError::ShapeMismatch {
-            what: "count table columns (categories)",
-            expected: layout.n_columns(),
-            found: counts.ncols(),
-        });
-    }
+    check_len(
+        "count table columns (categories)",
+        layout.n_columns(),
+        counts.ncols(),
+    )?;
     let information = (0..layout.n_features())
         .into_par_iter()
         .map(|f| {

@@ -12,7 +12,7 @@ use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::check_codes;
-use crate::error::{zeroed, HebError, Result};
+use crate::error::{check_len, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
 
 /// Rows per parallel task.
@@ -45,13 +45,7 @@ pub fn joint_log_likelihood(
         )));
     }
     if let Some(w) = feature_weights {
-        if w.len() != layout.n_features() {
-            return Err(HebError::ShapeMismatch {
-                what: "feature weights",
-                expected: layout.n_features(),
-                found: w.len(),
-            });
-        }
+        check_len("feature weights", layout.n_features(), w.len())?;
     }
     let n_rows = codes.ncols();
     let mut out = zeroed(n_rows * n_classes, "joint log-likelihood")?;
