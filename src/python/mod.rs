@@ -1,0 +1,61 @@
+//! The Python bindings (feature `python`): borrow numpy arrays as views, run the core
+//! kernel with the GIL released inside a pool of `n_jobs` threads, map the error, and
+//! return numpy arrays. No statistics here. One file per family of kernels; this one holds
+//! what they share and registers them.
+
+use numpy::{PyArray1, PyArray2};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::error::HebError;
+use crate::layout::FeatureLayout;
+use crate::parallel::with_threads;
+
+mod aode;
+mod encoding;
+mod groups;
+mod naive_bayes;
+
+/// The one place where core errors become Python exceptions.
+pub(super) fn to_py_err(error: HebError) -> PyErr {
+    match error {
+        HebError::Allocation { .. } => PyMemoryError::new_err(error.to_string()),
+        HebError::ThreadPool(_) => PyRuntimeError::new_err(error.to_string()),
+        _ => PyValueError::new_err(error.to_string()),
+    }
+}
+
+pub(super) fn layout(offsets: Vec<usize>) -> PyResult<FeatureLayout> {
+    FeatureLayout::from_offsets(offsets).map_err(to_py_err)
+}
+
+/// Runs a fallible kernel without the GIL in a pool of `n_jobs` threads.
+pub(super) fn run<T: Send>(
+    py: Python<'_>,
+    n_jobs: usize,
+    work: impl FnOnce() -> crate::error::Result<T> + Send,
+) -> PyResult<T> {
+    py.detach(|| with_threads(n_jobs, work).and_then(|r| r))
+        .map_err(to_py_err)
+}
+
+pub(super) type Array1Py<'py> = Bound<'py, PyArray1<f64>>;
+pub(super) type Array2Py<'py> = Bound<'py, PyArray2<f64>>;
+/// `(concentration, log_evidence, n_iter, converged)` of a list of solves.
+pub(super) type Solutions1Py<'py> = (
+    Array1Py<'py>,
+    Array1Py<'py>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<bool>>,
+);
+
+/// The compiled core of hebnb.
+#[pymodule]
+#[pyo3(name = "_core")]
+fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    encoding::register(m)?;
+    naive_bayes::register(m)?;
+    aode::register(m)?;
+    groups::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! Bindings of the Naive Bayes kernels: counting, prior means, Type-II ML concentrations,
+//! log-probability tables, scoring and mutual information.
+
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::{layout, run, to_py_err, Array1Py, Array2Py};
+use crate::counts::count_categories as count_kernel;
+use crate::mutual_information::mutual_information as mutual_information_kernel;
+use crate::naive_bayes::{self, PriorMean};
+use crate::scoring;
+use crate::solver::SolverSettings;
+
+/// Class totals `N_c` and the `(C, sum K_f)` table of `N_{c,f,v}`.
+#[pyfunction]
+pub(super) fn count_categories<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray2<'py, i32>,
+    labels: PyReadonlyArray1<'py, i64>,
+    weights: PyReadonlyArray1<'py, f64>,
+    offsets: Vec<usize>,
+    n_classes: usize,
+    n_jobs: usize,
+) -> PyResult<(Array1Py<'py>, Array2Py<'py>)> {
+    let layout = layout(offsets)?;
+    let (codes, labels, weights) = (codes.as_array(), labels.as_array(), weights.as_array());
+    let counts = run(py, n_jobs, || {
+        count_kernel(codes, labels, weights, &layout, n_classes)
+    })?;
+    Ok((
+        counts.class_totals.into_pyarray(py),
+        counts.table.into_pyarray(py),
+    ))
+}
+
+/// The prior mean of every category: `kind` is "uniform" or "marginal".
+#[pyfunction]
+pub(super) fn prior_mean<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    offsets: Vec<usize>,
+    kind: &str,
+) -> PyResult<Array1Py<'py>> {
+    let kind = match kind {
+        "uniform" => PriorMean::Uniform,
+        "marginal" => PriorMean::PooledMarginal,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown prior mean {other:?}: expected 'uniform' or 'marginal'"
+            )))
+        }
+    };
+    let layout = layout(offsets)?;
+    if counts.as_array().ncols() != layout.n_columns() {
+        return Err(PyValueError::new_err(
+            "count table width disagrees with the offsets",
+        ));
+    }
+    Ok(naive_bayes::prior_mean(counts.as_array(), &layout, kind).into_pyarray(py))
+}
+
+/// Type-II ML concentrations: `(concentration, log_evidence, n_iter, converged)`, each (C, F).
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub(super) fn fit_concentrations<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    class_totals: PyReadonlyArray1<'py, f64>,
+    prior_mean: PyReadonlyArray1<'py, f64>,
+    offsets: Vec<usize>,
+    min_count: f64,
+    min_concentration: f64,
+    max_concentration: f64,
+    n_jobs: usize,
+) -> PyResult<(
+    Array2Py<'py>,
+    Array2Py<'py>,
+    Bound<'py, PyArray2<i64>>,
+    Bound<'py, PyArray2<bool>>,
+)> {
+    let layout = layout(offsets)?;
+    let settings = SolverSettings::new(min_concentration, max_concentration).map_err(to_py_err)?;
+    let counts = counts.as_array();
+    let class_totals = class_totals.as_slice()?;
+    let prior_mean = prior_mean.as_slice()?;
+    let fit = run(py, n_jobs, || {
+        naive_bayes::fit_concentrations(
+            counts,
+            class_totals,
+            prior_mean,
+            &layout,
+            min_count,
+            &settings,
+        )
+    })?;
+    Ok((
+        fit.concentration.into_pyarray(py),
+        fit.log_evidence.into_pyarray(py),
+        fit.n_iter.mapv(|n| n as i64).into_pyarray(py),
+        fit.converged.into_pyarray(py),
+    ))
+}
+
+/// `ln theta`, shape `(C, sum K_f)`.
+#[pyfunction]
+pub(super) fn log_probability_table<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    prior_mean: PyReadonlyArray1<'py, f64>,
+    concentration: PyReadonlyArray2<'py, f64>,
+    offsets: Vec<usize>,
+    n_jobs: usize,
+) -> PyResult<Array2Py<'py>> {
+    let layout = layout(offsets)?;
+    let (counts, concentration) = (counts.as_array(), concentration.as_array());
+    let prior_mean = prior_mean.as_slice()?;
+    let table = run(py, n_jobs, || {
+        naive_bayes::log_probability_table(counts, prior_mean, concentration, &layout)
+    })?;
+    Ok(table.into_pyarray(py))
+}
+
+/// Joint log-likelihood `(S, C)` of feature-major codes `(F, S)` under a `(sum K_f, C)` table.
+#[pyfunction]
+#[pyo3(signature = (codes, log_table, class_log_prior, feature_weights, offsets, n_jobs))]
+pub(super) fn joint_log_likelihood<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray2<'py, i32>,
+    log_table: PyReadonlyArray2<'py, f64>,
+    class_log_prior: PyReadonlyArray1<'py, f64>,
+    feature_weights: Option<PyReadonlyArray1<'py, f64>>,
+    offsets: Vec<usize>,
+    n_jobs: usize,
+) -> PyResult<Array2Py<'py>> {
+    let layout = layout(offsets)?;
+    let (codes, log_table) = (codes.as_array(), log_table.as_array());
+    let class_log_prior = class_log_prior.as_slice()?;
+    let weights = match &feature_weights {
+        Some(w) => Some(w.as_slice()?),
+        None => None,
+    };
+    let joint = run(py, n_jobs, || {
+        scoring::joint_log_likelihood(codes, log_table, class_log_prior, weights, &layout)
+    })?;
+    Ok(joint.into_pyarray(py))
+}
+
+/// Row-wise log-softmax of joint log-likelihoods.
+#[pyfunction]
+pub(super) fn log_posterior<'py>(
+    py: Python<'py>,
+    joint: PyReadonlyArray2<'py, f64>,
+    n_jobs: usize,
+) -> PyResult<Array2Py<'py>> {
+    let joint = joint.as_array();
+    let out = run(py, n_jobs, || scoring::log_posterior(joint))?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Plug-in mutual information (nats) of every feature with the class, length F.
+#[pyfunction]
+pub(super) fn mutual_information<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    offsets: Vec<usize>,
+    n_jobs: usize,
+) -> PyResult<Array1Py<'py>> {
+    let layout = layout(offsets)?;
+    let counts = counts.as_array();
+    let information = run(py, n_jobs, || mutual_information_kernel(counts, &layout))?;
+    Ok(information.into_pyarray(py))
+}
+
+/// Adds this family's functions to the module.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(count_categories, m)?)?;
+    m.add_function(wrap_pyfunction!(prior_mean, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_concentrations, m)?)?;
+    m.add_function(wrap_pyfunction!(log_probability_table, m)?)?;
+    m.add_function(wrap_pyfunction!(joint_log_likelihood, m)?)?;
+    m.add_function(wrap_pyfunction!(log_posterior, m)?)?;
+    m.add_function(wrap_pyfunction!(mutual_information, m)?)?;
+    Ok(())
+}
