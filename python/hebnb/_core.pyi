@@ -1,8 +1,31 @@
-"""Type stubs of the compiled core (src/python.rs). Arrays are numpy arrays; codes are
+"""Type stubs of the compiled core (src/python/). Arrays are numpy arrays; codes are
 feature-major (F, S) int32 with -1 for a missing or unknown value."""
 
 import numpy as np
 import numpy.typing as npt
+
+#: Every name the module defines (pyo3 fills the runtime list as functions register).
+__all__ = [
+    "__version__",
+    "absorb_group_rows",
+    "aode_joint_log_likelihood",
+    "count_categories",
+    "count_pairs",
+    "encode_integers",
+    "factorize_integers",
+    "fit_aode_children",
+    "fit_concentrations",
+    "fit_dirichlet_prior",
+    "fit_parent_concentrations",
+    "joint_log_likelihood",
+    "log_posterior",
+    "log_probability_table",
+    "mutual_information",
+    "prior_mean",
+]
+
+#: The package version, Cargo.toml's.
+__version__: str
 
 def factorize_integers(
     values: npt.NDArray[np.int64], missing: npt.NDArray[np.bool_] | None, n_jobs: int

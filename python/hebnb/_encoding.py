@@ -12,10 +12,13 @@ from __future__ import annotations
 import numbers
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, SupportsInt
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -50,7 +53,7 @@ MAX_TABLE_CELLS = memory_budget_bytes() // 32
 MAX_TOTAL_WEIGHT = 1e300
 
 
-def _columns_of(X) -> tuple[list[np.ndarray], np.ndarray | None]:
+def _columns_of(X: ArrayLike) -> tuple[list[np.ndarray], np.ndarray | None]:
     """Splits a 2-D table into 1-D columns and returns the column names of a DataFrame.
 
     Raises on a table without rows or without columns.
@@ -66,9 +69,9 @@ def _columns_of(X) -> tuple[list[np.ndarray], np.ndarray | None]:
     return columns, names
 
 
-def _split_columns(X) -> tuple[list[np.ndarray], np.ndarray | None, int]:
+def _split_columns(X: ArrayLike) -> tuple[list[np.ndarray], np.ndarray | None, int]:
     if isinstance(X, pd.DataFrame):
-        names = np.asarray([str(c) for c in X.columns], dtype=object)
+        names: np.ndarray | None = np.asarray([str(c) for c in X.columns], dtype=object)
         if not all(isinstance(c, str) for c in X.columns):
             names = None
         return [_column_array(column) for _, column in X.items()], names, X.shape[0]
@@ -98,7 +101,9 @@ def _column_array(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype=object, na_value=np.nan)
 
 
-def _integer_values(column: np.ndarray, feature: int):
+def _integer_values(
+    column: np.ndarray, feature: int
+) -> tuple[np.ndarray, np.ndarray | None] | None:
     """``(int64 values, missing mask or None)`` of a numeric column, or None if not numeric.
 
     Whole floats are integers here (NaN is missing); a fractional or infinite float is an
@@ -125,7 +130,7 @@ def _integer_values(column: np.ndarray, feature: int):
     return np.where(missing, 0.0, column).astype(np.int64), (missing if missing.any() else None)
 
 
-def _integer_block(X) -> tuple[np.ndarray, np.ndarray | None] | None:
+def _integer_block(X: ArrayLike) -> tuple[np.ndarray, np.ndarray | None] | None:
     """Feature-major ``(F, S)`` int64 values and missing mask of a numeric 2-D array in one
     transposing copy, or None when ``X`` is not such an array (then columns go one by one)."""
     if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "iuf" and X.size):
@@ -181,12 +186,12 @@ def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.nda
     return column, missing
 
 
-def _within_int64(low, high) -> bool:
+def _within_int64(low: SupportsInt, high: SupportsInt) -> bool:
     """Whether the sorted integers from ``low`` to ``high`` fit the core's int64 codes."""
     return int(np.iinfo(np.int64).min) <= int(low) and int(high) <= int(np.iinfo(np.int64).max)
 
 
-def _hashed(feature: int, operation, values: np.ndarray):
+def _hashed(feature: int, operation: Callable[..., Any], values: np.ndarray) -> Any:
     """``operation(values)`` of a hash table operation, with unhashable values (lists,
     dicts, arrays) reported as a ValueError naming the feature instead of a bare
     ``TypeError: unhashable type``."""
@@ -199,7 +204,9 @@ def _hashed(feature: int, operation, values: np.ndarray):
         ) from None
 
 
-def _stack(columns: list[np.ndarray], masks: list[np.ndarray | None]):
+def _stack(
+    columns: list[np.ndarray], masks: list[np.ndarray | None]
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Feature-major int64 values and the missing mask (None when nothing is missing)."""
     values = np.stack(columns) if columns else np.empty((0, 0), dtype=np.int64)
     if all(m is None for m in masks):
@@ -235,16 +242,19 @@ class CategoryEncoder:
 
     @property
     def offsets(self) -> list[int]:
-        return np.concatenate([[0], np.cumsum(self.cardinalities)]).astype(int).tolist()
+        offsets: list[int] = (
+            np.concatenate([[0], np.cumsum(self.cardinalities)]).astype(int).tolist()
+        )
+        return offsets
 
-    def fit_transform(self, X, *, n_threads: int = 1) -> np.ndarray:
+    def fit_transform(self, X: ArrayLike, *, n_threads: int = 1) -> np.ndarray:
         """Learns the categories of ``X`` and returns its codes ``(F, S)``."""
         columns, self.feature_names = _columns_of(X)
         n_features, n_rows = len(columns), columns[0].shape[0]
         block = _integer_block(X)
         if block is not None:
             codes, flat, offsets = _core.factorize_integers(*block, n_threads)
-            as_float = X.dtype.kind == "f"
+            as_float = isinstance(X, np.ndarray) and X.dtype.kind == "f"
             self.categories = [
                 flat[offsets[f] : offsets[f + 1]].astype(np.float64 if as_float else np.int64)
                 for f in range(n_features)
@@ -277,8 +287,8 @@ class CategoryEncoder:
             codes[f][missing] = -1
             self.categories[f] = np.asarray(categories)
         if numeric:
-            block, mask = _stack(values, masks)
-            numeric_codes, flat, offsets = _core.factorize_integers(block, mask, n_threads)
+            stacked, mask = _stack(values, masks)
+            numeric_codes, flat, offsets = _core.factorize_integers(stacked, mask, n_threads)
             codes[numeric] = numeric_codes
             for i, f in enumerate(numeric):
                 categories = flat[offsets[i] : offsets[i + 1]]
@@ -290,7 +300,12 @@ class CategoryEncoder:
         return codes
 
     def transform(
-        self, X, *, handle_unknown: str = "ignore", n_threads: int = 1, owner: str = "the estimator"
+        self,
+        X: ArrayLike,
+        *,
+        handle_unknown: str = "ignore",
+        n_threads: int = 1,
+        owner: str = "the estimator",
     ) -> EncodedTable:
         """Codes ``X`` with the learned categories; unknown values become -1 (or an error).
 
@@ -321,13 +336,15 @@ class CategoryEncoder:
             codes[f][(codes[f] < 0) & ~missing] = -2
             codes[f][missing] = -1
         if numeric:
-            block, mask = _stack(values, masks)
+            stacked, mask = _stack(values, masks)
             flat, offsets = self._integer_categories(tuple(numeric))
-            codes[numeric] = _core.encode_integers(block, mask, flat, offsets, n_threads)
+            codes[numeric] = _core.encode_integers(stacked, mask, flat, offsets, n_threads)
         return EncodedTable(codes=self._resolve_unknown(codes, columns, handle_unknown))
 
     @staticmethod
-    def _resolve_unknown(codes: np.ndarray, columns, handle_unknown: str) -> np.ndarray:
+    def _resolve_unknown(
+        codes: np.ndarray, columns: list[np.ndarray], handle_unknown: str
+    ) -> np.ndarray:
         """Unknown values (code -2) become -1 (skipped), or an error naming them."""
         unknown = codes == -2
         if unknown.any():
@@ -350,7 +367,7 @@ class CategoryEncoder:
         return self._integer_cache[features]
 
     def extend(
-        self, X, *, n_threads: int = 1, owner: str = "the estimator"
+        self, X: ArrayLike, *, n_threads: int = 1, owner: str = "the estimator"
     ) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """Adds the categories of ``X`` not seen before and returns its codes ``(F, S)``.
 
@@ -398,8 +415,8 @@ class CategoryEncoder:
                 position[order] = np.arange(order.shape[0])
                 moved.append(position[: old.shape[0]])
                 merged = merged[order]
-                integers = pd.api.types.infer_dtype(merged) == "integer"
-                if self.numeric[f] and integers and _within_int64(merged[0], merged[-1]):
+                all_integers = pd.api.types.infer_dtype(merged) == "integer"
+                if self.numeric[f] and all_integers and _within_int64(merged[0], merged[-1]):
                     merged = merged.astype(old.dtype)  # integers held in an object column
                 else:
                     numeric[f] = False
@@ -435,20 +452,23 @@ class CategoryEncoder:
                 UserWarning,
                 stacklevel=4,
             )
-        named = self.feature_names is not None and names is not None
-        if named and not np.array_equal(names, self.feature_names):
+        if (
+            self.feature_names is not None
+            and names is not None
+            and not np.array_equal(names, self.feature_names)
+        ):
             raise ValueError(
                 "The feature names should match those that were passed during fit: "
                 f"expected {list(self.feature_names)}, got {list(names)}"
             )
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_indexes"], state["_integer_cache"] = {}, {}
         return state
 
 
-def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+def encode_labels(y: ArrayLike, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted class labels and the class index of every row; rejects missing labels."""
     y = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -487,7 +507,7 @@ def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     return classes, indices.astype(np.int64).reshape(-1)
 
 
-def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
+def check_sample_weight(sample_weight: ArrayLike | None, n_samples: int) -> np.ndarray:
     """Float64 weights, one per row, finite and non-negative with a positive sum."""
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64)
