@@ -21,7 +21,7 @@ maturin sdist --out "$out"
 wheel=$(ls "$out"/hebnb-*.whl)
 sdist=$(ls "$out"/hebnb-*.tar.gz)
 case "$wheel" in
-*-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl) ;;
+*-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl) ;;
 *)
     echo "unexpected wheel tag: $wheel" >&2
     exit 1
