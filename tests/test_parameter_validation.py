@@ -12,7 +12,16 @@ import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import check_param_validation
 
-from hebnb import AODE, CategoricalNB, EmpiricalBayesDirichletClassifier
+from hebnb import (
+    AODE,
+    BernoulliNB,
+    CategoricalNB,
+    ComplementNB,
+    EmpiricalBayesDirichletClassifier,
+    GaussianNB,
+    MixedNB,
+    MultinomialNB,
+)
 from hebnb._base import n_threads
 
 X = np.random.default_rng(3).integers(0, 3, size=(80, 2))
@@ -111,6 +120,11 @@ ALL_ESTIMATORS = [
     CategoricalNB(),
     AODE(),
     EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}),
+    MultinomialNB(),
+    ComplementNB(),
+    BernoulliNB(),
+    GaussianNB(),
+    MixedNB(),
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import numbers
 from abc import abstractmethod
+from collections.abc import Sequence
 from numbers import Real
 from typing import ClassVar
 
@@ -63,6 +64,11 @@ def check_class_prior(class_prior: object, n_classes: int) -> np.ndarray | None:
             f"{n_classes} classes"
         )
     return prior
+
+
+def concentration_interval(bounds: Sequence[float]) -> tuple[float, float]:
+    """``concentration_bounds`` as the core takes it (checked by ``ConcentrationBounds``)."""
+    return float(bounds[0]), float(bounds[1])
 
 
 def class_log_prior(class_count: np.ndarray, *, fit_prior: bool, class_prior: object) -> np.ndarray:

@@ -31,6 +31,7 @@ __all__ = [
     "StrictInterval",
     "fit_context",
     "keyword_only",
+    "meta_fit_context",
 ]
 
 
@@ -149,6 +150,12 @@ def fit_context(method: MethodT) -> MethodT:
     checked against ``_parameter_constraints`` before the method runs (for ``partial_fit``
     only while the model is unfitted), and nested scikit-learn calls skip their checks."""
     return cast(MethodT, _fit_context(prefer_skip_nested_validation=True)(method))
+
+
+def meta_fit_context(method: MethodT) -> MethodT:
+    """``fit_context`` for an estimator made of estimators the user passes (``MixedNB``):
+    their parameters are checked too when they are fitted inside."""
+    return cast(MethodT, _fit_context(prefer_skip_nested_validation=False)(method))
 
 
 def keyword_only(*names: str, removed_in: str) -> Callable[[InitT], InitT]:

@@ -18,6 +18,7 @@ from ._base import (
     CategoricalClassifier,
     check_class_prior,
     class_log_prior,
+    concentration_interval,
     n_threads,
 )
 from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, memory_budget_bytes
@@ -316,7 +317,7 @@ class AODE(CategoricalClassifier):
         indptr, indices, pair_counts = self.pair_indptr_, self.pair_indices_, self.pair_counts_
         offsets, cardinality = self._encoder.offsets, self.n_categories_
         n_classes = class_count.shape[0]
-        low, high = (float(bound) for bound in self.concentration_bounds)
+        low, high = concentration_interval(self.concentration_bounds)
 
         # the Naive Bayes child: fallback rows and capped pairs (SPEC)
         heb = self.smoothing == "heb"
@@ -403,7 +404,7 @@ class AODE(CategoricalClassifier):
         if self.parent_smoothing == "laplace":
             empty = np.diff(np.asarray(offsets)) == 0
             return np.where(empty, np.nan, float(n_classes)), np.ones(n_features, dtype=bool)
-        low, high = (float(bound) for bound in self.concentration_bounds)
+        low, high = concentration_interval(self.concentration_bounds)
         class_mean = np.ascontiguousarray(self._parent_class_mean(counts, offsets).T)
         m, _, _, converged = _core.fit_parent_concentrations(
             counts, class_mean, list(offsets), low, high, threads

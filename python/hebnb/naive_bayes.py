@@ -17,6 +17,7 @@ from ._base import (
     CategoricalClassifier,
     check_class_prior,
     class_log_prior,
+    concentration_interval,
     n_threads,
 )
 from ._encoding import CategoryEncoder, check_sample_weight, check_table_size
@@ -273,7 +274,7 @@ class CategoricalNB(CategoricalClassifier):
         mean = _core.prior_mean(self._counts, offsets, SMOOTHERS[self.smoothing])
         n_classes, n_features = self._counts.shape[0], len(offsets) - 1
         if self.smoothing in EMPIRICAL_BAYES:
-            low, high = (float(bound) for bound in self.concentration_bounds)
+            low, high = concentration_interval(self.concentration_bounds)
             concentration, log_evidence, n_iter, converged = _core.fit_concentrations(
                 self._counts,
                 self.class_count_,

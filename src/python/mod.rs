@@ -15,6 +15,7 @@ mod aode;
 mod encoding;
 mod groups;
 mod naive_bayes;
+mod text;
 
 /// The one place where core errors become Python exceptions.
 pub(super) fn to_py_err(error: HebError) -> PyErr {
@@ -59,5 +60,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     naive_bayes::register(m)?;
     aode::register(m)?;
     groups::register(m)?;
+    text::register(m)?;
     Ok(())
 }
