@@ -36,6 +36,8 @@ pub mod parent_prior;
 pub mod scoring;
 pub mod sign_changes;
 pub mod solver;
+pub mod streaming;
+pub mod vocabulary;
 
 #[cfg(test)]
 mod gamma_difference_reference;
