@@ -16,6 +16,7 @@ mod encoding;
 mod groups;
 mod naive_bayes;
 mod streaming;
+mod text;
 mod vocabulary;
 
 /// The one place where core errors become Python exceptions.
@@ -61,5 +62,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     groups::register(m)?;
     vocabulary::register(m)?;
     streaming::register(m)?;
+    text::register(m)?;
     Ok(())
 }
