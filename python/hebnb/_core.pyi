@@ -198,6 +198,7 @@ def add_counts(
     decay: float,
     n_jobs: int,
 ) -> None: ...
+
 # text and binary models (src/python/text.rs)
 def count_tokens(
     indptr: npt.NDArray[np.int64],
