@@ -21,7 +21,7 @@ from ._base import (
     concentration_interval,
     n_threads,
 )
-from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, memory_budget_bytes
+from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
 from ._online import (
     batch_classes,
     feature_pairs,
@@ -176,6 +176,7 @@ class AODE(CategoricalClassifier):
         handle_unknown: str = "ignore",
         n_jobs: int | None = None,
         learning_rate: float = 1.0,
+        categories: str | list[ArrayLike] = "auto",
     ) -> None:
         self.smoothing = smoothing
         self.prior = prior
@@ -190,6 +191,7 @@ class AODE(CategoricalClassifier):
         self.handle_unknown = handle_unknown
         self.n_jobs = n_jobs
         self.learning_rate = learning_rate
+        self.categories = categories
 
     @fit_context
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
@@ -268,7 +270,7 @@ class AODE(CategoricalClassifier):
         threads = n_threads(self.n_jobs)
         n_classes = declared.shape[0]
         if first_call:
-            encoder = CategoryEncoder()
+            encoder = self._new_encoder()
             codes = encoder.fit_transform(X, n_threads=threads)
         else:
             encoder = copy.copy(
