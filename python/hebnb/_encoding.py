@@ -48,6 +48,8 @@ MAX_TABLE_CELLS = memory_budget_bytes() // 32
 #: and batches, and into sums like N + m), so a total near the float64 maximum (1.8e308)
 #: turns into inf and NaN probabilities; this leaves eight orders of magnitude of headroom.
 MAX_TOTAL_WEIGHT = 1e300
+#: The largest int64, as a Python int.
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _normalize(value):
@@ -246,7 +248,9 @@ def _integer_values(column: np.ndarray, feature: int):
     kind = column.dtype.kind
     if kind == "i" or (kind == "u" and column.dtype.itemsize < 8):
         return column.astype(np.int64, copy=False), None
-    if kind == "u" and (column.size == 0 or column.max() <= np.iinfo(np.int64).max):
+    # compared as Python ints: numpy 1.x compares uint64 with int64 through float64, where
+    # 2**63 equals the int64 maximum
+    if kind == "u" and (column.size == 0 or int(column.max()) <= INT64_MAX):
         return column.astype(np.int64), None
     if kind != "f":
         return None
@@ -270,7 +274,7 @@ def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None
     array (then columns go one by one)."""
     if not (X.dtype.kind in "iuf" and X.size):
         return None
-    if X.dtype.kind == "u" and X.dtype.itemsize == 8 and X.max() > np.iinfo(np.int64).max:
+    if X.dtype.kind == "u" and X.dtype.itemsize == 8 and int(X.max()) > INT64_MAX:
         return None
     if X.dtype.kind in "iu":
         return X.astype(np.int64, copy=False).T, None
