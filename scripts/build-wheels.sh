@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The release build: an abi3 wheel tagged manylinux_2_17 (manylinux2014), which installs
-# on every Linux with glibc >= 2.17 (RHEL 7 onward) and CPython >= 3.10, plus the sdist.
+# on every Linux with glibc >= 2.17 (RHEL 7 onward) and CPython >= 3.11, plus the sdist.
 #
 #   scripts/build-wheels.sh [OUT_DIR]        (default: dist/)
 #
@@ -21,7 +21,7 @@ maturin sdist --out "$out"
 wheel=$(ls "$out"/hebnb-*.whl)
 sdist=$(ls "$out"/hebnb-*.tar.gz)
 case "$wheel" in
-*-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl) ;;
+*-cp311-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl) ;;
 *)
     echo "unexpected wheel tag: $wheel" >&2
     exit 1

@@ -29,8 +29,8 @@ pytestmark = pytest.mark.skipif(
 def test_wheel_is_manylinux2014_abi3_and_installs_without_rust(tmp_path):
     wheel = Path(WHEEL or "")
     assert wheel.is_file(), wheel
-    # installs on glibc >= 2.17 and any CPython >= 3.10
-    assert wheel.name.endswith("-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl")
+    # installs on glibc >= 2.17 and any CPython >= 3.11
+    assert wheel.name.endswith("-cp311-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     assert "hebnb/_core.pyi" in names and "hebnb/py.typed" in names

@@ -378,12 +378,15 @@ def _encode_arrow(
     if types.is_string_view(kind):
         chunk, kind = chunk.cast(pa.large_string()), pa.large_string()
     if types.is_string(kind) or types.is_large_string(kind):
-        validity, offsets, data = chunk.buffers()[:3]
-        width = np.int32 if types.is_string(kind) else np.int64
+        validity, offset_buffer, data = chunk.buffers()[:3]
         start, n = chunk.offset, len(chunk)
         if not n:
             return np.empty(0, dtype=np.int32)
-        offsets = np.frombuffer(offsets, dtype=width)[start : start + n + 1]
+        offsets: np.ndarray = (
+            np.frombuffer(offset_buffer, dtype=np.int32)
+            if types.is_string(kind)
+            else np.frombuffer(offset_buffer, dtype=np.int64)
+        )[start : start + n + 1]
         data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
         return vocabulary.encode_utf8(feature, offsets, data, bitmap, start, grow=grow, name=name)

@@ -6,7 +6,7 @@ import copy
 import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Self
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,9 +30,6 @@ from ._online import (
     n_rows_of,
 )
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 
 class AODE(CategoricalClassifier):

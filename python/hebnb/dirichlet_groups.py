@@ -7,7 +7,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Hashable
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import pandas as pd
@@ -21,9 +21,6 @@ from ._base import is_real, n_threads
 from ._encoding import check_sample_weight
 from ._online import check_learning_rate
 from ._params import N_JOBS, PriorConcentrations, StrictInterval, fit_context
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 
 class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from numbers import Real
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Self
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -22,9 +22,6 @@ from ._base import (
 from ._encoding import check_sample_weight, check_table_size
 from ._online import batch_classes, grow_tables, n_rows_of
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
 #: constant m) or "type2" (Type-II ML per class and feature).

@@ -124,7 +124,7 @@ def rank_frame(analyses: dict[str, FriedmanResult]) -> pd.DataFrame:
     first = next(iter(analyses.values()))
     frame = frame.reindex(first.mean_ranks.index)
     frame = pd.concat([frame, extra]).astype(object)
-    frame.loc["datasets"] = [int(n) for n in frame.loc["datasets"]]
+    frame.loc["datasets"] = [int(n) for n in frame.loc["datasets"].to_numpy()]
     ranks: pd.DataFrame = frame
     return ranks
 
