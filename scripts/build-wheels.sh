@@ -28,9 +28,11 @@ case "$wheel" in
     ;;
 esac
 # the sdist carries what a build needs: Cargo files, the Rust and Python sources
+# (listed once: `tar | grep -q` would end tar with SIGPIPE, a failure under pipefail)
+members="$(tar -tzf "$sdist")"
 for member in Cargo.toml Cargo.lock pyproject.toml src/lib.rs src/python/mod.rs \
     python/hebnb/__init__.py python/hebnb/_core.pyi python/hebnb/py.typed; do
-    if ! tar -tzf "$sdist" | grep -q "^hebnb-[^/]*/$member\$"; then
+    if ! grep -q "^hebnb-[^/]*/$member\$" <<<"$members"; then
         echo "sdist $sdist lacks $member" >&2
         exit 1
     fi
@@ -38,7 +40,8 @@ done
 # the shared object is stripped: no symbol table left
 so=$(mktemp -d)
 python -m zipfile -e "$wheel" "$so"
-if readelf -S "$so"/hebnb/_core*.so | grep -q '\.symtab'; then
+sections="$(readelf -S "$so"/hebnb/_core*.so)"
+if grep -q '\.symtab' <<<"$sections"; then
     echo "the extension in $wheel is not stripped" >&2
     exit 1
 fi
