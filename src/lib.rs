@@ -35,6 +35,8 @@ pub mod parallel;
 pub mod parent_prior;
 pub mod scoring;
 pub mod sign_changes;
+pub mod small_solver;
+pub mod smoothing;
 pub mod solver;
 
 #[cfg(test)]
