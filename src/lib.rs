@@ -28,6 +28,7 @@ pub mod error;
 pub mod evidence;
 pub mod gamma_differences;
 pub mod layout;
+pub mod multinomial;
 pub mod mutual_information;
 pub mod naive_bayes;
 pub mod pair_counts;
@@ -38,6 +39,9 @@ pub mod sign_changes;
 pub mod small_solver;
 pub mod smoothing;
 pub mod solver;
+pub mod sparse_rows;
+pub mod streaming;
+pub mod vocabulary;
 
 #[cfg(test)]
 mod gamma_difference_reference;
