@@ -3,30 +3,36 @@
 from __future__ import annotations
 
 import copy
-import numbers
 import warnings
+from collections.abc import Sequence
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
 from ._base import (
+    SHARED_CONSTRAINTS,
     CategoricalClassifier,
-    check_bounds,
-    check_choice,
-    check_positive,
+    check_class_prior,
     class_log_prior,
+    concentration_interval,
     n_threads,
 )
 from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
 from ._online import (
     batch_classes,
-    check_learning_rate,
     merge_pair_tables,
     move_columns,
     n_rows_of,
     new_codes,
 )
+from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class AODE(CategoricalClassifier):
@@ -143,24 +149,35 @@ class AODE(CategoricalClassifier):
     (2, 2)
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[object]]] = {
+        **SHARED_CONSTRAINTS,
+        "smoothing": [StrOptions({"heb", "laplace"})],
+        "prior": [StrOptions({"two-level", "pooled"})],
+        "parent_smoothing": [StrOptions({"laplace", "heb"})],
+        "min_parent_count": [StrictInterval(Real, 0, None, closed="left")],
+        "max_parent_cardinality": [StrictInterval(Integral, 1, None, closed="left"), None],
+        "max_joint_cells": [StrictInterval(Real, 0, None, closed="neither"), None],
+    }
+
+    @keyword_only("smoothing", removed_in="0.3")
     def __init__(
         self,
-        smoothing="heb",
         *,
-        prior="two-level",
-        parent_smoothing="laplace",
-        min_parent_count=1,
-        min_count=10,
-        concentration_bounds=(1e-2, 1e4),
-        max_parent_cardinality=None,
-        max_joint_cells=None,
-        fit_prior=True,
-        class_prior=None,
-        handle_unknown="ignore",
-        n_jobs=None,
-        learning_rate=1.0,
-        categories="auto",
-    ):
+        smoothing: str = "heb",
+        prior: str = "two-level",
+        parent_smoothing: str = "laplace",
+        min_parent_count: float = 1,
+        min_count: float = 10,
+        concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        max_parent_cardinality: int | None = None,
+        max_joint_cells: float | None = None,
+        fit_prior: bool = True,
+        class_prior: ArrayLike | None = None,
+        handle_unknown: str = "ignore",
+        n_jobs: int | None = None,
+        learning_rate: float = 1.0,
+        categories: str | list[ArrayLike] = "auto",
+    ) -> None:
         self.smoothing = smoothing
         self.prior = prior
         self.parent_smoothing = parent_smoothing
@@ -176,29 +193,8 @@ class AODE(CategoricalClassifier):
         self.learning_rate = learning_rate
         self.categories = categories
 
-    def _check_params(self) -> None:
-        check_choice("smoothing", self.smoothing, {"heb", "laplace"})
-        check_choice("prior", self.prior, {"pooled", "two-level"})
-        check_choice("parent_smoothing", self.parent_smoothing, {"laplace", "heb"})
-        check_choice("handle_unknown", self.handle_unknown, {"ignore", "error"})
-        check_positive("min_parent_count", self.min_parent_count, allow_zero=True)
-        check_positive("min_count", self.min_count, allow_zero=True)
-        check_bounds(self.concentration_bounds)
-        if self.max_parent_cardinality is not None and not (
-            isinstance(self.max_parent_cardinality, numbers.Integral)
-            and not isinstance(self.max_parent_cardinality, bool)
-            and self.max_parent_cardinality >= 1
-        ):
-            raise ValueError(
-                "max_parent_cardinality must be None or an integer >= 1, "
-                f"got {self.max_parent_cardinality!r}"
-            )
-        if self.max_joint_cells is not None:
-            check_positive("max_joint_cells", self.max_joint_cells)
-        n_threads(self.n_jobs)
-        check_learning_rate(self.learning_rate)
-
-    def fit(self, X, y, sample_weight=None):
+    @fit_context
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Counts categories and feature pairs, then smooths every child conditional.
 
         Parameters
@@ -212,7 +208,6 @@ class AODE(CategoricalClassifier):
         -------
         self
         """
-        self._check_params()
         threads = n_threads(self.n_jobs)
         encoder, codes, classes, labels, weights = self._training_data(X, y, sample_weight, threads)
         n_classes, offsets = classes.shape[0], encoder.offsets
@@ -242,7 +237,14 @@ class AODE(CategoricalClassifier):
         self._solve(threads)
         return self
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    @fit_context
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        classes: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Adds a batch of rows to the single and pair counts (forgetting old ones at
         ``learning_rate``) and re-smooths every child conditional.
 
@@ -264,10 +266,12 @@ class AODE(CategoricalClassifier):
         self
         """
         first_call = not hasattr(self, "_counts")
-        self._check_params()  # every call: set_params may have changed them mid-stream
+        if not first_call:  # _fit_context checks only the first call; set_params may not
+            self._validate_params()
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
+        check_class_prior(self.class_prior, declared.shape[0])
         weights = check_sample_weight(sample_weight, n_rows)
         threads = n_threads(self.n_jobs)
         n_classes = declared.shape[0]
@@ -329,12 +333,12 @@ class AODE(CategoricalClassifier):
         self._solve(threads)
         return self
 
-    def _set_pair_tables(self, tables: dict) -> None:
+    def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
         self.pair_indptr_ = tables["indptr"]
         self.pair_indices_ = tables["indices"]
         self.pair_counts_ = tables["counts"]
 
-    def _pair_tables(self) -> dict:
+    def _pair_tables(self) -> dict[str, np.ndarray]:
         return {
             "indptr": self.pair_indptr_,
             "indices": self.pair_indices_,
@@ -357,7 +361,7 @@ class AODE(CategoricalClassifier):
             smoothing=self.prior if heb else "laplace",
             parent_smoothing=self.parent_smoothing,
             min_count=float(self.min_count),
-            concentration_bounds=check_bounds(self.concentration_bounds),
+            concentration_bounds=concentration_interval(self.concentration_bounds),
             class_log_prior=self.class_log_prior_.tolist(),
             replace_class_prior=not (self.fit_prior and self.class_prior is None),
             n_jobs=threads,
@@ -389,7 +393,7 @@ class AODE(CategoricalClassifier):
         np.fill_diagonal(capped, False)
         return capped
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         codes, threads = self._encode(X)
         return _core.aode_joint_log_likelihood(
             codes,
@@ -402,7 +406,7 @@ class AODE(CategoricalClassifier):
 
 
 def check_pair_memory(
-    offsets,
+    offsets: Sequence[int],
     capped: np.ndarray,
     parents: np.ndarray,
     n_rows: int,
