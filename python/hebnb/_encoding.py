@@ -9,6 +9,7 @@ mutates the caller's data.
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import os
 import warnings
@@ -91,10 +92,23 @@ class _Table:
         return len(self.floats)
 
 
-def _read_table(X) -> _Table:
+#: DataFrames of at most this many rows are read as one object array when they are coded
+#: against a known vocabulary (scoring a row or a few): the same codes as column by
+#: column, without building a pandas Series per column.
+SMALL_FRAME_ROWS = 64
+
+
+def _read_table(X, *, known: bool = False) -> _Table:
     """Reads a 2-D table (numpy array, nested list, pandas or polars DataFrame, pyarrow
     Table or RecordBatch, or any object exporting ``__arrow_c_stream__``); raises on a table
-    without rows or without columns."""
+    without rows or without columns. ``known``: the table is coded against a vocabulary
+    that will not grow (declared categories of a ``category`` column do not matter)."""
+    if known and isinstance(X, pd.DataFrame) and 0 < X.shape[0] <= SMALL_FRAME_ROWS:
+        labels = X.columns.tolist()
+        values = X.to_numpy(dtype=object)
+        columns = [("objects", values[:, j]) for j in range(values.shape[1])]
+        floats = [False] * len(columns)
+        return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
     table = _split_table(X)
     if table.n_rows == 0:
         raise ValueError(
@@ -133,7 +147,7 @@ def _module_of(X) -> str:
 
 def _split_table(X) -> _Table:
     if isinstance(X, pd.DataFrame):
-        labels = list(X.columns)
+        labels = X.columns.tolist()
         columns = [_pandas_column(column) for _, column in X.items()]
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
@@ -442,7 +456,7 @@ class CategoryEncoder:
 
     @property
     def offsets(self) -> list[int]:
-        return [0, *np.cumsum(self.cardinalities).astype(int).tolist()]
+        return [0, *itertools.accumulate(self.vocabulary.lengths())]
 
     @property
     def categories(self) -> list[np.ndarray]:
@@ -507,7 +521,7 @@ class CategoryEncoder:
             raise ValueError(
                 f"handle_unknown must be one of ['error', 'ignore'], got {handle_unknown!r}"
             )
-        table = _read_table(X)
+        table = _read_table(X, known=True)
         self.check_features(table, owner)
         codes = self._encode(table, grow=False, n_threads=n_threads)
         unknown = codes == UNKNOWN

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import (
@@ -393,11 +394,29 @@ class CategoricalNB(CategoricalClassifier):
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
         codes, threads = self._encode(X)
-        return _core.joint_log_likelihood(
-            codes,
+        return _core.joint_log_likelihood(codes, *self._scoring_tables(), threads)
+
+    def _scoring_tables(self) -> tuple:
+        """What scoring a coded row needs: ``(log table, class log prior, feature weights,
+        offsets)``."""
+        return (
             self._log_table,
             self.class_log_prior_,
             self.feature_weights_,
             self._encoder.offsets,
-            threads,
         )
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Log posterior class probabilities, shape (n_samples, n_classes)."""
+        return self._posterior(X, log=True)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
+        return self._posterior(X, log=False)
+
+    def _posterior(self, X, *, log: bool) -> np.ndarray:
+        """Scores, normalises (and exponentiates) in one call into the core."""
+        if "_encoder" not in self.__dict__:
+            check_is_fitted(self)  # raises NotFittedError
+        codes, threads = self._encode(X)
+        return _core.posterior(codes, *self._scoring_tables(), log=log, n_jobs=threads)
