@@ -167,7 +167,7 @@ def streaming(n_rows: int, batch: int, prequential_batches: int) -> None:
             X[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch], classes=[0, 1]
         )
         per_call[i] = time.perf_counter() - t
-    model.concentration_  # the deferred solve, once, at first use
+    assert model.concentration_.shape == (2, 20)  # the deferred solve, once, at first use
     stream = time.perf_counter() - start
 
     sklearn = SkCategoricalNB(min_categories=cardinalities)

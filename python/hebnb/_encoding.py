@@ -541,8 +541,9 @@ class CategoryEncoder:
         """Adds the categories of ``X`` not seen before and returns its codes ``(F, S)``.
 
         Also returns, per feature, the new code of every old code (``None`` where the
-        feature gained nothing), so that count tables can follow their categories: the
-        identity with ``order="insertion"``, where new categories only join at the end.
+        feature gained nothing, and always with ``order="insertion"``, where new
+        categories only join at the end), so that count tables can follow their
+        categories.
         On an error nothing is added; ``undo(mark)`` with a ``mark()`` taken before also
         forgets the batch's categories when a later step fails.
         """
@@ -563,10 +564,8 @@ class CategoryEncoder:
             raise
         moved: list[np.ndarray | None] = []
         for f, (old, new) in enumerate(zip(before, self.cardinalities)):
-            if old == new:
-                moved.append(None)
-            elif self.order == "insertion":
-                moved.append(np.arange(old))
+            if old == new or self.order == "insertion":
+                moved.append(None)  # (by first appearance, old codes never move)
             else:
                 moved.append(self._view(f)[2][old_orders[f]].astype(np.int64))
         return self._in_order(codes), moved
@@ -770,7 +769,8 @@ def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
                 "y mixes labels of different types (e.g. numbers and strings), which "
                 f"cannot be ordered: {pd.unique(y)[:5].tolist()}"
             )
-    check_classification_targets(y)
+    if y.dtype.kind not in "iub":  # integer and boolean labels are always classes
+        check_classification_targets(y)
     try:
         classes, indices = np.unique(y, return_inverse=True)
     except TypeError:

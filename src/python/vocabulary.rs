@@ -247,8 +247,9 @@ impl Vocabulary {
             ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
                 .map_err(|e| HebError::InvalidParameter(e.to_string()))
         };
-        // a few rows are coded on the calling thread: a pool's hand-off costs more
-        let result = if n_rows * n_features <= INLINE_CELLS {
+        // one thread, or a few rows, are coded on the calling thread: a pool's hand-off
+        // costs more (a context switch, milliseconds on a loaded machine)
+        let result = if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
             features
                 .iter_mut()
                 .enumerate()
