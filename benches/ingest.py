@@ -231,6 +231,38 @@ print(buffers, before, after)
 """
 
 
+PREDICT_CHILD = """
+import resource, sys, numpy as np
+from hebnb import CategoricalNB
+n, f = int(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(0)
+model = CategoricalNB().fit(rng.integers(0, 1000, (100_000, f)), rng.integers(0, 2, 100_000))
+X = rng.integers(0, 1000, (n, f))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+proba = model.predict_proba(X)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(X.nbytes, proba.nbytes, before, after)
+"""
+
+
+def predict_memory(n_rows: int) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PREDICT_CHILD, str(n_rows), "20"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    data, result, before, after = (int(v) for v in out)
+    print(f"\n## Memory: predict_proba of {n_rows} int64 rows x 20\n")
+    print("| measure | value |")
+    print("|---|---|")
+    print(f"| input | {data / 2**20:.0f} MiB; result {result / 2**20:.0f} MiB |")
+    print(f"| peak resident growth during predict_proba | {(after - before) / 2**20:.0f} MiB |")
+    print(
+        f"| (input + peak growth) / (input + result) | {(data + after - before) / (data + result):.2f}x |"
+    )
+
+
 def memory(n_rows: int) -> None:
     out = subprocess.run(
         [sys.executable, "-c", MEMORY_CHILD, str(n_rows), "20"],
@@ -252,6 +284,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--part", choices=["forms", "stream", "memory", "all"], default="all")
+    parser.add_argument("--memory-rows", type=int, default=None)
     args = parser.parse_args()
     print(json.dumps({"quick": args.quick}))
     if args.part in ("forms", "all"):
@@ -259,7 +292,8 @@ def main() -> None:
     if args.part in ("stream", "all"):
         streaming(200_000 if args.quick else 1_000_000, 1_000, 50 if args.quick else 200)
     if args.part in ("memory", "all"):
-        memory(1_000_000 if args.quick else 10_000_000)
+        memory(args.memory_rows or (1_000_000 if args.quick else 10_000_000))
+        predict_memory(args.memory_rows or (1_000_000 if args.quick else 10_000_000))
 
 
 if __name__ == "__main__":

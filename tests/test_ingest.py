@@ -362,3 +362,16 @@ def test_aode_takes_declared_categories(data):
     np.testing.assert_array_equal(model.n_categories_, [14, 12, 3])
     with pytest.raises(ValueError, match="not among the declared categories"):
         AODE(categories=[list(range(3))] * 3).fit(X, y)
+
+
+def test_large_predictions_go_by_blocks_with_the_same_numbers():
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 50, size=(70_000, 3))
+    y = rng.integers(0, 2, size=70_000)
+    model = CategoricalNB().fit(X, y)
+    whole = model.predict_proba(X)
+    parts = np.vstack([model.predict_proba(X[:40_000]), model.predict_proba(X[40_000:])])
+    np.testing.assert_array_equal(whole, parts)
+    frame = pd.DataFrame(X.astype(str), columns=["a", "b", "c"])
+    strings = CategoricalNB().fit(frame, y)
+    np.testing.assert_array_equal(strings.predict_log_proba(frame), model.predict_log_proba(X))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
@@ -33,6 +34,9 @@ SMOOTHERS = {
 }
 DEFAULT_M = {"m-estimate": 2.0, "target-encoding": 10.0}
 EMPIRICAL_BAYES = {"heb-u", "heb-m"}
+
+#: Rows scored per block by predict_proba / predict_log_proba on large inputs.
+PREDICT_BLOCK_ROWS = 1 << 16
 FEATURE_WEIGHTINGS = {"sqrt-mi"}
 
 
@@ -415,8 +419,19 @@ class CategoricalNB(CategoricalClassifier):
         return self._posterior(X, log=False)
 
     def _posterior(self, X, *, log: bool) -> np.ndarray:
-        """Scores, normalises (and exponentiates) in one call into the core."""
+        """Scores, normalises (and exponentiates) in one call into the core; a large
+        array or DataFrame goes by blocks of rows written into the result, so that
+        beside the input and the result only one block's codes and scores are held."""
         if "_encoder" not in self.__dict__:
             check_is_fitted(self)  # raises NotFittedError
-        codes, threads = self._encode(X)
-        return _core.posterior(codes, *self._scoring_tables(), log=log, n_jobs=threads)
+        n_rows = X.shape[0] if isinstance(X, (np.ndarray, pd.DataFrame)) else 0
+        if n_rows <= PREDICT_BLOCK_ROWS:
+            codes, threads = self._encode(X)
+            return _core.posterior(codes, *self._scoring_tables(), log=log, n_jobs=threads)
+        out = np.empty((n_rows, self.classes_.shape[0]))
+        for start in range(0, n_rows, PREDICT_BLOCK_ROWS):
+            rows = slice(start, start + PREDICT_BLOCK_ROWS)
+            block = X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]
+            codes, threads = self._encode(block)
+            out[rows] = _core.posterior(codes, *self._scoring_tables(), log=log, n_jobs=threads)
+        return out
