@@ -1,11 +1,42 @@
-"""Type stubs of the compiled core (src/python.rs). Arrays are numpy arrays; codes are
+"""Type stubs of the compiled core (src/python/). Arrays are numpy arrays; codes are
 feature-major (F, S) int32 with -1 for a missing or unknown value."""
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, final
 
 import numpy as np
 import numpy.typing as npt
+
+#: Every name the module defines (pyo3 fills the runtime list as functions register).
+__all__ = [
+    "Vocabulary",
+    "__version__",
+    "absorb_group_rows",
+    "add_counts",
+    "aode_joint_log_likelihood",
+    "aode_planned_bytes",
+    "count_categories",
+    "count_pairs",
+    "count_tokens",
+    "encode_integers",
+    "factorize_integers",
+    "fit_aode",
+    "fit_binary_features",
+    "fit_concentrations",
+    "fit_dirichlet_prior",
+    "fit_token_distributions",
+    "joint_log_likelihood",
+    "log_posterior",
+    "log_probability_table",
+    "merge_pair_tables",
+    "mutual_information",
+    "posterior",
+    "prior_mean",
+    "score_rows",
+]
+
+#: The package version, Cargo.toml's.
+__version__: str
 
 def factorize_integers(
     values: npt.NDArray[np.int64], missing: npt.NDArray[np.bool_] | None, n_jobs: int
@@ -55,6 +86,16 @@ def joint_log_likelihood(
     offsets: list[int],
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
+def posterior(
+    codes: npt.NDArray[np.int32],
+    log_table: npt.NDArray[np.float64],
+    class_log_prior: npt.NDArray[np.float64],
+    feature_weights: npt.NDArray[np.float64] | None,
+    offsets: list[int],
+    *,
+    log: bool,
+    n_jobs: int,
+) -> npt.NDArray[np.float64]: ...
 def log_posterior(joint: npt.NDArray[np.float64], n_jobs: int) -> npt.NDArray[np.float64]: ...
 def mutual_information(
     counts: npt.NDArray[np.float64], offsets: list[int], n_jobs: int
@@ -77,68 +118,71 @@ def count_pairs(
     codes: npt.NDArray[np.int32],
     labels: npt.NDArray[np.int64],
     weights: npt.NDArray[np.float64],
+    /,
+    *,
     offsets: list[int],
     n_classes: int,
     capped: npt.NDArray[np.bool_],
+    parents: npt.NDArray[np.bool_],
     n_jobs: int,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]: ...
-def fit_parent_concentrations(
-    counts: npt.NDArray[np.float64],
-    class_mean: npt.NDArray[np.float64],
+) -> dict[str, Any]: ...
+def merge_pair_tables(
+    old: dict[str, Any],
+    batch: dict[str, Any],
+    /,
+    *,
+    old_offsets: list[int],
     offsets: list[int],
-    min_concentration: float,
-    max_concentration: float,
-    n_jobs: int,
-) -> tuple[
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.bool_],
-]: ...
-def fit_aode_children(
-    indptr: npt.NDArray[np.int64],
-    indices: npt.NDArray[np.int32],
-    counts: npt.NDArray[np.float64],
-    category_counts: npt.NDArray[np.float64],
-    child_mean: npt.NDArray[np.float64],
+    new_codes: list[list[int]],
     capped: npt.NDArray[np.bool_],
-    offsets: list[int],
-    smoothing: str,
-    min_count: float,
-    min_concentration: float,
-    max_concentration: float,
+    parents: npt.NDArray[np.bool_],
+    decay: float,
     n_jobs: int,
-) -> tuple[
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.bool_],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-]: ...
+) -> dict[str, Any]: ...
+def aode_planned_bytes(
+    *,
+    offsets: list[int],
+    capped: npt.NDArray[np.bool_],
+    parents: npt.NDArray[np.bool_],
+    n_rows: int,
+    n_classes: int,
+    stored_cells: int,
+) -> dict[str, float]: ...
+def fit_aode(
+    class_count: npt.NDArray[np.float64],
+    counts: npt.NDArray[np.float64],
+    pair_tables: dict[str, Any],
+    /,
+    *,
+    offsets: list[int],
+    capped: npt.NDArray[np.bool_],
+    parents: npt.NDArray[np.bool_],
+    smoothing: str,
+    parent_smoothing: str,
+    min_count: float,
+    concentration_bounds: tuple[float, float],
+    class_log_prior: list[float],
+    replace_class_prior: bool,
+    n_jobs: int,
+) -> dict[str, Any]: ...
 def aode_joint_log_likelihood(
     codes: npt.NDArray[np.int32],
-    indptr: npt.NDArray[np.int64],
-    indices: npt.NDArray[np.int32],
-    counts: npt.NDArray[np.float64],
-    cell_log_prob: npt.NDArray[np.float64],
-    unseen_log_prob: npt.NDArray[np.float64],
-    log_child_mean: npt.NDArray[np.float64],
-    capped: npt.NDArray[np.bool_],
-    parent_log_prob: npt.NDArray[np.float64],
-    parent_count: npt.NDArray[np.float64],
-    min_parent_count: float,
-    marginal_log_prob: npt.NDArray[np.float64],
-    class_log_prior: npt.NDArray[np.float64],
+    model: dict[str, Any],
+    pair_tables: dict[str, Any],
+    /,
+    *,
     offsets: list[int],
+    min_parent_count: float,
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
 
+@final
 class Vocabulary:
     """Grow-only value -> code maps, one per feature (codes by first appearance)."""
 
-    def __init__(self, n_features: int = 0) -> None: ...
+    def __new__(cls, n_features: int = 0) -> Vocabulary: ...
+    def __copy__(self) -> Vocabulary: ...
+    def __deepcopy__(self, _memo: Any, /) -> Vocabulary: ...
     @property
     def n_features(self) -> int: ...
     def lengths(self) -> list[int]: ...
