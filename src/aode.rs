@@ -181,6 +181,9 @@ pub fn fit_children(
                 ],
             };
             for side in 0..2 {
+                if crate::interrupt::cancelled() {
+                    continue;
+                }
                 let o = if side == 0 {
                     Orientation {
                         parent: a,
@@ -226,6 +229,7 @@ pub fn fit_children(
             fit
         })
         .collect();
+    crate::interrupt::check()?;
 
     let nnz = pair_tables.indices.len();
     let mut concentration = Array3::from_elem((n_classes, n_features, n_features), f64::NAN);
@@ -591,6 +595,9 @@ pub fn joint_log_likelihood(
         .par_chunks_mut(chunk_rows * n_classes_nz)
         .enumerate()
         .for_each(|(chunk, block)| {
+            if crate::interrupt::cancelled() {
+                return;
+            }
             let first = chunk * chunk_rows;
             let n = block.len() / n_classes_nz;
             // feature-major: value, whether it qualifies as super-parent, whether it scores
@@ -686,6 +693,7 @@ pub fn joint_log_likelihood(
                 }
             }
         });
+    crate::interrupt::check()?;
     Ok(joint)
 }
 

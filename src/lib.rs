@@ -27,6 +27,7 @@ pub mod encoding;
 pub mod error;
 pub mod evidence;
 pub mod gamma_differences;
+pub mod interrupt;
 pub mod layout;
 pub mod mutual_information;
 pub mod naive_bayes;

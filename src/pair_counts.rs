@@ -214,7 +214,10 @@ pub fn count_pairs(
     let n_features = layout.n_features();
     let grouped: Vec<(Vec<u32>, Vec<usize>)> = (0..n_features)
         .into_par_iter()
-        .map(|f| rows_by_value(codes.row(f), layout.cardinality(f), f))
+        .map(|f| {
+            crate::interrupt::check()?;
+            rows_by_value(codes.row(f), layout.cardinality(f), f)
+        })
         .collect::<Result<_>>()?;
 
     let all_pairs = pairs(n_features);
@@ -230,6 +233,7 @@ pub fn count_pairs(
             if !wanted(a, b) {
                 return Ok(block);
             }
+            crate::interrupt::check()?;
             let (order, starts) = &grouped[a];
             let child_codes = codes.row(b);
             let mut scratch = vec![0.0; k_child * n_classes];

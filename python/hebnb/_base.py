@@ -1,14 +1,17 @@
-"""What every hebnb classifier shares: parameter checks, the thread budget, and
-``predict`` / ``predict_proba`` / ``predict_log_proba`` written once over
-``predict_joint_log_proba``."""
+"""What every hebnb classifier shares: parameter checks, the thread budget, updates that
+are atomic and thread-safe (:class:`ThreadSafeModel`), and ``predict`` /
+``predict_proba`` / ``predict_log_proba`` written once over
+``predict_joint_log_proba``, scoring long tables in chunks of rows."""
 
 from __future__ import annotations
 
 import functools
 import numbers
+import threading
 from abc import abstractmethod
 
 import numpy as np
+import pandas as pd
 from joblib import cpu_count, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
@@ -97,7 +100,172 @@ def class_log_prior(class_count, *, fit_prior: bool, class_prior) -> np.ndarray:
     return np.log(class_count + 1.0) - np.log(class_count.sum() + n_classes)
 
 
-class CategoricalClassifier(ClassifierMixin, BaseEstimator):
+#: Names of the two locks a model keeps in its ``__dict__`` (never pickled or copied).
+_UPDATE_LOCK = "_hebnb_update_lock"
+_STATE_LOCK = "_hebnb_state_lock"
+_LOCKS = frozenset({_UPDATE_LOCK, _STATE_LOCK})
+
+#: Methods that change a fitted model, and methods that only read it.
+_UPDATES = ("fit", "partial_fit", "decay")
+_READS = ("predict", "predict_proba", "predict_log_proba", "predict_joint_log_proba", "sample")
+
+#: Per thread: ids of the private copies this thread is working on directly.
+_working = threading.local()
+
+
+def _lock(model, name: str) -> threading.RLock:
+    """The model's lock ``name``, created on first use (``setdefault`` is atomic)."""
+    lock = model.__dict__.get(name)
+    return lock if lock is not None else model.__dict__.setdefault(name, threading.RLock())
+
+
+def without_locks(state: dict) -> dict:
+    """A copy of a model's ``__dict__`` without its locks (for pickling and copies)."""
+    return {key: value for key, value in state.items() if key not in _LOCKS}
+
+
+def _private_copy(model):
+    """A shallow copy of ``model`` sharing its arrays (the updates never modify an array
+    in place: they build new ones), without its locks."""
+    twin = object.__new__(type(model))
+    twin.__dict__.update(without_locks(model.__dict__))
+    return twin
+
+
+class _Direct:
+    """Marks a private copy as worked on by this thread: its own guarded methods run
+    directly (no second copy, no lock)."""
+
+    def __init__(self, model) -> None:
+        self.key = id(model)
+
+    def __enter__(self) -> None:
+        if not hasattr(_working, "ids"):
+            _working.ids = set()
+        _working.ids.add(self.key)
+
+    def __exit__(self, *exc) -> None:
+        _working.ids.discard(self.key)
+
+
+def _is_direct(model) -> bool:
+    return id(model) in getattr(_working, "ids", ())
+
+
+def _atomic_update(method):
+    """Wraps an updating method: calls on one model run one at a time, each on a private
+    copy that replaces the model's state as a whole when (and only when) the call
+    succeeds. An exception, KeyboardInterrupt included, leaves the model as it was."""
+
+    @functools.wraps(method)
+    def update(self, *args, **kwargs):
+        if _is_direct(self):
+            return method(self, *args, **kwargs)
+        with _lock(self, _UPDATE_LOCK):
+            with _lock(self, _STATE_LOCK):
+                work = _private_copy(self)
+            with _Direct(work):
+                result = method(work, *args, **kwargs)
+            # the constructor parameters stay the model's own (set_params may have run
+            # meanwhile; an update never changes them)
+            params = set(self._get_param_names())
+            new_state = {k: v for k, v in work.__dict__.items() if k not in params}
+            with _lock(self, _STATE_LOCK):
+                stale = [
+                    k
+                    for k in self.__dict__
+                    if k not in new_state and k not in params and k not in _LOCKS
+                ]
+                for key in stale:
+                    del self.__dict__[key]
+                self.__dict__.update(new_state)
+        return self if result is work else result
+
+    update._hebnb_guarded = True
+    return update
+
+
+def _consistent_read(method):
+    """Wraps a reading method: it runs on a snapshot of the model taken under the state
+    lock, so a concurrent update can never show it half-replaced state. Attributes the
+    read creates lazily (a random generator) are kept."""
+
+    @functools.wraps(method)
+    def read(self, *args, **kwargs):
+        if _is_direct(self):
+            return method(self, *args, **kwargs)
+        with _lock(self, _STATE_LOCK):
+            snapshot = _private_copy(self)
+        with _Direct(snapshot):
+            result = method(snapshot, *args, **kwargs)
+        created = {k: v for k, v in snapshot.__dict__.items() if k not in self.__dict__}
+        if created:
+            with _lock(self, _STATE_LOCK):
+                for key, value in created.items():
+                    self.__dict__.setdefault(key, value)
+        return result
+
+    read._hebnb_guarded = True
+    return read
+
+
+class ThreadSafeModel:
+    """Mixin making a model's public methods safe to call from several threads.
+
+    Every ``fit`` / ``partial_fit`` / ``decay`` a subclass defines runs under the
+    model's update lock on a private copy whose state replaces the model's at the end,
+    so concurrent updates serialise (none is lost) and a failed or interrupted update
+    changes nothing; every prediction runs on a consistent snapshot. The locks live in
+    the instance (created on first use) and are left out of pickles and copies.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for names, guard in ((_UPDATES, _atomic_update), (_READS, _consistent_read)):
+            for name in names:
+                method = cls.__dict__.get(name)
+                if callable(method) and not getattr(method, "_hebnb_guarded", False):
+                    setattr(cls, name, guard(method))
+
+    def __getstate__(self):
+        return without_locks(super().__getstate__())
+
+
+#: Cells (rows x features) scored per chunk by ``predict*``: a chunk's codes and scores
+#: stay a few MiB, so predicting a long table needs its output and little more.
+PREDICT_CHUNK_CELLS = 1 << 20
+
+
+def _rows_in_chunks(X):
+    """``(n_rows, [(start, part of X), ...])`` for an array or DataFrame long enough to
+    split by rows, else ``(None, None)`` (score it whole)."""
+    shape = getattr(X, "shape", None)
+    if not (isinstance(X, (np.ndarray, pd.DataFrame)) and shape is not None and len(shape) == 2):
+        return None, None
+    n_rows, n_features = shape
+    step = max(1, PREDICT_CHUNK_CELLS // max(1, n_features))
+    if n_rows <= step:
+        return None, None
+    take = (lambda a, b: X.iloc[a:b]) if isinstance(X, pd.DataFrame) else (lambda a, b: X[a:b])
+    return n_rows, ((start, take(start, start + step)) for start in range(0, n_rows, step))
+
+
+def score_in_chunks(X, score) -> np.ndarray:
+    """``score(X)`` (one row of output per row of ``X``) computed chunk by chunk of rows
+    into one preallocated output: memory beyond the output stays one chunk's worth."""
+    n_rows, chunks = _rows_in_chunks(X)
+    if chunks is None:
+        return score(X)
+    out = None
+    for start, part in chunks:
+        scored = score(part)
+        if out is None:
+            out = np.empty((n_rows, *scored.shape[1:]), dtype=scored.dtype)
+        out[start : start + scored.shape[0]] = scored
+    return out
+
+
+class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
     """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``."""
 
     @staticmethod
@@ -152,21 +320,26 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes), columns in the order of ``classes_``.
         """
         check_is_fitted(self)
-        return self._joint_log_likelihood(X)
+        return score_in_chunks(X, self._joint_log_likelihood)
 
     def predict_log_proba(self, X) -> np.ndarray:
         """Log posterior class probabilities, shape (n_samples, n_classes)."""
-        joint = self.predict_joint_log_proba(X)
-        return _core.log_posterior(joint, n_threads(self.n_jobs))
+        check_is_fitted(self)
+        threads = n_threads(self.n_jobs)
+        return score_in_chunks(
+            X, lambda part: _core.log_posterior(self._joint_log_likelihood(part), threads)
+        )
 
     def predict_proba(self, X) -> np.ndarray:
         """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
-        return np.exp(self.predict_log_proba(X))
+        log_proba = self.predict_log_proba(X)
+        return np.exp(log_proba, out=log_proba)
 
     def predict(self, X) -> np.ndarray:
         """Most probable class of each row (ties go to the first class in ``classes_``)."""
-        joint = self.predict_joint_log_proba(X)
-        return self.classes_[np.argmax(joint, axis=1)]
+        check_is_fitted(self)
+        best = score_in_chunks(X, lambda part: np.argmax(self._joint_log_likelihood(part), axis=1))
+        return self.classes_[best]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
