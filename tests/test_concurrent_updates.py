@@ -138,15 +138,22 @@ def test_concurrent_partial_fits_of_the_group_classifier_keep_every_row():
 def test_an_update_that_fails_midway_leaves_the_model_as_it_was(monkeypatch, error):
     rng = np.random.default_rng(3)
     X, y = rng.integers(0, 4, size=(300, 3)), rng.integers(0, 2, size=300)
-    model = CategoricalNB().fit(X, y)
+    model = CategoricalNB().fit(X, y).partial_fit(X[:50], y[:50])  # a stream: tables grow
+    model.predict_proba(X[:1])  # in place from here on
     before = pickle.dumps(model)
     probe = model.predict_proba(X[:20])
 
     def fail(*args, **kwargs):
         raise error("from the core")
 
-    # the counts of the new batch are made, then the solve fails
+    real_add_counts = _core.add_counts
+
+    def add_then_fail(*args, **kwargs):
+        real_add_counts(*args, **kwargs)  # the tables are changed in place, then it fails
+        raise error("from the core")
+
     monkeypatch.setattr(_core, "fit_concentrations", fail)
+    monkeypatch.setattr(_core, "add_counts", add_then_fail)
     X_new = np.column_stack([X[:, :2], X[:, 2] + 10])  # new categories: the vocabulary grows
     with pytest.raises(error):
         model.partial_fit(X_new, y)
@@ -169,3 +176,31 @@ def test_locks_are_not_pickled_copied_or_cloned():
     copied = copy.deepcopy(model)
     copied.partial_fit(X, y)
     assert copied.class_count_.sum() == 2 * model.class_count_.sum()
+
+
+@pytest.mark.parametrize("make", [CategoricalNB, AODE])
+def test_threads_predicting_with_one_model_at_once_agree(make):
+    """Coding integer columns runs without the GIL; it used to hold the vocabulary
+    exclusively, so a second thread predicting at the same time got "Already borrowed"."""
+    rng = np.random.default_rng(5)
+    X, y = rng.integers(0, 6, size=(20_000, 5)), rng.integers(0, 3, size=20_000)
+    model = make(n_jobs=2).fit(X, y)
+    expected = model.predict_proba(X)
+    results, errors = [], []
+
+    def predict():
+        try:
+            for _ in range(5):
+                results.append(model.predict_proba(X))
+        except Exception as error:  # noqa: BLE001 (collected, asserted empty)
+            errors.append(error)
+
+    threads = [threading.Thread(target=predict) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(results) == 20
+    for proba in results:
+        np.testing.assert_array_equal(proba, expected)

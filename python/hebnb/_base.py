@@ -5,8 +5,10 @@ are atomic and thread-safe (:class:`ThreadSafeModel`), and ``predict`` /
 
 from __future__ import annotations
 
+import copy
 import functools
 import numbers
+import os
 import threading
 from abc import abstractmethod
 
@@ -100,7 +102,8 @@ def class_log_prior(class_count, *, fit_prior: bool, class_prior) -> np.ndarray:
     return np.log(class_count + 1.0) - np.log(class_count.sum() + n_classes)
 
 
-#: Names of the two locks a model keeps in its ``__dict__`` (never pickled or copied).
+#: Names of the two locks a model keeps in its ``__dict__`` (never pickled or copied):
+#: one serialising its updates, one letting reads share the model while no update runs.
 _UPDATE_LOCK = "_hebnb_update_lock"
 _STATE_LOCK = "_hebnb_state_lock"
 _LOCKS = frozenset({_UPDATE_LOCK, _STATE_LOCK})
@@ -109,14 +112,78 @@ _LOCKS = frozenset({_UPDATE_LOCK, _STATE_LOCK})
 _UPDATES = ("fit", "partial_fit", "decay")
 _READS = ("predict", "predict_proba", "predict_log_proba", "predict_joint_log_proba", "sample")
 
-#: Per thread: ids of the private copies this thread is working on directly.
+#: Per thread: ids of the models this thread is inside a guarded method of.
 _working = threading.local()
 
 
-def _lock(model, name: str) -> threading.RLock:
-    """The model's lock ``name``, created on first use (``setdefault`` is atomic)."""
-    lock = model.__dict__.get(name)
-    return lock if lock is not None else model.__dict__.setdefault(name, threading.RLock())
+class SharedLock:
+    """A readers-writer lock: any number of readers at once, or one writer (who waits
+    for the readers inside to leave and lets no new one in). Re-entrant for the thread
+    that holds it for writing."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer: int | None = None
+        self._depth = 0
+        self._writers_waiting = 0
+
+    def acquire_read(self) -> None:
+        me = threading.get_ident()
+        with self._condition:
+            if self._writer == me:
+                self._depth += 1
+                return
+            while self._writer is not None or self._writers_waiting:
+                self._condition.wait()
+            self._readers += 1
+
+    def release_read(self) -> None:
+        me = threading.get_ident()
+        with self._condition:
+            if self._writer == me:
+                self._depth -= 1
+                return
+            self._readers -= 1
+            if not self._readers:
+                self._condition.notify_all()
+
+    def acquire_write(self) -> None:
+        me = threading.get_ident()
+        with self._condition:
+            if self._writer == me:
+                self._depth += 1
+                return
+            self._writers_waiting += 1
+            try:
+                while self._writer is not None or self._readers:
+                    self._condition.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writer, self._depth = me, 1
+
+    def release_write(self) -> None:
+        with self._condition:
+            self._depth -= 1
+            if not self._depth:
+                self._writer = None
+                self._condition.notify_all()
+
+
+def _lock(model, name: str):
+    """The model's lock ``name`` in this process, created on first use (``setdefault``
+    is atomic). Locks are kept with the id of the process that made them: a child forked
+    while another thread of its parent held one makes its own instead of waiting for a
+    thread that does not exist in it."""
+    pid = os.getpid()
+    entry = model.__dict__.get(name)
+    if entry is None or entry[0] != pid:
+        fresh = (pid, threading.RLock() if name == _UPDATE_LOCK else SharedLock())
+        if entry is None:
+            entry = model.__dict__.setdefault(name, fresh)
+        else:
+            model.__dict__[name] = entry = fresh
+    return entry[1]
 
 
 def without_locks(state: dict) -> dict:
@@ -124,17 +191,9 @@ def without_locks(state: dict) -> dict:
     return {key: value for key, value in state.items() if key not in _LOCKS}
 
 
-def _private_copy(model):
-    """A shallow copy of ``model`` sharing its arrays (the updates never modify an array
-    in place: they build new ones), without its locks."""
-    twin = object.__new__(type(model))
-    twin.__dict__.update(without_locks(model.__dict__))
-    return twin
-
-
-class _Direct:
-    """Marks a private copy as worked on by this thread: its own guarded methods run
-    directly (no second copy, no lock)."""
+class _Inside:
+    """Marks this thread as inside a guarded method of ``model``: the model's own
+    guarded methods called from there run directly."""
 
     def __init__(self, model) -> None:
         self.key = id(model)
@@ -148,37 +207,52 @@ class _Direct:
         _working.ids.discard(self.key)
 
 
-def _is_direct(model) -> bool:
+def _is_inside(model) -> bool:
     return id(model) in getattr(_working, "ids", ())
 
 
 def _atomic_update(method):
-    """Wraps an updating method: calls on one model run one at a time, each on a private
-    copy that replaces the model's state as a whole when (and only when) the call
-    succeeds. An exception, KeyboardInterrupt included, leaves the model as it was."""
+    """Wraps an updating method: calls on one model run one at a time and exclude
+    readers; each runs on a private copy of the model whose state replaces the model's
+    as a whole when (and only when) the call succeeds. The private copy shares the
+    model's arrays (updates build new ones), except the attributes a class lists in
+    ``_updated_in_place``, which are copied, and a vocabulary that grows in place, which
+    is taken back to its mark on failure. An exception, KeyboardInterrupt included,
+    leaves the model as it was."""
 
     @functools.wraps(method)
     def update(self, *args, **kwargs):
-        if _is_direct(self):
+        if _is_inside(self):
             return method(self, *args, **kwargs)
         with _lock(self, _UPDATE_LOCK):
-            with _lock(self, _STATE_LOCK):
-                work = _private_copy(self)
-            with _Direct(work):
-                result = method(work, *args, **kwargs)
-            # the constructor parameters stay the model's own (set_params may have run
-            # meanwhile; an update never changes them)
-            params = set(self._get_param_names())
-            new_state = {k: v for k, v in work.__dict__.items() if k not in params}
-            with _lock(self, _STATE_LOCK):
-                stale = [
-                    k
-                    for k in self.__dict__
-                    if k not in new_state and k not in params and k not in _LOCKS
-                ]
+            state = _lock(self, _STATE_LOCK)
+            state.acquire_write()
+            try:
+                work = object.__new__(type(self))
+                work.__dict__.update(without_locks(self.__dict__))
+                for name in getattr(self, "_updated_in_place", ()):
+                    if name in work.__dict__:
+                        work.__dict__[name] = copy.deepcopy(work.__dict__[name])
+                encoder = self.__dict__.get("_encoder")
+                mark = encoder.mark() if hasattr(encoder, "mark") else None
+                try:
+                    with _Inside(work):
+                        result = method(work, *args, **kwargs)
+                except BaseException:
+                    if mark is not None:
+                        encoder.undo(mark)
+                    raise
+                # the constructor parameters stay the model's own (set_params may have
+                # run meanwhile; an update never changes them)
+                params = set(self._get_param_names())
+                new_state = {k: v for k, v in work.__dict__.items() if k not in params}
+                stale = [k for k in self.__dict__ if k not in new_state and k not in params]
                 for key in stale:
-                    del self.__dict__[key]
+                    if key not in _LOCKS:
+                        del self.__dict__[key]
                 self.__dict__.update(new_state)
+            finally:
+                state.release_write()
         return self if result is work else result
 
     update._hebnb_guarded = True
@@ -186,24 +260,20 @@ def _atomic_update(method):
 
 
 def _consistent_read(method):
-    """Wraps a reading method: it runs on a snapshot of the model taken under the state
-    lock, so a concurrent update can never show it half-replaced state. Attributes the
-    read creates lazily (a random generator) are kept."""
+    """Wraps a reading method: it runs while no update does (reads share the model), so
+    it never sees a half-replaced state or a vocabulary that is growing."""
 
     @functools.wraps(method)
     def read(self, *args, **kwargs):
-        if _is_direct(self):
+        if _is_inside(self):
             return method(self, *args, **kwargs)
-        with _lock(self, _STATE_LOCK):
-            snapshot = _private_copy(self)
-        with _Direct(snapshot):
-            result = method(snapshot, *args, **kwargs)
-        created = {k: v for k, v in snapshot.__dict__.items() if k not in self.__dict__}
-        if created:
-            with _lock(self, _STATE_LOCK):
-                for key, value in created.items():
-                    self.__dict__.setdefault(key, value)
-        return result
+        state = _lock(self, _STATE_LOCK)
+        state.acquire_read()
+        try:
+            with _Inside(self):
+                return method(self, *args, **kwargs)
+        finally:
+            state.release_read()
 
     read._hebnb_guarded = True
     return read
@@ -213,11 +283,15 @@ class ThreadSafeModel:
     """Mixin making a model's public methods safe to call from several threads.
 
     Every ``fit`` / ``partial_fit`` / ``decay`` a subclass defines runs under the
-    model's update lock on a private copy whose state replaces the model's at the end,
-    so concurrent updates serialise (none is lost) and a failed or interrupted update
-    changes nothing; every prediction runs on a consistent snapshot. The locks live in
-    the instance (created on first use) and are left out of pickles and copies.
+    model's update lock, excluding readers, on a private copy whose state replaces the
+    model's at the end, so concurrent updates serialise (none is lost) and a failed or
+    interrupted update changes nothing; predictions share the model between updates.
+    The locks live in the instance (created on first use) and are left out of pickles
+    and copies.
     """
+
+    #: Attributes an update modifies in place (copied for the update's private copy).
+    _updated_in_place: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -266,14 +340,45 @@ def score_in_chunks(X, score) -> np.ndarray:
 
 
 class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
-    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``."""
+    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``.
 
-    @staticmethod
-    def _training_data(X, y, sample_weight, threads: int):
+    ``categories_`` is computed from the vocabulary on first access (a stream of
+    ``partial_fit`` calls never builds it unless asked).
+    """
+
+    #: How the encoder numbers categories: "sorted" (rank among the sorted categories) or
+    #: "insertion" (order of first appearance, codes never move as the vocabulary grows).
+    _code_order = "sorted"
+
+    def __getattr__(self, name):
+        # only called when ordinary lookup fails: fitted attributes computed on demand
+        state = self.__dict__
+        if name == "categories_" and "_encoder" in state:
+            state["categories_"] = state["_encoder"].categories
+            return state["categories_"]
+        if name in self._deferred_attributes() and state.get("_unsolved"):
+            self._solve_deferred()
+            return state[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def _deferred_attributes(cls) -> frozenset:
+        """Fitted attributes a subclass computes only when they are first used."""
+        return frozenset()
+
+    def _solve_deferred(self) -> None:  # pragma: no cover - subclasses that defer
+        raise NotImplementedError
+
+    def _new_encoder(self) -> CategoryEncoder:
+        return CategoryEncoder(
+            order=self._code_order, categories=self.__dict__.get("categories", "auto")
+        )
+
+    def _training_data(self, X, y, sample_weight, threads: int):
         """``(encoder, codes (F, S), classes, class index per row, weights)`` of a training
         set: categories learned, labels at least two classes, weights checked, and the
         (classes x categories) tables within memory."""
-        encoder = CategoryEncoder()
+        encoder = self._new_encoder()
         codes = encoder.fit_transform(X, n_threads=threads)
         classes, labels = encode_labels(y, codes.shape[1])
         if classes.shape[0] < 2:
@@ -296,9 +401,9 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         """Keeps the encoder and sets the fitted attributes that describe the input."""
         self._encoder = encoder
         self.classes_ = classes
-        self.categories_ = encoder.categories
+        self.__dict__.pop("categories_", None)  # recomputed from the vocabulary when asked
         self.n_categories_ = np.asarray(encoder.cardinalities, dtype=np.int64)
-        self.n_features_in_ = len(encoder.categories)
+        self.n_features_in_ = encoder.n_features
         if encoder.feature_names is not None:
             self.feature_names_in_ = encoder.feature_names
         elif hasattr(self, "feature_names_in_"):

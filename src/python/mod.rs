@@ -18,6 +18,9 @@ mod aode;
 mod encoding;
 mod groups;
 mod naive_bayes;
+mod streaming;
+mod text;
+mod vocabulary;
 
 /// The one place where core errors become Python exceptions.
 pub(super) fn to_py_err(error: HebError) -> PyErr {
@@ -96,5 +99,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     naive_bayes::register(m)?;
     aode::register(m)?;
     groups::register(m)?;
+    vocabulary::register(m)?;
+    streaming::register(m)?;
+    text::register(m)?;
     Ok(())
 }
