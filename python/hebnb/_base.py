@@ -11,18 +11,24 @@ import numbers
 import os
 import threading
 from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from numbers import Real
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from joblib import cpu_count, effective_n_jobs
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
+from ._params import N_JOBS, ClassProbabilities, ConcentrationBounds, StrictInterval, StrOptions
 
 
-def n_threads(n_jobs) -> int:
+def n_threads(n_jobs: object) -> int:
     """scikit-learn's ``n_jobs`` convention as a thread count (None -> 1, -1 -> all cores).
 
     Never more than the cores this process may use: results do not depend on the thread
@@ -39,67 +45,63 @@ def n_threads(n_jobs) -> int:
 @functools.cache
 def _cores() -> int:
     """The cores this process may use (affinity and cgroup quota), asked once."""
-    return cpu_count()
+    cores: int = cpu_count()
+    return cores
 
 
-def is_real(value) -> bool:
+def is_real(value: object) -> bool:
     """A real number that is not a bool (True is not a concentration or a rate)."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
-    """A finite positive (or non-negative) real parameter, or a ValueError naming it."""
-    ok = is_real(value) and np.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite real {bound}, got {value!r}")
-    return float(value)
+def check_class_prior(class_prior: object, n_classes: int) -> np.ndarray | None:
+    """``class_prior`` as float64 once the classes are known: one probability per class.
 
-
-def check_bounds(bounds) -> tuple[float, float]:
-    """``concentration_bounds``: a pair of real numbers 0 < low <= high < inf."""
-    pair = isinstance(bounds, (tuple, list, np.ndarray)) and len(bounds) == 2
-    if not (pair and all(is_real(b) for b in bounds)):
+    Its values are checked with the other parameters (``ClassProbabilities``); this adds the
+    length, which needs the labels, and runs before any counting.
+    """
+    if class_prior is None:
+        return None
+    prior = np.asarray(class_prior, dtype=np.float64)
+    if prior.shape != (n_classes,):
         raise ValueError(
-            f"concentration_bounds must be a pair of real numbers (low, high), got {bounds!r}"
+            f"Number of priors must match number of classes: got {prior.size} priors for "
+            f"{n_classes} classes"
         )
-    low, high = float(bounds[0]), float(bounds[1])
-    if not (0 < low <= high < np.inf):
-        raise ValueError(f"concentration_bounds must satisfy 0 < low <= high < inf, got {bounds!r}")
-    return low, high
+    return prior
 
 
-def check_choice(name: str, value, choices) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
-    return value
+def concentration_interval(bounds: Sequence[float]) -> tuple[float, float]:
+    """``concentration_bounds`` as the core takes it (checked by ``ConcentrationBounds``)."""
+    return float(bounds[0]), float(bounds[1])
 
 
-def class_log_prior(class_count, *, fit_prior: bool, class_prior) -> np.ndarray:
+def class_log_prior(class_count: np.ndarray, *, fit_prior: bool, class_prior: object) -> np.ndarray:
     """ln pi_c: the Laplace prior (N_c + 1) / (S + C) of SPEC, uniform, or the user's."""
     n_classes = class_count.shape[0]
-    is_bool = isinstance(fit_prior, (bool, np.bool_))  # "no" would silently mean True
-    if not is_bool:
-        raise ValueError(f"fit_prior must be a bool, got {fit_prior!r}")
-    if class_prior is not None:
-        try:
-            prior = np.asarray(class_prior, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"class_prior must be an array of probabilities, got {class_prior!r}"
-            ) from None
-        if prior.shape != (n_classes,):
-            raise ValueError(
-                f"Number of priors must match number of classes: got {prior.shape[0] if prior.ndim else 1}"
-                f" priors for {n_classes} classes"
-            )
-        if np.any(prior < 0) or not np.all(np.isfinite(prior)) or not np.isclose(prior.sum(), 1.0):
-            raise ValueError("class_prior must be non-negative and sum to 1")
+    prior = check_class_prior(class_prior, n_classes)
+    if prior is not None:
         with np.errstate(divide="ignore"):
-            return np.log(prior)
+            log_prior: np.ndarray = np.log(prior)
+        return log_prior
     if not fit_prior:
         return np.full(n_classes, -np.log(n_classes))
-    return np.log(class_count + 1.0) - np.log(class_count.sum() + n_classes)
+    laplace: np.ndarray = np.log(class_count + 1.0) - np.log(class_count.sum() + n_classes)
+    return laplace
+
+
+#: The constraints of the parameters every categorical classifier has (scikit-learn's
+#: ``_parameter_constraints``); each estimator adds its own.
+SHARED_CONSTRAINTS: dict[str, list[object]] = {
+    "min_count": [StrictInterval(Real, 0, None, closed="left")],
+    "concentration_bounds": [ConcentrationBounds()],
+    "fit_prior": ["boolean"],
+    "class_prior": [ClassProbabilities(), None],
+    "handle_unknown": [StrOptions({"ignore", "error"})],
+    "n_jobs": N_JOBS,
+    "learning_rate": [StrictInterval(Real, 0, 1, closed="right")],
+    "categories": [StrOptions({"auto"}), list, tuple],
+}
 
 
 #: Names of the two locks a model keeps in its ``__dict__`` (never pickled or copied):
@@ -170,7 +172,7 @@ class SharedLock:
                 self._condition.notify_all()
 
 
-def _lock(model, name: str):
+def _lock(model: object, name: str) -> Any:
     """The model's lock ``name`` in this process, created on first use (``setdefault``
     is atomic). Locks are kept with the id of the process that made them: a child forked
     while another thread of its parent held one makes its own instead of waiting for a
@@ -186,7 +188,7 @@ def _lock(model, name: str):
     return entry[1]
 
 
-def without_locks(state: dict) -> dict:
+def without_locks(state: dict[str, Any]) -> dict[str, Any]:
     """A copy of a model's ``__dict__`` without its locks (for pickling and copies)."""
     return {key: value for key, value in state.items() if key not in _LOCKS}
 
@@ -195,7 +197,7 @@ class _Inside:
     """Marks this thread as inside a guarded method of ``model``: the model's own
     guarded methods called from there run directly."""
 
-    def __init__(self, model) -> None:
+    def __init__(self, model: object) -> None:
         self.key = id(model)
 
     def __enter__(self) -> None:
@@ -203,15 +205,15 @@ class _Inside:
             _working.ids = set()
         _working.ids.add(self.key)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         _working.ids.discard(self.key)
 
 
-def _is_inside(model) -> bool:
+def _is_inside(model: object) -> bool:
     return id(model) in getattr(_working, "ids", ())
 
 
-def _atomic_update(method):
+def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps an updating method: calls on one model run one at a time and exclude
     readers; each runs on a private copy of the model whose state replaces the model's
     as a whole when (and only when) the call succeeds. The private copy shares the
@@ -221,7 +223,7 @@ def _atomic_update(method):
     leaves the model as it was."""
 
     @functools.wraps(method)
-    def update(self, *args, **kwargs):
+    def update(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _is_inside(self):
             return method(self, *args, **kwargs)
         with _lock(self, _UPDATE_LOCK):
@@ -255,16 +257,16 @@ def _atomic_update(method):
                 state.release_write()
         return self if result is work else result
 
-    update._hebnb_guarded = True
+    update._hebnb_guarded = True  # type: ignore[attr-defined]
     return update
 
 
-def _consistent_read(method):
+def _consistent_read(method: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps a reading method: it runs while no update does (reads share the model), so
     it never sees a half-replaced state or a vocabulary that is growing."""
 
     @functools.wraps(method)
-    def read(self, *args, **kwargs):
+    def read(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _is_inside(self):
             return method(self, *args, **kwargs)
         state = _lock(self, _STATE_LOCK)
@@ -275,7 +277,7 @@ def _consistent_read(method):
         finally:
             state.release_read()
 
-    read._hebnb_guarded = True
+    read._hebnb_guarded = True  # type: ignore[attr-defined]
     return read
 
 
@@ -291,9 +293,9 @@ class ThreadSafeModel:
     """
 
     #: Attributes an update modifies in place (copied for the update's private copy).
-    _updated_in_place: tuple[str, ...] = ()
+    _updated_in_place: ClassVar[tuple[str, ...]] = ()
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for names, guard in ((_UPDATES, _atomic_update), (_READS, _consistent_read)):
             for name in names:
@@ -301,8 +303,8 @@ class ThreadSafeModel:
                 if callable(method) and not getattr(method, "_hebnb_guarded", False):
                     setattr(cls, name, guard(method))
 
-    def __getstate__(self):
-        return without_locks(super().__getstate__())
+    def __getstate__(self) -> dict[str, Any]:
+        return without_locks(super().__getstate__())  # type: ignore[misc]
 
 
 #: Cells (rows x features) scored per chunk by ``predict*``: a chunk's codes and scores
@@ -310,7 +312,7 @@ class ThreadSafeModel:
 PREDICT_CHUNK_CELLS = 1 << 20
 
 
-def _rows_in_chunks(X):
+def _rows_in_chunks(X: Any) -> tuple[int | None, Any]:
     """``(n_rows, [(start, part of X), ...])`` for an array or DataFrame long enough to
     split by rows, else ``(None, None)`` (score it whole)."""
     shape = getattr(X, "shape", None)
@@ -324,33 +326,37 @@ def _rows_in_chunks(X):
     return n_rows, ((start, take(start, start + step)) for start in range(0, n_rows, step))
 
 
-def score_in_chunks(X, score) -> np.ndarray:
+def score_in_chunks(X: Any, score: Callable[[Any], np.ndarray]) -> np.ndarray:
     """``score(X)`` (one row of output per row of ``X``) computed chunk by chunk of rows
     into one preallocated output: memory beyond the output stays one chunk's worth."""
     n_rows, chunks = _rows_in_chunks(X)
     if chunks is None:
         return score(X)
-    out = None
+    out: np.ndarray | None = None
     for start, part in chunks:
         scored = score(part)
         if out is None:
             out = np.empty((n_rows, *scored.shape[1:]), dtype=scored.dtype)
         out[start : start + scored.shape[0]] = scored
+    assert out is not None
     return out
 
 
 class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
-    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``.
+    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``
+    and declare ``_parameter_constraints`` (checked by ``_fit_context`` before any work).
 
     ``categories_`` is computed from the vocabulary on first access (a stream of
     ``partial_fit`` calls never builds it unless asked).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[object]]] = {}
+
     #: How the encoder numbers categories: "sorted" (rank among the sorted categories) or
     #: "insertion" (order of first appearance, codes never move as the vocabulary grows).
     _code_order = "sorted"
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # only called when ordinary lookup fails: fitted attributes computed on demand
         state = self.__dict__
         if name == "categories_" and "_encoder" in state:
@@ -362,7 +368,7 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
-    def _deferred_attributes(cls) -> frozenset:
+    def _deferred_attributes(cls) -> frozenset[str]:
         """Fitted attributes a subclass computes only when they are first used."""
         return frozenset()
 
@@ -374,10 +380,12 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             order=self._code_order, categories=self.__dict__.get("categories", "auto")
         )
 
-    def _training_data(self, X, y, sample_weight, threads: int):
+    def _training_data(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None, threads: int
+    ) -> tuple[CategoryEncoder, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(encoder, codes (F, S), classes, class index per row, weights)`` of a training
-        set: categories learned, labels at least two classes, weights checked, and the
-        (classes x categories) tables within memory."""
+        set: categories learned, labels at least two classes, ``class_prior`` one per
+        class, weights checked, and the (classes x categories) tables within memory."""
         encoder = self._new_encoder()
         codes = encoder.fit_transform(X, n_threads=threads)
         classes, labels = encode_labels(y, codes.shape[1])
@@ -385,11 +393,12 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"The number of classes has to be greater than one; got {classes.shape[0]} class"
             )
+        check_class_prior(self.class_prior, classes.shape[0])
         weights = check_sample_weight(sample_weight, codes.shape[1])
         check_table_size(classes.shape[0], encoder.offsets[-1])
         return encoder, codes, classes, labels, weights
 
-    def _encode(self, X) -> tuple[np.ndarray, int]:
+    def _encode(self, X: ArrayLike) -> tuple[np.ndarray, int]:
         """Codes ``(F, S)`` of a table to score, and the thread count to score it with."""
         threads = n_threads(self.n_jobs)
         encoded = self._encoder.transform(
@@ -410,10 +419,10 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             del self.feature_names_in_
 
     @abstractmethod
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         """Unnormalised ``ln P(c, x)`` of each row, shape (n_samples, n_classes)."""
 
-    def predict_joint_log_proba(self, X) -> np.ndarray:
+    def predict_joint_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Joint log-probability ``ln P(c, x)`` of each row and class.
 
         Parameters
@@ -427,7 +436,7 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return score_in_chunks(X, self._joint_log_likelihood)
 
-    def predict_log_proba(self, X) -> np.ndarray:
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Log posterior class probabilities, shape (n_samples, n_classes)."""
         check_is_fitted(self)
         threads = n_threads(self.n_jobs)
@@ -435,18 +444,20 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             X, lambda part: _core.log_posterior(self._joint_log_likelihood(part), threads)
         )
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
         log_proba = self.predict_log_proba(X)
-        return np.exp(log_proba, out=log_proba)
+        proba: np.ndarray = np.exp(log_proba, out=log_proba)
+        return proba
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Most probable class of each row (ties go to the first class in ``classes_``)."""
         check_is_fitted(self)
         best = score_in_chunks(X, lambda part: np.argmax(self._joint_log_likelihood(part), axis=1))
-        return self.classes_[best]
+        predicted: np.ndarray = self.classes_[best]
+        return predicted
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.input_tags.string = True
