@@ -304,7 +304,9 @@ class ThreadSafeModel:
                     setattr(cls, name, guard(method))
 
     def __getstate__(self) -> dict[str, Any]:
-        return without_locks(super().__getstate__())  # type: ignore[misc]
+        state = super().__getstate__()  # scikit-learn's: the instance dict and its version
+        assert isinstance(state, dict)
+        return without_locks(state)
 
 
 #: Cells (rows x features) scored per chunk by ``predict*``: a chunk's codes and scores
