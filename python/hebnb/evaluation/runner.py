@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sklearn.feature_extraction.text import CountVectorizer
 from tqdm.auto import tqdm
 
 from .._base import n_threads
 from ..metrics import all_metrics, reliability_bins
-from .methods import check_methods, make_estimator
+from .methods import TEXT_METHODS, check_methods, make_estimator
 from .protocol import (
     ColumnPlan,
     DataError,
@@ -61,6 +62,8 @@ class PreparedDataset:
         Labelled rows before subsampling.
     notes : list of str
         Warnings raised while preparing it (dropped columns).
+    text : str or None
+        The text column vectorised per fold (``--text``), or None for a categorical table.
     """
 
     name: str
@@ -69,6 +72,7 @@ class PreparedDataset:
     plan: ColumnPlan
     n_rows_total: int
     notes: list = field(default_factory=list)
+    text: str | None = None
 
 
 @dataclass
@@ -103,6 +107,7 @@ def prepare_dataset(
     categorical=None,
     max_rows: int | None = 20_000,
     seed: int = 42,
+    text: str | None = None,
 ) -> PreparedDataset:
     """Loads a table and applies the dataset-level steps of the protocol.
 
@@ -120,6 +125,9 @@ def prepare_dataset(
     max_rows : int or None, default=20000
         Stratified subsample size (None keeps every row).
     seed : int, default=42
+    text : str, optional
+        A text column: the only feature, turned into token counts by a CountVectorizer
+        fitted on each training fold.
 
     Raises
     ------
@@ -139,6 +147,15 @@ def prepare_dataset(
     X, y = split_target(frame, target)
     n_rows_total = X.shape[0]
     X, y = stratified_subsample(X, y, max_rows, seed)
+    if text is not None:
+        if text not in X.columns:
+            raise DataError(
+                f"--text: no column {text!r} (columns: {', '.join(map(str, X.columns))})"
+            )
+        texts = X[[text]].fillna("").astype(str)
+        return PreparedDataset(
+            name or default_name, texts, y, ColumnPlan(categorical=[text]), n_rows_total, text=text
+        )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plan = plan_columns(X, categorical)
@@ -164,9 +181,14 @@ def _run_dataset(dataset, methods, n_folds, seed, n_jobs, progress, fold_rows, b
         method: np.zeros((3, N_CALIBRATION_BINS)) for method in methods
     }  # rows: count, sum of confidence, sum of correct
     for fold, (train, test) in enumerate(stratified_folds(dataset.y, n_folds, seed)):
-        binner = FoldBinner(dataset.plan).fit(dataset.X.iloc[train])
-        X_train = binner.transform(dataset.X.iloc[train])
-        X_test = binner.transform(dataset.X.iloc[test])
+        if dataset.text is not None:
+            vectorizer = CountVectorizer().fit(dataset.X[dataset.text].iloc[train])
+            X_train = vectorizer.transform(dataset.X[dataset.text].iloc[train])
+            X_test = vectorizer.transform(dataset.X[dataset.text].iloc[test])
+        else:
+            binner = FoldBinner(dataset.plan).fit(dataset.X.iloc[train])
+            X_train = binner.transform(dataset.X.iloc[train])
+            X_test = binner.transform(dataset.X.iloc[test])
         y_train, y_test = dataset.y[train], dataset.y[test]
         for method in methods:
             progress.set_postfix_str(f"{dataset.name} fold {fold + 1} {method}", refresh=False)
@@ -301,6 +323,7 @@ def evaluate(
     name: str | None = None,
     n_jobs: int | None = None,
     progress: bool = True,
+    text: str | None = None,
 ) -> EvaluationResult:
     """Cross-validates Naive Bayes smoothers (and AODE) on one table, as in the paper.
 
@@ -326,6 +349,10 @@ def evaluate(
         Threads of each estimator (None: 1, -1: all cores).
     progress : bool, default=True
         Show a progress bar.
+    text : str, optional
+        Evaluate on a text column instead: a CountVectorizer fitted on each training
+        fold turns it into token counts; ``methods`` must be text methods
+        (:data:`hebnb.evaluation.methods.TEXT_METHODS`).
 
     Returns
     -------
@@ -343,10 +370,13 @@ def evaluate(
     {'heb-m': 3, 'laplace': 3}
     """
     methods = check_methods(methods)
+    check_text_methods(methods, text)
     dataset = prepare_dataset(
-        data, target, name=name, categorical=categorical, max_rows=max_rows, seed=seed
+        data, target, name=name, categorical=categorical, max_rows=max_rows, seed=seed, text=text
     )
     settings = {"target": target, "max_rows": max_rows, "categorical": categorical}
+    if text is not None:
+        settings["text"] = text
     return run_protocol(
         [dataset],
         methods,
@@ -356,6 +386,19 @@ def evaluate(
         progress=progress,
         settings=settings,
     )
+
+
+def check_text_methods(methods: list[str], text: str | None) -> None:
+    """Text methods need ``text`` and the others a table without it."""
+    is_text = [name.partition(":")[0] in TEXT_METHODS for name in methods]
+    if text is not None and not all(is_text):
+        wrong = [m for m, t in zip(methods, is_text) if not t]
+        raise DataError(
+            f"--text needs text methods ({', '.join(TEXT_METHODS)}); got {', '.join(wrong)}"
+        )
+    if text is None and any(is_text):
+        wrong = [m for m, t in zip(methods, is_text) if t]
+        raise DataError(f"method(s) {', '.join(wrong)} need --text COLUMN (token counts)")
 
 
 def find_suite(directory) -> list[Path]:
@@ -386,6 +429,7 @@ def evaluate_suite(
     datasets=None,
     n_jobs: int | None = None,
     progress: bool = True,
+    text: str | None = None,
 ) -> EvaluationResult:
     """:func:`evaluate` on every ``*/data.csv`` below a folder (one dataset per folder).
 
@@ -394,12 +438,13 @@ def evaluate_suite(
     Parameters
     ----------
     directory : path-like
-    target, methods, folds, max_rows, seed, n_jobs, progress
+    target, methods, folds, max_rows, seed, n_jobs, progress, text
         As in :func:`evaluate`.
     datasets : list of str, optional
         Only these folder names.
     """
     methods = check_methods(methods)
+    check_text_methods(methods, text)
     paths = find_suite(directory)
     if datasets is not None:
         wanted = set(datasets)
@@ -407,8 +452,12 @@ def evaluate_suite(
         missing = wanted - {path.parent.name for path in paths}
         if missing:
             raise DataError(f"datasets not found below {directory}: {', '.join(sorted(missing))}")
-    prepared = [prepare_dataset(path, target, max_rows=max_rows, seed=seed) for path in paths]
+    prepared = [
+        prepare_dataset(path, target, max_rows=max_rows, seed=seed, text=text) for path in paths
+    ]
     settings = {"target": target, "max_rows": max_rows, "suite": str(directory)}
+    if text is not None:
+        settings["text"] = text
     return run_protocol(
         prepared,
         methods,
