@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-import copy
 import warnings
+from numbers import Real
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
 from ._base import (
+    SHARED_CONSTRAINTS,
     CategoricalClassifier,
-    check_bounds,
-    check_choice,
-    check_positive,
+    check_class_prior,
     class_log_prior,
+    concentration_interval,
     n_threads,
 )
-from ._encoding import CategoryEncoder, check_sample_weight, check_table_size
-from ._online import batch_classes, check_learning_rate, move_columns, n_rows_of
+from ._encoding import check_sample_weight, check_table_size
+from ._online import batch_classes, grow_tables, n_rows_of
+from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
 #: constant m) or "type2" (Type-II ML per class and feature).
@@ -78,6 +84,13 @@ class CategoricalNB(CategoricalClassifier):
         ``w_f = sqrt(MI(X_f; Y))``, the plug-in mutual information (nats) of the training
         counts, unnormalised: with ``"laplace"`` this is the paper's CAWNB, with
         ``"heb-m"`` its HEB-M+GR.
+    categories : "auto" or list of array-like, default="auto"
+        The categories of each feature, as in scikit-learn's ``OrdinalEncoder``: "auto"
+        learns them from the training data; a list gives every feature's categories
+        (distinct, no missing value), and a training value outside them is a
+        ``ValueError``. Declared categories never seen in training are smoothed as
+        SPEC says (under the pooled-marginal smoothers they are skipped at predict).
+        pandas ``category`` columns declare their categories too.
     learning_rate : float in (0, 1], default=1.0
         Forgetting factor gamma of ``partial_fit``: before a batch of n rows is added,
         every stored count is multiplied by ``gamma ** n`` (the prior pseudo-counts
@@ -130,21 +143,31 @@ class CategoricalNB(CategoricalClassifier):
     (2, 2)
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[object]]] = {
+        **SHARED_CONSTRAINTS,
+        "smoothing": [StrOptions(set(SMOOTHERS))],
+        "alpha": [StrictInterval(Real, 0, None, closed="neither")],
+        "m": [StrictInterval(Real, 0, None, closed="neither"), None],
+        "feature_weighting": [StrOptions(FEATURE_WEIGHTINGS), None],
+    }
+
+    @keyword_only("smoothing", removed_in="0.3")
     def __init__(
         self,
-        smoothing="heb-m",
         *,
-        alpha=1.0,
-        m=None,
-        min_count=10,
-        concentration_bounds=(1e-2, 1e4),
-        fit_prior=True,
-        class_prior=None,
-        handle_unknown="ignore",
-        n_jobs=None,
-        feature_weighting=None,
-        learning_rate=1.0,
-    ):
+        smoothing: str = "heb-m",
+        alpha: float = 1.0,
+        m: float | None = None,
+        min_count: float = 10,
+        concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        fit_prior: bool = True,
+        class_prior: ArrayLike | None = None,
+        handle_unknown: str = "ignore",
+        n_jobs: int | None = None,
+        feature_weighting: str | None = None,
+        learning_rate: float = 1.0,
+        categories: str | list[ArrayLike] = "auto",
+    ) -> None:
         self.smoothing = smoothing
         self.alpha = alpha
         self.m = m
@@ -156,21 +179,32 @@ class CategoricalNB(CategoricalClassifier):
         self.n_jobs = n_jobs
         self.feature_weighting = feature_weighting
         self.learning_rate = learning_rate
+        self.categories = categories
 
-    def _check_params(self) -> None:
-        check_choice("smoothing", self.smoothing, SMOOTHERS)
-        check_choice("handle_unknown", self.handle_unknown, {"ignore", "error"})
-        check_positive("alpha", self.alpha)
-        if self.m is not None:
-            check_positive("m", self.m)
-        check_positive("min_count", self.min_count, allow_zero=True)
-        check_bounds(self.concentration_bounds)
-        n_threads(self.n_jobs)
-        if self.feature_weighting is not None:
-            check_choice("feature_weighting", self.feature_weighting, FEATURE_WEIGHTINGS)
-        check_learning_rate(self.learning_rate)
+    #: codes in order of first appearance: a stream's batches never move old counts
+    _code_order = "insertion"
 
-    def fit(self, X, y, sample_weight=None):
+    #: what ``_solve`` sets: after ``partial_fit`` they are computed when first used
+    _SOLVED = frozenset(
+        {
+            "_counts",
+            "_prior_mean",
+            "_log_table",
+            "concentration_",
+            "log_evidence_",
+            "n_iter_",
+            "converged_",
+            "feature_weights_",
+            "class_log_prior_",
+        }
+    )
+
+    @classmethod
+    def _deferred_attributes(cls) -> frozenset[str]:
+        return cls._SOLVED
+
+    @fit_context
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Counts the training data and smooths every class-conditional distribution.
 
         Parameters
@@ -186,7 +220,6 @@ class CategoricalNB(CategoricalClassifier):
         -------
         self
         """
-        self._check_params()
         threads = n_threads(self.n_jobs)
         encoder, codes, classes, labels, weights = self._training_data(X, y, sample_weight, threads)
         class_count, counts = _core.count_categories(
@@ -194,11 +227,20 @@ class CategoricalNB(CategoricalClassifier):
         )
         self._learn_vocabulary(encoder, classes)
         self.class_count_ = class_count
+        self.__dict__.pop("_feature_counts", None)
+        self._unsolved = False
         self._counts = counts
         self._solve(threads)
         return self
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    @fit_context
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        classes: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Adds a batch of rows to the counts (forgetting old ones at ``learning_rate``)
         and re-smooths.
 
@@ -222,47 +264,67 @@ class CategoricalNB(CategoricalClassifier):
         -------
         self
         """
-        first_call = not hasattr(self, "_counts")
-        self._check_params()  # every call: set_params may have changed them mid-stream
+        first_call = "_encoder" not in self.__dict__
+        if not first_call:  # fit_context checks only the first call; set_params may not
+            self._validate_params()
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
+        check_class_prior(self.class_prior, declared.shape[0])
         weights = check_sample_weight(sample_weight, n_rows)
         threads = n_threads(self.n_jobs)
+        n_classes = declared.shape[0]
         if first_call:
-            encoder = CategoryEncoder()
+            encoder = self._new_encoder()
             codes = encoder.fit_transform(X, n_threads=threads)
-            check_table_size(declared.shape[0], encoder.offsets[-1])
-            counts = np.zeros((declared.shape[0], encoder.offsets[-1]))
-            class_count = np.zeros(declared.shape[0])
+            check_table_size(n_classes, encoder.offsets[-1])
+            tables, class_count, decay = [], np.zeros(n_classes), 1.0
         else:
-            encoder = copy.copy(
-                self._encoder
-            )  # extended on the side: a failed batch changes nothing
-            old_offsets = encoder.offsets
-            codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
-            check_table_size(declared.shape[0], encoder.offsets[-1])
-            counts = move_columns(self._counts, old_offsets, encoder.offsets, moved)
+            encoder = self._encoder
+            tables = self._growable_counts()  # split on the vocabulary before the batch
+            mark = encoder.mark()
+            codes, _ = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
+            try:
+                check_table_size(n_classes, encoder.offsets[-1])
+            except MemoryError:
+                encoder.undo(mark)  # a refused batch leaves the model as it was
+                raise
             # forgetting: the stored counts age by one step per new row
             decay = float(self.learning_rate) ** n_rows
-            counts *= decay
-            class_count = self.class_count_ * decay
-        batch_class_count, batch_counts = _core.count_categories(
-            codes, labels, weights, encoder.offsets, declared.shape[0], threads
-        )
+            class_count = self.class_count_.copy()
+        tables = grow_tables(tables, encoder.cardinalities, n_classes)
+        _core.add_counts(tables, class_count, codes, labels, weights, decay=decay, n_jobs=threads)
         self._learn_vocabulary(encoder, declared)
-        self.class_count_ = class_count + batch_class_count
-        self._counts = counts + batch_counts
-        self._solve(threads)
+        self.class_count_ = class_count
+        self._feature_counts = tables
+        for name in self._SOLVED:
+            self.__dict__.pop(name, None)
+        self._unsolved = True  # solved from the counts when a fitted attribute is used
         return self
+
+    def _growable_counts(self) -> list[np.ndarray]:
+        """The per-feature ``(C, capacity)`` count tables of a stream (split from the flat
+        table of a ``fit`` the first time)."""
+        if "_feature_counts" not in self.__dict__:
+            self._feature_counts = [np.ascontiguousarray(t) for t in self._split(self._counts)]
+        return self._feature_counts
+
+    def _solve_deferred(self) -> None:
+        self._solve(n_threads(self.n_jobs))
 
     def _solve(self, threads: int) -> None:
         """Prior means, concentrations and log-probability tables from the counts."""
         offsets = self._encoder.offsets
+        if self.__dict__.get("_unsolved"):
+            sizes = np.diff(offsets)
+            self._counts = np.concatenate(
+                [t[:, :k] for t, k in zip(self._feature_counts, sizes)], axis=1
+            )
+            self._unsolved = False
         mean = _core.prior_mean(self._counts, offsets, SMOOTHERS[self.smoothing])
         n_classes, n_features = self._counts.shape[0], len(offsets) - 1
         if self.smoothing in EMPIRICAL_BAYES:
-            low, high = check_bounds(self.concentration_bounds)
+            low, high = concentration_interval(self.concentration_bounds)
             concentration, log_evidence, n_iter, converged = _core.fit_concentrations(
                 self._counts,
                 self.class_count_,
@@ -318,24 +380,30 @@ class CategoricalNB(CategoricalClassifier):
         return np.where(k > 0, m, np.nan)
 
     def _split(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Per-feature blocks of a table laid out by code (order of first appearance)."""
         return np.split(flat, self._encoder.offsets[1:-1], axis=-1)
+
+    def _sorted_blocks(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Per-feature blocks with their columns in the order of ``categories_``."""
+        encoder = self._encoder
+        return [block[..., encoder.sorted_order(f)] for f, block in enumerate(self._split(flat))]
 
     @property
     def category_count_(self) -> list[np.ndarray]:
         """Weighted counts N[c, f, v]: one (n_classes, n_categories_[f]) array per feature."""
-        return self._split(self._counts)
+        return self._sorted_blocks(self._counts)
 
     @property
     def feature_log_prob_(self) -> list[np.ndarray]:
         """ln theta[c, f, v]: one (n_classes, n_categories_[f]) array per feature."""
-        return self._split(self._log_table.T)
+        return self._sorted_blocks(self._log_table.T)
 
     @property
     def prior_mean_(self) -> list[np.ndarray]:
         """The prior mean mu_f of each feature's categories."""
-        return self._split(self._prior_mean)
+        return self._sorted_blocks(self._prior_mean)
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         codes, threads = self._encode(X)
         return _core.joint_log_likelihood(
             codes,

@@ -15,7 +15,9 @@ mod aode;
 mod encoding;
 mod groups;
 mod naive_bayes;
+mod streaming;
 mod text;
+mod vocabulary;
 
 /// The one place where core errors become Python exceptions.
 pub(super) fn to_py_err(error: HebError) -> PyErr {
@@ -54,10 +56,14 @@ pub(super) type Solutions1Py<'py> = (
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The one version of the package: Cargo.toml's, also read by maturin for the wheel.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     encoding::register(m)?;
     naive_bayes::register(m)?;
     aode::register(m)?;
     groups::register(m)?;
+    vocabulary::register(m)?;
+    streaming::register(m)?;
     text::register(m)?;
     Ok(())
 }
