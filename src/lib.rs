@@ -37,6 +37,8 @@ pub mod parallel;
 pub mod parent_prior;
 pub mod scoring;
 pub mod sign_changes;
+pub mod small_solver;
+pub mod smoothing;
 pub mod solver;
 pub mod sparse_rows;
 pub mod streaming;
