@@ -17,6 +17,7 @@ mod groups;
 mod naive_bayes;
 mod streaming;
 mod vocabulary;
+mod text;
 
 /// The one place where core errors become Python exceptions.
 pub(super) fn to_py_err(error: HebError) -> PyErr {
@@ -61,5 +62,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     groups::register(m)?;
     vocabulary::register(m)?;
     streaming::register(m)?;
+    text::register(m)?;
     Ok(())
 }
