@@ -353,6 +353,8 @@ def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.
         offsets = np.frombuffer(offsets, dtype=width)[start : start + n + 1] if n else None
         if offsets is None:
             return np.empty(0, dtype=np.int32)
+        # a buffer unpickled from a byte stream (Dask ships partitions so) may be unaligned
+        offsets = np.require(offsets, requirements=["A"])
         data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
         return vocabulary.encode_utf8(

@@ -1,0 +1,794 @@
+"""Fit and predict on Dask collections: count on the workers, add the tables, solve once.
+
+Every model here is a sum of counts, so a fit scales out exactly. ``fit`` turns each
+partition of a Dask DataFrame / Array into a count table on the worker that holds it
+(the same Rust kernels as a local ``fit``: the vocabulary of the partition, the class x
+category counts and, for :class:`~hebnb.AODE`, its sparse pair tables), adds the tables
+in a tree reduction (vocabularies merged by value, classes by label, pair cells by key),
+and solves the concentrations once where the tables meet. Only count tables travel,
+never rows, and the result is the ordinary estimator: it pickles, predicts locally on
+numpy / pandas, and its ``predict_proba`` equals a local ``fit`` on the concatenated
+data (up to the order of floating-point additions).
+
+The graph's tasks are named ``hebnb-count-*`` (one per partition), ``hebnb-merge-*``
+(the reduction) and ``hebnb-solve-*``, so the Dask dashboard and
+``distributed.progress`` show the fit as it runs. An error in a partition (bad data in
+one file) is the error a local fit raises, its message prefixed with the partition.
+
+``predict`` / ``predict_proba`` map the fitted model over the partitions
+(``map_partitions`` / ``map_blocks``) and return lazy Dask collections with the right
+``meta``. ``partial_fit`` chains the estimator's own ``partial_fit`` through the
+partitions in order, each step on the worker holding that partition (the model travels
+to the data).
+
+Supported: :class:`~hebnb.CategoricalNB`, :class:`~hebnb.AODE`,
+:class:`~hebnb.EmpiricalBayesDirichletClassifier`, :class:`~hebnb.MultinomialNB` and
+:class:`~hebnb.ComplementNB`. Needs the ``dask`` extra (``pip install hebnb[dask]``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from dask.base import tokenize
+from dask.delayed import Delayed
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core
+from ._base import n_threads
+from ._encoding import (
+    CategoryEncoder,
+    _array_column,
+    _encode_column,
+    check_table_size,
+    encode_labels,
+)
+from ._online import feature_pairs, merge_pair_tables, n_rows_of
+from ._text import Batch, check_finite_labels
+from .aode import AODE, check_pair_memory
+from .dirichlet_groups import EmpiricalBayesDirichletClassifier, _group_column, _label_indices
+from .multinomial import DiscreteNB
+from .naive_bayes import CategoricalNB
+
+__all__ = ["fit", "partial_fit", "predict", "predict_proba", "predict_log_proba"]
+
+FloatArray = npt.NDArray[np.float64]
+Estimator = TypeVar("Estimator", bound=BaseEstimator)
+State = TypeVar("State")
+
+#: How many tables one merge task adds (the fan-in of the tree reduction).
+SPLIT_EVERY = 8
+
+
+# ---------------------------------------------------------------------------- the tables
+@dataclass
+class CategoricalCounts:
+    """What one partition (or a merged group of them) of a categorical fit sends on.
+
+    ``encoder`` codes categories by first appearance; ``counts`` is ``(C, sum K_f)`` in
+    those codes, rows in the order of ``classes`` (sorted labels). ``pairs`` (AODE only)
+    is the CSR pair table of ``src/pair_counts.rs`` in the same codes.
+    """
+
+    n_rows: int
+    classes: npt.NDArray[Any]
+    class_count: FloatArray
+    encoder: CategoryEncoder
+    counts: FloatArray
+    pairs: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], FloatArray] | None
+
+
+@dataclass
+class GroupCounts:
+    """Class counts of every group seen (in order of first appearance), and the rows each
+    group had (for forgetting at ``learning_rate < 1``)."""
+
+    n_rows: int
+    groups: npt.NDArray[Any]
+    counts: FloatArray
+    group_rows: npt.NDArray[np.int64]
+
+
+@dataclass
+class TokenCounts:
+    """Class and token counts of a MultinomialNB / ComplementNB batch."""
+
+    n_rows: int
+    classes: npt.NDArray[Any]
+    class_count: FloatArray
+    feature_count: FloatArray
+    n_features: int
+    feature_names: npt.NDArray[Any] | None
+
+
+def _union_classes(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Sorted distinct labels of two partitions (as ``encode_labels`` orders them)."""
+    if a.shape == b.shape and np.array_equal(a, b):
+        return a
+    try:
+        return np.unique(np.concatenate([a, b]))
+    except TypeError:
+        raise ValueError(
+            f"partitions hold labels of types that cannot be ordered together: "
+            f"{a[:5].tolist()} and {b[:5].tolist()}"
+        ) from None
+
+
+def _class_rows(classes: npt.NDArray[Any], part: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """Row of every label of ``part`` in the sorted ``classes``."""
+    return np.searchsorted(classes, part)
+
+
+def _weights(sample_weight: Any, n_rows: int) -> FloatArray:
+    """One partition's weights: finite, non-negative, one per row (a partition may weigh
+    zero in total; the whole fit is checked once the tables meet)."""
+    if sample_weight is None:
+        return np.ones(n_rows, dtype=np.float64)
+    values = sample_weight.to_numpy() if isinstance(sample_weight, pd.Series) else sample_weight
+    try:
+        # aligned too: arrays unpickled from a worker's frames may sit at any byte offset
+        weights = np.require(values, dtype=np.float64, requirements=["C", "A"])
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"sample_weight must hold real numbers: {error}") from None
+    if weights.shape != (n_rows,):
+        raise ValueError(
+            f"sample_weight.shape == {weights.shape}, expected ({n_rows},): one weight per row"
+        )
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("sample_weight contains NaN or infinite values")
+    if np.any(weights < 0):
+        raise ValueError("Negative values in data passed to sample_weight")
+    return weights
+
+
+def _check_total(class_count: FloatArray) -> None:
+    """The checks a local fit makes on the whole training set's labels and weights."""
+    if class_count.shape[0] < 2:
+        raise ValueError(
+            f"The number of classes has to be greater than one; got {class_count.shape[0]} class"
+        )
+    total = float(class_count.sum())
+    if not total > 0:
+        raise ValueError("sample_weight sums to zero: at least one row needs positive weight")
+
+
+class Family(Generic[State]):
+    """How one kind of estimator is counted, merged and solved."""
+
+    def __init__(self, template: BaseEstimator) -> None:
+        self.template = template  # unfitted: the parameters
+
+    def count(self, X: Any, y: Any, sample_weight: Any) -> State:  # pragma: no cover
+        raise NotImplementedError
+
+    def merge(self, a: State, b: State) -> State:  # pragma: no cover
+        raise NotImplementedError
+
+    def solve(self, state: State) -> BaseEstimator:  # pragma: no cover
+        raise NotImplementedError
+
+
+class CategoricalFamily(Family[CategoricalCounts]):
+    """CategoricalNB and AODE: vocabularies merged by value, tables by (class, category)."""
+
+    @property
+    def aode(self) -> bool:
+        return isinstance(self.template, AODE)
+
+    def _threads(self) -> int:
+        return n_threads(self.template.n_jobs)
+
+    def count(self, X: Any, y: Any, sample_weight: Any) -> CategoricalCounts:
+        threads = self._threads()
+        n_rows = n_rows_of(X)
+        encoder = CategoryEncoder(order="insertion", categories=self.template.categories)
+        codes = encoder.fit_transform(X, n_threads=threads)
+        classes, labels = encode_labels(y, n_rows)
+        weights = _weights(sample_weight, n_rows)
+        n_classes, offsets = classes.shape[0], encoder.offsets
+        check_table_size(n_classes, offsets[-1])
+        class_count, counts = _core.count_categories(
+            codes, labels, weights, offsets, n_classes, threads
+        )
+        pairs = None
+        if self.aode:
+            cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
+            capped = self.template._capped(cardinality, n_classes)
+            check_pair_memory(cardinality, capped, n_rows, n_classes)
+            pairs = _core.count_pairs(codes, labels, weights, offsets, n_classes, capped, threads)
+        return CategoricalCounts(n_rows, classes, class_count, encoder, counts, pairs)
+
+    def _wanted(self, cardinality: npt.NDArray[np.int64], n_classes: int) -> list[bool]:
+        """Which feature pairs keep a pair table under the memory cap (as a local fit)."""
+        capped = self.template._capped(cardinality, n_classes)
+        return [not (capped[a, b] and capped[b, a]) for a, b in feature_pairs(len(cardinality))]
+
+    def merge(self, a: CategoricalCounts, b: CategoricalCounts) -> CategoricalCounts:
+        classes = _union_classes(a.classes, b.classes)
+        encoder = copy.deepcopy(a.encoder)  # a task's input is never changed (retries)
+        if encoder.n_features != b.encoder.n_features:
+            raise ValueError(
+                f"partitions have {encoder.n_features} and {b.encoder.n_features} features"
+            )
+        a_sizes = a.encoder.cardinalities
+        b_codes = []  # per feature, the merged code of every code of b
+        for f in range(encoder.n_features):
+            values = b.encoder.categories[f]
+            # b's categories in b's code order, so that first appearances keep their order
+            in_code_order = values[np.argsort(b.encoder.sorted_order(f), kind="stable")]
+            column = _array_column(np.asarray(in_code_order), f)
+            b_codes.append(
+                np.asarray(
+                    _encode_column(encoder.vocabulary, f, column, True, f"feature {f}"),
+                    dtype=np.int64,
+                )
+            )
+        cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
+        offsets = np.asarray(encoder.offsets, dtype=np.int64)
+        n_classes = classes.shape[0]
+        check_table_size(n_classes, int(offsets[-1]))
+        a_rows, b_rows = _class_rows(classes, a.classes), _class_rows(classes, b.classes)
+        a_columns = np.concatenate(
+            [offsets[f] + np.arange(k, dtype=np.int64) for f, k in enumerate(a_sizes)] or [[]]
+        ).astype(np.int64)
+        b_columns = np.concatenate(
+            [offsets[f] + codes for f, codes in enumerate(b_codes)] or [[]]
+        ).astype(np.int64)
+        counts = np.zeros((n_classes, int(offsets[-1])))
+        counts[np.ix_(a_rows, a_columns)] += a.counts
+        counts[np.ix_(b_rows, b_columns)] += b.counts
+        class_count = np.zeros(n_classes)
+        class_count[a_rows] += a.class_count
+        class_count[b_rows] += b.class_count
+        pairs = None
+        if a.pairs is not None and b.pairs is not None:
+            wanted = self._wanted(cardinality, n_classes)
+            n_table_rows = sum(int(cardinality[p]) for p, _ in feature_pairs(len(cardinality)))
+            empty = (
+                np.zeros(n_table_rows + 1, dtype=np.int64),
+                np.zeros(0, dtype=np.int32),
+                np.zeros((0, n_classes)),
+            )
+            unmoved: list[npt.NDArray[np.int64] | None] = [None] * len(cardinality)
+            a_on_merged = merge_pair_tables(
+                _widen(a.pairs, a_rows, n_classes), empty, a_sizes, cardinality, unmoved,
+                wanted, 1.0,
+            )  # fmt: skip
+            pairs = merge_pair_tables(
+                _widen(b.pairs, b_rows, n_classes), a_on_merged, b.encoder.cardinalities,
+                cardinality, b_codes, wanted, 1.0,
+            )  # fmt: skip
+        return CategoricalCounts(
+            a.n_rows + b.n_rows, classes, class_count, encoder, counts, pairs
+        )
+
+    def solve(self, state: CategoricalCounts) -> BaseEstimator:
+        model = clone(self.template)
+        model._check_params()
+        threads = self._threads()
+        _check_total(state.class_count)
+        encoder = state.encoder
+        encoder.order = model._code_order
+        encoder._views = {}
+        cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
+        offsets = encoder.offsets
+        counts = state.counts
+        pairs = state.pairs
+        if encoder.order == "sorted":  # AODE: codes are ranks among the sorted categories
+            ranks = [np.argsort(encoder.sorted_order(f)) for f in range(len(cardinality))]
+            columns = np.concatenate(
+                [offsets[f] + rank for f, rank in enumerate(ranks)] or [[]]
+            ).astype(np.int64)
+            sorted_counts = np.zeros_like(counts)
+            sorted_counts[:, columns] = counts
+            counts = sorted_counts
+            if pairs is not None:
+                wanted = self._wanted(cardinality, state.classes.shape[0])
+                pairs = merge_pair_tables(
+                    pairs, _empty_pairs(cardinality, state.classes.shape[0]),
+                    cardinality, cardinality, ranks, wanted, 1.0,
+                )  # fmt: skip
+        model._learn_vocabulary(encoder, state.classes)
+        model.class_count_ = state.class_count
+        if isinstance(model, AODE):
+            assert pairs is not None
+            capped = model._capped(cardinality, state.classes.shape[0])
+            check_pair_memory(cardinality, capped, state.n_rows, state.classes.shape[0])
+            model.capped_ = capped
+            model.pair_indptr_, model.pair_indices_, model.pair_counts_ = pairs
+        else:
+            model.__dict__.pop("_feature_counts", None)
+            model._unsolved = False
+        model._counts = counts
+        model._solve(threads)
+        return model
+
+
+def _widen(
+    pairs: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], FloatArray],
+    rows: npt.NDArray[np.intp],
+    n_classes: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], FloatArray]:
+    """A pair table's class columns placed among ``n_classes`` classes."""
+    indptr, indices, counts = pairs
+    wide = np.zeros((counts.shape[0], n_classes))
+    wide[:, rows] = counts
+    return indptr, indices, wide
+
+
+def _empty_pairs(
+    cardinality: npt.NDArray[np.int64], n_classes: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], FloatArray]:
+    n_table_rows = sum(int(cardinality[p]) for p, _ in feature_pairs(len(cardinality)))
+    return (
+        np.zeros(n_table_rows + 1, dtype=np.int64),
+        np.zeros(0, dtype=np.int32),
+        np.zeros((0, n_classes)),
+    )
+
+
+class GroupFamily(Family[GroupCounts]):
+    """EmpiricalBayesDirichletClassifier: group tables merged by group, forgetting kept."""
+
+    def count(self, X: Any, y: Any, sample_weight: Any) -> GroupCounts:
+        classes = self.template._initial_prior()[0]
+        groups = _group_column(X)
+        labels = _label_indices(y, classes, groups.shape[0])
+        weights = _weights(sample_weight, groups.shape[0])
+        seen = pd.Index(pd.unique(groups))
+        index = seen.get_indexer(groups).astype(np.int64)
+        counts = _core.absorb_group_rows(
+            np.zeros((len(seen), classes.shape[0])),
+            index,
+            labels,
+            weights,
+            float(self.template.learning_rate),
+        )
+        rows = np.bincount(index, minlength=len(seen)).astype(np.int64)
+        return GroupCounts(groups.shape[0], np.asarray(seen, dtype=object), counts, rows)
+
+    def merge(self, a: GroupCounts, b: GroupCounts) -> GroupCounts:
+        index = pd.Index(a.groups, dtype=object)
+        b_at = index.get_indexer(b.groups)
+        new = b_at < 0
+        groups = np.concatenate([a.groups, b.groups[new]])
+        b_at[new] = a.groups.shape[0] + np.arange(int(new.sum()))
+        counts = np.zeros((groups.shape[0], a.counts.shape[1]))
+        rows = np.zeros(groups.shape[0], dtype=np.int64)
+        rows[b_at] = b.group_rows
+        # a's rows came first: they age by one step per later row of their group
+        rate = float(self.template.learning_rate)
+        decay = rate ** rows[: a.groups.shape[0]].astype(np.float64) if rate != 1.0 else 1.0
+        counts[: a.groups.shape[0]] = a.counts * np.reshape(decay, (-1, 1))
+        counts[b_at] += b.counts
+        rows[: a.groups.shape[0]] += a.group_rows
+        return GroupCounts(a.n_rows + b.n_rows, groups, counts, rows)
+
+    def solve(self, state: GroupCounts) -> BaseEstimator:
+        model = clone(self.template)
+        model._check_params()
+        model.classes_, model.prior_ = model._initial_prior()
+        model._group_index = pd.Index([]).append(pd.Index(state.groups))
+        model.groups_ = np.asarray(model._group_index)
+        model.group_counts_ = state.counts
+        model.n_features_in_ = 1
+        model.random_state_ = np.random.default_rng(model.random_state)
+        if model.n_eb_iter > 0:
+            model._tune(int(model.n_eb_iter), float(model.eb_tol))
+        else:
+            model.log_evidence_, model.n_eb_iterations_, model.eb_converged_ = -np.inf, 0, False
+        return model
+
+
+class TokenFamily(Family[TokenCounts]):
+    """MultinomialNB and ComplementNB: a fixed vocabulary, tables merged by class."""
+
+    def count(self, X: Any, y: Any, sample_weight: Any) -> TokenCounts:
+        model = clone(self.template)
+        matrix = model._check_X(X, reset=True)
+        check_finite_labels(y)
+        classes, labels = encode_labels(y, matrix.n_rows)
+        weights = _weights(sample_weight, matrix.n_rows)
+        batch = Batch(classes, np.ascontiguousarray(labels, dtype=np.int64), weights)
+        class_count, feature_count = model._count(matrix, batch)
+        names = getattr(model, "feature_names_in_", None)
+        return TokenCounts(
+            matrix.n_rows, classes, class_count, feature_count, matrix.n_columns, names
+        )
+
+    def merge(self, a: TokenCounts, b: TokenCounts) -> TokenCounts:
+        if a.n_features != b.n_features:
+            raise ValueError(
+                f"X has {b.n_features} features in one partition and {a.n_features} in another"
+            )
+        classes = _union_classes(a.classes, b.classes)
+        a_rows, b_rows = _class_rows(classes, a.classes), _class_rows(classes, b.classes)
+        class_count = np.zeros(classes.shape[0])
+        class_count[a_rows] += a.class_count
+        class_count[b_rows] += b.class_count
+        feature_count = np.zeros((classes.shape[0], a.n_features))
+        feature_count[a_rows] += a.feature_count
+        feature_count[b_rows] += b.feature_count
+        return TokenCounts(
+            a.n_rows + b.n_rows, classes, class_count, feature_count, a.n_features, a.feature_names
+        )
+
+    def solve(self, state: TokenCounts) -> BaseEstimator:
+        model = clone(self.template)
+        model._validate_params()
+        _check_total(state.class_count)
+        model.classes_ = state.classes
+        model.class_count_ = state.class_count
+        model.feature_count_ = state.feature_count
+        model.n_features_in_ = state.n_features
+        if state.feature_names is not None:
+            model.feature_names_in_ = state.feature_names
+        model._solve()
+        return model
+
+
+def _family(estimator: BaseEstimator) -> Family[Any]:
+    if isinstance(estimator, (CategoricalNB, AODE)):
+        return CategoricalFamily(estimator)
+    if isinstance(estimator, EmpiricalBayesDirichletClassifier):
+        return GroupFamily(estimator)
+    if isinstance(estimator, DiscreteNB):
+        return TokenFamily(estimator)
+    raise TypeError(
+        "hebnb.dask fits CategoricalNB, AODE, EmpiricalBayesDirichletClassifier, "
+        f"MultinomialNB and ComplementNB, not {type(estimator).__name__}"
+    )
+
+
+# ---------------------------------------------------------------------------- the tasks
+def _in_partition(index: int, n_partitions: int, step: Callable[[], Any]) -> Any:
+    """Runs ``step``; an error is re-raised with the same type, naming the partition."""
+    try:
+        return step()
+    except (ValueError, TypeError, MemoryError, KeyError) as error:
+        raise type(error)(f"partition {index} of {n_partitions}: {error}") from error
+
+
+def _aligned(part: Any) -> Any:
+    """A partition whose numeric arrays the core can borrow: arrays unpickled from the
+    frames Dask ships between processes may sit at an unaligned byte offset, which the
+    Rust kernels refuse, so those (only) are copied."""
+    if isinstance(part, np.ndarray):
+        return part if part.flags.aligned else np.require(part, requirements=["A"])
+    if isinstance(part, pd.DataFrame):
+        columns = (part.iloc[:, j].to_numpy(copy=False) for j in range(part.shape[1]))
+        if any(isinstance(c, np.ndarray) and not c.flags.aligned for c in columns):
+            return part.copy(deep=True)
+    if isinstance(part, pd.Series):
+        values = part.to_numpy(copy=False)
+        if isinstance(values, np.ndarray) and not values.flags.aligned:
+            return part.copy(deep=True)
+    return part
+
+
+def _count_task(
+    family: Family[Any], X: Any, y: Any, sample_weight: Any, index: int, n_partitions: int
+) -> Any:
+    """The count table of one partition (None for an empty one)."""
+    if n_rows_of(X) == 0 and len(y) == 0:
+        return None
+    X, y, sample_weight = _aligned(X), _aligned(y), _aligned(sample_weight)
+    return _in_partition(index, n_partitions, lambda: family.count(X, y, sample_weight))
+
+
+def _merge_task(family: Family[Any], *states: Any) -> Any:
+    """The sum of some partitions' count tables, in partition order."""
+    total = None
+    for state in states:
+        if state is None:
+            continue
+        total = state if total is None else family.merge(total, state)
+    return total
+
+
+def _solve_task(family: Family[Any], state: Any) -> BaseEstimator:
+    if state is None:
+        raise ValueError("every partition is empty: there is nothing to fit")
+    return family.solve(state)
+
+
+def _blocks(collection: Any, name: str) -> list[Any]:
+    """The partitions of a Dask DataFrame / Series / Array as Delayed objects, in order."""
+    if isinstance(collection, (dd.DataFrame, dd.Series)):
+        return list(collection.to_delayed())
+    if isinstance(collection, da.Array):
+        if collection.ndim == 2 and collection.numblocks[1] != 1:
+            collection = collection.rechunk({1: -1})  # whole rows in every block
+        if collection.ndim not in (1, 2):
+            raise ValueError(f"{name} must be 1-D or 2-D, got {collection.ndim} dimensions")
+        return list(np.asarray(collection.to_delayed()).ravel())
+    raise TypeError(
+        f"{name} must be a Dask DataFrame, Series or Array, got {type(collection).__name__}: "
+        "for in-memory data call the estimator's own fit"
+    )
+
+
+def _aligned_blocks(X: Any, y: Any, sample_weight: Any) -> list[tuple[Any, Any, Any]]:
+    """``(X, y, sample_weight)`` partition by partition; they must be partitioned alike."""
+    x_blocks, y_blocks = _blocks(X, "X"), _blocks(y, "y")
+    w_blocks: list[Any] = (
+        [None] * len(x_blocks) if sample_weight is None else _blocks(sample_weight, "sample_weight")
+    )
+    if not (len(x_blocks) == len(y_blocks) == len(w_blocks)):
+        raise ValueError(
+            f"X, y and sample_weight must have the same partitions: X has {len(x_blocks)}, "
+            f"y has {len(y_blocks)}"
+            + ("" if sample_weight is None else f", sample_weight has {len(w_blocks)}")
+        )
+    chunks = [c.chunks[0] for c in (X, y, sample_weight) if isinstance(c, da.Array)]
+    if any(not np.any(np.isnan(c)) and c != chunks[0] for c in chunks):
+        raise ValueError(f"X, y and sample_weight must have the same row chunks, got {chunks}")
+    return list(zip(x_blocks, y_blocks, w_blocks))
+
+
+def fit_graph(
+    estimator: BaseEstimator,
+    X: Any,
+    y: Any,
+    sample_weight: Any = None,
+    *,
+    split_every: int = SPLIT_EVERY,
+) -> Delayed:
+    """The lazy fit: a Delayed whose result is the fitted estimator (a new object).
+
+    Use it to fit several models in one ``dask.compute``, or to watch the fit with
+    ``distributed.progress``; :func:`fit` computes it.
+    """
+    if not (isinstance(split_every, int) and split_every >= 2):
+        raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
+    family = _family(clone(estimator))
+    _check_parameters(family.template)
+    blocks = _aligned_blocks(X, y, sample_weight)
+    token = tokenize(type(estimator).__name__, estimator.get_params(), X, y, sample_weight)
+    family_node = dask.delayed(family, pure=True)
+    count = dask.delayed(_count_task, pure=True)
+    n = len(blocks)
+    level: list[Delayed] = [
+        count(family_node, xb, yb, wb, i, n, dask_key_name=f"hebnb-count-{token}-{i}")
+        for i, (xb, yb, wb) in enumerate(blocks)
+    ]
+    merge = dask.delayed(_merge_task, pure=True)
+    depth = 0
+    while len(level) > 1:
+        level = [
+            merge(
+                family_node,
+                *level[start : start + split_every],
+                dask_key_name=f"hebnb-merge-{token}-{depth}-{start // split_every}",
+            )
+            for start in range(0, len(level), split_every)
+        ]
+        depth += 1
+    solve = dask.delayed(_solve_task, pure=True)
+    result: Delayed = solve(family_node, level[0], dask_key_name=f"hebnb-solve-{token}")
+    return result
+
+
+def _check_parameters(model: BaseEstimator) -> None:
+    """The parameter checks of a local fit, before any task runs."""
+    if isinstance(model, DiscreteNB):
+        model._validate_params()
+    else:
+        model._check_params()
+
+
+def _adopt(estimator: Estimator, fitted: BaseEstimator) -> Estimator:
+    """``estimator`` with the fitted state of ``fitted`` (scikit-learn's fit-in-place)."""
+    estimator.__dict__.clear()
+    estimator.__dict__.update(fitted.__dict__)
+    return estimator
+
+
+def fit(
+    estimator: Estimator,
+    X: Any,
+    y: Any,
+    sample_weight: Any = None,
+    *,
+    split_every: int = SPLIT_EVERY,
+) -> Estimator:
+    """Fits ``estimator`` on Dask collections: the model a local ``fit`` on the
+    concatenated partitions gives.
+
+    Parameters
+    ----------
+    estimator : CategoricalNB, AODE, EmpiricalBayesDirichletClassifier, MultinomialNB or \
+ComplementNB
+        Fitted in place (its parameters say what to fit) and returned.
+    X : dask DataFrame or dask Array of shape (n_samples, n_features)
+    y : dask Series or dask Array of shape (n_samples,)
+        Partitioned like ``X`` (the same number of rows in each partition).
+    sample_weight : dask Series or dask Array of shape (n_samples,), default=None
+        Partitioned like ``X``.
+    split_every : int, default=8
+        Count tables added by one task of the tree reduction.
+
+    Returns
+    -------
+    estimator
+        The same object, fitted: it pickles and predicts on numpy / pandas like any
+        other fitted estimator.
+
+    Notes
+    -----
+    Uses the current Dask scheduler (a ``distributed.Client`` if one is active). Each
+    partition becomes a count table on its worker (its own vocabulary, classes and
+    counts); the tables are added in a tree reduction and the model is solved once,
+    in one task, with ``n_jobs`` threads.
+    """
+    fitted = fit_graph(estimator, X, y, sample_weight, split_every=split_every).compute()
+    return _adopt(estimator, fitted)
+
+
+def _partial_fit_task(
+    model: BaseEstimator,
+    X: Any,
+    y: Any,
+    sample_weight: Any,
+    classes: Any,
+    index: int,
+    n_partitions: int,
+) -> BaseEstimator:
+    """One step of a stream: ``model.partial_fit`` on one partition (a copy: the input
+    of a task never changes, so a retried task gives the same result)."""
+    if n_rows_of(X) == 0 and len(y) == 0:
+        return model
+    model = copy.deepcopy(model)
+
+    def step() -> BaseEstimator:
+        if isinstance(model, EmpiricalBayesDirichletClassifier):
+            return model.partial_fit(X, y, sample_weight=sample_weight)
+        return model.partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+
+    return _in_partition(index, n_partitions, step)
+
+
+def partial_fit(
+    estimator: Estimator, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
+) -> Estimator:
+    """Streams the partitions through ``estimator.partial_fit``, in order.
+
+    Each step runs on a worker holding its partition and hands the model (its count
+    tables, never rows) to the next, so the result is the model the same sequence of
+    local ``partial_fit`` calls gives, forgetting (``learning_rate``) included. Empty
+    partitions are skipped.
+
+    Parameters
+    ----------
+    estimator : CategoricalNB, AODE, EmpiricalBayesDirichletClassifier, MultinomialNB or \
+ComplementNB
+        Updated in place and returned (it may already be fitted: the stream continues it).
+    X, y, sample_weight : Dask collections partitioned alike
+    classes : array-like, default=None
+        All the classes of the stream, as for ``partial_fit`` (needed unless the first
+        non-empty partition shows every class).
+
+    Returns
+    -------
+    estimator
+    """
+    _family(estimator)
+    blocks = _aligned_blocks(X, y, sample_weight)
+    token = tokenize(type(estimator).__name__, estimator.get_params(), X, y, sample_weight)
+    step = dask.delayed(_partial_fit_task, pure=True)
+    model: Any = dask.delayed(copy.deepcopy(estimator), pure=True)
+    n = len(blocks)
+    for i, (xb, yb, wb) in enumerate(blocks):
+        model = step(model, xb, yb, wb, classes, i, n, dask_key_name=f"hebnb-partial-fit-{token}-{i}")
+    return _adopt(estimator, model.compute())
+
+
+# ---------------------------------------------------------------------------- predicting
+def _class_columns(classes: npt.NDArray[Any]) -> list[Any]:
+    return list(classes.tolist())
+
+
+def _scores_frame(
+    part: pd.DataFrame, estimator: Any, method: str, columns: list[Any]
+) -> pd.DataFrame:
+    if len(part) == 0:
+        return pd.DataFrame(np.zeros((0, len(columns))), index=part.index, columns=columns)
+    return pd.DataFrame(getattr(estimator, method)(part), index=part.index, columns=columns)
+
+
+def _labels_series(part: pd.DataFrame, estimator: Any, meta: pd.Series) -> pd.Series:
+    if len(part) == 0:
+        return meta.copy().set_axis(part.index[:0])
+    return pd.Series(estimator.predict(part), index=part.index, name=meta.name)
+
+
+def _scores_block(block: Any, estimator: Any, method: str, n_classes: int) -> FloatArray:
+    if block.shape[0] == 0:
+        return np.zeros((0, n_classes))
+    result: FloatArray = getattr(estimator, method)(block)
+    return result
+
+
+def _labels_block(block: Any, estimator: Any, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    if block.shape[0] == 0:
+        return np.zeros(0, dtype=dtype)
+    result: npt.NDArray[Any] = estimator.predict(block)
+    return result
+
+
+def _scores(estimator: Any, X: Any, method: str) -> Any:
+    check_is_fitted(estimator)
+    classes = np.asarray(estimator.classes_)
+    model = dask.delayed(estimator, pure=True)
+    if isinstance(X, dd.DataFrame):
+        columns = _class_columns(classes)
+        meta = pd.DataFrame(np.zeros((0, len(columns))), columns=columns)
+        return X.map_partitions(_scores_frame, model, method, columns, meta=meta)
+    if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
+        if X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        return X.map_blocks(
+            _scores_block,
+            model,
+            method,
+            classes.shape[0],
+            dtype=np.float64,
+            chunks=(X.chunks[0], (classes.shape[0],)),
+            meta=np.zeros((0, 0)),
+        )
+    raise TypeError(
+        f"X must be a Dask DataFrame or Array, got {type(X).__name__}: for in-memory data "
+        "call the estimator's own methods"
+    )
+
+
+def predict_proba(estimator: Any, X: Any) -> Any:
+    """Lazy class probabilities of every row: a Dask DataFrame (one column per class, the
+    index of ``X``) for a Dask DataFrame, a Dask Array ``(n_samples, n_classes)`` for an
+    Array."""
+    return _scores(estimator, X, "predict_proba")
+
+
+def predict_log_proba(estimator: Any, X: Any) -> Any:
+    """Lazy log class probabilities, shaped as :func:`predict_proba`."""
+    return _scores(estimator, X, "predict_log_proba")
+
+
+def predict(estimator: Any, X: Any) -> Any:
+    """Lazy most probable class of every row: a Dask Series for a Dask DataFrame, a 1-D
+    Dask Array for an Array."""
+    check_is_fitted(estimator)
+    classes = np.asarray(estimator.classes_)
+    model = dask.delayed(estimator, pure=True)
+    if isinstance(X, dd.DataFrame):
+        meta = pd.Series(classes[:0], name="prediction")
+        return X.map_partitions(_labels_series, model, meta, meta=meta)
+    if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
+        if X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        return X.map_blocks(
+            _labels_block,
+            model,
+            classes.dtype,
+            dtype=classes.dtype,
+            drop_axis=1,
+            meta=classes[:0],
+        )
+    raise TypeError(
+        f"X must be a Dask DataFrame or Array, got {type(X).__name__}: for in-memory data "
+        "call the estimator's own methods"
+    )
