@@ -153,7 +153,9 @@ def main() -> None:
         results[name] = entry
         print(f"\n### {type(model).__name__}: {results['rows']:,} rows x {len(COLUMNS)} features")
         print("| measure | value |\n|---|---|")
-        print(f"| fit on the cluster (2 workers) | {wall:.1f} s, {entry['rows_per_second_fit']:,.0f} rows/s |")
+        print(
+            f"| fit on the cluster (2 workers) | {wall:.1f} s, {entry['rows_per_second_fit']:,.0f} rows/s |"
+        )
         print(
             f"| counting tasks alone | {count_seconds:.1f} task-s, "
             f"{entry['rows_per_second_counting_per_worker']:,.0f} rows/s per worker |"
@@ -168,7 +170,9 @@ def main() -> None:
             f"| single-process fit, {len(local_frame):,} rows | {local_seconds:.2f} s, "
             f"{entry['local_rows_per_second']:,.0f} rows/s |"
         )
-        print(f"| ratio cluster / single process (rows/s) | {entry['speed_ratio_dask_over_local']:.2f} |")
+        print(
+            f"| ratio cluster / single process (rows/s) | {entry['speed_ratio_dask_over_local']:.2f} |"
+        )
         print(f"| max |proba gap| dask vs local on the subset | {gap:.1e} |")
     client.close()
     cluster.close()

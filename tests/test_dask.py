@@ -21,8 +21,8 @@ dd = pytest.importorskip("dask.dataframe")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
-import hebnb.dask as hd  # noqa: E402
-from hebnb import (  # noqa: E402
+import hebnb.dask as hd
+from hebnb import (
     AODE,
     CategoricalNB,
     ComplementNB,
@@ -182,7 +182,9 @@ def test_dirichlet_groups_fit_is_the_local_fit(client):
         np.testing.assert_allclose(model.predict_proba(rows), local.predict_proba(rows), atol=1e-10)
 
 
-@pytest.mark.parametrize("model", [MultinomialNB(), MultinomialNB(smoothing="laplace"), ComplementNB()])
+@pytest.mark.parametrize(
+    "model", [MultinomialNB(), MultinomialNB(smoothing="laplace"), ComplementNB()]
+)
 def test_token_models_fit_is_the_local_fit(client, model):
     rng = np.random.default_rng(7)
     n_rows, n_tokens = sum(SIZES), 30
@@ -241,11 +243,15 @@ def test_partial_fit_streams_the_partitions(client):
             if len(yp):
                 local.partial_fit(Xp, yp, classes=classes)
         rows = _test_rows()
-        np.testing.assert_allclose(stream.predict_proba(rows), local.predict_proba(rows), atol=1e-10)
+        np.testing.assert_allclose(
+            stream.predict_proba(rows), local.predict_proba(rows), atol=1e-10
+        )
         # at learning_rate=1 the stream is the fit
         stream = hd.partial_fit(model_type(), X, y, classes=classes)
         whole = model_type().fit(_whole(X_parts), _whole(y_parts))
-        np.testing.assert_allclose(stream.predict_proba(rows), whole.predict_proba(rows), atol=1e-10)
+        np.testing.assert_allclose(
+            stream.predict_proba(rows), whole.predict_proba(rows), atol=1e-10
+        )
 
 
 def test_a_bad_partition_is_named(client):

@@ -33,9 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import dask
 import dask.array as da
 import dask.dataframe as dd
+import dask.delayed as dask_delayed
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
@@ -60,7 +60,7 @@ from .dirichlet_groups import EmpiricalBayesDirichletClassifier, _group_column, 
 from .multinomial import DiscreteNB
 from .naive_bayes import CategoricalNB
 
-__all__ = ["fit", "partial_fit", "predict", "predict_proba", "predict_log_proba"]
+__all__ = ["fit", "fit_graph", "partial_fit", "predict", "predict_log_proba", "predict_proba"]
 
 FloatArray = npt.NDArray[np.float64]
 Estimator = TypeVar("Estimator", bound=BaseEstimator)
@@ -68,6 +68,17 @@ State = TypeVar("State")
 
 #: How many tables one merge task adds (the fan-in of the tree reduction).
 SPLIT_EVERY = 8
+
+# Dask's ``delayed`` and the pair-table merge of ``_online`` carry no annotations.
+_delayed: Any = dask_delayed
+_merge_pair_tables: Any = merge_pair_tables
+
+
+def _int_concat(parts: list[npt.NDArray[Any]]) -> npt.NDArray[np.int64]:
+    """The concatenation of integer arrays (empty for no arrays), as int64."""
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate(parts).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------- the tables
@@ -238,12 +249,10 @@ class CategoricalFamily(Family[CategoricalCounts]):
         n_classes = classes.shape[0]
         check_table_size(n_classes, int(offsets[-1]))
         a_rows, b_rows = _class_rows(classes, a.classes), _class_rows(classes, b.classes)
-        a_columns = np.concatenate(
-            [offsets[f] + np.arange(k, dtype=np.int64) for f, k in enumerate(a_sizes)] or [[]]
-        ).astype(np.int64)
-        b_columns = np.concatenate(
-            [offsets[f] + codes for f, codes in enumerate(b_codes)] or [[]]
-        ).astype(np.int64)
+        a_columns = _int_concat(
+            [offsets[f] + np.arange(k, dtype=np.int64) for f, k in enumerate(a_sizes)]
+        )
+        b_columns = _int_concat([offsets[f] + codes for f, codes in enumerate(b_codes)])
         counts = np.zeros((n_classes, int(offsets[-1])))
         counts[np.ix_(a_rows, a_columns)] += a.counts
         counts[np.ix_(b_rows, b_columns)] += b.counts
@@ -253,24 +262,28 @@ class CategoricalFamily(Family[CategoricalCounts]):
         pairs = None
         if a.pairs is not None and b.pairs is not None:
             wanted = self._wanted(cardinality, n_classes)
-            n_table_rows = sum(int(cardinality[p]) for p, _ in feature_pairs(len(cardinality)))
-            empty = (
-                np.zeros(n_table_rows + 1, dtype=np.int64),
-                np.zeros(0, dtype=np.int32),
-                np.zeros((0, n_classes)),
-            )
             unmoved: list[npt.NDArray[np.int64] | None] = [None] * len(cardinality)
-            a_on_merged = merge_pair_tables(
-                _widen(a.pairs, a_rows, n_classes), empty, a_sizes, cardinality, unmoved,
-                wanted, 1.0,
-            )  # fmt: skip
-            pairs = merge_pair_tables(
-                _widen(b.pairs, b_rows, n_classes), a_on_merged, b.encoder.cardinalities,
-                cardinality, b_codes, wanted, 1.0,
-            )  # fmt: skip
-        return CategoricalCounts(
-            a.n_rows + b.n_rows, classes, class_count, encoder, counts, pairs
-        )
+            # a's codes keep their values (insertion order) but its rows move as the
+            # vocabulary grows; b's codes move to the merged ones
+            a_on_merged = _merge_pair_tables(
+                _widen(a.pairs, a_rows, n_classes),
+                _empty_pairs(cardinality, n_classes),
+                old_cardinalities=a_sizes,
+                cardinalities=cardinality,
+                moved=unmoved,
+                wanted=wanted,
+                decay=1.0,
+            )
+            pairs = _merge_pair_tables(
+                _widen(b.pairs, b_rows, n_classes),
+                a_on_merged,
+                old_cardinalities=b.encoder.cardinalities,
+                cardinalities=cardinality,
+                moved=b_codes,
+                wanted=wanted,
+                decay=1.0,
+            )
+        return CategoricalCounts(a.n_rows + b.n_rows, classes, class_count, encoder, counts, pairs)
 
     def solve(self, state: CategoricalCounts) -> BaseEstimator:
         model = clone(self.template)
@@ -286,18 +299,21 @@ class CategoricalFamily(Family[CategoricalCounts]):
         pairs = state.pairs
         if encoder.order == "sorted":  # AODE: codes are ranks among the sorted categories
             ranks = [np.argsort(encoder.sorted_order(f)) for f in range(len(cardinality))]
-            columns = np.concatenate(
-                [offsets[f] + rank for f, rank in enumerate(ranks)] or [[]]
-            ).astype(np.int64)
+            columns = _int_concat([offsets[f] + rank for f, rank in enumerate(ranks)])
             sorted_counts = np.zeros_like(counts)
             sorted_counts[:, columns] = counts
             counts = sorted_counts
             if pairs is not None:
                 wanted = self._wanted(cardinality, state.classes.shape[0])
-                pairs = merge_pair_tables(
-                    pairs, _empty_pairs(cardinality, state.classes.shape[0]),
-                    cardinality, cardinality, ranks, wanted, 1.0,
-                )  # fmt: skip
+                pairs = _merge_pair_tables(
+                    pairs,
+                    _empty_pairs(cardinality, state.classes.shape[0]),
+                    old_cardinalities=cardinality,
+                    cardinalities=cardinality,
+                    moved=ranks,
+                    wanted=wanted,
+                    decay=1.0,
+                )
         model._learn_vocabulary(encoder, state.classes)
         model.class_count_ = state.class_count
         if isinstance(model, AODE):
@@ -504,14 +520,15 @@ def _solve_task(family: Family[Any], state: Any) -> BaseEstimator:
 
 def _blocks(collection: Any, name: str) -> list[Any]:
     """The partitions of a Dask DataFrame / Series / Array as Delayed objects, in order."""
+    lazy: Any = collection  # Dask's collections are partly annotated
     if isinstance(collection, (dd.DataFrame, dd.Series)):
-        return list(collection.to_delayed())
+        return list(lazy.to_delayed())
     if isinstance(collection, da.Array):
-        if collection.ndim == 2 and collection.numblocks[1] != 1:
-            collection = collection.rechunk({1: -1})  # whole rows in every block
-        if collection.ndim not in (1, 2):
-            raise ValueError(f"{name} must be 1-D or 2-D, got {collection.ndim} dimensions")
-        return list(np.asarray(collection.to_delayed()).ravel())
+        if lazy.ndim == 2 and lazy.numblocks[1] != 1:
+            lazy = lazy.rechunk({1: -1})  # whole rows in every block
+        if lazy.ndim not in (1, 2):
+            raise ValueError(f"{name} must be 1-D or 2-D, got {lazy.ndim} dimensions")
+        return list(np.asarray(lazy.to_delayed()).ravel())
     raise TypeError(
         f"{name} must be a Dask DataFrame, Series or Array, got {type(collection).__name__}: "
         "for in-memory data call the estimator's own fit"
@@ -555,14 +572,14 @@ def fit_graph(
     _check_parameters(family.template)
     blocks = _aligned_blocks(X, y, sample_weight)
     token = tokenize(type(estimator).__name__, estimator.get_params(), X, y, sample_weight)
-    family_node = dask.delayed(family, pure=True)
-    count = dask.delayed(_count_task, pure=True)
+    family_node = _delayed(family, pure=True)
+    count = _delayed(_count_task, pure=True)
     n = len(blocks)
     level: list[Delayed] = [
         count(family_node, xb, yb, wb, i, n, dask_key_name=f"hebnb-count-{token}-{i}")
         for i, (xb, yb, wb) in enumerate(blocks)
     ]
-    merge = dask.delayed(_merge_task, pure=True)
+    merge = _delayed(_merge_task, pure=True)
     depth = 0
     while len(level) > 1:
         level = [
@@ -574,7 +591,7 @@ def fit_graph(
             for start in range(0, len(level), split_every)
         ]
         depth += 1
-    solve = dask.delayed(_solve_task, pure=True)
+    solve = _delayed(_solve_task, pure=True)
     result: Delayed = solve(family_node, level[0], dask_key_name=f"hebnb-solve-{token}")
     return result
 
@@ -631,7 +648,8 @@ ComplementNB
     counts); the tables are added in a tree reduction and the model is solved once,
     in one task, with ``n_jobs`` threads.
     """
-    fitted = fit_graph(estimator, X, y, sample_weight, split_every=split_every).compute()
+    graph: Any = fit_graph(estimator, X, y, sample_weight, split_every=split_every)
+    fitted = graph.compute()
     return _adopt(estimator, fitted)
 
 
@@ -648,12 +666,15 @@ def _partial_fit_task(
     of a task never changes, so a retried task gives the same result)."""
     if n_rows_of(X) == 0 and len(y) == 0:
         return model
-    model = copy.deepcopy(model)
+    updated: Any = copy.deepcopy(model)
 
     def step() -> BaseEstimator:
-        if isinstance(model, EmpiricalBayesDirichletClassifier):
-            return model.partial_fit(X, y, sample_weight=sample_weight)
-        return model.partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+        # the group classifier's partial_fit takes no classes (alphas names them)
+        keywords = (
+            {} if isinstance(model, EmpiricalBayesDirichletClassifier) else {"classes": classes}
+        )
+        result: BaseEstimator = updated.partial_fit(X, y, sample_weight=sample_weight, **keywords)
+        return result
 
     return _in_partition(index, n_partitions, step)
 
@@ -685,11 +706,13 @@ ComplementNB
     _family(estimator)
     blocks = _aligned_blocks(X, y, sample_weight)
     token = tokenize(type(estimator).__name__, estimator.get_params(), X, y, sample_weight)
-    step = dask.delayed(_partial_fit_task, pure=True)
-    model: Any = dask.delayed(copy.deepcopy(estimator), pure=True)
+    step = _delayed(_partial_fit_task, pure=True)
+    model: Any = _delayed(copy.deepcopy(estimator), pure=True)
     n = len(blocks)
     for i, (xb, yb, wb) in enumerate(blocks):
-        model = step(model, xb, yb, wb, classes, i, n, dask_key_name=f"hebnb-partial-fit-{token}-{i}")
+        model = step(
+            model, xb, yb, wb, classes, i, n, dask_key_name=f"hebnb-partial-fit-{token}-{i}"
+        )
     return _adopt(estimator, model.compute())
 
 
@@ -701,15 +724,15 @@ def _class_columns(classes: npt.NDArray[Any]) -> list[Any]:
 def _scores_frame(
     part: pd.DataFrame, estimator: Any, method: str, columns: list[Any]
 ) -> pd.DataFrame:
-    if len(part) == 0:
-        return pd.DataFrame(np.zeros((0, len(columns))), index=part.index, columns=columns)
-    return pd.DataFrame(getattr(estimator, method)(part), index=part.index, columns=columns)
+    scores = np.zeros((0, len(columns))) if len(part) == 0 else getattr(estimator, method)(part)
+    frame: pd.DataFrame = pd.DataFrame(scores, index=part.index, columns=columns)
+    return frame
 
 
 def _labels_series(part: pd.DataFrame, estimator: Any, meta: pd.Series) -> pd.Series:
-    if len(part) == 0:
-        return meta.copy().set_axis(part.index[:0])
-    return pd.Series(estimator.predict(part), index=part.index, name=meta.name)
+    labels = meta.to_numpy() if len(part) == 0 else estimator.predict(part)
+    series: pd.Series = pd.Series(labels, index=part.index, name=meta.name)
+    return series
 
 
 def _scores_block(block: Any, estimator: Any, method: str, n_classes: int) -> FloatArray:
@@ -726,31 +749,39 @@ def _labels_block(block: Any, estimator: Any, dtype: np.dtype[Any]) -> npt.NDArr
     return result
 
 
-def _scores(estimator: Any, X: Any, method: str) -> Any:
-    check_is_fitted(estimator)
-    classes = np.asarray(estimator.classes_)
-    model = dask.delayed(estimator, pure=True)
+def _lazy_rows(X: Any) -> tuple[bool, Any]:
+    """``(is a DataFrame, X)`` for a Dask DataFrame or a 2-D Dask Array (then rechunked to
+    whole rows); TypeError for anything else."""
+    lazy: Any = X  # Dask's collections are partly annotated
     if isinstance(X, dd.DataFrame):
-        columns = _class_columns(classes)
-        meta = pd.DataFrame(np.zeros((0, len(columns))), columns=columns)
-        return X.map_partitions(_scores_frame, model, method, columns, meta=meta)
+        return True, lazy
     if isinstance(X, da.Array):
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
-        if X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
-        return X.map_blocks(
-            _scores_block,
-            model,
-            method,
-            classes.shape[0],
-            dtype=np.float64,
-            chunks=(X.chunks[0], (classes.shape[0],)),
-            meta=np.zeros((0, 0)),
-        )
+        if lazy.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {lazy.ndim} dimensions")
+        return False, lazy.rechunk({1: -1}) if lazy.numblocks[1] != 1 else lazy
     raise TypeError(
         f"X must be a Dask DataFrame or Array, got {type(X).__name__}: for in-memory data "
         "call the estimator's own methods"
+    )
+
+
+def _scores(estimator: Any, X: Any, method: str) -> Any:
+    check_is_fitted(estimator)
+    classes = np.asarray(estimator.classes_)
+    is_frame, lazy = _lazy_rows(X)
+    model = _delayed(estimator, pure=True)  # one copy of the model in the graph
+    if is_frame:
+        columns = _class_columns(classes)
+        meta = pd.DataFrame(np.zeros((0, len(columns))), columns=columns)
+        return lazy.map_partitions(_scores_frame, model, method, columns, meta=meta)
+    return lazy.map_blocks(
+        _scores_block,
+        model,
+        method,
+        classes.shape[0],
+        dtype=np.float64,
+        chunks=(lazy.chunks[0], (classes.shape[0],)),
+        meta=np.zeros((0, 0)),
     )
 
 
@@ -771,24 +802,16 @@ def predict(estimator: Any, X: Any) -> Any:
     Dask Array for an Array."""
     check_is_fitted(estimator)
     classes = np.asarray(estimator.classes_)
-    model = dask.delayed(estimator, pure=True)
-    if isinstance(X, dd.DataFrame):
+    is_frame, lazy = _lazy_rows(X)
+    model = _delayed(estimator, pure=True)
+    if is_frame:
         meta = pd.Series(classes[:0], name="prediction")
-        return X.map_partitions(_labels_series, model, meta, meta=meta)
-    if isinstance(X, da.Array):
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
-        if X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
-        return X.map_blocks(
-            _labels_block,
-            model,
-            classes.dtype,
-            dtype=classes.dtype,
-            drop_axis=1,
-            meta=classes[:0],
-        )
-    raise TypeError(
-        f"X must be a Dask DataFrame or Array, got {type(X).__name__}: for in-memory data "
-        "call the estimator's own methods"
+        return lazy.map_partitions(_labels_series, model, meta, meta=meta)
+    return lazy.map_blocks(
+        _labels_block,
+        model,
+        classes.dtype,
+        dtype=classes.dtype,
+        drop_axis=1,
+        meta=classes[:0],
     )
