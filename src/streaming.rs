@@ -83,7 +83,8 @@ mod tests {
         let labels = array![0_i64, 1, 1, 0, 1, 0];
         let weights = array![1.0, 2.0, 0.5, 1.0, 1.0, 3.0];
         let layout = FeatureLayout::from_cardinalities(&[3, 2]);
-        let all = count_categories(codes.view(), labels.view(), weights.view(), &layout, 2).unwrap();
+        let all =
+            count_categories(codes.view(), labels.view(), weights.view(), &layout, 2).unwrap();
         let mut tables = [Array2::<f64>::zeros((2, 4)), Array2::<f64>::zeros((2, 2))];
         let mut totals = vec![0.0; 2];
         for (start, end) in [(0, 2), (2, 6)] {

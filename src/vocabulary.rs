@@ -182,15 +182,17 @@ impl FeatureVocabulary {
         let mut order: Vec<u32> = (0..self.values.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| {
             let (a, b) = (&self.values[a as usize], &self.values[b as usize]);
-            a.type_rank().cmp(&b.type_rank()).then_with(|| match (a, b) {
-                (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-                (Value::Int(x), Value::Int(y)) => x.cmp(y),
-                // UTF-8 byte order is code point order
-                (Value::Str(x), Value::Str(y)) => x.cmp(y),
-                (Value::Bytes(x), Value::Bytes(y)) => x.cmp(y),
-                (Value::Object(x), Value::Object(y)) => x.cmp(y),
-                _ => std::cmp::Ordering::Equal,
-            })
+            a.type_rank()
+                .cmp(&b.type_rank())
+                .then_with(|| match (a, b) {
+                    (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+                    (Value::Int(x), Value::Int(y)) => x.cmp(y),
+                    // UTF-8 byte order is code point order
+                    (Value::Str(x), Value::Str(y)) => x.cmp(y),
+                    (Value::Bytes(x), Value::Bytes(y)) => x.cmp(y),
+                    (Value::Object(x), Value::Object(y)) => x.cmp(y),
+                    _ => std::cmp::Ordering::Equal,
+                })
         });
         order
     }
@@ -243,7 +245,8 @@ impl FeatureVocabulary {
             }
         }
         let mut codes = codes_buffer(n)?;
-        let bad = || HebError::InvalidParameter(format!("{name}: Arrow string offsets out of range"));
+        let bad =
+            || HebError::InvalidParameter(format!("{name}: Arrow string offsets out of range"));
         for s in 0..n {
             if let Some((bitmap, bit_offset)) = validity {
                 let bit = bit_offset + s;
@@ -274,7 +277,9 @@ fn allocation_error(n: usize) -> HebError {
 /// An empty code vector with room for `n` codes, or [`HebError::Allocation`].
 pub fn codes_buffer(n: usize) -> Result<Vec<i32>> {
     let mut codes = Vec::new();
-    codes.try_reserve_exact(n).map_err(|_| allocation_error(n))?;
+    codes
+        .try_reserve_exact(n)
+        .map_err(|_| allocation_error(n))?;
     Ok(codes)
 }
 
@@ -415,7 +420,9 @@ mod tests {
         let bad: Vec<i32> = vec![0, 20];
         assert!(v.encode_utf8(&bad, data, None, true, "f").is_err());
         let not_utf8 = [0xff_u8];
-        assert!(v.encode_utf8(&[0_i64, 1], &not_utf8, None, true, "f").is_err());
+        assert!(v
+            .encode_utf8(&[0_i64, 1], &not_utf8, None, true, "f")
+            .is_err());
     }
 
     #[test]
@@ -445,7 +452,11 @@ mod tests {
     fn integers_with_missing() {
         let mut v = FeatureVocabulary::default();
         let codes = v
-            .encode_ints([5_i64, 9, 5, 0].into_iter(), Some(&[false, false, false, true]), true)
+            .encode_ints(
+                [5_i64, 9, 5, 0].into_iter(),
+                Some(&[false, false, false, true]),
+                true,
+            )
             .unwrap();
         assert_eq!(codes, vec![0, 1, 0, MISSING]);
         let codes = v.encode_ints([9_i64, 4].into_iter(), None, false).unwrap();

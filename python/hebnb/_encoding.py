@@ -58,7 +58,13 @@ def _normalize(value):
         return None
     if isinstance(value, np.generic):
         if isinstance(value, (np.datetime64, np.timedelta64)):
-            return None if np.isnat(value) else pd.Timestamp(value) if value.dtype.kind == "M" else pd.Timedelta(value)
+            return (
+                None
+                if np.isnat(value)
+                else pd.Timestamp(value)
+                if value.dtype.kind == "M"
+                else pd.Timedelta(value)
+            )
         return value.item()
     return value
 
@@ -137,9 +143,7 @@ def _split_table(X) -> _Table:
         columns = [_polars_column(series) for series in X.get_columns()]
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.height, floats)
-    if module == "pyarrow" or (
-        hasattr(X, "__arrow_c_stream__") and not isinstance(X, np.ndarray)
-    ):
+    if module == "pyarrow" or (hasattr(X, "__arrow_c_stream__") and not isinstance(X, np.ndarray)):
         pa = _pyarrow("an Arrow table")
         if not isinstance(X, (pa.Table, pa.RecordBatch)):
             X = pa.table(X)
@@ -281,7 +285,7 @@ def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None
     return block, (missing if missing.any() else None)
 
 
-def _category_map(vocabulary, feature, categories, codes, grow, name) -> np.ndarray:
+def _category_map(vocabulary, feature, categories, codes, grow, name, *, declared) -> np.ndarray:
     """Vocabulary code of every category of a pandas ``category`` column (or an Arrow
     dictionary), -2 for those not in the vocabulary. Growing, the categories used by the
     rows join in order of first appearance, as the values themselves would, and then the
@@ -293,6 +297,10 @@ def _category_map(vocabulary, feature, categories, codes, grow, name) -> np.ndar
         present = codes[codes >= 0]
         used = pd.unique(present) if present.size else np.empty(0, dtype=np.int64)
         order = np.asarray(used, dtype=np.int64)
+        if declared:
+            unused = np.ones(n, dtype=bool)
+            unused[order] = False
+            order = np.concatenate([order, np.flatnonzero(unused)])
     mapped = np.full(n, UNKNOWN, dtype=np.int32)
     if order.size:
         column = _values_column(categories, order)
@@ -316,7 +324,7 @@ def _encode_column(vocabulary, feature: int, column, grow: bool, name: str) -> n
         return vocabulary.encode_objects(feature, column[1], _normalize, grow=grow, name=name)
     if kind == "category":
         codes = np.asarray(column[1], dtype=np.int64)
-        mapped = _category_map(vocabulary, feature, column[2], codes, grow, name)
+        mapped = _category_map(vocabulary, feature, column[2], codes, grow, name, declared=True)
         out = mapped[np.maximum(codes, 0)]
         out[codes < 0] = MISSING_CODE
         return out
@@ -340,7 +348,9 @@ def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.
         missing = np.asarray(chunk.is_null(), dtype=bool)
         indices = np.asarray(chunk.indices.fill_null(0), dtype=np.int64)
         indices[missing] = -1
-        mapped = _category_map(vocabulary, feature, chunk.dictionary, indices, grow, name)
+        mapped = _category_map(
+            vocabulary, feature, chunk.dictionary, indices, grow, name, declared=False
+        )
         out = mapped[np.maximum(indices, 0)]
         out[missing] = MISSING_CODE
         return out
@@ -357,12 +367,12 @@ def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.
         offsets = np.require(offsets, requirements=["A"])
         data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
-        return vocabulary.encode_utf8(
-            feature, offsets, data, bitmap, start, grow=grow, name=name
-        )
+        return vocabulary.encode_utf8(feature, offsets, data, bitmap, start, grow=grow, name=name)
     if types.is_integer(kind):
         if types.is_uint64(kind) and len(chunk) and (pa.compute.max(chunk).as_py() or 0) >= 2**63:
-            return _encode_column(vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name)
+            return _encode_column(
+                vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name
+            )
         missing = np.asarray(chunk.is_null(), dtype=bool) if chunk.null_count else None
         values = np.asarray(chunk.fill_null(0) if chunk.null_count else chunk).astype(np.int64)
         return vocabulary.encode_ints(feature, values, missing, grow=grow)
@@ -383,8 +393,10 @@ def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.
 
 def _arrow_objects(chunk) -> np.ndarray:
     values = np.empty(len(chunk), dtype=object)
-    values[:] = chunk.to_pylist() if not hasattr(chunk, "to_pandas") else list(
-        chunk.to_pandas(types_mapper=None)
+    values[:] = (
+        chunk.to_pylist()
+        if not hasattr(chunk, "to_pandas")
+        else list(chunk.to_pandas(types_mapper=None))
     )
     return values
 
@@ -706,9 +718,7 @@ def _examples(table: _Table, f: int, where: np.ndarray) -> list:
         values = np.asarray(table.block[0][f])[rows]
     else:
         column = table.columns[f]
-        if column[0] == "ints":
-            values = column[1][rows]
-        elif column[0] == "objects":
+        if column[0] in ("ints", "objects"):
             values = column[1][rows]
         elif column[0] == "category":
             values = np.asarray(column[2].take(np.asarray(column[1])[rows]))

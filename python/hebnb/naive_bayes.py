@@ -374,9 +374,7 @@ class CategoricalNB(CategoricalClassifier):
     def _sorted_blocks(self, flat: np.ndarray) -> list[np.ndarray]:
         """Per-feature blocks with their columns in the order of ``categories_``."""
         encoder = self._encoder
-        return [
-            block[..., encoder.sorted_order(f)] for f, block in enumerate(self._split(flat))
-        ]
+        return [block[..., encoder.sorted_order(f)] for f, block in enumerate(self._split(flat))]
 
     @property
     def category_count_(self) -> list[np.ndarray]:

@@ -16,8 +16,8 @@ mod encoding;
 mod groups;
 mod naive_bayes;
 mod streaming;
-mod vocabulary;
 mod text;
+mod vocabulary;
 
 /// The one place where core errors become Python exceptions.
 pub(super) fn to_py_err(error: HebError) -> PyErr {

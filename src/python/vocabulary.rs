@@ -28,6 +28,15 @@ pub(super) struct Vocabulary {
     objects: Vec<Py<PyList>>,
 }
 
+/// One feature's saved state: `(kinds, ints, text, text_offsets, objects)`.
+type SavedFeature<'py> = (
+    Vec<u8>,
+    PyReadonlyArray1<'py, i64>,
+    Vec<u8>,
+    PyReadonlyArray1<'py, u64>,
+    Bound<'py, PyList>,
+);
+
 /// How one Python value is coded.
 enum Cell<'a> {
     Missing,
@@ -70,7 +79,7 @@ fn classify<'a>(value: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Cell<'a>> {
             )));
         }
         // whole floats are the integers they equal (1.0 and 1 are one category)
-        return Ok(if v.abs() < 9.223_372_036_854_775_807e18 {
+        return Ok(if v.abs() < 2f64.powi(63) {
             Cell::Key(Key::Int(v as i64))
         } else {
             Cell::Other
@@ -343,9 +352,7 @@ impl Vocabulary {
                     }
                 }
                 codes.push(match cell {
-                    Cell::Key(key) => self.features[feature]
-                        .code(key, grow)
-                        .map_err(to_py_err)?,
+                    Cell::Key(key) => self.features[feature].code(key, grow).map_err(to_py_err)?,
                     _ => MISSING,
                 });
             }
@@ -488,13 +495,7 @@ impl Vocabulary {
         let (mut object_tokens, mut objects) = (Vec::new(), Vec::new());
         for item in items.try_iter()? {
             let item = item?;
-            let (kinds, ints, text, text_offsets, values): (
-                Vec<u8>,
-                PyReadonlyArray1<'_, i64>,
-                Vec<u8>,
-                PyReadonlyArray1<'_, u64>,
-                Bound<'_, PyList>,
-            ) = item.extract()?;
+            let (kinds, ints, text, text_offsets, values): SavedFeature<'_> = item.extract()?;
             let parts = FeatureParts {
                 kinds,
                 ints: ints.as_array().to_vec(),
