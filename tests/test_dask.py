@@ -106,10 +106,10 @@ def _whole(parts):
 
 CATEGORICAL = [
     CategoricalNB(),
-    CategoricalNB("heb-u", min_count=0),
-    CategoricalNB("laplace", feature_weighting="sqrt-mi"),
+    CategoricalNB(smoothing="heb-u", min_count=0),
+    CategoricalNB(smoothing="laplace", feature_weighting="sqrt-mi"),
     AODE(),
-    AODE("laplace", prior="pooled", parent_smoothing="heb", max_joint_cells=30),
+    AODE(smoothing="laplace", prior="pooled", parent_smoothing="heb", max_joint_cells=30),
 ]
 
 
@@ -271,8 +271,8 @@ def test_a_bad_partition_is_named(client):
     with pytest.raises(ValueError) as distant:
         hd.fit(AODE(), X, y)
     assert str(distant.value) == f"partition 2 of 5: {local.value}"  # the local fit's error
-    with pytest.raises(ValueError, match="smoothing must be one of"):
-        hd.fit(CategoricalNB("nope"), X, y)  # before any task runs
+    with pytest.raises(ValueError, match="smoothing"):
+        hd.fit(CategoricalNB(smoothing="nope"), X, y)  # before any task runs
     with pytest.raises(ValueError, match="same partitions"):
         hd.fit(CategoricalNB(), X, y.repartition(npartitions=2))
     with pytest.raises(TypeError, match="Dask DataFrame"):

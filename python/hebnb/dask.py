@@ -287,7 +287,7 @@ class CategoricalFamily(Family[CategoricalCounts]):
 
     def solve(self, state: CategoricalCounts) -> BaseEstimator:
         model = clone(self.template)
-        model._check_params()
+        model._validate_params()
         threads = self._threads()
         _check_total(state.class_count)
         encoder = state.encoder
@@ -392,7 +392,7 @@ class GroupFamily(Family[GroupCounts]):
 
     def solve(self, state: GroupCounts) -> BaseEstimator:
         model = clone(self.template)
-        model._check_params()
+        model._validate_params()
         model.classes_, model.prior_ = model._initial_prior()
         model._group_index = pd.Index([]).append(pd.Index(state.groups))
         model.groups_ = np.asarray(model._group_index)
@@ -597,11 +597,9 @@ def fit_graph(
 
 
 def _check_parameters(model: BaseEstimator) -> None:
-    """The parameter checks of a local fit, before any task runs."""
-    if isinstance(model, DiscreteNB):
-        model._validate_params()
-    else:
-        model._check_params()
+    """The parameter checks of a local fit (``_parameter_constraints``), before any task
+    runs."""
+    model._validate_params()
 
 
 def _adopt(estimator: Estimator, fitted: BaseEstimator) -> Estimator:
