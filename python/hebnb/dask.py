@@ -53,7 +53,7 @@ from ._encoding import (
     check_table_size,
     encode_labels,
 )
-from ._online import feature_pairs, merge_pair_tables, n_rows_of
+from ._online import merge_pair_tables, n_rows_of
 from ._text import Batch, check_finite_labels
 from .aode import AODE, check_pair_memory
 from .dirichlet_groups import EmpiricalBayesDirichletClassifier, _group_column, _label_indices
@@ -69,9 +69,8 @@ State = TypeVar("State")
 #: How many tables one merge task adds (the fan-in of the tree reduction).
 SPLIT_EVERY = 8
 
-# Dask's ``delayed`` and the pair-table merge of ``_online`` carry no annotations.
+# Dask's ``delayed`` carries no annotations.
 _delayed: Any = dask_delayed
-_merge_pair_tables: Any = merge_pair_tables
 
 
 def _int_concat(parts: list[npt.NDArray[Any]]) -> npt.NDArray[np.int64]:
@@ -96,7 +95,7 @@ class CategoricalCounts:
     class_count: FloatArray
     encoder: CategoryEncoder
     counts: FloatArray
-    pairs: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], FloatArray] | None
+    pairs: dict[str, Any] | None
 
 
 @dataclass
@@ -202,7 +201,11 @@ class CategoricalFamily(Family[CategoricalCounts]):
     def count(self, X: Any, y: Any, sample_weight: Any) -> CategoricalCounts:
         threads = self._threads()
         n_rows = n_rows_of(X)
-        encoder = CategoryEncoder(order="insertion", categories=self.template.categories)
+        # codes as the estimator's own encoder gives them (CategoricalNB: first appearance,
+        # AODE: rank among the sorted categories), so the merged tables need no reordering
+        encoder = CategoryEncoder(
+            order=self.template._code_order, categories=self.template.categories
+        )
         codes = encoder.fit_transform(X, n_threads=threads)
         classes, labels = encode_labels(y, n_rows)
         weights = _weights(sample_weight, n_rows)
@@ -215,14 +218,19 @@ class CategoricalFamily(Family[CategoricalCounts]):
         if self.aode:
             cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
             capped = self.template._capped(cardinality, n_classes)
-            check_pair_memory(cardinality, capped, n_rows, n_classes)
-            pairs = _core.count_pairs(codes, labels, weights, offsets, n_classes, capped, threads)
+            parents = np.ones(cardinality.shape[0], dtype=bool)
+            check_pair_memory(offsets, capped, parents, n_rows, n_classes)
+            pairs = _core.count_pairs(
+                codes,
+                labels,
+                weights,
+                offsets=offsets,
+                n_classes=n_classes,
+                capped=capped,
+                parents=parents,
+                n_jobs=threads,
+            )
         return CategoricalCounts(n_rows, classes, class_count, encoder, counts, pairs)
-
-    def _wanted(self, cardinality: npt.NDArray[np.int64], n_classes: int) -> list[bool]:
-        """Which feature pairs keep a pair table under the memory cap (as a local fit)."""
-        capped = self.template._capped(cardinality, n_classes)
-        return [not (capped[a, b] and capped[b, a]) for a, b in feature_pairs(len(cardinality))]
 
     def merge(self, a: CategoricalCounts, b: CategoricalCounts) -> CategoricalCounts:
         classes = _union_classes(a.classes, b.classes)
@@ -231,27 +239,25 @@ class CategoricalFamily(Family[CategoricalCounts]):
             raise ValueError(
                 f"partitions have {encoder.n_features} and {b.encoder.n_features} features"
             )
-        a_sizes = a.encoder.cardinalities
-        b_codes = []  # per feature, the merged code of every code of b
+        b_vocabulary_codes = []
         for f in range(encoder.n_features):
-            values = b.encoder.categories[f]
-            # b's categories in b's code order, so that first appearances keep their order
-            in_code_order = values[np.argsort(b.encoder.sorted_order(f), kind="stable")]
-            column = _array_column(np.asarray(in_code_order), f)
-            b_codes.append(
-                np.asarray(
-                    _encode_column(encoder.vocabulary, f, column, True, f"feature {f}"),
-                    dtype=np.int64,
-                )
+            values, _ = _by_code(b.encoder, f)
+            column = _array_column(np.asarray(values), f)
+            b_vocabulary_codes.append(
+                _encode_column(encoder.vocabulary, f, column, True, f"feature {f}")
             )
+        # per feature, the merged code of every code of a and of b (increasing when the
+        # codes are sorted ranks, as the pair-table merge asks)
+        a_codes = [
+            _code_in(encoder, f, _by_code(a.encoder, f)[1]) for f in range(encoder.n_features)
+        ]
+        b_codes = [_code_in(encoder, f, v) for f, v in enumerate(b_vocabulary_codes)]
         cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
         offsets = np.asarray(encoder.offsets, dtype=np.int64)
         n_classes = classes.shape[0]
         check_table_size(n_classes, int(offsets[-1]))
         a_rows, b_rows = _class_rows(classes, a.classes), _class_rows(classes, b.classes)
-        a_columns = _int_concat(
-            [offsets[f] + np.arange(k, dtype=np.int64) for f, k in enumerate(a_sizes)]
-        )
+        a_columns = _int_concat([offsets[f] + codes for f, codes in enumerate(a_codes)])
         b_columns = _int_concat([offsets[f] + codes for f, codes in enumerate(b_codes)])
         counts = np.zeros((n_classes, int(offsets[-1])))
         counts[np.ix_(a_rows, a_columns)] += a.counts
@@ -261,27 +267,30 @@ class CategoricalFamily(Family[CategoricalCounts]):
         class_count[b_rows] += b.class_count
         pairs = None
         if a.pairs is not None and b.pairs is not None:
-            wanted = self._wanted(cardinality, n_classes)
-            unmoved: list[npt.NDArray[np.int64] | None] = [None] * len(cardinality)
-            # a's codes keep their values (insertion order) but its rows move as the
-            # vocabulary grows; b's codes move to the merged ones
-            a_on_merged = _merge_pair_tables(
+            capped = self.template._capped(cardinality, n_classes)
+            parents = np.ones(cardinality.shape[0], dtype=bool)
+            merged_offsets = [int(o) for o in offsets]
+            a_on_merged = merge_pair_tables(
                 _widen(a.pairs, a_rows, n_classes),
-                _empty_pairs(cardinality, n_classes),
-                old_cardinalities=a_sizes,
-                cardinalities=cardinality,
-                moved=unmoved,
-                wanted=wanted,
-                decay=1.0,
+                _empty_pairs(merged_offsets, n_classes, capped, parents),
+                a.encoder.offsets,
+                merged_offsets,
+                a_codes,
+                capped,
+                parents,
+                1.0,
+                self._threads(),
             )
-            pairs = _merge_pair_tables(
+            pairs = merge_pair_tables(
                 _widen(b.pairs, b_rows, n_classes),
                 a_on_merged,
-                old_cardinalities=b.encoder.cardinalities,
-                cardinalities=cardinality,
-                moved=b_codes,
-                wanted=wanted,
-                decay=1.0,
+                b.encoder.offsets,
+                merged_offsets,
+                b_codes,
+                capped,
+                parents,
+                1.0,
+                self._threads(),
             )
         return CategoricalCounts(a.n_rows + b.n_rows, classes, class_count, encoder, counts, pairs)
 
@@ -291,37 +300,19 @@ class CategoricalFamily(Family[CategoricalCounts]):
         threads = self._threads()
         _check_total(state.class_count)
         encoder = state.encoder
-        encoder.order = model._code_order
-        encoder._views = {}
         cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
         offsets = encoder.offsets
         counts = state.counts
         pairs = state.pairs
-        if encoder.order == "sorted":  # AODE: codes are ranks among the sorted categories
-            ranks = [np.argsort(encoder.sorted_order(f)) for f in range(len(cardinality))]
-            columns = _int_concat([offsets[f] + rank for f, rank in enumerate(ranks)])
-            sorted_counts = np.zeros_like(counts)
-            sorted_counts[:, columns] = counts
-            counts = sorted_counts
-            if pairs is not None:
-                wanted = self._wanted(cardinality, state.classes.shape[0])
-                pairs = _merge_pair_tables(
-                    pairs,
-                    _empty_pairs(cardinality, state.classes.shape[0]),
-                    old_cardinalities=cardinality,
-                    cardinalities=cardinality,
-                    moved=ranks,
-                    wanted=wanted,
-                    decay=1.0,
-                )
         model._learn_vocabulary(encoder, state.classes)
         model.class_count_ = state.class_count
         if isinstance(model, AODE):
             assert pairs is not None
             capped = model._capped(cardinality, state.classes.shape[0])
-            check_pair_memory(cardinality, capped, state.n_rows, state.classes.shape[0])
+            parents = np.ones(cardinality.shape[0], dtype=bool)
+            check_pair_memory(offsets, capped, parents, state.n_rows, state.classes.shape[0])
             model.capped_ = capped
-            model.pair_indptr_, model.pair_indices_, model.pair_counts_ = pairs
+            model._set_pair_tables(pairs)
         else:
             model.__dict__.pop("_feature_counts", None)
             model._unsolved = False
@@ -330,26 +321,49 @@ class CategoricalFamily(Family[CategoricalCounts]):
         return model
 
 
-def _widen(
-    pairs: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], FloatArray],
-    rows: npt.NDArray[np.intp],
-    n_classes: int,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], FloatArray]:
+def _by_code(encoder: CategoryEncoder, f: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+    """``(category, vocabulary code)`` of every code of feature ``f``, in code order."""
+    categories = encoder.categories[f]
+    vocabulary_codes = np.asarray(encoder.sorted_order(f), dtype=np.int64)
+    if encoder.order == "sorted":
+        return categories, vocabulary_codes
+    order = np.argsort(vocabulary_codes, kind="stable")
+    return categories[order], vocabulary_codes[order]
+
+
+def _code_in(encoder: CategoryEncoder, f: int, vocabulary_codes: Any) -> npt.NDArray[np.int64]:
+    """The codes ``encoder`` gives the categories with these vocabulary codes."""
+    codes = np.asarray(vocabulary_codes, dtype=np.int64)
+    if encoder.order != "sorted":
+        return codes
+    rank = np.argsort(np.asarray(encoder.sorted_order(f)), kind="stable")
+    return rank[codes].astype(np.int64)
+
+
+def _widen(pairs: dict[str, Any], rows: npt.NDArray[np.intp], n_classes: int) -> dict[str, Any]:
     """A pair table's class columns placed among ``n_classes`` classes."""
-    indptr, indices, counts = pairs
+    counts = pairs["counts"]
     wide = np.zeros((counts.shape[0], n_classes))
     wide[:, rows] = counts
-    return indptr, indices, wide
+    return {**pairs, "counts": wide}
 
 
 def _empty_pairs(
-    cardinality: npt.NDArray[np.int64], n_classes: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], FloatArray]:
-    n_table_rows = sum(int(cardinality[p]) for p, _ in feature_pairs(len(cardinality)))
-    return (
-        np.zeros(n_table_rows + 1, dtype=np.int64),
-        np.zeros(0, dtype=np.int32),
-        np.zeros((0, n_classes)),
+    offsets: list[int],
+    n_classes: int,
+    capped: npt.NDArray[np.bool_],
+    parents: npt.NDArray[np.bool_],
+) -> dict[str, Any]:
+    """The pair tables of no rows on a vocabulary (what a merge adds to)."""
+    return _core.count_pairs(
+        np.zeros((len(offsets) - 1, 0), dtype=np.int32),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.float64),
+        offsets=offsets,
+        n_classes=n_classes,
+        capped=capped,
+        parents=parents,
+        n_jobs=1,
     )
 
 
