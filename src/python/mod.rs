@@ -15,6 +15,7 @@ mod aode;
 mod encoding;
 mod groups;
 mod naive_bayes;
+mod posterior;
 mod streaming;
 mod text;
 mod vocabulary;
@@ -56,6 +57,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     groups::register(m)?;
     vocabulary::register(m)?;
     streaming::register(m)?;
+    posterior::register(m)?;
     text::register(m)?;
     Ok(())
 }
