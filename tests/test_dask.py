@@ -110,6 +110,7 @@ CATEGORICAL = [
     CategoricalNB(smoothing="laplace", feature_weighting="sqrt-mi"),
     AODE(),
     AODE(smoothing="laplace", prior="pooled", parent_smoothing="heb", max_joint_cells=30),
+    AODE(max_parents=2),
 ]
 
 
@@ -134,6 +135,7 @@ def test_a_dask_fit_is_the_local_fit(client, model):
     np.testing.assert_allclose(distant.concentration_, local.concentration_, rtol=1e-10)
     if isinstance(model, AODE):
         assert distant.capped_.tolist() == local.capped_.tolist()
+        assert distant.super_parents_.tolist() == local.super_parents_.tolist()
         assert distant.pair_counts_.shape == local.pair_counts_.shape
         np.testing.assert_array_equal(distant.pair_indptr_, local.pair_indptr_)
         np.testing.assert_array_equal(distant.pair_indices_, local.pair_indices_)

@@ -100,11 +100,11 @@ class CategoricalCounts:
 
 @dataclass
 class GroupCounts:
-    """Class counts of every group seen (in order of first appearance), and the rows each
-    group had (for forgetting at ``learning_rate < 1``)."""
+    """The group vocabulary (codes by first appearance), the class counts of every group
+    and the rows each group had (for forgetting at ``learning_rate < 1``)."""
 
     n_rows: int
-    groups: npt.NDArray[Any]
+    groups: Any  # _core.Vocabulary of one feature
     counts: FloatArray
     group_rows: npt.NDArray[np.int64]
 
@@ -309,9 +309,25 @@ class CategoricalFamily(Family[CategoricalCounts]):
         if isinstance(model, AODE):
             assert pairs is not None
             capped = model._capped(cardinality, state.classes.shape[0])
-            parents = np.ones(cardinality.shape[0], dtype=bool)
+            # the partitions counted every feature as a parent; the super-parents are
+            # chosen on the total counts, as a local fit chooses them, and the others'
+            # pair tables dropped
+            parents = model._super_parents(counts, offsets, threads)
+            if not parents.all():
+                pairs = merge_pair_tables(
+                    pairs,
+                    _empty_pairs(offsets, state.classes.shape[0], capped, parents),
+                    offsets,
+                    offsets,
+                    [np.arange(k, dtype=np.int64) for k in cardinality],
+                    capped,
+                    parents,
+                    1.0,
+                    threads,
+                )
             check_pair_memory(offsets, capped, parents, state.n_rows, state.classes.shape[0])
             model.capped_ = capped
+            model.super_parents_ = parents
             model._set_pair_tables(pairs)
         else:
             model.__dict__.pop("_feature_counts", None)
@@ -372,44 +388,51 @@ class GroupFamily(Family[GroupCounts]):
 
     def count(self, X: Any, y: Any, sample_weight: Any) -> GroupCounts:
         classes = self.template._initial_prior()[0]
-        groups = _group_column(X)
-        labels = _label_indices(y, classes, groups.shape[0])
-        weights = _weights(sample_weight, groups.shape[0])
-        seen = pd.Index(pd.unique(groups))
-        index = seen.get_indexer(groups).astype(np.int64)
+        column, n_rows = _group_column(X)
+        labels = _label_indices(y, classes, n_rows)
+        weights = _weights(sample_weight, n_rows)
+        groups = _core.Vocabulary(1)
+        codes = _encode_column(groups, 0, column, True, "the group column")
+        if np.any(codes == -1):
+            raise ValueError("X holds missing groups (NaN or None): every row needs a group")
+        index = codes.astype(np.int64)
+        n_groups = groups.lengths()[0]
         counts = _core.absorb_group_rows(
-            np.zeros((len(seen), classes.shape[0])),
+            np.zeros((n_groups, classes.shape[0])),
             index,
             labels,
             weights,
             float(self.template.learning_rate),
         )
-        rows = np.bincount(index, minlength=len(seen)).astype(np.int64)
-        return GroupCounts(groups.shape[0], np.asarray(seen, dtype=object), counts, rows)
+        rows = np.bincount(index, minlength=n_groups).astype(np.int64)
+        return GroupCounts(n_rows, groups, counts, rows)
 
     def merge(self, a: GroupCounts, b: GroupCounts) -> GroupCounts:
-        index = pd.Index(a.groups, dtype=object)
-        b_at = index.get_indexer(b.groups)
-        new = b_at < 0
-        groups = np.concatenate([a.groups, b.groups[new]])
-        b_at[new] = a.groups.shape[0] + np.arange(int(new.sum()))
-        counts = np.zeros((groups.shape[0], a.counts.shape[1]))
-        rows = np.zeros(groups.shape[0], dtype=np.int64)
+        groups = copy.deepcopy(a.groups)  # a task's input is never changed (retries)
+        n_a, n_b = a.groups.lengths()[0], b.groups.lengths()[0]
+        b_values = np.fromiter(b.groups.values(0), dtype=object, count=n_b)
+        b_at = _encode_column(
+            groups, 0, _array_column(b_values, 0), True, "the group column"
+        ).astype(np.int64)
+        n_groups = groups.lengths()[0]
+        counts = np.zeros((n_groups, a.counts.shape[1]))
+        rows = np.zeros(n_groups, dtype=np.int64)
         rows[b_at] = b.group_rows
         # a's rows came first: they age by one step per later row of their group
         rate = float(self.template.learning_rate)
-        decay = rate ** rows[: a.groups.shape[0]].astype(np.float64) if rate != 1.0 else 1.0
-        counts[: a.groups.shape[0]] = a.counts * np.reshape(decay, (-1, 1))
+        decay = rate ** rows[:n_a].astype(np.float64) if rate != 1.0 else np.ones(n_a)
+        counts[:n_a] = a.counts * decay[:, None]
         counts[b_at] += b.counts
-        rows[: a.groups.shape[0]] += a.group_rows
+        rows[:n_a] += a.group_rows
         return GroupCounts(a.n_rows + b.n_rows, groups, counts, rows)
 
     def solve(self, state: GroupCounts) -> BaseEstimator:
         model = clone(self.template)
         model._validate_params()
         model.classes_, model.prior_ = model._initial_prior()
-        model._group_index = pd.Index([]).append(pd.Index(state.groups))
-        model.groups_ = np.asarray(model._group_index)
+        n_groups = state.groups.lengths()[0]
+        model._groups = state.groups
+        model.groups_ = np.fromiter(state.groups.values(0), dtype=object, count=n_groups)
         model.group_counts_ = state.counts
         model.n_features_in_ = 1
         model.random_state_ = np.random.default_rng(model.random_state)
