@@ -45,7 +45,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import n_threads
+from ._base import _LOCKS, n_threads
 from ._encoding import (
     CategoryEncoder,
     _array_column,
@@ -641,8 +641,11 @@ def _check_parameters(model: BaseEstimator) -> None:
 
 def _adopt(estimator: Estimator, fitted: BaseEstimator) -> Estimator:
     """``estimator`` with the fitted state of ``fitted`` (scikit-learn's fit-in-place)."""
+    # the estimator keeps its own locks (hebnb._base.ThreadSafeModel), never the other's
+    locks = {k: v for k, v in estimator.__dict__.items() if k in _LOCKS}
     estimator.__dict__.clear()
-    estimator.__dict__.update(fitted.__dict__)
+    estimator.__dict__.update({k: v for k, v in fitted.__dict__.items() if k not in _LOCKS})
+    estimator.__dict__.update(locks)
     return estimator
 
 
