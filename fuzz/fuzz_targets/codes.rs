@@ -1,6 +1,7 @@
 //! `cargo fuzz run codes`: see fuzz/harness.rs for what is checked.
 #![no_main]
 
+#[allow(dead_code)] // each target uses one of the harnesses
 #[path = "../harness.rs"]
 mod harness;
 
