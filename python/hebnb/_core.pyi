@@ -52,6 +52,15 @@ def joint_log_likelihood(
     offsets: list[int],
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
+def conditional_log_likelihood(
+    codes: npt.NDArray[np.int32],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    table: npt.NDArray[np.float64],
+    class_scores: npt.NDArray[np.float64],
+    offsets: list[int],
+    n_jobs: int,
+) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def log_posterior(joint: npt.NDArray[np.float64], n_jobs: int) -> npt.NDArray[np.float64]: ...
 def mutual_information(
     counts: npt.NDArray[np.float64], offsets: list[int], n_jobs: int

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from . import _core
+from . import _core, posterior_smoothing, weighting
 from ._base import (
     CategoricalClassifier,
     check_bounds,
@@ -34,6 +34,7 @@ SMOOTHERS = {
 DEFAULT_M = {"m-estimate": 2.0, "target-encoding": 10.0}
 EMPIRICAL_BAYES = {"heb-u", "heb-m"}
 FEATURE_WEIGHTINGS = {"sqrt-mi"}
+CONCENTRATION_ESTIMATES = {"type2-ml", "posterior-average"}
 
 
 class CategoricalNB(CategoricalClassifier):
@@ -64,6 +65,13 @@ class CategoricalNB(CategoricalClassifier):
         Classes with fewer (weighted) rows fall back to m = K_f (empirical Bayes only).
     concentration_bounds : (float, float), default=(1e-2, 1e4)
         The interval the Type-II ML concentration is clamped to.
+    concentration_estimate : {"type2-ml", "posterior-average"}, default="type2-ml"
+        How the empirical-Bayes smoothers use the concentration: ``"type2-ml"`` plugs
+        the Type-II ML ``m`` into the predictive; ``"posterior-average"`` averages the
+        predictive over the posterior of ``m`` under the uniform shrinkage prior
+        (:mod:`hebnb.posterior_smoothing`), which keeps a class that puts all its rows
+        on one value from ruling out the others on small data. ``concentration_`` still
+        reports the Type-II ML value.
     fit_prior : bool, default=True
         Learn class priors ((N_c + 1) / (S + C)); if False, use a uniform prior.
     class_prior : array-like of shape (n_classes,), default=None
@@ -83,6 +91,17 @@ class CategoricalNB(CategoricalClassifier):
         every stored count is multiplied by ``gamma ** n`` (the prior pseudo-counts
         ``m * mu`` are not counts and never decay). ``fit`` starts from zero counts, so
         it is unaffected.
+    weighting : {None, "cll-feature", "cll-value"}, default=None
+        Discriminative weights learned on the training rows after the generative fit, by
+        maximising the conditional log-likelihood with a Gaussian penalty toward the
+        generative model (:mod:`hebnb.weighting`, docs/discriminative.md):
+        ``"cll-feature"`` one weight per feature (WANBIA-C), ``"cll-value"`` one per
+        class, feature and value (ALR, a one-hot logistic regression preconditioned by
+        the log-probabilities). Each class's log prior also gets a weight. Not with
+        ``feature_weighting`` or ``partial_fit``.
+    penalty : float or None, default=None
+        Precision of the Gaussian prior ``N(1, 1 / penalty)`` on every discriminative
+        weight (None: ``hebnb.weighting.DEFAULT_PENALTY``; 0: no penalty).
 
     Attributes
     ----------
@@ -109,7 +128,15 @@ class CategoricalNB(CategoricalClassifier):
         shape of the evidence certified from the counts, decided without one).
     converged_ : ndarray of shape (n_classes, n_features)
     feature_weights_ : ndarray of shape (n_features,)
-        The weight of each feature's term in the score (all ones without weighting).
+        The weight of each feature's term in the score (all ones without weighting; the
+        learned weights with ``weighting="cll-feature"``).
+    class_weights_ : ndarray of shape (n_classes,)
+        With ``weighting``: the learned weight of each class's log prior.
+    value_weights_ : list of ndarray of shape (n_classes, n_categories_[f])
+        With ``weighting="cll-value"``: the learned weight of every cell of
+        ``feature_log_prob_``.
+    weighting_n_iter_ : int
+        With ``weighting``: L-BFGS-B iterations of the weight fit.
 
     Notes
     -----
@@ -138,24 +165,30 @@ class CategoricalNB(CategoricalClassifier):
         m=None,
         min_count=10,
         concentration_bounds=(1e-2, 1e4),
+        concentration_estimate="type2-ml",
         fit_prior=True,
         class_prior=None,
         handle_unknown="ignore",
         n_jobs=None,
         feature_weighting=None,
         learning_rate=1.0,
+        weighting=None,
+        penalty=None,
     ):
         self.smoothing = smoothing
         self.alpha = alpha
         self.m = m
         self.min_count = min_count
         self.concentration_bounds = concentration_bounds
+        self.concentration_estimate = concentration_estimate
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.handle_unknown = handle_unknown
         self.n_jobs = n_jobs
         self.feature_weighting = feature_weighting
         self.learning_rate = learning_rate
+        self.weighting = weighting
+        self.penalty = penalty
 
     def _check_params(self) -> None:
         check_choice("smoothing", self.smoothing, SMOOTHERS)
@@ -165,10 +198,23 @@ class CategoricalNB(CategoricalClassifier):
             check_positive("m", self.m)
         check_positive("min_count", self.min_count, allow_zero=True)
         check_bounds(self.concentration_bounds)
+        check_choice("concentration_estimate", self.concentration_estimate, CONCENTRATION_ESTIMATES)
+        if self.concentration_estimate != "type2-ml" and self.smoothing not in EMPIRICAL_BAYES:
+            raise ValueError(
+                f"concentration_estimate={self.concentration_estimate!r} needs an "
+                f"empirical-Bayes smoothing ('heb-m' or 'heb-u'), got {self.smoothing!r}"
+            )
         n_threads(self.n_jobs)
         if self.feature_weighting is not None:
             check_choice("feature_weighting", self.feature_weighting, FEATURE_WEIGHTINGS)
         check_learning_rate(self.learning_rate)
+        weighting.check_weighting(self.weighting)
+        weighting.check_penalty(self.penalty)
+        if self.weighting is not None and self.feature_weighting is not None:
+            raise ValueError(
+                "weighting and feature_weighting cannot be combined: choose one of "
+                f"weighting={self.weighting!r} and feature_weighting={self.feature_weighting!r}"
+            )
 
     def fit(self, X, y, sample_weight=None):
         """Counts the training data and smooths every class-conditional distribution.
@@ -196,6 +242,8 @@ class CategoricalNB(CategoricalClassifier):
         self.class_count_ = class_count
         self._counts = counts
         self._solve(threads)
+        if self.weighting is not None:
+            self._fit_weights(codes, labels, weights, threads)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -224,6 +272,11 @@ class CategoricalNB(CategoricalClassifier):
         """
         first_call = not hasattr(self, "_counts")
         self._check_params()  # every call: set_params may have changed them mid-stream
+        if self.weighting is not None:
+            raise ValueError(
+                f"partial_fit does not support weighting={self.weighting!r}: the weights are "
+                "learned from the whole training set; use fit"
+            )
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
@@ -288,6 +341,15 @@ class CategoricalNB(CategoricalClassifier):
             n_iter = np.zeros((n_classes, n_features), dtype=np.int64)
             converged = np.ones((n_classes, n_features), dtype=bool)
         table = _core.log_probability_table(self._counts, mean, concentration, offsets, threads)
+        if self.concentration_estimate == "posterior-average":
+            not_low_count = self.class_count_ >= float(self.min_count)
+            table = posterior_smoothing.averaged_log_probability_table(
+                self._counts,
+                mean,
+                list(offsets),
+                np.broadcast_to(not_low_count[:, None], (n_classes, n_features)),
+                table,
+            )
         if self.feature_weighting == "sqrt-mi":
             information = _core.mutual_information(self._counts, offsets, threads)
             self.feature_weights_ = np.sqrt(information)
@@ -302,6 +364,12 @@ class CategoricalNB(CategoricalClassifier):
         self.class_log_prior_ = class_log_prior(
             self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
         )
+        # scoring uses the generative tables until _fit_weights replaces them
+        self._score_table, self._class_scores = self._log_table, self.class_log_prior_
+        self._score_feature_weights: np.ndarray | None = self.feature_weights_
+        for name in ("class_weights_", "value_weights_", "weighting_n_iter_"):
+            if hasattr(self, name):
+                delattr(self, name)
 
     def _fixed_concentration(self) -> np.ndarray:
         """m per feature for the fixed smoothers (a row broadcast over classes); NaN for a
@@ -335,13 +403,43 @@ class CategoricalNB(CategoricalClassifier):
         """The prior mean mu_f of each feature's categories."""
         return self._split(self._prior_mean)
 
+    def _fit_weights(self, codes, labels, sample_weight, threads: int) -> None:
+        """Learns the discriminative weights of ``weighting`` on the training rows."""
+        offsets = list(self._encoder.offsets)
+        fitted = weighting.fit_weights(
+            self.weighting,
+            codes,
+            labels,
+            sample_weight,
+            self._log_table,
+            self.class_log_prior_,
+            offsets,
+            penalty=weighting.check_penalty(self.penalty),
+            n_threads=threads,
+        )
+        self._score_table, self._class_scores = weighting.score_tables(
+            self.weighting,
+            self._log_table,
+            self.class_log_prior_,
+            fitted.class_weights,
+            fitted.table_weights,
+            offsets,
+        )
+        self._score_feature_weights = None  # already in the score table
+        self.class_weights_ = fitted.class_weights
+        self.weighting_n_iter_ = fitted.n_iter
+        if self.weighting == "cll-feature":
+            self.feature_weights_ = fitted.table_weights
+        else:
+            self.value_weights_ = self._split(fitted.table_weights.T)
+
     def _joint_log_likelihood(self, X) -> np.ndarray:
         codes, threads = self._encode(X)
         return _core.joint_log_likelihood(
             codes,
-            self._log_table,
-            self.class_log_prior_,
-            self.feature_weights_,
+            self._score_table,
+            self._class_scores,
+            self._score_feature_weights,
             self._encoder.offsets,
             threads,
         )

@@ -12,6 +12,7 @@ use crate::layout::FeatureLayout;
 use crate::parallel::with_threads;
 
 mod aode;
+mod discriminative;
 mod encoding;
 mod groups;
 mod naive_bayes;
@@ -57,5 +58,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     naive_bayes::register(m)?;
     aode::register(m)?;
     groups::register(m)?;
+    discriminative::register(m)?;
     Ok(())
 }
