@@ -161,7 +161,9 @@ def test_refit_without_weighting_drops_the_weights():
     assert hasattr(model, "value_weights_")
     model.set_params(weighting=None).fit(X, y)
     assert not hasattr(model, "value_weights_") and not hasattr(model, "class_weights_")
-    np.testing.assert_array_equal(model.predict_proba(X), CategoricalNB().fit(X, y).predict_proba(X))
+    np.testing.assert_array_equal(
+        model.predict_proba(X), CategoricalNB().fit(X, y).predict_proba(X)
+    )
 
 
 @pytest.mark.parametrize(
