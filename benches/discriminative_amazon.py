@@ -47,13 +47,11 @@ def hebnb_models(penalties: list[float] | None) -> dict:
     for penalty in penalties or [None]:
         suffix = "" if penalty is None else f" penalty={penalty:g}"
         for kind in ("cll-feature", "cll-value"):
-            models[f"CategoricalNB {kind}{suffix}"] = (
-                lambda kind=kind, penalty=penalty: CategoricalNB(
-                    weighting=kind, penalty=penalty, n_jobs=2
-                )
+            models[f"CategoricalNB {kind}{suffix}"] = lambda kind=kind, penalty=penalty: (
+                CategoricalNB(weighting=kind, penalty=penalty, n_jobs=2)
             )
-        models[f"CategoricalNB posterior-average + cll-value{suffix}"] = (
-            lambda penalty=penalty: CategoricalNB(
+        models[f"CategoricalNB posterior-average + cll-value{suffix}"] = lambda penalty=penalty: (
+            CategoricalNB(
                 concentration_estimate="posterior-average",
                 weighting="cll-value",
                 penalty=penalty,
