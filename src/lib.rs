@@ -29,6 +29,7 @@ pub mod error;
 pub mod evidence;
 pub mod gamma_differences;
 pub mod layout;
+pub mod multinomial;
 pub mod mutual_information;
 pub mod naive_bayes;
 pub mod pair_counts;
@@ -37,6 +38,7 @@ pub mod parent_prior;
 pub mod scoring;
 pub mod sign_changes;
 pub mod solver;
+pub mod sparse_rows;
 
 #[cfg(test)]
 mod gamma_difference_reference;

@@ -1,6 +1,8 @@
 """Type stubs of the compiled core (src/python.rs). Arrays are numpy arrays; codes are
 feature-major (F, S) int32 with -1 for a missing or unknown value."""
 
+from typing import Any, Literal
+
 import numpy as np
 import numpy.typing as npt
 
@@ -140,3 +142,64 @@ def aode_joint_log_likelihood(
     offsets: list[int],
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
+
+# text and binary models (src/python/text.rs)
+def count_tokens(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    data: npt.NDArray[np.float64],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    /,
+    *,
+    n_rows: int,
+    n_columns: int,
+    by_columns: bool,
+    n_classes: int,
+    binarize: float | None,
+    n_jobs: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``(N_c, n_{c,v})`` of a CSR (or, ``by_columns``, CSC) matrix; ``binarize=t`` counts
+    ``1[x > t]``."""
+
+def score_rows(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    data: npt.NDArray[np.float64],
+    table: npt.NDArray[np.float64],
+    bias: npt.NDArray[np.float64],
+    /,
+    *,
+    n_columns: int,
+    binarize: float | None,
+    n_jobs: int,
+) -> npt.NDArray[np.float64]:
+    """``bias + X @ table`` of a CSR matrix, ``table`` (V, C); -inf entries skipped."""
+
+def fit_token_distributions(
+    counts: npt.NDArray[np.float64],
+    class_rows: npt.NDArray[np.float64],
+    /,
+    *,
+    prior_mean: Literal["uniform", "marginal"],
+    alpha: float | None,
+    min_count: float,
+    concentration_bounds: tuple[float, float],
+    complement: bool,
+    normalise: bool,
+    n_jobs: int,
+) -> dict[str, npt.NDArray[Any]]:
+    """Multinomial (or Complement) NB from (C, V) counts; ``alpha=None``: Type-II ML."""
+
+def fit_binary_features(
+    present: npt.NDArray[np.float64],
+    class_rows: npt.NDArray[np.float64],
+    /,
+    *,
+    prior_mean: Literal["uniform", "marginal"],
+    alpha: float | None,
+    min_count: float,
+    concentration_bounds: tuple[float, float],
+    n_jobs: int,
+) -> dict[str, npt.NDArray[Any]]:
+    """Bernoulli NB from (C, F) per-class document frequencies."""

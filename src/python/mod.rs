@@ -16,6 +16,7 @@ mod discriminative;
 mod encoding;
 mod groups;
 mod naive_bayes;
+mod text;
 
 /// The one place where core errors become Python exceptions.
 pub(super) fn to_py_err(error: HebError) -> PyErr {
@@ -59,5 +60,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     aode::register(m)?;
     groups::register(m)?;
     discriminative::register(m)?;
+    text::register(m)?;
     Ok(())
 }

@@ -1,0 +1,194 @@
+"""What the count, binary and continuous models share: the estimator base (``predict``,
+``predict_proba``, ``predict_log_proba`` written once over ``_joint_log_likelihood``),
+the scikit-learn class prior, the batch bookkeeping of ``fit`` / ``partial_fit``, and
+the validation of token counts held as scipy sparse matrices (never densified)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _core
+from ._base import class_log_prior, n_threads
+from ._encoding import check_sample_weight, check_table_size, encode_labels
+from ._online import batch_classes
+
+FloatArray = npt.NDArray[np.float64]
+MethodT = TypeVar("MethodT", bound=Callable[..., Any])
+
+
+def fit_context(method: MethodT) -> MethodT:
+    """scikit-learn's ``_fit_context`` for ``fit`` and ``partial_fit``: every parameter is
+    checked against ``_parameter_constraints`` before the method does any work."""
+    return cast(MethodT, _fit_context(prefer_skip_nested_validation=True)(method))
+
+
+def empirical_class_log_prior(
+    class_count: FloatArray, *, fit_prior: bool, class_prior: Any
+) -> FloatArray:
+    """ln pi_c as scikit-learn's Naive Bayes models: the class frequency ``N_c / S``
+    (not the Laplace prior of the categorical models), uniform, or the user's."""
+    if class_prior is None and fit_prior:
+        with np.errstate(divide="ignore"):
+            prior: FloatArray = np.log(class_count) - np.log(class_count.sum())
+        return prior
+    return class_log_prior(class_count, fit_prior=fit_prior, class_prior=class_prior)
+
+
+def check_finite_labels(y: Any) -> None:
+    """Infinite numeric labels are an error (missing ones are caught with the others)."""
+    values = np.asarray(y)
+    if values.dtype.kind in "fc" and np.any(np.isinf(values)):
+        raise ValueError("Input y contains infinity: every row needs a finite class label")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One training batch: its classes, the class index and weight of every row."""
+
+    classes: npt.NDArray[Any]
+    labels: npt.NDArray[np.int64]
+    weights: FloatArray
+
+
+def training_batch(
+    y: Any,
+    n_rows: int,
+    sample_weight: Any,
+    *,
+    partial: bool,
+    classes: Any = None,
+    fitted_classes: npt.NDArray[Any] | None = None,
+) -> Batch:
+    """Labels and weights of a ``fit`` (``partial=False``) or ``partial_fit`` batch."""
+    check_finite_labels(y)
+    if partial:
+        declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
+    else:
+        declared, labels = encode_labels(y, n_rows)
+        if declared.shape[0] < 2:
+            raise ValueError(
+                f"The number of classes has to be greater than one; got {declared.shape[0]} class"
+            )
+    weights = check_sample_weight(sample_weight, n_rows)
+    return Batch(declared, np.ascontiguousarray(labels, dtype=np.int64), weights)
+
+
+class CountMatrix:
+    """A validated batch of counts: a CSR or CSC matrix of float64 values, its arrays
+    ready for the core (int64 pointer, int32 indices)."""
+
+    def __init__(self, matrix: Any, *, sparse_input: bool = True) -> None:
+        self.matrix = matrix
+        #: whether the caller passed a sparse matrix (dense input is converted here)
+        self.sparse_input = sparse_input
+        self.by_columns = matrix.format == "csc"
+        self.indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(matrix.indices, dtype=np.int32)
+        self.data = np.ascontiguousarray(matrix.data, dtype=np.float64)
+        self.n_rows, self.n_columns = (int(n) for n in matrix.shape)
+
+    def rows(self) -> CountMatrix:
+        """The same matrix as CSR (scoring reads rows): a copy of the non-zeros if CSC."""
+        if not self.by_columns:
+            return self
+        return CountMatrix(self.matrix.tocsr(), sparse_input=self.sparse_input)
+
+
+def check_counts(
+    estimator: BaseEstimator,
+    X: Any,
+    *,
+    reset: bool,
+    binary_threshold: float | None = None,
+    canonical: bool = False,
+    non_negative: bool = False,
+) -> CountMatrix:
+    """Validates a batch of token counts (or binary features) against the estimator.
+
+    Sparse input stays sparse (CSR and CSC as they are, other formats as CSR; the
+    values become float64, a copy of the non-zeros at most). Dense input becomes CSR.
+    NaN or infinite values, and a number of features different from the fitted one,
+    are ValueErrors (scikit-learn's ``validate_data``). ``binary_threshold`` (Bernoulli)
+    turns dense input into its indicator ``X > threshold`` and refuses a negative
+    threshold on sparse input, which would make every absent entry present.
+    ``non_negative`` refuses negative values (token counts).
+    ``canonical`` sums duplicate entries of a sparse matrix (on a copy) so that each
+    (row, feature) is one stored value.
+    """
+    X = validate_data(
+        estimator,
+        X,
+        accept_sparse=("csr", "csc"),
+        dtype=np.float64,
+        reset=reset,
+        ensure_non_negative=non_negative,
+    )
+    sparse_input = sp.issparse(X)
+    if not sparse_input:
+        if binary_threshold is not None:
+            X = (X > binary_threshold).astype(np.float64)
+        X = sp.csr_matrix(X)
+    elif binary_threshold is not None and binary_threshold < 0:
+        raise ValueError(
+            f"binarize={binary_threshold} < 0 on a sparse matrix would mark every absent "
+            "entry as present (densifying it): use a threshold >= 0 or dense input"
+        )
+    if canonical and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return CountMatrix(X, sparse_input=sparse_input)
+
+
+class NaiveBayesClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc,unused-ignore]
+    """Base of the count, binary, continuous and mixed models: subclasses implement
+    ``_joint_log_likelihood``."""
+
+    @abstractmethod
+    def _joint_log_likelihood(self, X: Any) -> FloatArray:
+        """Unnormalised ``ln P(c, x)`` of each row, shape (n_samples, n_classes)."""
+
+    def _threads(self) -> int:
+        return n_threads(getattr(self, "n_jobs", None))
+
+    def predict_joint_log_proba(self, X: Any) -> FloatArray:
+        """Joint log-probability ``ln P(c, x)`` of each row and class.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), columns in the order of ``classes_``.
+        """
+        check_is_fitted(self)
+        return self._joint_log_likelihood(X)
+
+    def predict_log_proba(self, X: Any) -> FloatArray:
+        """Log posterior class probabilities, shape (n_samples, n_classes)."""
+        joint = np.ascontiguousarray(self.predict_joint_log_proba(X), dtype=np.float64)
+        return _core.log_posterior(joint, self._threads())
+
+    def predict_proba(self, X: Any) -> FloatArray:
+        """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X: Any) -> npt.NDArray[Any]:
+        """Most probable class of each row (ties go to the first class in ``classes_``)."""
+        joint = self.predict_joint_log_proba(X)
+        predicted: npt.NDArray[Any] = self.classes_[np.argmax(joint, axis=1)]
+        return predicted
+
+
+def checked_table_size(n_classes: int, n_columns: int) -> None:
+    """A MemoryError before allocating a (classes x columns) table beyond memory."""
+    check_table_size(n_classes, n_columns)

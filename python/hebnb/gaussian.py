@@ -1,0 +1,206 @@
+"""Gaussian Naive Bayes for continuous features: scikit-learn's model (per class and
+feature a mean and a variance with a variance floor), with hebnb's estimator contract."""
+
+from __future__ import annotations
+
+from numbers import Real
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import validate_data
+
+from ._text import (
+    FloatArray,
+    NaiveBayesClassifier,
+    empirical_class_log_prior,
+    fit_context,
+    training_batch,
+)
+
+
+def merged_moments(
+    n_past: float, mean: FloatArray, var: FloatArray, X: FloatArray, weights: FloatArray | None
+) -> tuple[FloatArray, FloatArray, float]:
+    """Mean and (biased) variance of the rows seen so far and a new block of rows, from
+    the stored moments and the block (Chan, Golub and LeVeque's pairwise update, as
+    scikit-learn's GaussianNB): ``(mean, var, weight of the block)``."""
+    if X.shape[0] == 0:
+        return mean, var, 0.0
+    if weights is None:
+        n_new = float(X.shape[0])
+        new_mean = np.mean(X, axis=0)
+        new_var = np.var(X, axis=0)
+    else:
+        n_new = float(weights.sum())
+        if np.isclose(n_new, 0.0):
+            return mean, var, 0.0
+        new_mean = np.average(X, axis=0, weights=weights)
+        new_var = np.average((X - new_mean) ** 2, axis=0, weights=weights)
+    if n_past == 0:
+        return new_mean, new_var, n_new
+    n_total = float(n_past + n_new)
+    total_mean = (n_new * new_mean + n_past * mean) / n_total
+    total_ssd = n_past * var + n_new * new_var + (n_new * n_past / n_total) * (mean - new_mean) ** 2
+    return total_mean, total_ssd / n_total, n_new
+
+
+class GaussianNB(NaiveBayesClassifier):
+    """Gaussian Naive Bayes: per class and feature a normal distribution.
+
+    The same model as scikit-learn's ``GaussianNB`` (equal to 1e-10, ``partial_fit``
+    included): ``var_smoothing`` times the largest feature variance of the batch is
+    added to every variance. Nothing is smoothed by empirical Bayes here: a Gaussian's
+    mean and variance need no pseudo-counts.
+
+    Parameters
+    ----------
+    var_smoothing : float, default=1e-9
+        Portion of the largest feature variance added to the variances for stability.
+    fit_prior : bool, default=True
+        Learn the class prior (``N_c / S``, as scikit-learn); if False, uniform.
+    class_prior : array-like of shape (n_classes,), default=None
+        Prior probabilities of the classes (scikit-learn's ``priors``); overrides
+        ``fit_prior``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+    class_prior_ : ndarray of shape (n_classes,)
+    class_log_prior_ : ndarray of shape (n_classes,)
+    theta_ : ndarray of shape (n_classes, n_features)
+    var_ : ndarray of shape (n_classes, n_features)
+    epsilon_ : float
+        The variance floor added to ``var_``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Notes
+    -----
+    A feature constant within a class gets the floor as its variance. When every
+    feature is constant in a batch the floor is 0 and a variance would be 0 (scikit-learn
+    then divides by zero): that is a ValueError. Sparse input is a TypeError, NaN or
+    infinite values a ValueError.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hebnb import GaussianNB
+    >>> X = np.array([[-1.0, -1.0], [-2.0, -1.0], [1.0, 1.0], [2.0, 1.0]])
+    >>> GaussianNB().fit(X, [0, 0, 1, 1]).predict([[-0.8, -1.0]])
+    array([0])
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "var_smoothing": [Interval(Real, 0, None, closed="left")],
+        "fit_prior": ["boolean"],
+        "class_prior": ["array-like", None],
+    }
+
+    classes_: npt.NDArray[Any]
+    theta_: FloatArray
+    var_: FloatArray
+    class_count_: FloatArray
+    epsilon_: float
+
+    def __init__(
+        self, *, var_smoothing: float = 1e-9, fit_prior: bool = True, class_prior: Any = None
+    ) -> None:
+        self.var_smoothing = var_smoothing
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+
+    @fit_context
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> GaussianNB:
+        """Means and variances of every class and feature.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        return self._update(X, y, sample_weight, classes=None, first_call=True, partial=False)
+
+    @fit_context
+    def partial_fit(
+        self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
+    ) -> GaussianNB:
+        """Updates the means and variances with a batch of rows (scikit-learn's update:
+        the variance floor is recomputed from each batch, and the stored variances keep
+        a floor difference of ``epsilon`` between batches, as there).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the classes of the stream; needed on the first call unless that batch
+            shows every class.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        first_call = not hasattr(self, "theta_")
+        return self._update(
+            X, y, sample_weight, classes=classes, first_call=first_call, partial=True
+        )
+
+    def _update(
+        self, X: Any, y: Any, sample_weight: Any, *, classes: Any, first_call: bool, partial: bool
+    ) -> GaussianNB:
+        X = validate_data(self, X, reset=first_call, dtype=np.float64)
+        fitted = None if first_call else self.classes_
+        batch = training_batch(
+            y, X.shape[0], sample_weight, partial=partial, classes=classes, fitted_classes=fitted
+        )
+        n_classes, n_features = batch.classes.shape[0], X.shape[1]
+        epsilon = float(self.var_smoothing) * float(np.var(X, axis=0).max())
+        if first_call:
+            theta = np.zeros((n_classes, n_features))
+            var = np.zeros((n_classes, n_features))
+            class_count = np.zeros(n_classes)
+        else:
+            theta, class_count = self.theta_.copy(), self.class_count_.copy()
+            # scikit-learn takes the floor of *this* batch back out of the stored
+            # variances (not the floor it added): kept, so that the models stay equal
+            var = self.var_ - epsilon
+        weighted = sample_weight is not None
+        for i in np.unique(batch.labels):
+            rows = batch.labels == i
+            theta[i], var[i], n_new = merged_moments(
+                class_count[i], theta[i], var[i], X[rows], batch.weights[rows] if weighted else None
+            )
+            class_count[i] += n_new
+        var += epsilon
+        if np.any(var[class_count > 0] <= 0):
+            raise ValueError(
+                "a class has a feature of zero variance and the variance floor is 0 "
+                f"(var_smoothing={self.var_smoothing} times the largest feature variance of the "
+                "batch): every feature is constant in this batch; use var_smoothing > 0 on "
+                "data with some variance"
+            )
+        self.classes_ = batch.classes
+        self.theta_, self.var_, self.class_count_, self.epsilon_ = theta, var, class_count, epsilon
+        self.class_log_prior_ = empirical_class_log_prior(
+            class_count, fit_prior=self.fit_prior, class_prior=self.class_prior
+        )
+        self.class_prior_ = np.exp(self.class_log_prior_)
+        return self
+
+    def _joint_log_likelihood(self, X: Any) -> FloatArray:
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        joint = np.empty((X.shape[0], self.classes_.shape[0]))
+        for i in range(self.classes_.shape[0]):
+            normaliser = -0.5 * np.sum(np.log(2.0 * np.pi * self.var_[i, :]))
+            distance = 0.5 * np.sum(((X - self.theta_[i, :]) ** 2) / self.var_[i, :], axis=1)
+            joint[:, i] = self.class_log_prior_[i] + (normaliser - distance)
+        return joint

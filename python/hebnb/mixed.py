@@ -1,0 +1,255 @@
+"""Mixed Naive Bayes: categorical, count, binary and continuous columns in one model."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils._indexing import _get_column_indices, _safe_indexing
+from sklearn.utils.validation import check_array, validate_data
+
+from ._base import class_log_prior
+from ._encoding import check_sample_weight, encode_labels
+from ._online import batch_classes, n_rows_of
+from ._text import FloatArray, NaiveBayesClassifier, check_finite_labels, fit_context
+from .gaussian import GaussianNB
+from .multinomial import ComplementNB
+from .naive_bayes import CategoricalNB
+
+Part = tuple[str, Any, list[int]]
+
+
+def is_continuous(column: pd.Series) -> bool:
+    """A float column, or an object column holding floats."""
+    if pd.api.types.is_float_dtype(column.dtype):
+        return True
+    if column.dtype == object:
+        return pd.api.types.infer_dtype(column, skipna=True) in ("floating", "mixed-integer-float")
+    return False
+
+
+def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
+    """The automatic split: float columns -> :class:`GaussianNB`, every other column
+    (integers, strings, booleans, categories, objects) -> :class:`CategoricalNB`."""
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
+    is_float = [is_continuous(frame.iloc[:, j]) for j in range(frame.shape[1])]
+    floats = [j for j, f in enumerate(is_float) if f]
+    others = [j for j, f in enumerate(is_float) if not f]
+    models: list[tuple[str, BaseEstimator, list[int]]] = []
+    if others:
+        categorical: Any = CategoricalNB
+        models.append(("categorical", categorical(), others))
+    if floats:
+        models.append(("gaussian", GaussianNB(), floats))
+    return models
+
+
+def check_table(X: Any) -> Any:
+    """A DataFrame as it is, anything else as a 2-D array (any dtype, missing values
+    allowed: the group models check their own columns); sparse input is refused."""
+    if sp.issparse(X):
+        raise TypeError(
+            "MixedNB does not support sparse input: pass a DataFrame or a dense array "
+            "(sparse token counts go to MultinomialNB or BernoulliNB directly)"
+        )
+    if isinstance(X, pd.DataFrame):
+        if X.shape[1] == 0:
+            raise ValueError(
+                f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required by MixedNB."
+            )
+        return X
+    return check_array(X, dtype=None, ensure_all_finite=False)
+
+
+class MixedNB(NaiveBayesClassifier):
+    """Naive Bayes over columns of different kinds: each group of columns is modelled by
+    its own Naive Bayes model, and the per-group log-likelihoods are summed with one
+    class prior::
+
+        ln P(c, x) = ln pi_c + sum over groups g of ln P(x_g | c)
+
+    where ``ln P(x_g | c)`` is the group model's joint log-likelihood minus its own class
+    prior. So the model equals the sum of its parts fitted separately. The group models
+    are fitted with a uniform class prior (their ``fit_prior`` and ``class_prior`` are
+    set so), which makes that difference exact.
+
+    Parameters
+    ----------
+    models : list of (name, estimator, columns) or None, default=None
+        As ``ColumnTransformer``'s transformers: ``estimator`` a hebnb model with a class
+        prior (:class:`CategoricalNB`, :class:`MultinomialNB`, :class:`BernoulliNB`,
+        :class:`GaussianNB`), ``columns`` a column name, index, list,
+        slice, boolean mask or callable (``sklearn.compose.make_column_selector``).
+        Columns no group selects are ignored; a column selected twice is an error. None:
+        float columns -> ``GaussianNB()``, all others -> ``CategoricalNB()``.
+    fit_prior : bool, default=True
+        Learn the class prior ((N_c + 1) / (S + C), as :class:`CategoricalNB`); if False,
+        uniform.
+    class_prior : array-like of shape (n_classes,), default=None
+        Prior probabilities of the classes; overrides ``fit_prior``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+    class_log_prior_ : ndarray of shape (n_classes,)
+    models_ : list of (name, fitted estimator, column indices)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from hebnb import MixedNB
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame({"colour": rng.choice(["red", "blue"], 100),
+    ...                   "size": rng.normal(size=100)})
+    >>> y = (X["size"] > 0).astype(int)
+    >>> model = MixedNB().fit(X, y)
+    >>> [(name, columns) for name, _, columns in model.models_]
+    [('categorical', [0]), ('gaussian', [1])]
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "models": [list, None],
+        "fit_prior": ["boolean"],
+        "class_prior": ["array-like", None],
+    }
+
+    def __init__(
+        self, *, models: list[Any] | None = None, fit_prior: bool = True, class_prior: Any = None
+    ) -> None:
+        self.models = models
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+
+    def _resolve(self, X: Any) -> list[Part]:
+        specs = default_models(X) if self.models is None else self.models
+        parts: list[Part] = []
+        taken: dict[int, str] = {}
+        for spec in specs:
+            if not (isinstance(spec, tuple) and len(spec) == 3 and isinstance(spec[0], str)):
+                raise ValueError(
+                    f"each entry of models must be a (name, estimator, columns) tuple, got {spec!r}"
+                )
+            name, estimator, columns = spec
+            if isinstance(estimator, ComplementNB) or not hasattr(
+                estimator, "predict_joint_log_proba"
+            ):
+                raise TypeError(
+                    f"model {name!r}: {type(estimator).__name__} has no class-conditional "
+                    "log-likelihood to sum (use CategoricalNB, MultinomialNB, BernoulliNB, "
+                    "or GaussianNB)"
+                )
+            key = columns(X) if callable(columns) else columns
+            indices = [int(j) for j in _get_column_indices(X, key)]
+            for j in indices:
+                if j in taken:
+                    raise ValueError(
+                        f"column {j} is selected by both {taken[j]!r} and {name!r}: each column "
+                        "may belong to one model only"
+                    )
+                taken[j] = name
+            if indices:
+                # a uniform prior in every group: its log-likelihood is then its joint
+                # log-probability plus a constant, even for a class of zero weight
+                part = clone(estimator).set_params(fit_prior=False, class_prior=None)
+                parts.append((name, part, indices))
+        if not parts:
+            raise ValueError("MixedNB has no columns to model: every model selects no column")
+        return parts
+
+    @fit_context
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> MixedNB:
+        """Fits every group's model on its columns and the class prior.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Passed to every group's model.
+
+        Returns
+        -------
+        self
+        """
+        X = check_table(X)
+        check_finite_labels(y)
+        validate_data(self, X, skip_check_array=True, reset=True)
+        n_rows = n_rows_of(X)
+        classes, labels = encode_labels(y, n_rows)
+        weights = check_sample_weight(sample_weight, n_rows)
+        parts = self._resolve(X)
+        for _, estimator, columns in parts:
+            estimator.fit(_safe_indexing(X, columns, axis=1), y, sample_weight=sample_weight)
+        self._finish(
+            parts,
+            classes,
+            np.bincount(labels, weights, minlength=classes.shape[0]).astype(np.float64),
+        )
+        return self
+
+    @fit_context
+    def partial_fit(
+        self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
+    ) -> MixedNB:
+        """Passes a batch to every group's ``partial_fit``.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        first_call = not hasattr(self, "models_")
+        X = check_table(X)
+        check_finite_labels(y)
+        validate_data(self, X, skip_check_array=True, reset=first_call)
+        n_rows = n_rows_of(X)
+        declared, labels = batch_classes(y, n_rows, classes, None if first_call else self.classes_)
+        weights = check_sample_weight(sample_weight, n_rows)
+        parts = self._resolve(X) if first_call else self.models_
+        for _, estimator, columns in parts:
+            estimator.partial_fit(
+                _safe_indexing(X, columns, axis=1), y, classes=declared, sample_weight=sample_weight
+            )
+        batch_count = np.bincount(labels, weights, minlength=declared.shape[0]).astype(np.float64)
+        self._finish(
+            parts, declared, batch_count if first_call else self.class_count_ + batch_count
+        )
+        return self
+
+    def _finish(self, parts: list[Part], classes: Any, class_count: FloatArray) -> None:
+        for name, estimator, _ in parts:
+            if not np.array_equal(estimator.classes_, classes):
+                raise ValueError(f"model {name!r} learned other classes than MixedNB")
+        self.models_ = parts
+        self.classes_ = classes
+        self.class_count_ = class_count
+        self.class_log_prior_ = class_log_prior(
+            class_count, fit_prior=self.fit_prior, class_prior=self.class_prior
+        )
+
+    def _joint_log_likelihood(self, X: Any) -> FloatArray:
+        X = check_table(X)
+        validate_data(self, X, skip_check_array=True, reset=False)
+        joint = np.tile(self.class_log_prior_, (n_rows_of(X), 1))
+        for _, estimator, columns in self.models_:
+            part = estimator.predict_joint_log_proba(_safe_indexing(X, columns, axis=1))
+            joint += part - estimator.class_log_prior_
+        return joint
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.classifier_tags.poor_score = True
+        return tags

@@ -1,0 +1,427 @@
+"""Multinomial and Complement Naive Bayes on token counts, with fixed or empirical-Bayes
+(Type-II ML) smoothing; the inputs stay sparse."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from . import _core
+from ._base import check_bounds
+from ._text import (
+    Batch,
+    CountMatrix,
+    FloatArray,
+    NaiveBayesClassifier,
+    check_counts,
+    checked_table_size,
+    empirical_class_log_prior,
+    fit_context,
+    training_batch,
+)
+
+#: smoothing -> prior mean of the Dirichlet prior.
+SMOOTHERS: dict[str, Literal["uniform", "marginal"]] = {
+    "heb-m": "marginal",
+    "heb-u": "uniform",
+    "laplace": "uniform",
+    "lidstone": "uniform",
+}
+EMPIRICAL_BAYES = {"heb-m", "heb-u"}
+
+
+class DiscreteNB(NaiveBayesClassifier):
+    """What the count models share: ``fit`` = count + solve, ``partial_fit`` = count the
+    batch, add it to the stored counts, solve again.
+
+    The counts (``class_count_``, ``feature_count_``) are sums over rows, so counts of
+    disjoint batches (or of partitions on several machines) add up; ``_solve`` turns the
+    stored counts into the model.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "smoothing": [StrOptions(set(SMOOTHERS))],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "min_count": [Interval(Real, 0, None, closed="left")],
+        "concentration_bounds": [tuple, list, np.ndarray],
+        "fit_prior": ["boolean"],
+        "class_prior": ["array-like", None],
+        "n_jobs": [Integral, None],
+    }
+
+    smoothing: str
+    alpha: float
+    min_count: float
+    concentration_bounds: tuple[float, float]
+    fit_prior: bool
+    class_prior: Any
+    n_jobs: int | None
+
+    #: The threshold the core binarises values with (None: counts).
+    def _core_threshold(self, matrix: CountMatrix) -> float | None:
+        return None
+
+    def _check_X(self, X: Any, *, reset: bool) -> CountMatrix:
+        return check_counts(self, X, reset=reset, non_negative=True)
+
+    def _count(self, matrix: CountMatrix, batch: Batch) -> tuple[FloatArray, FloatArray]:
+        checked_table_size(batch.classes.shape[0], matrix.n_columns)
+        return _core.count_tokens(
+            matrix.indptr,
+            matrix.indices,
+            matrix.data,
+            batch.labels,
+            batch.weights,
+            n_rows=matrix.n_rows,
+            n_columns=matrix.n_columns,
+            by_columns=matrix.by_columns,
+            n_classes=batch.classes.shape[0],
+            binarize=self._core_threshold(matrix),
+            n_jobs=self._threads(),
+        )
+
+    @fit_context
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> DiscreteNB:
+        """Counts the training data and smooths every class's distribution.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative counts (floats allowed: tf-idf or other weights count as
+            fractional counts). CSR and CSC matrices are read as they are.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        check_bounds(self.concentration_bounds)
+        matrix = self._check_X(X, reset=True)
+        batch = training_batch(y, matrix.n_rows, sample_weight, partial=False)
+        class_count, feature_count = self._count(matrix, batch)
+        self.classes_ = batch.classes
+        self.class_count_ = class_count
+        self.feature_count_ = feature_count
+        self._solve()
+        return self
+
+    @fit_context
+    def partial_fit(
+        self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
+    ) -> DiscreteNB:
+        """Adds a batch of rows to the counts and smooths again.
+
+        Any sequence of calls gives the model one ``fit`` on the concatenated batches
+        gives. The number of features is fixed by the first call (a growing vocabulary is
+        the vectorizer's business, as in scikit-learn).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the classes of the stream; needed on the first call unless that batch
+            shows every class.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        check_bounds(self.concentration_bounds)
+        first_call = not hasattr(self, "feature_count_")
+        matrix = self._check_X(X, reset=first_call)
+        fitted = None if first_call else self.classes_
+        batch = training_batch(
+            y, matrix.n_rows, sample_weight, partial=True, classes=classes, fitted_classes=fitted
+        )
+        class_count, feature_count = self._count(matrix, batch)
+        if not first_call:
+            class_count = class_count + self.class_count_
+            feature_count = feature_count + self.feature_count_
+        self.classes_ = batch.classes
+        self.class_count_ = class_count
+        self.feature_count_ = feature_count
+        self._solve()
+        return self
+
+    def _alpha(self) -> float | None:
+        """The fixed pseudo-count per cell, or None for Type-II ML."""
+        if self.smoothing in EMPIRICAL_BAYES:
+            return None
+        return 1.0 if self.smoothing == "laplace" else float(self.alpha)
+
+    def _warn_unconverged(self, converged: npt.NDArray[np.bool_]) -> None:
+        if not converged.all():
+            warnings.warn(
+                f"the concentration solver did not converge for {(~converged).sum()} distributions",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+
+    def _solve(self) -> None:
+        """The model from ``class_count_`` and ``feature_count_``."""
+        raise NotImplementedError
+
+    def _score(self, X: Any, table: FloatArray, bias: FloatArray) -> FloatArray:
+        matrix = self._check_X(X, reset=False).rows()
+        joint: FloatArray = _core.score_rows(
+            matrix.indptr,
+            matrix.indices,
+            matrix.data,
+            table,
+            bias,
+            n_columns=matrix.n_columns,
+            binarize=self._core_threshold(matrix),
+            n_jobs=self._threads(),
+        )
+        return joint
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        # as scikit-learn's discrete Naive Bayes models: the generic accuracy check's
+        # blobs are not counts
+        tags.classifier_tags.poor_score = True
+        return tags
+
+
+_PARAMETERS_DOC = """
+    Parameters
+    ----------
+    smoothing : {"heb-m", "heb-u", "laplace", "lidstone"}, default="heb-m"
+        ``"heb-m"``: prior mean the pooled token distribution of all classes, concentration
+        by Type-II ML per class. ``"heb-u"``: uniform mean, Type-II ML. ``"laplace"``: add
+        one to every count (scikit-learn's ``alpha=1``). ``"lidstone"``: add ``alpha``.
+    alpha : float, default=1.0
+        Pseudo-count per token of ``"lidstone"``.
+    min_count : float, default=10
+        Classes with fewer (weighted) rows fall back to m = n_features (empirical Bayes).
+    concentration_bounds : (float, float), default=(1e-2, 1e4)
+        The interval the Type-II ML concentration is clamped to.
+    fit_prior : bool, default=True
+        Learn the class prior as scikit-learn does (class frequency ``N_c / S``); if
+        False, use a uniform prior.
+    class_prior : array-like of shape (n_classes,), default=None
+        Prior probabilities of the classes; overrides ``fit_prior``.
+    n_jobs : int, default=None
+        Threads for counting, solving and scoring (None: 1, -1: all cores). Results do
+        not depend on it.
+"""
+
+
+class MultinomialNB(DiscreteNB):
+    """Multinomial Naive Bayes for token counts, with smoothing learned from the data.
+
+    Each class has one categorical distribution over the vocabulary, smoothed toward a
+    prior mean ``mu`` with a concentration ``m_c``::
+
+        theta[c, v] = (n[c, v] + m[c] * mu[v]) / (n[c] + m[c])
+
+    The empirical-Bayes smoothers choose ``m[c]`` by maximising the
+    Dirichlet-multinomial evidence of the class's summed counts (the same solver as
+    :class:`hebnb.CategoricalNB`; O(non-zero counts) per step), so there is no ``alpha``
+    to tune. ``"laplace"`` and ``"lidstone"`` give scikit-learn's ``MultinomialNB``.
+    {parameters}
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+        Weighted number of training rows per class.
+    feature_count_ : ndarray of shape (n_classes, n_features)
+        Weighted token counts per class.
+    class_log_prior_ : ndarray of shape (n_classes,)
+    feature_log_prob_ : ndarray of shape (n_classes, n_features)
+        ``ln theta[c, v]`` (``-inf`` for a token no class counted under ``"heb-m"``: such
+        tokens are skipped at predict time).
+    prior_mean_ : ndarray of shape (n_features,)
+    concentration_ : ndarray of shape (n_classes,)
+        The concentration m of each class's distribution.
+    log_evidence_ : ndarray of shape (n_classes,)
+        The Dirichlet-multinomial log evidence at ``concentration_`` (NaN for the fixed
+        smoothers).
+    n_iter_ : ndarray of shape (n_classes,)
+    converged_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when X is a DataFrame with string column names.
+
+    Notes
+    -----
+    Values may be fractional (tf-idf, weights): they count as fractional counts. Negative,
+    NaN or infinite values are errors. Explicit zeros in a sparse matrix count nothing;
+    duplicate (row, column) entries add up, as scipy defines them; unsorted indices are
+    fine. An all-zero row counts toward the class prior only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.sparse import csr_matrix
+    >>> from hebnb import MultinomialNB
+    >>> rng = np.random.default_rng(0)
+    >>> X = csr_matrix(rng.poisson(0.3, size=(100, 50)))
+    >>> y = rng.integers(0, 2, size=100)
+    >>> MultinomialNB().fit(X, y).predict_proba(X[:2]).shape
+    (2, 2)
+    """
+
+    def __init__(
+        self,
+        *,
+        smoothing: str = "heb-m",
+        alpha: float = 1.0,
+        min_count: float = 10,
+        concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        fit_prior: bool = True,
+        class_prior: Any = None,
+        n_jobs: int | None = None,
+    ) -> None:
+        self.smoothing = smoothing
+        self.alpha = alpha
+        self.min_count = min_count
+        self.concentration_bounds = concentration_bounds
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+        self.n_jobs = n_jobs
+
+    def _solve(self) -> None:
+        fit = _core.fit_token_distributions(
+            self.feature_count_,
+            self.class_count_,
+            prior_mean=SMOOTHERS[self.smoothing],
+            alpha=self._alpha(),
+            min_count=float(self.min_count),
+            concentration_bounds=check_bounds(self.concentration_bounds),
+            complement=False,
+            normalise=False,
+            n_jobs=self._threads(),
+        )
+        self._warn_unconverged(fit["converged"])
+        self.prior_mean_ = fit["prior_mean"]
+        self.concentration_ = fit["concentration"][:, 0]
+        self.log_evidence_ = fit["log_evidence"][:, 0]
+        self.n_iter_ = fit["n_iter"][:, 0]
+        self.converged_ = fit["converged"][:, 0]
+        self.feature_log_prob_ = fit["log_probability"]
+        self.class_log_prior_ = empirical_class_log_prior(
+            self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
+        )
+        self._score_table = np.ascontiguousarray(self.feature_log_prob_.T)
+
+    def _joint_log_likelihood(self, X: Any) -> FloatArray:
+        return self._score(X, self._score_table, self.class_log_prior_)
+
+
+class ComplementNB(DiscreteNB):
+    """Complement Naive Bayes (Rennie et al. 2003, scikit-learn's definition) for
+    imbalanced text, with smoothing learned from the data.
+
+    Each class is scored by the distribution of the tokens of the *other* classes::
+
+        theta[~c, v] = (n[~c, v] + m[~c] * mu[v]) / (n[~c] + m[~c]),  n[~c, v] = sum over c' != c
+        weight[c, v] = -ln theta[~c, v]      (norm=False)
+                     = ln theta[~c, v] / sum_v ln theta[~c, v]      (norm=True)
+        score[c] = sum_v x[v] * weight[c, v]
+
+    with the same smoothers as :class:`MultinomialNB` (``"laplace"``/``"lidstone"`` give
+    scikit-learn's ``ComplementNB``). As there, the class prior does not enter the score
+    (it is fitted and reported in ``class_log_prior_``).
+    {parameters}
+    norm : bool, default=False
+        Normalise the weights (Rennie et al.'s second normalisation).
+
+    Attributes
+    ----------
+    classes_, class_count_, feature_count_, class_log_prior_ : as :class:`MultinomialNB`
+    feature_all_ : ndarray of shape (n_features,)
+        Token counts summed over the classes.
+    feature_log_prob_ : ndarray of shape (n_classes, n_features)
+        The weights of each class (scikit-learn's name).
+    prior_mean_ : ndarray of shape (n_features,)
+    concentration_, log_evidence_, n_iter_, converged_ : ndarray of shape (n_classes,)
+        Of each complement distribution.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hebnb import ComplementNB
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson(0.3, size=(100, 50))
+    >>> y = rng.integers(0, 3, size=100)
+    >>> ComplementNB().fit(X, y).predict(X[:3]).shape
+    (3,)
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **DiscreteNB._parameter_constraints,
+        "norm": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        *,
+        smoothing: str = "heb-m",
+        alpha: float = 1.0,
+        min_count: float = 10,
+        concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        fit_prior: bool = True,
+        class_prior: Any = None,
+        norm: bool = False,
+        n_jobs: int | None = None,
+    ) -> None:
+        self.smoothing = smoothing
+        self.alpha = alpha
+        self.min_count = min_count
+        self.concentration_bounds = concentration_bounds
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+        self.norm = norm
+        self.n_jobs = n_jobs
+
+    @property
+    def feature_all_(self) -> FloatArray:
+        """Token counts summed over the classes, shape (n_features,)."""
+        total: FloatArray = self.feature_count_.sum(axis=0)
+        return total
+
+    def _solve(self) -> None:
+        fit = _core.fit_token_distributions(
+            self.feature_count_,
+            self.class_count_,
+            prior_mean=SMOOTHERS[self.smoothing],
+            alpha=self._alpha(),
+            min_count=float(self.min_count),
+            concentration_bounds=check_bounds(self.concentration_bounds),
+            complement=True,
+            normalise=bool(self.norm),
+            n_jobs=self._threads(),
+        )
+        self._warn_unconverged(fit["converged"])
+        self.prior_mean_ = fit["prior_mean"]
+        self.concentration_ = fit["concentration"][:, 0]
+        self.log_evidence_ = fit["log_evidence"][:, 0]
+        self.n_iter_ = fit["n_iter"][:, 0]
+        self.converged_ = fit["converged"][:, 0]
+        self.feature_log_prob_ = fit["weights"]
+        self.class_log_prior_ = empirical_class_log_prior(
+            self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
+        )
+        self._score_table = np.ascontiguousarray(self.feature_log_prob_.T)
+
+    def _joint_log_likelihood(self, X: Any) -> FloatArray:
+        return self._score(X, self._score_table, np.zeros(self.classes_.shape[0]))
+
+
+MultinomialNB.__doc__ = (MultinomialNB.__doc__ or "").replace("{parameters}", _PARAMETERS_DOC)
+ComplementNB.__doc__ = (ComplementNB.__doc__ or "").replace(
+    "{parameters}", _PARAMETERS_DOC.rstrip() + "\n"
+)

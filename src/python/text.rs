@@ -1,0 +1,205 @@
+//! Bindings of the text and binary models' kernels: counting and scoring scipy sparse
+//! matrices, and smoothing the summed count tables (Multinomial, Complement, Bernoulli).
+
+use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::{run, to_py_err, Array1Py, Array2Py};
+use crate::counts::class_indices;
+use crate::multinomial::{self, SmoothedFit, Smoothing};
+use crate::naive_bayes::PriorMean;
+use crate::solver::SolverSettings;
+use crate::sparse_rows::{self, Major, SparseMatrix, Values};
+
+fn values(binarize: Option<f64>) -> Values {
+    binarize.map_or(Values::Counts, Values::Binarize)
+}
+
+fn mean_kind(kind: &str) -> PyResult<PriorMean> {
+    match kind {
+        "uniform" => Ok(PriorMean::Uniform),
+        "marginal" => Ok(PriorMean::PooledMarginal),
+        other => Err(PyValueError::new_err(format!(
+            "unknown prior mean {other:?}: expected 'uniform' or 'marginal'"
+        ))),
+    }
+}
+
+/// `alpha = Some(a)`: fixed smoothing; `None`: Type-II ML within the bounds.
+fn smoothing(alpha: Option<f64>, min_count: f64, bounds: (f64, f64)) -> PyResult<Smoothing> {
+    Ok(match alpha {
+        Some(alpha) => Smoothing::Fixed { alpha },
+        None => Smoothing::EmpiricalBayes {
+            min_count,
+            settings: SolverSettings::new(bounds.0, bounds.1).map_err(to_py_err)?,
+        },
+    })
+}
+
+fn smoothed_dict<'py>(py: Python<'py>, fit: SmoothedFit, out: &Bound<'py, PyDict>) -> PyResult<()> {
+    out.set_item("prior_mean", fit.prior_mean.into_pyarray(py))?;
+    out.set_item("concentration", fit.concentration.into_pyarray(py))?;
+    out.set_item("log_evidence", fit.log_evidence.into_pyarray(py))?;
+    out.set_item("n_iter", fit.n_iter.mapv(|n| n as i64).into_pyarray(py))?;
+    out.set_item("converged", fit.converged.into_pyarray(py))?;
+    out.set_item("log_probability", fit.log_probability.into_pyarray(py))?;
+    Ok(())
+}
+
+/// `(N_c, n_{c,v})` of a CSR (`by_columns=False`) or CSC matrix of shape `(n_rows,
+/// n_columns)`; `binarize=t` counts `1[x > t]` instead of the values.
+#[pyfunction]
+#[pyo3(signature = (indptr, indices, data, labels, weights, /, *, n_rows, n_columns, by_columns, n_classes, binarize, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn count_tokens<'py>(
+    py: Python<'py>,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i32>,
+    data: PyReadonlyArray1<'py, f64>,
+    labels: PyReadonlyArray1<'py, i64>,
+    weights: PyReadonlyArray1<'py, f64>,
+    n_rows: usize,
+    n_columns: usize,
+    by_columns: bool,
+    n_classes: usize,
+    binarize: Option<f64>,
+    n_jobs: usize,
+) -> PyResult<(Array1Py<'py>, Array2Py<'py>)> {
+    let matrix = SparseMatrix {
+        indptr: indptr.as_slice()?,
+        indices: indices.as_slice()?,
+        data: data.as_slice()?,
+        n_rows,
+        n_columns,
+        major: if by_columns {
+            Major::Columns
+        } else {
+            Major::Rows
+        },
+    };
+    let classes = class_indices(labels.as_array(), n_classes).map_err(to_py_err)?;
+    let weights = weights.as_slice()?;
+    let counts = run(py, n_jobs, || {
+        sparse_rows::count_tokens(&matrix, &classes, weights, n_classes, values(binarize))
+    })?;
+    Ok((
+        counts.class_totals.into_pyarray(py),
+        counts.table.into_pyarray(py),
+    ))
+}
+
+/// Joint log-likelihood `(S, C)` of a CSR matrix: `bias + X table` (`table` is `(V, C)`).
+#[pyfunction]
+#[pyo3(signature = (indptr, indices, data, table, bias, /, *, n_columns, binarize, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn score_rows<'py>(
+    py: Python<'py>,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i32>,
+    data: PyReadonlyArray1<'py, f64>,
+    table: PyReadonlyArray2<'py, f64>,
+    bias: PyReadonlyArray1<'py, f64>,
+    n_columns: usize,
+    binarize: Option<f64>,
+    n_jobs: usize,
+) -> PyResult<Array2Py<'py>> {
+    let indptr = indptr.as_slice()?;
+    let matrix = SparseMatrix {
+        indptr,
+        indices: indices.as_slice()?,
+        data: data.as_slice()?,
+        n_rows: indptr.len().saturating_sub(1),
+        n_columns,
+        major: Major::Rows,
+    };
+    let (table, bias) = (table.as_slice()?, bias.as_slice()?);
+    let joint = run(py, n_jobs, || {
+        sparse_rows::score_rows(&matrix, table, bias, values(binarize))
+    })?;
+    Ok(joint.into_pyarray(py))
+}
+
+/// Multinomial (or, with `complement`, Complement) NB from the `(C, V)` counts: a dict of
+/// `prior_mean`, `concentration` / `log_evidence` / `n_iter` / `converged` (C, 1),
+/// `log_probability` (C, V) and, for Complement NB, its `weights` (C, V).
+#[pyfunction]
+#[pyo3(signature = (counts, class_rows, /, *, prior_mean, alpha, min_count, concentration_bounds, complement, normalise, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fit_token_distributions<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    class_rows: PyReadonlyArray1<'py, f64>,
+    prior_mean: &str,
+    alpha: Option<f64>,
+    min_count: f64,
+    concentration_bounds: (f64, f64),
+    complement: bool,
+    normalise: bool,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let kind = mean_kind(prior_mean)?;
+    let rule = smoothing(alpha, min_count, concentration_bounds)?;
+    let counts = counts.as_array();
+    let class_rows = class_rows.as_slice()?;
+    let (fit, weights) = run(py, n_jobs, || {
+        if complement {
+            let (table, rows) = multinomial::complement_counts(counts, class_rows);
+            let fit = multinomial::fit_token_distributions(table.view(), &rows, kind, &rule)?;
+            let weights = multinomial::complement_weights(fit.log_probability.view(), normalise);
+            Ok((fit, Some(weights)))
+        } else {
+            let fit = multinomial::fit_token_distributions(counts, class_rows, kind, &rule)?;
+            Ok((fit, None))
+        }
+    })?;
+    let out = PyDict::new(py);
+    smoothed_dict(py, fit, &out)?;
+    if let Some(weights) = weights {
+        out.set_item("weights", weights.into_pyarray(py))?;
+    }
+    Ok(out)
+}
+
+/// Bernoulli NB from the `(C, F)` per-class document frequencies: a dict of the smoothed
+/// two-category models (`prior_mean`, `log_probability` with (absent, present) columns
+/// side by side, `concentration` etc. (C, F)), `log_present`, `log_absent` (C, F),
+/// `score_table` (F, C) and `absent_sum` (C).
+#[pyfunction]
+#[pyo3(signature = (present, class_rows, /, *, prior_mean, alpha, min_count, concentration_bounds, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fit_binary_features<'py>(
+    py: Python<'py>,
+    present: PyReadonlyArray2<'py, f64>,
+    class_rows: PyReadonlyArray1<'py, f64>,
+    prior_mean: &str,
+    alpha: Option<f64>,
+    min_count: f64,
+    concentration_bounds: (f64, f64),
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let kind = mean_kind(prior_mean)?;
+    let rule = smoothing(alpha, min_count, concentration_bounds)?;
+    let present = present.as_array();
+    let class_rows = class_rows.as_slice()?;
+    let fit = run(py, n_jobs, || {
+        multinomial::fit_binary_features(present, class_rows, kind, &rule)
+    })?;
+    let out = PyDict::new(py);
+    smoothed_dict(py, fit.smoothed, &out)?;
+    out.set_item("log_present", fit.log_present.into_pyarray(py))?;
+    out.set_item("log_absent", fit.log_absent.into_pyarray(py))?;
+    out.set_item("score_table", fit.score_table.into_pyarray(py))?;
+    out.set_item("absent_sum", fit.absent_sum.into_pyarray(py))?;
+    Ok(out)
+}
+
+/// Adds this family's functions to the module.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(score_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_token_distributions, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_binary_features, m)?)?;
+    Ok(())
+}

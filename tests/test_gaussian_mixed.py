@@ -1,0 +1,180 @@
+"""GaussianNB equal to scikit-learn (fit, partial_fit, weights, priors); MixedNB equal to
+the sum of its parts, its column selectors and automatic split, bad input."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+import sklearn.naive_bayes as skl
+from sklearn.base import clone
+from sklearn.compose import make_column_selector
+
+from hebnb import BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB, MultinomialNB
+
+
+def continuous(seed=0, n_rows=300, n_features=6):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, size=n_rows)
+    centres = rng.normal(scale=2.0, size=(3, n_features))
+    X = centres[y] + rng.normal(
+        scale=rng.uniform(0.5, 3.0, size=n_features), size=(n_rows, n_features)
+    )
+    return X, y
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("var_smoothing", [1e-9, 1e-2])
+def test_gaussian_equals_scikit_learn(weighted, var_smoothing):
+    X, y = continuous()
+    weights = np.random.default_rng(1).uniform(0.1, 3.0, size=y.shape[0]) if weighted else None
+    ours = GaussianNB(var_smoothing=var_smoothing).fit(X, y, sample_weight=weights)
+    ref = skl.GaussianNB(var_smoothing=var_smoothing).fit(X, y, sample_weight=weights)
+    for name in ("theta_", "var_", "class_count_", "class_prior_"):
+        np.testing.assert_allclose(getattr(ours, name), getattr(ref, name), rtol=1e-12, atol=1e-14)
+    assert ours.epsilon_ == pytest.approx(ref.epsilon_, rel=1e-12)
+    X_test, _ = continuous(seed=2, n_rows=80)
+    np.testing.assert_allclose(
+        ours.predict_joint_log_proba(X_test), ref.predict_joint_log_proba(X_test), rtol=1e-12
+    )
+    np.testing.assert_allclose(ours.predict_proba(X_test), ref.predict_proba(X_test), atol=1e-10)
+
+
+def test_gaussian_partial_fit_equals_scikit_learn():
+    X, y = continuous(seed=3, n_rows=500)
+    weights = np.random.default_rng(4).uniform(0.2, 2.0, size=500)
+    ours, ref = GaussianNB(), skl.GaussianNB()
+    for start in range(0, 500, 90):
+        rows = slice(start, start + 90)
+        ours.partial_fit(X[rows], y[rows], classes=[0, 1, 2], sample_weight=weights[rows])
+        ref.partial_fit(X[rows], y[rows], classes=[0, 1, 2], sample_weight=weights[rows])
+    np.testing.assert_allclose(ours.var_, ref.var_, rtol=1e-10)
+    np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-10)
+    # and the moments equal those of one pass over all rows (independent numpy)
+    for c in range(3):
+        rows = y == c
+        mean = np.average(X[rows], axis=0, weights=weights[rows])
+        np.testing.assert_allclose(ours.theta_[c], mean, rtol=1e-10)
+
+
+def test_gaussian_priors_zero_variance_and_bad_input():
+    X, y = continuous()
+    ours = GaussianNB(class_prior=[0.5, 0.25, 0.25]).fit(X, y)
+    ref = skl.GaussianNB(priors=[0.5, 0.25, 0.25]).fit(X, y)
+    np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-10)
+    uniform = GaussianNB(fit_prior=False).fit(X, y)
+    np.testing.assert_allclose(uniform.class_prior_, np.full(3, 1 / 3))
+    # a feature constant within a class gets the variance floor
+    X_const = X.copy()
+    X_const[y == 0, 1] = 7.0
+    model = GaussianNB().fit(X_const, y)
+    assert model.var_[0, 1] == pytest.approx(model.epsilon_)
+    assert np.all(np.isfinite(model.predict_proba(X_const)))
+    with pytest.raises(ValueError, match="variance"):
+        GaussianNB().fit(np.ones((10, 2)), np.arange(10) % 2)
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        GaussianNB().fit(sp.csr_matrix(X), y)
+    broken = X.copy()
+    broken[3, 2] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        GaussianNB().fit(broken, y)
+    with pytest.raises(ValueError, match="features"):
+        GaussianNB().fit(X, y).predict(X[:, :3])
+
+
+def mixed_frame(seed=0, n_rows=400):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=n_rows)
+    frame = pd.DataFrame(
+        {
+            "colour": np.where(rng.random(n_rows) < 0.3 + 0.4 * y, "red", "blue"),
+            "size": rng.normal(loc=y, size=n_rows),
+            "code": rng.integers(0, 5, size=n_rows) + 2 * y,
+            "weight": rng.gamma(2.0, 1.0 + y, size=n_rows),
+            "tok_a": rng.poisson(1.0 + y, size=n_rows),
+            "tok_b": rng.poisson(2.0 - y, size=n_rows),
+            "flag": pd.Categorical(rng.choice(["x", "y"], size=n_rows)),
+        }
+    )
+    return frame, y
+
+
+def test_mixed_equals_the_sum_of_its_parts():
+    X, y = mixed_frame()
+    weights = np.random.default_rng(5).uniform(0.5, 2.0, size=y.shape[0])
+    models = [
+        ("cat", CategoricalNB(smoothing="heb-m"), ["colour", "code", "flag"]),
+        ("gauss", GaussianNB(), make_column_selector(dtype_include=np.floating)),
+        ("tokens", MultinomialNB(smoothing="heb-u"), ["tok_a", "tok_b"]),
+    ]
+    mixed = MixedNB(models=models).fit(X, y, sample_weight=weights)
+    parts = [
+        CategoricalNB(smoothing="heb-m").fit(
+            X[["colour", "code", "flag"]], y, sample_weight=weights
+        ),
+        GaussianNB().fit(X[["size", "weight"]], y, sample_weight=weights),
+        MultinomialNB(smoothing="heb-u").fit(X[["tok_a", "tok_b"]], y, sample_weight=weights),
+    ]
+    columns = [["colour", "code", "flag"], ["size", "weight"], ["tok_a", "tok_b"]]
+    counts = np.bincount(y, weights)
+    prior = np.log(counts + 1.0) - np.log(counts.sum() + 2.0)
+    want = prior + sum(
+        part.predict_joint_log_proba(X[cols]) - part.class_log_prior_
+        for part, cols in zip(parts, columns)
+    )
+    np.testing.assert_allclose(mixed.predict_joint_log_proba(X), want, rtol=1e-12)
+    np.testing.assert_allclose(mixed.class_log_prior_, prior, rtol=1e-12)
+    assert [cols for _, _, cols in mixed.models_] == [[0, 2, 6], [1, 3], [4, 5]]
+    assert list(mixed.feature_names_in_) == list(X.columns)
+
+
+def test_mixed_default_split_and_selectors():
+    X, y = mixed_frame(seed=1)
+    model = MixedNB().fit(X, y)
+    kinds = {name: cols for name, _, cols in model.models_}
+    assert kinds == {"categorical": [0, 2, 4, 5, 6], "gaussian": [1, 3]}
+    by_index = MixedNB(models=[("b", BernoulliNB(), [4, 5]), ("g", GaussianNB(), slice(1, 2))]).fit(
+        X, y
+    )
+    assert [cols for _, _, cols in by_index.models_] == [[4, 5], [1]]
+    array_model = MixedNB().fit(X[["size", "weight"]].to_numpy(), y)
+    assert [name for name, _, _ in array_model.models_] == ["gaussian"]
+
+
+def test_mixed_partial_fit_equals_fit_and_pickles():
+    X, y = mixed_frame(seed=2, n_rows=600)
+    models = [
+        ("cat", CategoricalNB(), ["colour", "code"]),
+        ("gauss", GaussianNB(), ["size"]),
+        ("tokens", MultinomialNB(), ["tok_a", "tok_b"]),
+    ]
+    whole = MixedNB(models=models).fit(X, y)
+    online = MixedNB(models=models)
+    for start in range(0, 600, 200):
+        online.partial_fit(X.iloc[start : start + 200], y[start : start + 200], classes=[0, 1])
+    np.testing.assert_allclose(online.class_count_, whole.class_count_)
+    # the Gaussian variance floor follows each batch (as scikit-learn), so compare loosely
+    np.testing.assert_allclose(online.predict_proba(X), whole.predict_proba(X), atol=1e-6)
+    restored = pickle.loads(pickle.dumps(whole))
+    np.testing.assert_array_equal(restored.predict_proba(X), whole.predict_proba(X))
+    fresh = clone(whole)
+    assert not hasattr(fresh, "models_") and len(fresh.models) == 3
+
+
+def test_mixed_bad_input():
+    X, y = mixed_frame()
+    overlap = [("a", GaussianNB(), ["size"]), ("b", GaussianNB(), ["size", "weight"])]
+    with pytest.raises(ValueError, match="both"):
+        MixedNB(models=overlap).fit(X, y)
+    with pytest.raises(TypeError, match="ComplementNB"):
+        MixedNB(models=[("c", ComplementNB(), ["tok_a"])]).fit(X, y)
+    with pytest.raises(ValueError, match="tuple"):
+        MixedNB(models=[GaussianNB()]).fit(X, y)
+    with pytest.raises(ValueError, match="no col"):
+        MixedNB(models=[("g", GaussianNB(), [])]).fit(X, y)
+    model = MixedNB().fit(X, y)
+    with pytest.raises(ValueError, match="feature"):
+        model.predict(X.drop(columns="size"))
