@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad, minimize
 from scipy.special import log_softmax
+from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import OneHotEncoder
 
@@ -37,8 +38,9 @@ def _one_hot(model, X):
 
 
 class Reference:
-    """J(a, w) = -sum_i s_i ln softmax(a * ln pi + Z_i (w * ln theta))_{y_i}
-    + penalty / 2 ||theta - 1||^2 with Z the one-hot matrix; in plain numpy."""
+    """J(a, w) = -sum_i s_i ln softmax(a * ln pi + Z_i (w * ln theta))_{y_i} + penalty / 2
+    (||a - 1||^2 + ||w - 1||^2) with Z the one-hot matrix; for "cll-value" the cell term is
+    ||(w - 1) * ln theta||^2 (the change of the score entries). In plain numpy."""
 
     def __init__(self, model, X, y, kind, penalty, sample_weight=None):
         self.one_hot = _one_hot(model, X)
@@ -72,9 +74,12 @@ class Reference:
         else:
             grad_w = cell_grad.ravel()
         deviation = theta - 1.0
+        scale = np.ones_like(theta)
+        if self.kind == "cll-value":
+            scale[self.n_classes :] = self.log_table.ravel() ** 2
         return (
-            loss + 0.5 * self.penalty * deviation @ deviation,
-            np.concatenate([grad_a, grad_w]) + self.penalty * deviation,
+            loss + 0.5 * self.penalty * deviation @ (scale * deviation),
+            np.concatenate([grad_a, grad_w]) + self.penalty * scale * deviation,
         )
 
     def minimise(self):
@@ -94,7 +99,7 @@ class Reference:
 def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, penalty):
     X, y = _data()
     sample_weight = np.random.default_rng(5).uniform(0.5, 2.0, size=y.shape[0])
-    model = CategoricalNB(smoothing, weighting=kind, penalty=penalty).fit(
+    model = CategoricalNB(smoothing, weighting=kind, penalty=penalty, weighting_tol=1e-12).fit(
         X, y, sample_weight=sample_weight
     )
     generative = CategoricalNB(smoothing).fit(X, y, sample_weight=sample_weight)
@@ -120,7 +125,9 @@ def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, 
 def test_unpenalised_cll_value_on_laplace_tables_is_one_hot_logistic_regression():
     X, y = _data(seed=3, n_rows=400, n_classes=2)
     X = np.nan_to_num(X, nan=9.0)  # the same columns for both models
-    model = CategoricalNB("laplace", weighting="cll-value", penalty=0.0).fit(X, y)
+    model = CategoricalNB("laplace", weighting="cll-value", penalty=0.0, weighting_tol=1e-10).fit(
+        X, y
+    )
     one_hot = OneHotEncoder(sparse_output=False).fit_transform(X)
     regression = LogisticRegression(C=np.inf, tol=1e-12, max_iter=100_000).fit(one_hot, y)
     mine = model.predict_proba(X)
@@ -146,10 +153,9 @@ def test_weights_do_not_depend_on_n_jobs(kind):
 def test_integer_sample_weights_equal_repeated_rows():
     X, y = _data(seed=6, n_rows=200)
     counts = np.random.default_rng(7).integers(1, 4, size=y.shape[0])
-    weighted = CategoricalNB(weighting="cll-value").fit(X, y, sample_weight=counts.astype(float))
-    repeated = CategoricalNB(weighting="cll-value").fit(
-        np.repeat(X, counts, axis=0), np.repeat(y, counts)
-    )
+    model = CategoricalNB(weighting="cll-value", weighting_tol=1e-12)
+    weighted = clone(model).fit(X, y, sample_weight=counts.astype(float))
+    repeated = clone(model).fit(np.repeat(X, counts, axis=0), np.repeat(y, counts))
     np.testing.assert_allclose(weighted.class_weights_, repeated.class_weights_, atol=1e-6)
     for a, b in zip(weighted.value_weights_, repeated.value_weights_):
         np.testing.assert_allclose(a, b, atol=1e-6)
@@ -173,6 +179,7 @@ def test_refit_without_weighting_drops_the_weights():
         ({"weighting": "cll-value", "penalty": -1.0}, "penalty must be"),
         ({"weighting": "cll-value", "penalty": float("nan")}, "penalty must be"),
         ({"weighting": "cll-value", "penalty": True}, "penalty must be"),
+        ({"weighting": "cll-value", "weighting_tol": 0.0}, "weighting_tol must be"),
         ({"weighting": "cll-feature", "feature_weighting": "sqrt-mi"}, "cannot be combined"),
         ({"weighting": "cll-value", "class_prior": [1.0, 0.0, 0.0]}, "class prior"),
     ],

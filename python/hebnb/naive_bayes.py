@@ -102,6 +102,9 @@ class CategoricalNB(CategoricalClassifier):
     penalty : float or None, default=None
         Precision of the Gaussian prior ``N(1, 1 / penalty)`` on every discriminative
         weight (None: ``hebnb.weighting.DEFAULT_PENALTY``; 0: no penalty).
+    weighting_tol : float, default=1e-6
+        The weights are converged when no entry of the objective's gradient, divided by
+        the total sample weight, exceeds it.
 
     Attributes
     ----------
@@ -174,6 +177,7 @@ class CategoricalNB(CategoricalClassifier):
         learning_rate=1.0,
         weighting=None,
         penalty=None,
+        weighting_tol=1e-6,
     ):
         self.smoothing = smoothing
         self.alpha = alpha
@@ -189,6 +193,7 @@ class CategoricalNB(CategoricalClassifier):
         self.learning_rate = learning_rate
         self.weighting = weighting
         self.penalty = penalty
+        self.weighting_tol = weighting_tol
 
     def _check_params(self) -> None:
         check_choice("smoothing", self.smoothing, SMOOTHERS)
@@ -210,6 +215,7 @@ class CategoricalNB(CategoricalClassifier):
         check_learning_rate(self.learning_rate)
         weighting.check_weighting(self.weighting)
         weighting.check_penalty(self.penalty)
+        check_positive("weighting_tol", self.weighting_tol)
         if self.weighting is not None and self.feature_weighting is not None:
             raise ValueError(
                 "weighting and feature_weighting cannot be combined: choose one of "
@@ -416,6 +422,7 @@ class CategoricalNB(CategoricalClassifier):
             offsets,
             penalty=weighting.check_penalty(self.penalty),
             n_threads=threads,
+            tol=float(self.weighting_tol),
         )
         self._score_table, self._class_scores = weighting.score_tables(
             self.weighting,

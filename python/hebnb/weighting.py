@@ -36,12 +36,13 @@ deterministic reductions: the weights are identical for any ``n_jobs``).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from . import _core
 
@@ -49,8 +50,12 @@ from . import _core
 WEIGHTINGS = ("cll-feature", "cll-value")
 #: Precision of the Gaussian prior N(1, 1 / penalty) on every weight.
 DEFAULT_PENALTY = 1.0
-#: L-BFGS-B iterations at most.
+#: Default ``tol``: the mean per-row gradient entry at which the weights are converged.
+DEFAULT_TOL = 1e-6
+#: L-BFGS iterations at most.
 MAX_ITER = 1000
+#: Corrections L-BFGS keeps.
+MEMORY = 10
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -71,7 +76,7 @@ class DiscriminativeWeights:
     objective : float
         ``J`` at the weights.
     n_iter : int
-        L-BFGS-B iterations.
+        L-BFGS iterations.
     converged : bool
     """
 
@@ -143,7 +148,7 @@ def fit_weights(
     *,
     penalty: float,
     n_threads: int,
-    gtol: float | None = None,
+    tol: float = DEFAULT_TOL,
 ) -> DiscriminativeWeights:
     """The weights minimising ``J`` (module docstring) on a training set.
 
@@ -163,9 +168,9 @@ def fit_weights(
     penalty : float
         Precision of the Gaussian prior on the weights (0: none).
     n_threads : int
-    gtol : float, optional
-        Stop when no gradient entry exceeds this; default ``1e-9`` times the total
-        sample weight (at least ``1e-9``).
+    tol : float, default=DEFAULT_TOL
+        Stop when no gradient entry exceeds ``tol`` times the total sample weight (at
+        least ``tol``): the largest entry of the mean per-row gradient.
 
     Returns
     -------
@@ -190,8 +195,7 @@ def fit_weights(
         n_table = log_table.size
     else:
         raise ValueError(f"unknown weighting {kind!r}")
-    if gtol is None:
-        gtol = 1e-9 * max(1.0, float(sample_weight.sum()))
+    gtol = tol * max(1.0, float(sample_weight.sum()))
 
     def split(theta: FloatArray) -> tuple[FloatArray, FloatArray]:
         class_weights = theta[:n_classes]
@@ -217,31 +221,115 @@ def fit_weights(
             table_gradient = cell_gradient.ravel()
         gradient = np.concatenate([class_residuals * class_log_prior, table_gradient])
         deviation = theta - 1.0
-        value = loss + 0.5 * penalty * float(deviation @ deviation)
-        return value, gradient + penalty * deviation
+        value = loss + 0.5 * penalty * float(deviation @ (scale * deviation))
+        return value, gradient + penalty * scale * deviation
 
-    start = np.ones(n_classes + n_table)
-    result = minimize(
-        objective,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": MAX_ITER, "ftol": 0.0, "gtol": gtol, "maxcor": 20},
-    )
-    converged = bool(result.success) or float(np.max(np.abs(result.jac), initial=0.0)) <= 10 * gtol
+    # the penalty's scale per weight: 1 for the class and feature weights; ln theta^2 for
+    # a cell weight, which penalises the change of the score entry it makes
+    cell_scale = log_table_zeroed.ravel() ** 2 if kind == "cll-value" else np.ones(n_table)
+    scale = np.concatenate([np.ones(n_classes), cell_scale])
+    # one BLAS thread: the vector products are short, and a BLAS pool spinning up on
+    # each one slows them twentyfold on a busy machine (the row pass has its own threads)
+    with threadpool_limits(limits=1, user_api="blas"):
+        weights, value, gradient, n_iter, converged = minimise_lbfgs(
+            objective, np.ones(n_classes + n_table), gtol=gtol, max_iter=MAX_ITER
+        )
     if not converged:
         warnings.warn(
-            f"the {kind} weights did not converge in {result.nit} L-BFGS-B iterations "
-            f"({result.message})",
+            f"the {kind} weights did not converge in {n_iter} L-BFGS iterations (largest "
+            f"gradient entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
             ConvergenceWarning,
             stacklevel=3,
         )
-    class_weights, table_weights = split(np.asarray(result.x, dtype=np.float64))
+    class_weights, table_weights = split(weights)
     return DiscriminativeWeights(
         kind=kind,
         class_weights=class_weights.copy(),
         table_weights=np.array(table_weights),
-        objective=float(result.fun),
-        n_iter=int(result.nit),
+        objective=value,
+        n_iter=n_iter,
         converged=converged,
     )
+
+
+def minimise_lbfgs(
+    objective: Callable[[FloatArray], tuple[float, FloatArray]],
+    start: FloatArray,
+    *,
+    gtol: float,
+    max_iter: int,
+    memory: int = MEMORY,
+) -> tuple[FloatArray, float, FloatArray, int, bool]:
+    """Unconstrained L-BFGS (Nocedal and Wright, Algorithm 7.4 and 7.5) with a
+    backtracking Armijo line search, for a smooth convex objective.
+
+    scipy's L-BFGS-B spends about 0.3 s per iteration in its bound-constrained step
+    computation at 24,000 weights (measured on amazon-employee), far more than one pass
+    of the objective over the rows; the weights have no bounds, so this plain two-loop
+    recursion is enough.
+
+    Parameters
+    ----------
+    objective : callable
+        ``theta -> (value, gradient)``.
+    start : ndarray
+    gtol : float
+        Converged when no gradient entry exceeds it.
+    max_iter : int
+    memory : int, default=MEMORY
+        Corrections kept.
+
+    Returns
+    -------
+    (theta, value, gradient, n_iter, converged)
+    """
+    theta = np.array(start, dtype=np.float64)
+    value, gradient = objective(theta)
+    steps: list[FloatArray] = []
+    changes: list[FloatArray] = []
+    for n_iter in range(max_iter):
+        if float(np.max(np.abs(gradient), initial=0.0)) <= gtol:
+            return theta, value, gradient, n_iter, True
+        # two-loop recursion: direction = -H gradient
+        direction = -gradient
+        alphas = []
+        for s, y in zip(reversed(steps), reversed(changes)):
+            alpha = float(s @ direction) / float(y @ s)
+            direction = direction - alpha * y
+            alphas.append(alpha)
+        if steps:
+            direction *= float(steps[-1] @ changes[-1]) / float(changes[-1] @ changes[-1])
+        for (s, y), alpha in zip(zip(steps, changes), reversed(alphas)):
+            beta = float(y @ direction) / float(y @ s)
+            direction = direction + (alpha - beta) * s
+        slope = float(gradient @ direction)
+        if not slope < 0:  # not a descent direction: restart from steepest descent
+            steps.clear()
+            changes.clear()
+            direction, slope = -gradient, -float(gradient @ gradient)
+        step = 1.0 if steps else min(1.0, 1.0 / float(np.max(np.abs(gradient))))
+        for _ in range(60):
+            candidate = theta + step * direction
+            new_value, new_gradient = objective(candidate)
+            if new_value <= value + 1e-4 * step * slope:
+                break
+            # near the optimum the decrease drowns in the rounding of the value: accept a
+            # step whose slope shows progress (the approximate Wolfe conditions of Hager and
+            # Zhang 2005), which the gradient measures far more finely than the value
+            new_slope = float(new_gradient @ direction)
+            within_rounding = new_value <= value + 1e-12 * abs(value)
+            if within_rounding and 0.9 * slope <= new_slope <= -0.9998 * slope:
+                break
+            step *= 0.5
+        else:  # no decrease within floating-point precision: as close as it gets
+            return theta, value, gradient, n_iter, False
+        s, y = candidate - theta, new_gradient - gradient
+        theta, value, gradient = candidate, new_value, new_gradient
+        if float(s @ y) > 1e-12 * float(s @ s):  # keep the update positive definite
+            steps.append(s)
+            changes.append(y)
+            if len(steps) > memory:
+                steps.pop(0)
+                changes.pop(0)
+    converged = float(np.max(np.abs(gradient), initial=0.0)) <= gtol
+    return theta, value, gradient, max_iter, converged
