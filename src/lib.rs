@@ -39,6 +39,8 @@ pub mod scoring;
 pub mod sign_changes;
 pub mod solver;
 pub mod sparse_rows;
+pub mod streaming;
+pub mod vocabulary;
 
 #[cfg(test)]
 mod gamma_difference_reference;

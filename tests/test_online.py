@@ -57,8 +57,10 @@ def test_vocabulary_grows_and_keeps_sorted_order():
     assert list(model.categories_[0]) == ["a", "c", "m", "z"]
     # counts followed their categories: "m" twice in class 0, "c" once in class 1
     np.testing.assert_array_equal(model.category_count_[0], [[0, 0, 2, 1], [1, 1, 0, 0]])
-    with pytest.raises(ValueError, match="cannot be ordered"):
-        model.partial_fit([[3]], [0])
+    # values are compared by type and value: the int 3 is a new category, sorted
+    # before the strings
+    model.partial_fit([[3]], [0])
+    assert list(model.categories_[0]) == [3, "a", "c", "m", "z"]
 
 
 def _numpy_counts(codes, labels, weights, n_classes, n_values):
@@ -243,9 +245,10 @@ def test_a_failed_batch_leaves_the_model_unchanged(estimator):
     model = estimator().partial_fit(X, y)
     before = model.predict_proba(X)
     categories = [c.copy() for c in model.categories_]
-    # feature 0 brings a new category, feature 1 one that cannot be ordered with its own
-    bad = np.array([["c", 3], ["a", "x"]], dtype=object)
-    with pytest.raises(ValueError, match="cannot be ordered"):
+    # feature 0 brings a new category, feature 1 a value that cannot be a category
+    bad = np.array([["c", "w"], ["a", "x"]], dtype=object)
+    bad[0, 1] = [3]
+    with pytest.raises(ValueError, match="cannot be categories"):
         model.partial_fit(bad, [0, 1])
     with pytest.raises(ValueError, match="not in classes"):
         model.partial_fit(np.array([["c", "z"]], dtype=object), [7])

@@ -98,14 +98,45 @@ def class_log_prior(class_count, *, fit_prior: bool, class_prior) -> np.ndarray:
 
 
 class CategoricalClassifier(ClassifierMixin, BaseEstimator):
-    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``."""
+    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``.
 
-    @staticmethod
-    def _training_data(X, y, sample_weight, threads: int):
+    ``categories_`` is computed from the vocabulary on first access (a stream of
+    ``partial_fit`` calls never builds it unless asked).
+    """
+
+    #: How the encoder numbers categories: "sorted" (rank among the sorted categories) or
+    #: "insertion" (order of first appearance, codes never move as the vocabulary grows).
+    _code_order = "sorted"
+
+    def __getattr__(self, name):
+        # only called when ordinary lookup fails: fitted attributes computed on demand
+        state = self.__dict__
+        if name == "categories_" and "_encoder" in state:
+            state["categories_"] = state["_encoder"].categories
+            return state["categories_"]
+        if name in self._deferred_attributes() and state.get("_unsolved"):
+            self._solve_deferred()
+            return state[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def _deferred_attributes(cls) -> frozenset:
+        """Fitted attributes a subclass computes only when they are first used."""
+        return frozenset()
+
+    def _solve_deferred(self) -> None:  # pragma: no cover - subclasses that defer
+        raise NotImplementedError
+
+    def _new_encoder(self) -> CategoryEncoder:
+        return CategoryEncoder(
+            order=self._code_order, categories=self.__dict__.get("categories", "auto")
+        )
+
+    def _training_data(self, X, y, sample_weight, threads: int):
         """``(encoder, codes (F, S), classes, class index per row, weights)`` of a training
         set: categories learned, labels at least two classes, weights checked, and the
         (classes x categories) tables within memory."""
-        encoder = CategoryEncoder()
+        encoder = self._new_encoder()
         codes = encoder.fit_transform(X, n_threads=threads)
         classes, labels = encode_labels(y, codes.shape[1])
         if classes.shape[0] < 2:
@@ -128,9 +159,9 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
         """Keeps the encoder and sets the fitted attributes that describe the input."""
         self._encoder = encoder
         self.classes_ = classes
-        self.categories_ = encoder.categories
+        self.__dict__.pop("categories_", None)  # recomputed from the vocabulary when asked
         self.n_categories_ = np.asarray(encoder.cardinalities, dtype=np.int64)
-        self.n_features_in_ = len(encoder.categories)
+        self.n_features_in_ = encoder.n_features
         if encoder.feature_names is not None:
             self.feature_names_in_ = encoder.feature_names
         elif hasattr(self, "feature_names_in_"):

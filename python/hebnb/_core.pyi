@@ -1,6 +1,7 @@
 """Type stubs of the compiled core (src/python.rs). Arrays are numpy arrays; codes are
 feature-major (F, S) int32 with -1 for a missing or unknown value."""
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -142,6 +143,70 @@ def aode_joint_log_likelihood(
     offsets: list[int],
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
+
+class Vocabulary:
+    """Grow-only value -> code maps, one per feature (codes by first appearance)."""
+
+    def __init__(self, n_features: int = 0) -> None: ...
+    @property
+    def n_features(self) -> int: ...
+    def lengths(self) -> list[int]: ...
+    def mark(self) -> list[tuple[int, int]]: ...
+    def truncate(self, mark: list[tuple[int, int]]) -> None: ...
+    def encode_int_block(
+        self,
+        values: npt.NDArray[np.int64],
+        missing: npt.NDArray[np.bool_] | None,
+        *,
+        grow: bool,
+        n_jobs: int,
+    ) -> npt.NDArray[np.int32]: ...
+    def encode_ints(
+        self,
+        feature: int,
+        values: npt.NDArray[np.int64],
+        missing: npt.NDArray[np.bool_] | None,
+        *,
+        grow: bool,
+    ) -> npt.NDArray[np.int32]: ...
+    def encode_utf8(
+        self,
+        feature: int,
+        offsets: npt.NDArray[np.int32] | npt.NDArray[np.int64],
+        data: npt.NDArray[np.uint8],
+        validity: npt.NDArray[np.uint8] | None,
+        bit_offset: int,
+        *,
+        grow: bool,
+        name: str,
+    ) -> npt.NDArray[np.int32]: ...
+    def encode_objects(
+        self,
+        feature: int,
+        values: npt.NDArray[np.object_],
+        normalize: Callable[[object], object],
+        *,
+        grow: bool,
+        name: str,
+    ) -> npt.NDArray[np.int32]: ...
+    def values(self, feature: int) -> list[object]: ...
+    def int_values(self, feature: int) -> npt.NDArray[np.int64] | None: ...
+    def has_objects(self, feature: int) -> bool: ...
+    def sorted_order(self, feature: int) -> npt.NDArray[np.int64]: ...
+    def copy(self) -> Vocabulary: ...
+    def __getstate__(self) -> dict[str, object]: ...
+    def __setstate__(self, state: dict[str, object]) -> None: ...
+
+def add_counts(
+    tables: list[npt.NDArray[np.float64]],
+    class_totals: npt.NDArray[np.float64],
+    codes: npt.NDArray[np.int32],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    *,
+    decay: float,
+    n_jobs: int,
+) -> None: ...
 
 # text and binary models (src/python/text.rs)
 def count_tokens(

@@ -50,28 +50,107 @@ MAX_TABLE_CELLS = memory_budget_bytes() // 32
 MAX_TOTAL_WEIGHT = 1e300
 
 
-def _columns_of(X) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """Splits a 2-D table into 1-D columns and returns the column names of a DataFrame.
+def _normalize(value):
+    """A value the core does not hash as it is (see ``Vocabulary.encode_objects``): numpy
+    scalars become their Python value, pandas' missing markers None; anything else is
+    returned as it is and coded as a hashable Python object."""
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, np.generic):
+        if isinstance(value, (np.datetime64, np.timedelta64)):
+            return (
+                None
+                if np.isnat(value)
+                else pd.Timestamp(value)
+                if value.dtype.kind == "M"
+                else pd.Timedelta(value)
+            )
+        return value.item()
+    return value
 
-    Raises on a table without rows or without columns.
+
+@dataclass
+class _Table:
+    """A table read for encoding, without copying its values where it can be helped.
+
+    ``block`` holds the ``(F, S)`` int64 values and missing mask of a numeric array (all
+    features at once); otherwise ``columns`` holds one column per feature: ``("ints",
+    values, missing)``, ``("objects", values)``, ``("arrow", chunked array)`` or
+    ``("category", codes, categories)``.
     """
-    columns, names, n_rows = _split_columns(X)
-    if n_rows == 0:
+
+    columns: list
+    block: tuple | None
+    labels: list | None
+    names: np.ndarray | None
+    n_rows: int
+    floats: list[bool]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.floats)
+
+
+def _read_table(X) -> _Table:
+    """Reads a 2-D table (numpy array, nested list, pandas or polars DataFrame, pyarrow
+    Table or RecordBatch, or any object exporting ``__arrow_c_stream__``); raises on a table
+    without rows or without columns."""
+    table = _split_table(X)
+    if table.n_rows == 0:
         raise ValueError(
-            f"Found array with 0 sample(s) (shape=(0, {len(columns)})) while a minimum of 1 "
-            "is required."
+            f"Found array with 0 sample(s) (shape=(0, {table.n_features})) while a minimum "
+            "of 1 is required."
         )
-    if not columns:
-        raise ValueError(f"0 feature(s) (shape=({n_rows}, 0)) while a minimum of 1 is required.")
-    return columns, names
+    if table.n_features == 0:
+        raise ValueError(
+            f"0 feature(s) (shape=({table.n_rows}, 0)) while a minimum of 1 is required."
+        )
+    return table
 
 
-def _split_columns(X) -> tuple[list[np.ndarray], np.ndarray | None, int]:
+def _column_names(labels: list) -> np.ndarray | None:
+    """``feature_names_in_`` of a table's column labels: all strings, or None when none
+    is a string; mixed labels are refused as scikit-learn refuses them."""
+    kinds = {isinstance(label, str) for label in labels}
+    if kinds == {True}:
+        return np.asarray(labels, dtype=object)
+    if kinds == {True, False}:
+        types = sorted({type(label).__name__ for label in labels})
+        raise TypeError(
+            "Feature names are only supported if all input features have string names, "
+            f"but your input has {types} as feature name / column name types. If you want "
+            "feature names to be stored and validated, you must convert them all to strings, "
+            "by using X.columns = X.columns.astype(str) for example. Otherwise you can remove "
+            "feature / column names from your input data, or convert them all to a "
+            "non-string data type."
+        )
+    return None
+
+
+def _module_of(X) -> str:
+    return type(X).__module__.split(".")[0]
+
+
+def _split_table(X) -> _Table:
     if isinstance(X, pd.DataFrame):
-        names = np.asarray([str(c) for c in X.columns], dtype=object)
-        if not all(isinstance(c, str) for c in X.columns):
-            names = None
-        return [_column_array(column) for _, column in X.items()], names, X.shape[0]
+        labels = list(X.columns)
+        columns = [_pandas_column(column) for _, column in X.items()]
+        floats = [_is_float(column) for column in columns]
+        return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
+    module = _module_of(X)
+    if module == "polars" and hasattr(X, "get_columns"):
+        labels = list(X.columns)
+        columns = [_polars_column(series) for series in X.get_columns()]
+        floats = [_is_float(column) for column in columns]
+        return _Table(columns, None, labels, _column_names(labels), X.height, floats)
+    if module == "pyarrow" or (hasattr(X, "__arrow_c_stream__") and not isinstance(X, np.ndarray)):
+        pa = _pyarrow("an Arrow table")
+        if not isinstance(X, (pa.Table, pa.RecordBatch)):
+            X = pa.table(X)
+        labels = list(X.column_names)
+        columns = [("arrow", _chunked(X.column(i))) for i in range(X.num_columns)]
+        floats = [pa.types.is_floating(X.schema.field(i).type) for i in range(X.num_columns)]
+        return _Table(columns, None, labels, _column_names(labels), X.num_rows, floats)
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: categorical features must be dense")
     array = X if isinstance(X, np.ndarray) else np.asarray(X, dtype=None)
@@ -86,16 +165,75 @@ def _split_columns(X) -> tuple[list[np.ndarray], np.ndarray | None, int]:
         )
     if array.dtype.kind == "c":
         raise ValueError("Complex data not supported")
-    return [array[:, j] for j in range(array.shape[1])], None, array.shape[0]
+    n_rows, n_features = array.shape
+    block = _integer_block(array)
+    floats = [array.dtype.kind == "f"] * n_features
+    if block is not None:
+        return _Table([], block, None, None, n_rows, floats)
+    columns = [_array_column(array[:, j], j) for j in range(n_features)]
+    return _Table(columns, None, None, None, n_rows, floats)
 
 
-def _column_array(series: pd.Series) -> np.ndarray:
-    """A DataFrame column as a numpy array whose missing values pandas recognises."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return np.asarray(series.astype(object))
-    if isinstance(series.dtype, np.dtype):
-        return series.to_numpy()
-    return series.to_numpy(dtype=object, na_value=np.nan)
+def _is_float(column) -> bool:
+    return column[0] == "ints" and column[3]
+
+
+def _pyarrow(what: str):
+    try:
+        import pyarrow
+    except ImportError:  # pragma: no cover - pyarrow is a test dependency
+        raise ImportError(f"reading {what} needs pyarrow (pip install pyarrow)") from None
+    return pyarrow
+
+
+def _chunked(array):
+    pa = _pyarrow("Arrow columns")
+    return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
+
+
+def _array_column(column: np.ndarray, feature: int):
+    """One column of a numpy array as a column spec (see ``_Table``)."""
+    integers = _integer_values(column, feature)
+    if integers is not None:
+        return ("ints", integers[0], integers[1], column.dtype.kind == "f")
+    if column.dtype.kind not in "OUSbmMiuf":
+        raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
+    if column.dtype.kind in "mM":
+        # numpy gives ints for datetime64[ns] but datetime objects for coarser units, so one
+        # date would be two categories: pandas' Timestamp / Timedelta are unit-free
+        return ("objects", pd.Series(column).astype(object).to_numpy())
+    return ("objects", column if column.dtype.kind == "O" else column.astype(object))
+
+
+def _pandas_column(series: pd.Series):
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return ("category", series.cat.codes.to_numpy(), dtype.categories)
+    if isinstance(dtype, np.dtype):
+        return _array_column(series.to_numpy(), -1)
+    array = series.array
+    arrow_backed = isinstance(dtype, pd.ArrowDtype) or (
+        isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
+    )
+    if arrow_backed and hasattr(array, "__arrow_array__"):
+        return ("arrow", _chunked(array.__arrow_array__()))
+    if dtype.kind in "iu":  # pandas' nullable integers
+        missing = np.asarray(series.isna(), dtype=bool)
+        values = series.to_numpy(dtype=np.float64 if dtype.kind == "u" else np.int64, na_value=0)
+        if dtype.kind == "u":
+            return _array_column(np.where(missing, np.nan, values), -1)
+        return ("ints", values, missing if missing.any() else None, False)
+    if dtype.kind == "f":
+        return _array_column(series.to_numpy(dtype=np.float64, na_value=np.nan), -1)
+    return ("objects", series.to_numpy(dtype=object, na_value=None))
+
+
+def _polars_column(series):
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return _array_column(np.asarray(series.to_numpy()), -1)
+    return ("arrow", _chunked(series.to_arrow()))
 
 
 def _integer_values(column: np.ndarray, feature: int):
@@ -125,15 +263,15 @@ def _integer_values(column: np.ndarray, feature: int):
     return np.where(missing, 0.0, column).astype(np.int64), (missing if missing.any() else None)
 
 
-def _integer_block(X) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """Feature-major ``(F, S)`` int64 values and missing mask of a numeric 2-D array in one
-    transposing copy, or None when ``X`` is not such an array (then columns go one by one)."""
-    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "iuf" and X.size):
+def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """Feature-major ``(F, S)`` int64 values and missing mask of a numeric 2-D array (a
+    view of an integer array, one copy of a float one), or None when ``X`` is not such an
+    array (then columns go one by one)."""
+    if not (X.dtype.kind in "iuf" and X.size):
         return None
     if X.dtype.kind == "u" and X.dtype.itemsize == 8 and X.max() > np.iinfo(np.int64).max:
         return None
     if X.dtype.kind in "iu":
-        # the core reads the (F, S) view and makes a feature-major copy faster than numpy
         return X.astype(np.int64, copy=False).T, None
     values = np.ascontiguousarray(X.T)
     missing = np.isnan(values)
@@ -147,65 +285,118 @@ def _integer_block(X) -> tuple[np.ndarray, np.ndarray | None] | None:
     return block, (missing if missing.any() else None)
 
 
-def _object_values(column: np.ndarray, feature: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(object values, missing mask)`` of a column coded by value; rejects fractional floats.
-
-    Numbers arrive here too: integers beyond int64 (uint64 >= 2**63, whole floats >= 2**63)
-    and numeric columns of a feature whose training values were not numbers (they are
-    then compared with those values as Python objects, so an int never equals a string).
-    """
-    if column.dtype.kind not in "OUSbmMiuf":
-        raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
-    if column.dtype.kind in "mM":
-        # numpy gives ints for datetime64[ns] but datetime objects for coarser units, so one
-        # date would be two categories: pandas' Timestamp / Timedelta are unit-free
-        column = pd.Series(column).astype(object).to_numpy()
-    elif column.dtype.kind != "O":
-        column = column.astype(object)
-    missing = np.asarray(pd.isna(column), dtype=bool)
-    # pandas' type inference is a C loop: only columns that may hold floats are looked at
-    # value by value (a million strings took 0.2 s here before)
-    inferred = pd.api.types.infer_dtype(column, skipna=True)
-    if inferred == "floating":
-        floats = column[~missing].astype(np.float64)
-    elif inferred in ("mixed-integer-float", "mixed-integer", "mixed"):
-        kept = [v for v in column[~missing] if isinstance(v, (float, np.floating))]
-        floats = np.asarray(kept, dtype=np.float64)
+def _category_map(vocabulary, feature, categories, codes, grow, name, *, declared) -> np.ndarray:
+    """Vocabulary code of every category of a pandas ``category`` column (or an Arrow
+    dictionary), -2 for those not in the vocabulary. Growing, the categories used by the
+    rows join in order of first appearance, as the values themselves would, and then the
+    declared ones never used (``declared``) in their order."""
+    n = len(categories)
+    if not grow:
+        order = np.arange(n)
     else:
-        floats = np.empty(0)
-    if not np.all(np.isfinite(floats)) or np.any(floats != np.floor(floats)):
-        raise ValueError(
-            f"feature {feature} holds floats with a fractional part (or infinite), "
-            "which are not categories: bin numeric columns first"
+        present = codes[codes >= 0]
+        used = pd.unique(present) if present.size else np.empty(0, dtype=np.int64)
+        order = np.asarray(used, dtype=np.int64)
+        if declared:
+            unused = np.ones(n, dtype=bool)
+            unused[order] = False
+            order = np.concatenate([order, np.flatnonzero(unused)])
+    mapped = np.full(n, UNKNOWN, dtype=np.int32)
+    if order.size:
+        column = _values_column(categories, order)
+        mapped[order] = _encode_column(vocabulary, feature, column, grow, name)
+    return mapped
+
+
+def _values_column(categories, order):
+    """The column spec of ``categories[order]`` (a pandas Index or an Arrow array)."""
+    if isinstance(categories, pd.Index):
+        return _pandas_column(pd.Series(categories.take(order)))
+    return ("arrow", _chunked(categories.take(order)))
+
+
+def _encode_column(vocabulary, feature: int, column, grow: bool, name: str) -> np.ndarray:
+    """Vocabulary codes (int32) of one column spec: -1 missing, -2 unknown (not growing)."""
+    kind = column[0]
+    if kind == "ints":
+        return vocabulary.encode_ints(feature, column[1], column[2], grow=grow)
+    if kind == "objects":
+        return vocabulary.encode_objects(feature, column[1], _normalize, grow=grow, name=name)
+    if kind == "category":
+        codes = np.asarray(column[1], dtype=np.int64)
+        mapped = _category_map(vocabulary, feature, column[2], codes, grow, name, declared=True)
+        out = mapped[np.maximum(codes, 0)]
+        out[codes < 0] = MISSING_CODE
+        return out
+    chunks = [_encode_arrow(vocabulary, feature, chunk, grow, name) for chunk in column[1].chunks]
+    if not chunks:
+        return np.empty(0, dtype=np.int32)
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+
+MISSING_CODE = -1
+UNKNOWN = -2
+
+
+def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.ndarray:
+    """Codes one Arrow array: strings straight from its buffers, dictionaries through
+    their (small) dictionary, integers as int64 with the validity as missing."""
+    pa = _pyarrow("Arrow columns")
+    types = pa.types
+    kind = chunk.type
+    if types.is_dictionary(kind):
+        missing = np.asarray(chunk.is_null(), dtype=bool)
+        indices = np.asarray(chunk.indices.fill_null(0), dtype=np.int64)
+        indices[missing] = -1
+        mapped = _category_map(
+            vocabulary, feature, chunk.dictionary, indices, grow, name, declared=False
         )
-    return column, missing
+        out = mapped[np.maximum(indices, 0)]
+        out[missing] = MISSING_CODE
+        return out
+    if types.is_string_view(kind):
+        chunk, kind = chunk.cast(pa.large_string()), pa.large_string()
+    if types.is_string(kind) or types.is_large_string(kind):
+        validity, offsets, data = chunk.buffers()[:3]
+        width = np.int32 if types.is_string(kind) else np.int64
+        start, n = chunk.offset, len(chunk)
+        offsets = np.frombuffer(offsets, dtype=width)[start : start + n + 1] if n else None
+        if offsets is None:
+            return np.empty(0, dtype=np.int32)
+        data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+        bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
+        return vocabulary.encode_utf8(feature, offsets, data, bitmap, start, grow=grow, name=name)
+    if types.is_integer(kind):
+        if types.is_uint64(kind) and len(chunk) and (pa.compute.max(chunk).as_py() or 0) >= 2**63:
+            return _encode_column(
+                vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name
+            )
+        missing = np.asarray(chunk.is_null(), dtype=bool) if chunk.null_count else None
+        values = np.asarray(chunk.fill_null(0) if chunk.null_count else chunk).astype(np.int64)
+        return vocabulary.encode_ints(feature, values, missing, grow=grow)
+    if types.is_floating(kind):
+        values = np.asarray(chunk.cast(pa.float64()).fill_null(np.nan), dtype=np.float64)
+        column = _array_column(values, feature)
+        return _encode_column(vocabulary, feature, column, grow, name)
+    if types.is_null(kind):
+        return np.full(len(chunk), MISSING_CODE, dtype=np.int32)
+    simple = types.is_boolean(kind) or types.is_binary(kind) or types.is_large_binary(kind)
+    if simple or types.is_binary_view(kind) or types.is_temporal(kind) or types.is_decimal(kind):
+        return _encode_column(vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name)
+    raise TypeError(
+        f"{name} has Arrow type {kind}, which is not categorical: categories are strings, "
+        "integers, booleans, dictionaries (categoricals) or whole floats"
+    )
 
 
-def _within_int64(low, high) -> bool:
-    """Whether the sorted integers from ``low`` to ``high`` fit the core's int64 codes."""
-    return int(np.iinfo(np.int64).min) <= int(low) and int(high) <= int(np.iinfo(np.int64).max)
-
-
-def _hashed(feature: int, operation, values: np.ndarray):
-    """``operation(values)`` of a hash table operation, with unhashable values (lists,
-    dicts, arrays) reported as a ValueError naming the feature instead of a bare
-    ``TypeError: unhashable type``."""
-    try:
-        return operation(values)
-    except TypeError as error:
-        raise ValueError(
-            f"feature {feature} holds values that cannot be categories ({error}): categories "
-            "must be hashable, such as strings, numbers or tuples"
-        ) from None
-
-
-def _stack(columns: list[np.ndarray], masks: list[np.ndarray | None]):
-    """Feature-major int64 values and the missing mask (None when nothing is missing)."""
-    values = np.stack(columns) if columns else np.empty((0, 0), dtype=np.int64)
-    if all(m is None for m in masks):
-        return values, None
-    n_rows = values.shape[1]
-    return values, np.stack([np.zeros(n_rows, bool) if m is None else m for m in masks])
+def _arrow_objects(chunk) -> np.ndarray:
+    values = np.empty(len(chunk), dtype=object)
+    values[:] = (
+        chunk.to_pylist()
+        if not hasattr(chunk, "to_pandas")
+        else list(chunk.to_pandas(types_mapper=None))
+    )
+    return values
 
 
 @dataclass
@@ -216,78 +407,94 @@ class EncodedTable:
 
 
 class CategoryEncoder:
-    """Learns each feature's categories (sorted distinct non-missing values) and codes tables.
+    """Learns each feature's categories and codes tables through a grow-only vocabulary
+    in the Rust core (``_core.Vocabulary``).
 
-    Integer and whole-float columns are factorised in the Rust core (parallel over
-    columns); other columns (strings, booleans, objects) by pandas' hash tables.
+    ``order="insertion"`` gives every category the code of its first appearance (codes
+    never change as the vocabulary grows, and any one-to-one relabelling of the data
+    gives the same codes); ``order="sorted"`` gives its rank among the sorted categories
+    (codes move as categories join). ``categories`` is ``"auto"`` (learned from the data)
+    or one list of declared categories per feature, as in scikit-learn's
+    ``OrdinalEncoder``: a value outside them is then an error.
+
+    Values are compared by type and value: 1, "1", b"1" and True are four categories
+    (whole floats are the integers they equal). ``categories`` (the sorted view) orders
+    them by type (booleans, integers, strings, bytes, other objects) then by value.
     """
 
-    def __init__(self) -> None:
-        self.categories: list[np.ndarray] = []
-        self.numeric: list[bool] = []
+    def __init__(self, *, order: str = "insertion", categories="auto") -> None:
+        self.order = order
+        self.declared = categories
+        self.vocabulary = None
+        self.floats: list[bool] = []
         self.feature_names: np.ndarray | None = None
-        self._indexes: dict[int, pd.Index] = {}
-        self._integer_cache: dict[tuple[int, ...], tuple[np.ndarray, list[int]]] = {}
+        self.column_labels: list | None = None
+        self._views: dict[int, tuple] = {}
+
+    # ------------------------------------------------------------------ the vocabulary
+    @property
+    def n_features(self) -> int:
+        return len(self.floats)
 
     @property
     def cardinalities(self) -> list[int]:
-        return [len(c) for c in self.categories]
+        return list(self.vocabulary.lengths())
 
     @property
     def offsets(self) -> list[int]:
-        return np.concatenate([[0], np.cumsum(self.cardinalities)]).astype(int).tolist()
+        return [0, *np.cumsum(self.cardinalities).astype(int).tolist()]
 
+    @property
+    def categories(self) -> list[np.ndarray]:
+        """The sorted categories of every feature."""
+        return [self._view(f)[0] for f in range(self.n_features)]
+
+    def sorted_order(self, f: int) -> np.ndarray:
+        """The code of each category of feature ``f`` in sorted order."""
+        return self._view(f)[1]
+
+    def _view(self, f: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(sorted categories, their codes, rank of every code)`` of feature ``f``,
+        cached until the feature grows."""
+        n = self.vocabulary.lengths()[f]
+        cached = self._views.get(f)
+        if cached is not None and cached[0] == n:
+            return cached[1:]
+        order = self.vocabulary.sorted_order(f)
+        integers = self.vocabulary.int_values(f)
+        if integers is not None:
+            categories = integers[order]
+            if self.floats[f]:
+                categories = categories.astype(np.float64)
+        else:
+            values = np.fromiter(self.vocabulary.values(f), dtype=object, count=n)
+            if self.vocabulary.has_objects(f):
+                try:  # Python values (ints beyond int64, tuples, ...) sorted by Python
+                    order = np.asarray(
+                        sorted(range(n), key=lambda k: (_type_rank(values[k]), values[k])),
+                        dtype=np.int64,
+                    )
+                except TypeError:
+                    pass  # objects that cannot be ordered keep their first appearance
+            categories = values[order]
+        rank = np.empty(n, dtype=np.int32)
+        rank[order] = np.arange(n, dtype=np.int32)
+        self._views[f] = (n, categories, order, rank)
+        return categories, order, rank
+
+    # ------------------------------------------------------------------ coding
     def fit_transform(self, X, *, n_threads: int = 1) -> np.ndarray:
         """Learns the categories of ``X`` and returns its codes ``(F, S)``."""
-        columns, self.feature_names = _columns_of(X)
-        n_features, n_rows = len(columns), columns[0].shape[0]
-        block = _integer_block(X)
-        if block is not None:
-            codes, flat, offsets = _core.factorize_integers(*block, n_threads)
-            as_float = X.dtype.kind == "f"
-            self.categories = [
-                flat[offsets[f] : offsets[f + 1]].astype(np.float64 if as_float else np.int64)
-                for f in range(n_features)
-            ]
-            self.numeric = [True] * n_features
-            self._indexes, self._integer_cache = {}, {}
-            return codes
-        codes = np.empty((n_features, n_rows), dtype=np.int32)
-        self.categories = [np.empty(0)] * n_features
-        self.numeric = [False] * n_features
-        numeric, values, masks = [], [], []
-        for f, column in enumerate(columns):
-            integers = _integer_values(column, f)
-            if integers is not None:
-                numeric.append(f)
-                values.append(integers[0])
-                masks.append(integers[1])
-                continue
-            objects, missing = _object_values(column, f)
-            present = objects[~missing]
-            uniques = _hashed(f, pd.unique, present)
-            try:
-                categories = uniques[np.argsort(uniques, kind="stable")]
-            except TypeError as error:
-                raise ValueError(
-                    f"feature {f} mixes values that cannot be ordered "
-                    f"(e.g. numbers and strings): {error}"
-                ) from None
-            codes[f] = pd.Index(categories).get_indexer(objects)
-            codes[f][missing] = -1
-            self.categories[f] = np.asarray(categories)
-        if numeric:
-            block, mask = _stack(values, masks)
-            numeric_codes, flat, offsets = _core.factorize_integers(block, mask, n_threads)
-            codes[numeric] = numeric_codes
-            for i, f in enumerate(numeric):
-                categories = flat[offsets[i] : offsets[i + 1]]
-                self.categories[f] = (
-                    categories.astype(np.float64) if columns[f].dtype.kind == "f" else categories
-                )
-                self.numeric[f] = True
-        self._indexes, self._integer_cache = {}, {}
-        return codes
+        table = _read_table(X)
+        self.vocabulary = _core.Vocabulary(table.n_features)
+        self.floats = list(table.floats)
+        self.feature_names, self.column_labels = table.names, table.labels
+        self._views = {}
+        declared = self._declare(table)
+        codes = self._encode(table, grow=not declared, n_threads=n_threads)
+        if declared:
+            self._refuse_undeclared(codes, table, "fit")
+        return self._in_order(codes)
 
     def transform(
         self, X, *, handle_unknown: str = "ignore", n_threads: int = 1, owner: str = "the estimator"
@@ -300,131 +507,134 @@ class CategoryEncoder:
             raise ValueError(
                 f"handle_unknown must be one of ['error', 'ignore'], got {handle_unknown!r}"
             )
-        columns, names = _columns_of(X)
-        self.check_features(len(columns), names, owner)
-        block = _integer_block(X) if all(self.numeric) else None
-        if block is not None:
-            flat, offsets = self._integer_categories(tuple(range(len(columns))))
-            codes = _core.encode_integers(*block, flat, offsets, n_threads)
-            return EncodedTable(codes=self._resolve_unknown(codes, columns, handle_unknown))
-        codes = np.empty((len(columns), columns[0].shape[0]), dtype=np.int32)
-        numeric, values, masks = [], [], []
-        for f, column in enumerate(columns):
-            integers = _integer_values(column, f) if self.numeric[f] else None
-            if integers is not None:
-                numeric.append(f)
-                values.append(integers[0])
-                masks.append(integers[1])
-                continue
-            objects, missing = _object_values(column, f)
-            codes[f] = _hashed(f, self._index(f).get_indexer, objects)
-            codes[f][(codes[f] < 0) & ~missing] = -2
-            codes[f][missing] = -1
-        if numeric:
-            block, mask = _stack(values, masks)
-            flat, offsets = self._integer_categories(tuple(numeric))
-            codes[numeric] = _core.encode_integers(block, mask, flat, offsets, n_threads)
-        return EncodedTable(codes=self._resolve_unknown(codes, columns, handle_unknown))
-
-    @staticmethod
-    def _resolve_unknown(codes: np.ndarray, columns, handle_unknown: str) -> np.ndarray:
-        """Unknown values (code -2) become -1 (skipped), or an error naming them."""
-        unknown = codes == -2
+        table = _read_table(X)
+        self.check_features(table, owner)
+        codes = self._encode(table, grow=False, n_threads=n_threads)
+        unknown = codes == UNKNOWN
         if unknown.any():
             if handle_unknown == "error":
                 f = int(np.flatnonzero(unknown.any(axis=1))[0])
-                examples = pd.unique(columns[f][unknown[f]])[:5].tolist()
                 raise ValueError(
-                    f"Found unknown categories {examples} in feature {f} during "
-                    "transform (handle_unknown='error')"
+                    f"Found unknown categories {_examples(table, f, unknown[f])} in feature {f} "
+                    "during transform (handle_unknown='error')"
                 )
-            codes[unknown] = -1
-        return codes
-
-    def _integer_categories(self, features: tuple[int, ...]) -> tuple[np.ndarray, list[int]]:
-        """The int64 categories of ``features`` side by side and their offsets (cached)."""
-        if features not in self._integer_cache:
-            flat = np.concatenate([self.categories[f].astype(np.int64) for f in features])
-            sizes = [len(self.categories[f]) for f in features]
-            self._integer_cache[features] = (flat, [0, *np.cumsum(sizes).tolist()])
-        return self._integer_cache[features]
+            codes[unknown] = MISSING_CODE
+        return EncodedTable(codes=self._in_order(codes))
 
     def extend(
         self, X, *, n_threads: int = 1, owner: str = "the estimator"
     ) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """Adds the categories of ``X`` not seen before and returns its codes ``(F, S)``.
 
-        The vocabulary only grows and stays sorted, so it equals what ``fit_transform`` of
-        all the data seen so far would have learned. Also returns, per feature, the new code
-        of every old category (``None`` where the feature gained nothing), so that count
-        tables can follow their categories.
-
-        Nothing changes unless every column is valid, and the containers are replaced, never
-        mutated, so a shallow copy of the encoder can be extended without touching the
-        original (what ``partial_fit`` relies on to stay unchanged when a batch fails).
+        Also returns, per feature, the new code of every old code (``None`` where the
+        feature gained nothing), so that count tables can follow their categories: the
+        identity with ``order="insertion"``, where new categories only join at the end.
+        On an error nothing is added; ``undo(mark)`` with a ``mark()`` taken before also
+        forgets the batch's categories when a later step fails.
         """
-        columns, names = _columns_of(X)
-        self.check_features(len(columns), names, owner)
+        table = _read_table(X)
+        self.check_features(table, owner)
+        before = self.cardinalities
+        old_orders = (
+            [self._view(f)[1] for f in range(self.n_features)] if self.order == "sorted" else None
+        )
+        mark = self.vocabulary.mark()
+        declared = not isinstance(self.declared, str)
+        try:
+            codes = self._encode(table, grow=not declared, n_threads=n_threads)
+            if declared:
+                self._refuse_undeclared(codes, table, "partial_fit")
+        except BaseException:
+            self.vocabulary.truncate(mark)
+            raise
         moved: list[np.ndarray | None] = []
-        categories, numeric = list(self.categories), list(self.numeric)
-        for f, column in enumerate(columns):
-            old = self.categories[f]
-            integers = _integer_values(column, f) if self.numeric[f] else None
-            if integers is not None:
-                values, missing = integers
-                present = np.unique(values if missing is None else values[~missing])
-                unseen = present[~np.isin(present, old.astype(np.int64), assume_unique=True)]
-                if unseen.shape[0] == 0:
-                    moved.append(None)
-                    continue
-                merged = np.union1d(old.astype(np.int64), unseen).astype(old.dtype)
-                moved.append(np.searchsorted(merged, old))
+        for f, (old, new) in enumerate(zip(before, self.cardinalities)):
+            if old == new:
+                moved.append(None)
+            elif self.order == "insertion":
+                moved.append(np.arange(old))
             else:
-                objects, missing = _object_values(column, f)
-                present = objects[~missing]
-                unseen = pd.unique(present[_hashed(f, self._index(f).get_indexer, present) < 0])
-                if unseen.shape[0] == 0:
-                    moved.append(None)
-                    continue
-                merged = np.concatenate([old.astype(object), np.asarray(unseen, dtype=object)])
-                try:
-                    order = np.argsort(merged, kind="stable")
-                except TypeError as error:
-                    raise ValueError(
-                        f"feature {f} mixes values that cannot be ordered "
-                        f"(e.g. numbers and strings): {error}"
-                    ) from None
-                position = np.empty_like(order)
-                position[order] = np.arange(order.shape[0])
-                moved.append(position[: old.shape[0]])
-                merged = merged[order]
-                integers = pd.api.types.infer_dtype(merged) == "integer"
-                if self.numeric[f] and integers and _within_int64(merged[0], merged[-1]):
-                    merged = merged.astype(old.dtype)  # integers held in an object column
-                else:
-                    numeric[f] = False
-            categories[f] = merged
-        if any(m is not None for m in moved):
-            unchanged = {f: i for f, i in self._indexes.items() if moved[f] is None}
-            self.categories, self.numeric = categories, numeric
-            self._indexes, self._integer_cache = unchanged, {}
-        codes = self.transform(X, n_threads=n_threads, owner=owner).codes
-        return codes, moved
+                moved.append(self._view(f)[2][old_orders[f]].astype(np.int64))
+        return self._in_order(codes), moved
 
-    def _index(self, f: int) -> pd.Index:
-        """A hash index of feature ``f``'s categories, built on first use."""
-        if f not in self._indexes:
-            self._indexes[f] = pd.Index(self.categories[f])
-        return self._indexes[f]
+    def mark(self):
+        """A point ``undo`` returns the vocabulary to."""
+        return self.vocabulary.mark()
 
-    def check_features(self, n_features: int, names: np.ndarray | None, owner: str) -> None:
+    def undo(self, mark) -> None:
+        """Forgets every category added since ``mark``."""
+        self.vocabulary.truncate(mark)
+
+    def _encode(self, table: _Table, *, grow: bool, n_threads: int) -> np.ndarray:
+        """Vocabulary codes ``(F, S)`` of a table (-2 where unknown and not growing)."""
+        if table.block is not None:
+            values, missing = table.block
+            return self.vocabulary.encode_int_block(values, missing, grow=grow, n_jobs=n_threads)
+        codes = np.empty((table.n_features, table.n_rows), dtype=np.int32)
+        for f, column in enumerate(table.columns):
+            codes[f] = _encode_column(self.vocabulary, f, column, grow, _name(table, f))
+        return codes
+
+    def _in_order(self, codes: np.ndarray) -> np.ndarray:
+        """Codes in this encoder's order (ranks among the sorted categories if sorted)."""
+        if self.order == "sorted":
+            for f in range(codes.shape[0]):
+                rank = self._view(f)[2]
+                row = codes[f]
+                present = row >= 0
+                row[present] = rank[row[present]]
+        return codes
+
+    # ------------------------------------------------------------------ declared
+    def _declare(self, table: _Table) -> bool:
+        """Puts the declared categories (``categories=`` lists) into the vocabulary."""
+        if isinstance(self.declared, str):
+            if self.declared != "auto":
+                raise ValueError(
+                    f"categories must be 'auto' or a list of arrays, got {self.declared!r}"
+                )
+            return False
+        declared = list(self.declared)
+        if len(declared) != table.n_features:
+            raise ValueError(
+                f"categories has {len(declared)} lists but X has {table.n_features} features"
+            )
+        for f, values in enumerate(declared):
+            values = np.asarray(values, dtype=None)
+            if values.dtype.kind == "U":
+                values = np.asarray(list(np.asarray(declared[f], dtype=object)), dtype=object)
+            if values.ndim != 1:
+                raise ValueError(f"categories[{f}] must be a 1-D list of values")
+            column = _array_column(values, f)
+            codes = _encode_column(self.vocabulary, f, column, True, _name(table, f))
+            if np.any(codes < 0):
+                raise ValueError(f"categories[{f}] holds missing values (None or NaN)")
+            if np.unique(codes).size != codes.size:
+                raise ValueError(f"categories[{f}] holds duplicate values")
+            if column[0] == "ints" and not column[3]:
+                self.floats[f] = False
+        return True
+
+    def _refuse_undeclared(self, codes: np.ndarray, table: _Table, step: str) -> None:
+        unknown = codes == UNKNOWN
+        if unknown.any():
+            f = int(np.flatnonzero(unknown.any(axis=1))[0])
+            raise ValueError(
+                f"Found unknown categories {_examples(table, f, unknown[f])} in feature {f} "
+                f"during {step}: they are not among the declared categories"
+            )
+
+    # ------------------------------------------------------------------ checks
+    def check_features(self, table: _Table, owner: str) -> None:
         """Raises unless the table has the training number (and names) of features; warns,
         as scikit-learn does, when only one of the two tables has names (columns are then
-        matched by position, which a reordered table would silently break)."""
-        if n_features != len(self.categories):
+        matched by position, which a reordered table would silently break). Tables with
+        non-string column labels (integers) are checked against the training labels too."""
+        n_features, names = table.n_features, table.names
+        if n_features != self.n_features:
             raise ValueError(
                 f"X has {n_features} features, but {owner} is expecting "
-                f"{len(self.categories)} features as input."
+                f"{self.n_features} features as input."
             )
         if (self.feature_names is None) != (names is None):
             warnings.warn(
@@ -433,7 +643,7 @@ class CategoryEncoder:
                 else f"X does not have valid feature names, but {owner} was fitted with "
                 "feature names",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
         named = self.feature_names is not None and names is not None
         if named and not np.array_equal(names, self.feature_names):
@@ -441,11 +651,78 @@ class CategoryEncoder:
                 "The feature names should match those that were passed during fit: "
                 f"expected {list(self.feature_names)}, got {list(names)}"
             )
+        labelled = self.column_labels is not None and table.labels is not None
+        if labelled and not named and list(table.labels) != list(self.column_labels):
+            raise ValueError(
+                "The column labels should match those that were passed during fit: "
+                f"expected {list(self.column_labels)}, got {list(table.labels)}"
+            )
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_indexes"], state["_integer_cache"] = {}, {}
+        state["_views"] = {}
         return state
+
+    def __setstate__(self, state):
+        if "vocabulary" not in state:
+            state = _upgrade_state(state)
+        self.__dict__.update(state)
+
+
+def _upgrade_state(state: dict) -> dict:
+    """An encoder saved before the vocabulary (format 0: sorted categories, codes their
+    ranks) as the vocabulary in sorted order, which gives every category its old code."""
+    categories = state.get("categories")
+    if categories is None:
+        raise ValueError("cannot load this model: its encoder state has no known format")
+    vocabulary = _core.Vocabulary(len(categories))
+    for f, values in enumerate(categories):
+        column = _array_column(np.asarray(values), f)
+        _encode_column(vocabulary, f, column, True, f"feature {f}")
+    return {
+        "order": "sorted",
+        "declared": "auto",
+        "vocabulary": vocabulary,
+        "floats": [np.asarray(c).dtype.kind == "f" for c in categories],
+        "feature_names": state.get("feature_names"),
+        "column_labels": None,
+        "_views": {},
+    }
+
+
+def _type_rank(value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        return 0
+    if isinstance(value, (int, np.integer)):
+        return 1
+    if isinstance(value, str):
+        return 2
+    if isinstance(value, bytes):
+        return 3
+    return 4
+
+
+def _name(table: _Table, f: int) -> str:
+    """How errors name feature ``f``."""
+    if table.labels is None:
+        return f"feature {f}"
+    return f"feature {f} (column {table.labels[f]!r})"
+
+
+def _examples(table: _Table, f: int, where: np.ndarray) -> list:
+    """Up to five distinct values of feature ``f`` at the rows ``where`` (for messages)."""
+    rows = np.flatnonzero(where)[:1000]
+    if table.block is not None:
+        values = np.asarray(table.block[0][f])[rows]
+    else:
+        column = table.columns[f]
+        if column[0] in ("ints", "objects"):
+            values = column[1][rows]
+        elif column[0] == "category":
+            values = np.asarray(column[2].take(np.asarray(column[1])[rows]))
+        else:
+            values = np.asarray(column[1].take(rows).to_pylist(), dtype=object)
+    return pd.unique(np.asarray(values))[:5].tolist()
 
 
 def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:

@@ -103,6 +103,21 @@ def _positions(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return position.astype(np.int64)
 
 
+def grow_tables(tables: list[np.ndarray], cardinalities, n_classes: int) -> list[np.ndarray]:
+    """Per-feature ``(C, capacity)`` count tables with room for ``cardinalities[f]``
+    categories: a table too small is copied into one of twice the size (so a stream pays
+    O(1) amortised per new category), the others are kept as they are."""
+    grown = []
+    for f, k in enumerate(cardinalities):
+        table = tables[f] if f < len(tables) else np.zeros((n_classes, 0))
+        if table.shape[1] < k:
+            wider = np.zeros((n_classes, max(2 * k, 16)))
+            wider[:, : table.shape[1]] = table
+            table = wider
+        grown.append(table)
+    return grown
+
+
 def new_codes(moved: list[np.ndarray | None], cardinalities: list[int]) -> list[np.ndarray]:
     """Per feature, the new code of every old code (identity where nothing moved)."""
     return [

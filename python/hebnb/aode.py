@@ -18,7 +18,7 @@ from ._base import (
     class_log_prior,
     n_threads,
 )
-from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, memory_budget_bytes
+from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
 from ._online import (
     batch_classes,
     check_learning_rate,
@@ -159,6 +159,7 @@ class AODE(CategoricalClassifier):
         handle_unknown="ignore",
         n_jobs=None,
         learning_rate=1.0,
+        categories="auto",
     ):
         self.smoothing = smoothing
         self.prior = prior
@@ -173,6 +174,7 @@ class AODE(CategoricalClassifier):
         self.handle_unknown = handle_unknown
         self.n_jobs = n_jobs
         self.learning_rate = learning_rate
+        self.categories = categories
 
     def _check_params(self) -> None:
         check_choice("smoothing", self.smoothing, {"heb", "laplace"})
@@ -264,7 +266,7 @@ class AODE(CategoricalClassifier):
         threads = n_threads(self.n_jobs)
         n_classes = declared.shape[0]
         if first_call:
-            encoder = CategoryEncoder()
+            encoder = self._new_encoder()
             codes = encoder.fit_transform(X, n_threads=threads)
         else:
             encoder = copy.copy(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import warnings
 
 import numpy as np
@@ -17,8 +16,8 @@ from ._base import (
     class_log_prior,
     n_threads,
 )
-from ._encoding import CategoryEncoder, check_sample_weight, check_table_size
-from ._online import batch_classes, check_learning_rate, move_columns, n_rows_of
+from ._encoding import check_sample_weight, check_table_size
+from ._online import batch_classes, check_learning_rate, grow_tables, n_rows_of
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
 #: constant m) or "type2" (Type-II ML per class and feature).
@@ -86,6 +85,13 @@ class CategoricalNB(CategoricalClassifier):
         ``w_f = sqrt(MI(X_f; Y))``, the plug-in mutual information (nats) of the training
         counts, unnormalised: with ``"laplace"`` this is the paper's CAWNB, with
         ``"heb-m"`` its HEB-M+GR.
+    categories : "auto" or list of array-like, default="auto"
+        The categories of each feature, as in scikit-learn's ``OrdinalEncoder``: "auto"
+        learns them from the training data; a list gives every feature's categories
+        (distinct, no missing value), and a training value outside them is a
+        ``ValueError``. Declared categories never seen in training are smoothed as
+        SPEC says (under the pooled-marginal smoothers they are skipped at predict).
+        pandas ``category`` columns declare their categories too.
     learning_rate : float in (0, 1], default=1.0
         Forgetting factor gamma of ``partial_fit``: before a batch of n rows is added,
         every stored count is multiplied by ``gamma ** n`` (the prior pseudo-counts
@@ -175,6 +181,7 @@ class CategoricalNB(CategoricalClassifier):
         n_jobs=None,
         feature_weighting=None,
         learning_rate=1.0,
+        categories="auto",
         weighting=None,
         penalty=None,
         weighting_tol=1e-6,
@@ -191,9 +198,35 @@ class CategoricalNB(CategoricalClassifier):
         self.n_jobs = n_jobs
         self.feature_weighting = feature_weighting
         self.learning_rate = learning_rate
+        self.categories = categories
         self.weighting = weighting
         self.penalty = penalty
         self.weighting_tol = weighting_tol
+
+    #: codes in order of first appearance: a stream's batches never move old counts
+    _code_order = "insertion"
+
+    #: what ``_solve`` sets: after ``partial_fit`` they are computed when first used
+    _SOLVED = frozenset(
+        {
+            "_counts",
+            "_prior_mean",
+            "_log_table",
+            "concentration_",
+            "log_evidence_",
+            "n_iter_",
+            "converged_",
+            "feature_weights_",
+            "class_log_prior_",
+            "_score_table",
+            "_class_scores",
+            "_score_feature_weights",
+        }
+    )
+
+    @classmethod
+    def _deferred_attributes(cls) -> frozenset:
+        return cls._SOLVED
 
     def _check_params(self) -> None:
         check_choice("smoothing", self.smoothing, SMOOTHERS)
@@ -246,6 +279,8 @@ class CategoricalNB(CategoricalClassifier):
         )
         self._learn_vocabulary(encoder, classes)
         self.class_count_ = class_count
+        self.__dict__.pop("_feature_counts", None)
+        self._unsolved = False
         self._counts = counts
         self._solve(threads)
         if self.weighting is not None:
@@ -276,7 +311,7 @@ class CategoricalNB(CategoricalClassifier):
         -------
         self
         """
-        first_call = not hasattr(self, "_counts")
+        first_call = "_encoder" not in self.__dict__
         self._check_params()  # every call: set_params may have changed them mid-stream
         if self.weighting is not None:
             raise ValueError(
@@ -288,36 +323,54 @@ class CategoricalNB(CategoricalClassifier):
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
         weights = check_sample_weight(sample_weight, n_rows)
         threads = n_threads(self.n_jobs)
+        n_classes = declared.shape[0]
         if first_call:
-            encoder = CategoryEncoder()
+            encoder = self._new_encoder()
             codes = encoder.fit_transform(X, n_threads=threads)
-            check_table_size(declared.shape[0], encoder.offsets[-1])
-            counts = np.zeros((declared.shape[0], encoder.offsets[-1]))
-            class_count = np.zeros(declared.shape[0])
+            check_table_size(n_classes, encoder.offsets[-1])
+            tables, class_count, decay = [], np.zeros(n_classes), 1.0
         else:
-            encoder = copy.copy(
-                self._encoder
-            )  # extended on the side: a failed batch changes nothing
-            old_offsets = encoder.offsets
-            codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
-            check_table_size(declared.shape[0], encoder.offsets[-1])
-            counts = move_columns(self._counts, old_offsets, encoder.offsets, moved)
+            encoder = self._encoder
+            tables = self._growable_counts()  # split on the vocabulary before the batch
+            mark = encoder.mark()
+            codes, _ = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
+            try:
+                check_table_size(n_classes, encoder.offsets[-1])
+            except MemoryError:
+                encoder.undo(mark)  # a refused batch leaves the model as it was
+                raise
             # forgetting: the stored counts age by one step per new row
             decay = float(self.learning_rate) ** n_rows
-            counts *= decay
-            class_count = self.class_count_ * decay
-        batch_class_count, batch_counts = _core.count_categories(
-            codes, labels, weights, encoder.offsets, declared.shape[0], threads
-        )
+            class_count = self.class_count_.copy()
+        tables = grow_tables(tables, encoder.cardinalities, n_classes)
+        _core.add_counts(tables, class_count, codes, labels, weights, decay=decay, n_jobs=threads)
         self._learn_vocabulary(encoder, declared)
-        self.class_count_ = class_count + batch_class_count
-        self._counts = counts + batch_counts
-        self._solve(threads)
+        self.class_count_ = class_count
+        self._feature_counts = tables
+        for name in self._SOLVED:
+            self.__dict__.pop(name, None)
+        self._unsolved = True  # solved from the counts when a fitted attribute is used
         return self
+
+    def _growable_counts(self) -> list[np.ndarray]:
+        """The per-feature ``(C, capacity)`` count tables of a stream (split from the flat
+        table of a ``fit`` the first time)."""
+        if "_feature_counts" not in self.__dict__:
+            self._feature_counts = [np.ascontiguousarray(t) for t in self._split(self._counts)]
+        return self._feature_counts
+
+    def _solve_deferred(self) -> None:
+        self._solve(n_threads(self.n_jobs))
 
     def _solve(self, threads: int) -> None:
         """Prior means, concentrations and log-probability tables from the counts."""
         offsets = self._encoder.offsets
+        if self.__dict__.get("_unsolved"):
+            sizes = np.diff(offsets)
+            self._counts = np.concatenate(
+                [t[:, :k] for t, k in zip(self._feature_counts, sizes)], axis=1
+            )
+            self._unsolved = False
         mean = _core.prior_mean(self._counts, offsets, SMOOTHERS[self.smoothing])
         n_classes, n_features = self._counts.shape[0], len(offsets) - 1
         if self.smoothing in EMPIRICAL_BAYES:
@@ -374,8 +427,7 @@ class CategoricalNB(CategoricalClassifier):
         self._score_table, self._class_scores = self._log_table, self.class_log_prior_
         self._score_feature_weights: np.ndarray | None = self.feature_weights_
         for name in ("class_weights_", "value_weights_", "weighting_n_iter_"):
-            if hasattr(self, name):
-                delattr(self, name)
+            self.__dict__.pop(name, None)
 
     def _fixed_concentration(self) -> np.ndarray:
         """m per feature for the fixed smoothers (a row broadcast over classes); NaN for a
@@ -392,22 +444,28 @@ class CategoricalNB(CategoricalClassifier):
         return np.where(k > 0, m, np.nan)
 
     def _split(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Per-feature blocks of a table laid out by code (order of first appearance)."""
         return np.split(flat, self._encoder.offsets[1:-1], axis=-1)
+
+    def _sorted_blocks(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Per-feature blocks with their columns in the order of ``categories_``."""
+        encoder = self._encoder
+        return [block[..., encoder.sorted_order(f)] for f, block in enumerate(self._split(flat))]
 
     @property
     def category_count_(self) -> list[np.ndarray]:
         """Weighted counts N[c, f, v]: one (n_classes, n_categories_[f]) array per feature."""
-        return self._split(self._counts)
+        return self._sorted_blocks(self._counts)
 
     @property
     def feature_log_prob_(self) -> list[np.ndarray]:
         """ln theta[c, f, v]: one (n_classes, n_categories_[f]) array per feature."""
-        return self._split(self._log_table.T)
+        return self._sorted_blocks(self._log_table.T)
 
     @property
     def prior_mean_(self) -> list[np.ndarray]:
         """The prior mean mu_f of each feature's categories."""
-        return self._split(self._prior_mean)
+        return self._sorted_blocks(self._prior_mean)
 
     def _fit_weights(self, codes, labels, sample_weight, threads: int) -> None:
         """Learns the discriminative weights of ``weighting`` on the training rows."""

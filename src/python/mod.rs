@@ -16,7 +16,9 @@ mod discriminative;
 mod encoding;
 mod groups;
 mod naive_bayes;
+mod streaming;
 mod text;
+mod vocabulary;
 
 /// The one place where core errors become Python exceptions.
 pub(super) fn to_py_err(error: HebError) -> PyErr {
@@ -60,6 +62,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     aode::register(m)?;
     groups::register(m)?;
     discriminative::register(m)?;
+    vocabulary::register(m)?;
+    streaming::register(m)?;
     text::register(m)?;
     Ok(())
 }

@@ -1,0 +1,36 @@
+//! Binding of the streaming counts (`crate::streaming`): a batch added in place.
+
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray1, PyReadwriteArray2};
+use pyo3::prelude::*;
+
+use super::run;
+use crate::streaming;
+
+/// Adds coded rows `(F, S)` to per-feature count tables `(C, capacity_f)` and the class
+/// totals in place, after multiplying them by `decay`.
+#[pyfunction]
+#[pyo3(signature = (tables, class_totals, codes, labels, weights, *, decay, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn add_counts<'py>(
+    py: Python<'py>,
+    mut tables: Vec<PyReadwriteArray2<'py, f64>>,
+    mut class_totals: PyReadwriteArray1<'py, f64>,
+    codes: PyReadonlyArray2<'py, i32>,
+    labels: PyReadonlyArray1<'py, i64>,
+    weights: PyReadonlyArray1<'py, f64>,
+    decay: f64,
+    n_jobs: usize,
+) -> PyResult<()> {
+    let mut views: Vec<_> = tables.iter_mut().map(|t| t.as_array_mut()).collect();
+    let totals = class_totals.as_slice_mut()?;
+    let (codes, labels, weights) = (codes.as_array(), labels.as_array(), weights.as_array());
+    run(py, n_jobs, || {
+        streaming::add_batch(&mut views, totals, codes, labels, weights, decay)
+    })
+}
+
+/// Adds this family's functions to the module.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(add_counts, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,524 @@
+//! Binding of the vocabulary (`crate::vocabulary`): a `Vocabulary` class holding one
+//! grow-only value -> code map per feature, coding numpy integer blocks, Arrow string
+//! buffers and numpy object columns. Integers, strings, bytes and booleans are hashed in
+//! Rust; any other hashable object gets a token from a per-feature dict kept here (the
+//! core never sees Python objects). Pickles through `__getstate__` / `__setstate__` with
+//! a format version.
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use rayon::prelude::*;
+
+use super::{run, to_py_err};
+use crate::encoding::MISSING;
+use crate::error::{HebError, Result as CoreResult};
+use crate::vocabulary::{
+    codes_buffer, FeatureParts, FeatureVocabulary, Key, Value, FORMAT_VERSION,
+};
+
+/// Per-feature maps from value to code that only grow (codes in order of first
+/// appearance). Build with the number of features.
+#[pyclass(module = "hebnb._core")]
+pub(super) struct Vocabulary {
+    features: Vec<FeatureVocabulary>,
+    /// Per feature: object -> token, and the objects by token.
+    object_tokens: Vec<Py<PyDict>>,
+    objects: Vec<Py<PyList>>,
+}
+
+/// One feature's saved state: `(kinds, ints, text, text_offsets, objects)`.
+type SavedFeature<'py> = (
+    Vec<u8>,
+    PyReadonlyArray1<'py, i64>,
+    Vec<u8>,
+    PyReadonlyArray1<'py, u64>,
+    Bound<'py, PyList>,
+);
+
+/// How one Python value is coded.
+enum Cell<'a> {
+    Missing,
+    Key(Key<'a>),
+    /// Neither missing nor of a type the core hashes: goes through the object dict.
+    Other,
+}
+
+fn classify<'a>(value: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Cell<'a>> {
+    if let Ok(text) = value.cast::<PyString>() {
+        return match text.to_str() {
+            Ok(s) => Ok(Cell::Key(Key::Str(s))),
+            Err(_) => Err(PyValueError::new_err(format!(
+                "{name} holds a string that is not valid Unicode (a lone surrogate such as \
+                 '\\ud800'): categories must be encodable as UTF-8"
+            ))),
+        };
+    }
+    if value.is_none() {
+        return Ok(Cell::Missing);
+    }
+    if let Ok(flag) = value.cast::<PyBool>() {
+        return Ok(Cell::Key(Key::Bool(flag.is_true())));
+    }
+    if value.cast::<PyInt>().is_ok() {
+        return Ok(match value.extract::<i64>() {
+            Ok(v) => Cell::Key(Key::Int(v)),
+            Err(_) => Cell::Other, // beyond int64: kept as a Python int
+        });
+    }
+    if let Ok(number) = value.cast::<PyFloat>() {
+        let v = number.value();
+        if v.is_nan() {
+            return Ok(Cell::Missing);
+        }
+        if !v.is_finite() || v != v.floor() {
+            return Err(PyValueError::new_err(format!(
+                "{name} holds floats with a fractional part (or infinite), which are not \
+                 categories: bin numeric columns first"
+            )));
+        }
+        // whole floats are the integers they equal (1.0 and 1 are one category)
+        return Ok(if v.abs() < 2f64.powi(63) {
+            Cell::Key(Key::Int(v as i64))
+        } else {
+            Cell::Other
+        });
+    }
+    if let Ok(bytes) = value.cast::<PyBytes>() {
+        return Ok(Cell::Key(Key::Bytes(bytes.as_bytes())));
+    }
+    Ok(Cell::Other)
+}
+
+impl Vocabulary {
+    fn check_feature(&self, feature: usize) -> PyResult<()> {
+        if feature < self.features.len() {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "feature {feature} outside the {} features of the vocabulary",
+                self.features.len()
+            )))
+        }
+    }
+
+    /// Token of a hashable object of feature `f` (a new one when `grow`), or None.
+    fn object_token(
+        &self,
+        py: Python<'_>,
+        f: usize,
+        value: &Bound<'_, PyAny>,
+        grow: bool,
+        name: &str,
+    ) -> PyResult<Option<u64>> {
+        let tokens = self.object_tokens[f].bind(py);
+        let found = tokens.get_item(value).map_err(|error| {
+            PyValueError::new_err(format!(
+                "{name} holds values that cannot be categories ({error}): categories must be \
+                 hashable, such as strings, numbers or tuples"
+            ))
+        })?;
+        if let Some(token) = found {
+            return Ok(Some(token.extract::<u64>()?));
+        }
+        if !grow {
+            return Ok(None);
+        }
+        let objects = self.objects[f].bind(py);
+        let token = objects.len() as u64;
+        tokens.set_item(value, token)?;
+        objects.append(value)?;
+        Ok(Some(token))
+    }
+
+    fn lengths_now(&self, py: Python<'_>) -> Vec<(usize, usize)> {
+        (0..self.features.len())
+            .map(|f| (self.features[f].len(), self.objects[f].bind(py).len()))
+            .collect()
+    }
+
+    fn roll_back(&mut self, py: Python<'_>, lengths: &[(usize, usize)]) -> PyResult<()> {
+        for (f, &(n_values, n_objects)) in lengths.iter().enumerate() {
+            self.features[f].truncate(n_values);
+            let objects = self.objects[f].bind(py);
+            let tokens = self.object_tokens[f].bind(py);
+            while objects.len() > n_objects {
+                let last = objects.get_item(objects.len() - 1)?;
+                tokens.del_item(&last)?;
+                objects.del_item(objects.len() - 1)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn codes_to_array<'py>(py: Python<'py>, codes: Vec<i32>) -> Bound<'py, PyArray1<i32>> {
+    codes.into_pyarray(py)
+}
+
+#[pymethods]
+impl Vocabulary {
+    #[new]
+    #[pyo3(signature = (n_features = 0))]
+    fn new(py: Python<'_>, n_features: usize) -> Self {
+        Vocabulary {
+            features: vec![FeatureVocabulary::default(); n_features],
+            object_tokens: (0..n_features).map(|_| PyDict::new(py).unbind()).collect(),
+            objects: (0..n_features)
+                .map(|_| PyList::empty(py).unbind())
+                .collect(),
+        }
+    }
+
+    /// Number of features.
+    #[getter]
+    fn n_features(&self) -> usize {
+        self.features.len()
+    }
+
+    /// Number of categories of every feature.
+    fn lengths(&self) -> Vec<usize> {
+        self.features.iter().map(FeatureVocabulary::len).collect()
+    }
+
+    /// The growth marks `truncate` returns to: one `(values, objects)` pair per feature.
+    fn mark(&self, py: Python<'_>) -> Vec<(usize, usize)> {
+        self.lengths_now(py)
+    }
+
+    /// Forgets what was added since `mark` (a batch that failed after coding).
+    fn truncate(&mut self, py: Python<'_>, mark: Vec<(usize, usize)>) -> PyResult<()> {
+        if mark.len() != self.features.len() {
+            return Err(PyValueError::new_err("mark of another vocabulary"));
+        }
+        self.roll_back(py, &mark)
+    }
+
+    /// Codes a block of integer columns `values (F, S)` (a strided view is fine),
+    /// `missing (F, S)` marking missing cells; grows the vocabularies when `grow`, else
+    /// codes unknown values -2. Features in parallel; nothing grows if any fails.
+    #[pyo3(signature = (values, missing, *, grow, n_jobs))]
+    fn encode_int_block<'py>(
+        &mut self,
+        py: Python<'py>,
+        values: PyReadonlyArray2<'py, i64>,
+        missing: Option<PyReadonlyArray2<'py, bool>>,
+        grow: bool,
+        n_jobs: usize,
+    ) -> PyResult<Bound<'py, PyArray2<i32>>> {
+        let values = values.as_array();
+        let missing = missing.as_ref().map(|m| m.as_array());
+        let (n_features, n_rows) = values.dim();
+        if n_features != self.features.len() {
+            return Err(PyValueError::new_err(format!(
+                "X has {n_features} features, the vocabulary {}",
+                self.features.len()
+            )));
+        }
+        if let Some(mask) = &missing {
+            if mask.dim() != values.dim() {
+                return Err(PyValueError::new_err("missing-value mask of another shape"));
+            }
+        }
+        let mark = self.lengths_now(py);
+        let features = &mut self.features;
+        let result = run(py, n_jobs, || {
+            let mut flat = codes_buffer(n_features * n_rows)?;
+            let per_feature: Vec<Vec<i32>> = features
+                .par_iter_mut()
+                .enumerate()
+                .map(|(f, vocabulary)| -> CoreResult<Vec<i32>> {
+                    let row = values.row(f);
+                    let mask = missing.as_ref().map(|m| m.row(f));
+                    let mut codes = codes_buffer(n_rows)?;
+                    for (s, &v) in row.iter().enumerate() {
+                        codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
+                            MISSING
+                        } else {
+                            vocabulary.code(Key::Int(v), grow)?
+                        });
+                    }
+                    Ok(codes)
+                })
+                .collect::<CoreResult<_>>()?;
+            for codes in per_feature {
+                flat.extend_from_slice(&codes);
+            }
+            ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
+                .map_err(|e| HebError::InvalidParameter(e.to_string()))
+        });
+        match result {
+            Ok(codes) => Ok(codes.into_pyarray(py)),
+            Err(error) => {
+                self.roll_back(py, &mark)?;
+                Err(error)
+            }
+        }
+    }
+
+    /// Codes one integer column of feature `feature` (`missing` marks missing cells).
+    #[pyo3(signature = (feature, values, missing, *, grow))]
+    fn encode_ints<'py>(
+        &mut self,
+        py: Python<'py>,
+        feature: usize,
+        values: PyReadonlyArray1<'py, i64>,
+        missing: Option<PyReadonlyArray1<'py, bool>>,
+        grow: bool,
+    ) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        self.check_feature(feature)?;
+        let values = values.as_array();
+        let mask = match &missing {
+            Some(m) => Some(m.as_slice()?),
+            None => None,
+        };
+        let vocabulary = &mut self.features[feature];
+        let codes = vocabulary
+            .encode_ints(values.iter().copied(), mask, grow)
+            .map_err(to_py_err)?;
+        Ok(codes_to_array(py, codes))
+    }
+
+    /// Codes one Arrow string (or binary-as-text) array of feature `feature` from its
+    /// buffers: `offsets` (int32 or int64, length + 1 entries from the array's offset),
+    /// `data` (uint8), `validity` (uint8 bitmap or None) starting at bit `bit_offset`.
+    #[pyo3(signature = (feature, offsets, data, validity, bit_offset, *, grow, name))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_utf8<'py>(
+        &mut self,
+        py: Python<'py>,
+        feature: usize,
+        offsets: &Bound<'py, PyAny>,
+        data: PyReadonlyArray1<'py, u8>,
+        validity: Option<PyReadonlyArray1<'py, u8>>,
+        bit_offset: usize,
+        grow: bool,
+        name: &str,
+    ) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        self.check_feature(feature)?;
+        let data = data.as_slice()?;
+        let validity = match &validity {
+            Some(v) => Some((v.as_slice()?, bit_offset)),
+            None => None,
+        };
+        let vocabulary = &mut self.features[feature];
+        let codes = if let Ok(small) = offsets.extract::<PyReadonlyArray1<'py, i32>>() {
+            let small = small.as_slice()?;
+            py.detach(|| vocabulary.encode_utf8(small, data, validity, grow, name))
+        } else {
+            let large = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
+            let large = large.as_slice()?;
+            py.detach(|| vocabulary.encode_utf8(large, data, validity, grow, name))
+        }
+        .map_err(to_py_err)?;
+        Ok(codes_to_array(py, codes))
+    }
+
+    /// Codes one column of Python objects. `normalize` maps a value that is not a str,
+    /// bytes, bool, int, float or None to one of those (a numpy scalar to its Python
+    /// value, pandas NA to None) or returns it as is (then it is coded as an object).
+    /// Unknown values are -2 unless `grow`; `name` names the feature in errors.
+    #[pyo3(signature = (feature, values, normalize, *, grow, name))]
+    fn encode_objects<'py>(
+        &mut self,
+        py: Python<'py>,
+        feature: usize,
+        values: PyReadonlyArray1<'py, Py<PyAny>>,
+        normalize: &Bound<'py, PyAny>,
+        grow: bool,
+        name: &str,
+    ) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        self.check_feature(feature)?;
+        let values = values.as_array();
+        let mark = self.lengths_now(py);
+        let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
+        let result = (|| -> PyResult<()> {
+            for value in values.iter() {
+                let value = value.bind(py);
+                let normalized;
+                let mut cell = classify(value, name)?;
+                if matches!(cell, Cell::Other) {
+                    normalized = normalize.call1((value,))?;
+                    cell = classify(&normalized, name)?;
+                    if matches!(cell, Cell::Other) {
+                        match self.object_token(py, feature, &normalized, grow, name)? {
+                            Some(token) => cell = Cell::Key(Key::Object(token)),
+                            None => {
+                                codes.push(crate::encoding::UNKNOWN);
+                                continue;
+                            }
+                        }
+                    }
+                }
+                codes.push(match cell {
+                    Cell::Key(key) => self.features[feature].code(key, grow).map_err(to_py_err)?,
+                    _ => MISSING,
+                });
+            }
+            Ok(())
+        })();
+        if let Err(error) = result {
+            self.roll_back(py, &mark)?;
+            return Err(error);
+        }
+        Ok(codes_to_array(py, codes))
+    }
+
+    /// The categories of `feature` in insertion order, as Python values.
+    fn values<'py>(&self, py: Python<'py>, feature: usize) -> PyResult<Bound<'py, PyList>> {
+        self.check_feature(feature)?;
+        let objects = self.objects[feature].bind(py);
+        let list = PyList::empty(py);
+        for value in self.features[feature].values() {
+            match value {
+                Value::Bool(b) => list.append(*b)?,
+                Value::Int(v) => list.append(*v)?,
+                Value::Str(s) => list.append(&**s)?,
+                Value::Bytes(b) => list.append(PyBytes::new(py, b))?,
+                Value::Object(t) => list.append(objects.get_item(*t as usize)?)?,
+            }
+        }
+        Ok(list)
+    }
+
+    /// The categories of `feature` in insertion order as int64 when all are integers
+    /// (`bools` also accepts booleans as 0/1), else None.
+    fn int_values<'py>(
+        &self,
+        py: Python<'py>,
+        feature: usize,
+    ) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+        self.check_feature(feature)?;
+        let mut out = Vec::with_capacity(self.features[feature].len());
+        for value in self.features[feature].values() {
+            match value {
+                Value::Int(v) => out.push(*v),
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(out.into_pyarray(py)))
+    }
+
+    /// Whether `feature` holds values kept as Python objects (sorted by Python then).
+    fn has_objects(&self, py: Python<'_>, feature: usize) -> PyResult<bool> {
+        self.check_feature(feature)?;
+        Ok(self.objects[feature].bind(py).len() > 0)
+    }
+
+    /// The codes of `feature` in sorted order of their values (by type: booleans,
+    /// integers, strings, bytes, objects; then by value).
+    fn sorted_order<'py>(
+        &self,
+        py: Python<'py>,
+        feature: usize,
+    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        self.check_feature(feature)?;
+        let order: Vec<i64> = self.features[feature]
+            .sorted_order()
+            .into_iter()
+            .map(i64::from)
+            .collect();
+        Ok(order.into_pyarray(py))
+    }
+
+    /// A copy (the maps and the object lists are duplicated).
+    fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+        Ok(Vocabulary {
+            features: self.features.clone(),
+            object_tokens: self
+                .object_tokens
+                .iter()
+                .map(|d| Ok(d.bind(py).copy()?.unbind()))
+                .collect::<PyResult<_>>()?,
+            objects: self
+                .objects
+                .iter()
+                .map(|l| {
+                    let l = l.bind(py);
+                    Ok(PyList::new(py, l.iter())?.unbind())
+                })
+                .collect::<PyResult<_>>()?,
+        })
+    }
+
+    fn __copy__(&self, py: Python<'_>) -> PyResult<Self> {
+        self.copy(py)
+    }
+
+    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.copy(py)
+    }
+
+    fn __getnewargs__<'py>(&self, py: Python<'py>) -> Bound<'py, PyTuple> {
+        PyTuple::empty(py)
+    }
+
+    /// `{"format": version, "features": [(kinds, ints, text, text_offsets, objects)]}`.
+    fn __getstate__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let features = PyList::empty(py);
+        for (f, vocabulary) in self.features.iter().enumerate() {
+            let parts = vocabulary.to_parts();
+            let item = (
+                PyBytes::new(py, &parts.kinds),
+                parts.ints.into_pyarray(py),
+                PyBytes::new(py, &parts.text),
+                parts.text_offsets.into_pyarray(py),
+                self.objects[f].bind(py).clone(),
+            );
+            features.append(item)?;
+        }
+        let state = PyDict::new(py);
+        state.set_item("format", FORMAT_VERSION)?;
+        state.set_item("features", features)?;
+        Ok(state)
+    }
+
+    fn __setstate__(&mut self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<()> {
+        let state = state
+            .cast::<PyDict>()
+            .map_err(|_| PyTypeError::new_err("a vocabulary state is a dict"))?;
+        let format: u32 = match state.get_item("format")? {
+            Some(v) => v.extract()?,
+            None => 0,
+        };
+        if format != FORMAT_VERSION {
+            return Err(PyValueError::new_err(format!(
+                "this vocabulary was saved in format {format}; this build of hebnb reads \
+                 format {FORMAT_VERSION}"
+            )));
+        }
+        let items = state
+            .get_item("features")?
+            .ok_or_else(|| PyValueError::new_err("vocabulary state without features"))?;
+        let mut features = Vec::new();
+        let (mut object_tokens, mut objects) = (Vec::new(), Vec::new());
+        for item in items.try_iter()? {
+            let item = item?;
+            let (kinds, ints, text, text_offsets, values): SavedFeature<'_> = item.extract()?;
+            let parts = FeatureParts {
+                kinds,
+                ints: ints.as_array().to_vec(),
+                text,
+                text_offsets: text_offsets.as_array().to_vec(),
+            };
+            features.push(FeatureVocabulary::from_parts(&parts).map_err(to_py_err)?);
+            let tokens = PyDict::new(py);
+            for (token, value) in values.iter().enumerate() {
+                tokens.set_item(value, token as u64)?;
+            }
+            object_tokens.push(tokens.unbind());
+            objects.push(PyList::new(py, values.iter())?.unbind());
+        }
+        self.features = features;
+        self.object_tokens = object_tokens;
+        self.objects = objects;
+        Ok(())
+    }
+}
+
+/// Adds the class to the module.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Vocabulary>()?;
+    Ok(())
+}

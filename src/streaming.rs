@@ -1,0 +1,142 @@
+//! Counts that grow with the vocabulary, for streaming (`partial_fit`): a batch of coded
+//! rows is added in place to one `(C, capacity_f)` table per feature, after every stored
+//! count is multiplied by the forgetting factor (SPEC "Online learning and forgetting").
+//!
+//! Because codes are given in order of first appearance, a batch only ever touches the
+//! cells of its own rows and the columns its new categories open at the end of each
+//! table: the cost of a batch is O(rows x features), not O(vocabulary) (forgetting with
+//! a rate below one multiplies every stored count and is O(vocabulary)). The sums are
+//! those [`crate::counts::count_categories`] makes over the same rows, so counting the
+//! batches of a stream one by one and solving once gives the model one fit on the
+//! concatenated rows gives.
+
+use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
+use rayon::prelude::*;
+
+use crate::counts::class_indices;
+use crate::error::{check_len, HebError, Result};
+
+/// Adds the rows `codes (F, S)` (-1: missing) with `labels` and `weights` to the
+/// per-feature tables `tables[f]` of shape `(C, capacity_f)` and to `class_totals`, after
+/// multiplying both by `decay` (1: no forgetting).
+///
+/// # Errors
+/// Shape mismatches, a class index outside `0..C`, a code beyond its table's capacity.
+pub fn add_batch(
+    tables: &mut [ArrayViewMut2<'_, f64>],
+    class_totals: &mut [f64],
+    codes: ArrayView2<'_, i32>,
+    labels: ArrayView1<'_, i64>,
+    weights: ArrayView1<'_, f64>,
+    decay: f64,
+) -> Result<()> {
+    let n_classes = class_totals.len();
+    check_len("number of features", tables.len(), codes.nrows())?;
+    check_len("number of labels", codes.ncols(), labels.len())?;
+    check_len("number of weights", codes.ncols(), weights.len())?;
+    for table in tables.iter() {
+        check_len("rows of a count table", n_classes, table.nrows())?;
+    }
+    let classes = class_indices(labels, n_classes)?;
+    tables
+        .par_iter_mut()
+        .enumerate()
+        .try_for_each(|(f, table)| {
+            let row = codes.row(f);
+            let capacity = table.ncols();
+            if let Some(&bad) = row.iter().find(|&&c| c >= 0 && c as usize >= capacity) {
+                return Err(HebError::CodeOutOfRange {
+                    feature: f,
+                    code: bad as i64,
+                    n_categories: capacity,
+                });
+            }
+            if decay != 1.0 {
+                table.mapv_inplace(|n| n * decay);
+            }
+            for ((&code, &c), &w) in row.iter().zip(&classes).zip(weights.iter()) {
+                if code >= 0 {
+                    table[[c, code as usize]] += w;
+                }
+            }
+            Ok(())
+        })?;
+    for total in class_totals.iter_mut() {
+        *total *= decay;
+    }
+    for (&c, &w) in classes.iter().zip(weights.iter()) {
+        class_totals[c] += w;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counts::count_categories;
+    use crate::layout::FeatureLayout;
+    use ndarray::{array, Array2};
+
+    #[test]
+    fn batches_add_up_to_the_counts_of_all_rows() {
+        let codes = array![[0, 1, 1, -1, 2, 0], [1, 0, 0, 0, 1, 1]];
+        let labels = array![0_i64, 1, 1, 0, 1, 0];
+        let weights = array![1.0, 2.0, 0.5, 1.0, 1.0, 3.0];
+        let layout = FeatureLayout::from_cardinalities(&[3, 2]);
+        let all =
+            count_categories(codes.view(), labels.view(), weights.view(), &layout, 2).unwrap();
+        let mut tables = [Array2::<f64>::zeros((2, 4)), Array2::<f64>::zeros((2, 2))];
+        let mut totals = vec![0.0; 2];
+        for (start, end) in [(0, 2), (2, 6)] {
+            let mut views: Vec<_> = tables.iter_mut().map(|t| t.view_mut()).collect();
+            add_batch(
+                &mut views,
+                &mut totals,
+                codes.slice(ndarray::s![.., start..end]),
+                labels.slice(ndarray::s![start..end]),
+                weights.slice(ndarray::s![start..end]),
+                1.0,
+            )
+            .unwrap();
+        }
+        assert_eq!(totals, all.class_totals);
+        for c in 0..2 {
+            for v in 0..3 {
+                assert_eq!(tables[0][[c, v]], all.table[[c, v]]);
+            }
+            for v in 0..2 {
+                assert_eq!(tables[1][[c, v]], all.table[[c, 3 + v]]);
+            }
+        }
+    }
+
+    #[test]
+    fn decay_ages_the_stored_counts_and_bad_codes_are_refused() {
+        let mut table = array![[2.0, 4.0]];
+        let mut totals = vec![6.0];
+        {
+            let mut views = [table.view_mut()];
+            add_batch(
+                &mut views,
+                &mut totals,
+                array![[1]].view(),
+                array![0_i64].view(),
+                array![1.0].view(),
+                0.5,
+            )
+            .unwrap();
+        }
+        assert_eq!(table, array![[1.0, 3.0]]);
+        assert_eq!(totals, vec![4.0]);
+        let mut views = [table.view_mut()];
+        let beyond = add_batch(
+            &mut views,
+            &mut totals,
+            array![[2]].view(),
+            array![0_i64].view(),
+            array![1.0].view(),
+            1.0,
+        );
+        assert!(matches!(beyond, Err(HebError::CodeOutOfRange { .. })));
+    }
+}

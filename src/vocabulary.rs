@@ -1,0 +1,465 @@
+//! The category vocabulary of every feature: a map from value to code that only grows.
+//!
+//! SPEC "Weights and vocabularies": the vocabulary comes from X alone. Codes are given in
+//! order of first appearance (insertion order), so a batch is coded in O(rows of the batch)
+//! whatever the size of the vocabulary, and a value once coded keeps its code for ever:
+//! counts of later batches add to the same cells (SPEC "Online learning and forgetting").
+//! First appearance is also invariant under any one-to-one relabelling of the values, so
+//! the same data as strings, as pandas categories or as integers gets the same codes and
+//! so bit-identical models. A sorted view ([`FeatureVocabulary::sorted_order`]) gives the
+//! order the Python API promises for `categories_`.
+//!
+//! Values are compared by type and value: the integer 1, the string "1", the bytes b"1"
+//! and the boolean True are four different categories. Values of other types (tuples,
+//! dates, ...) are kept by the bindings, which hand the core an opaque token per distinct
+//! object ([`Value::Object`]).
+//!
+//! Coded cells are `MISSING` (-1) for a missing value and `UNKNOWN` (-2) for a value not
+//! in the vocabulary when the vocabulary may not grow.
+
+use rustc_hash::FxHashMap;
+
+use crate::encoding::{MISSING, UNKNOWN};
+use crate::error::{HebError, Result};
+
+/// A category value as the vocabulary keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Bool(bool),
+    Int(i64),
+    Str(Box<str>),
+    Bytes(Box<[u8]>),
+    /// A value of another type, named by a token the bindings assign.
+    Object(u64),
+}
+
+impl Value {
+    /// Rank of the type in the sorted view: booleans, integers, strings, bytes, objects.
+    fn type_rank(&self) -> u8 {
+        match self {
+            Value::Bool(_) => 0,
+            Value::Int(_) => 1,
+            Value::Str(_) => 2,
+            Value::Bytes(_) => 3,
+            Value::Object(_) => 4,
+        }
+    }
+}
+
+/// A value to look up, borrowed from the input (no allocation unless it is new).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key<'a> {
+    Bool(bool),
+    Int(i64),
+    Str(&'a str),
+    Bytes(&'a [u8]),
+    Object(u64),
+}
+
+/// The vocabulary of one feature.
+#[derive(Debug, Clone, Default)]
+pub struct FeatureVocabulary {
+    /// The values in insertion order: code k is `values[k]`.
+    values: Vec<Value>,
+    bools: [Option<u32>; 2],
+    ints: FxHashMap<i64, u32>,
+    strs: FxHashMap<Box<str>, u32>,
+    bytes: FxHashMap<Box<[u8]>, u32>,
+    objects: FxHashMap<u64, u32>,
+}
+
+/// Most categories one feature may hold: codes are `i32`.
+pub const MAX_CATEGORIES: usize = i32::MAX as usize;
+
+impl FeatureVocabulary {
+    /// Number of categories.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether no category is known.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The values in insertion order (code k is the k-th).
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    /// The code of `key`, if known.
+    pub fn get(&self, key: Key<'_>) -> Option<u32> {
+        match key {
+            Key::Bool(b) => self.bools[b as usize],
+            Key::Int(v) => self.ints.get(&v).copied(),
+            Key::Str(s) => self.strs.get(s).copied(),
+            Key::Bytes(b) => self.bytes.get(b).copied(),
+            Key::Object(t) => self.objects.get(&t).copied(),
+        }
+    }
+
+    /// The code of `key`, adding it at the end when it is new.
+    ///
+    /// # Errors
+    /// More than [`MAX_CATEGORIES`] categories, or no memory for the new one.
+    pub fn insert(&mut self, key: Key<'_>) -> Result<u32> {
+        if let Some(code) = self.get(key) {
+            return Ok(code);
+        }
+        if self.values.len() >= MAX_CATEGORIES {
+            return Err(HebError::InvalidParameter(format!(
+                "a feature has more than {MAX_CATEGORIES} categories"
+            )));
+        }
+        self.values
+            .try_reserve(1)
+            .map_err(|_| allocation_error(self.values.len() + 1))?;
+        let code = self.values.len() as u32;
+        let value = match key {
+            Key::Bool(b) => {
+                self.bools[b as usize] = Some(code);
+                Value::Bool(b)
+            }
+            Key::Int(v) => {
+                self.ints.insert(v, code);
+                Value::Int(v)
+            }
+            Key::Str(s) => {
+                self.strs.insert(s.into(), code);
+                Value::Str(s.into())
+            }
+            Key::Bytes(b) => {
+                self.bytes.insert(b.into(), code);
+                Value::Bytes(b.into())
+            }
+            Key::Object(t) => {
+                self.objects.insert(t, code);
+                Value::Object(t)
+            }
+        };
+        self.values.push(value);
+        Ok(code)
+    }
+
+    /// The code of `key` as a coded cell: its code, the new code when `grow`, else
+    /// [`UNKNOWN`].
+    ///
+    /// # Errors
+    /// As [`FeatureVocabulary::insert`].
+    #[inline]
+    pub fn code(&mut self, key: Key<'_>, grow: bool) -> Result<i32> {
+        match self.get(key) {
+            Some(code) => Ok(code as i32),
+            None if grow => Ok(self.insert(key)? as i32),
+            None => Ok(UNKNOWN),
+        }
+    }
+
+    /// Forgets every category from code `len` on (undoes the growth of a failed batch).
+    pub fn truncate(&mut self, len: usize) {
+        while self.values.len() > len {
+            match self.values.pop().expect("len > 0") {
+                Value::Bool(b) => self.bools[b as usize] = None,
+                Value::Int(v) => {
+                    self.ints.remove(&v);
+                }
+                Value::Str(s) => {
+                    self.strs.remove(&s);
+                }
+                Value::Bytes(b) => {
+                    self.bytes.remove(&b);
+                }
+                Value::Object(t) => {
+                    self.objects.remove(&t);
+                }
+            }
+        }
+    }
+
+    /// The codes in sorted order of their values: by type (booleans, integers, strings,
+    /// bytes, objects), then by value (strings by code point, objects by token).
+    pub fn sorted_order(&self) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.values.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (&self.values[a as usize], &self.values[b as usize]);
+            a.type_rank()
+                .cmp(&b.type_rank())
+                .then_with(|| match (a, b) {
+                    (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+                    (Value::Int(x), Value::Int(y)) => x.cmp(y),
+                    // UTF-8 byte order is code point order
+                    (Value::Str(x), Value::Str(y)) => x.cmp(y),
+                    (Value::Bytes(x), Value::Bytes(y)) => x.cmp(y),
+                    (Value::Object(x), Value::Object(y)) => x.cmp(y),
+                    _ => std::cmp::Ordering::Equal,
+                })
+        });
+        order
+    }
+
+    /// Codes integers, `missing[s]` marking missing cells.
+    ///
+    /// # Errors
+    /// A mask of the wrong length; as [`FeatureVocabulary::insert`].
+    pub fn encode_ints(
+        &mut self,
+        values: impl ExactSizeIterator<Item = i64>,
+        missing: Option<&[bool]>,
+        grow: bool,
+    ) -> Result<Vec<i32>> {
+        let n = values.len();
+        if let Some(mask) = missing {
+            crate::error::check_len("missing-value mask", n, mask.len())?;
+        }
+        let mut codes = codes_buffer(n)?;
+        for (s, v) in values.enumerate() {
+            codes.push(if missing.is_some_and(|m| m[s]) {
+                MISSING
+            } else {
+                self.code(Key::Int(v), grow)?
+            });
+        }
+        Ok(codes)
+    }
+
+    /// Codes an Arrow string array from its buffers: `offsets` (length + 1 entries, from
+    /// the array's offset on), `data`, and the validity bitmap with its bit offset.
+    ///
+    /// # Errors
+    /// Offsets outside `data` or decreasing, text that is not UTF-8 (`name` is the
+    /// feature in the message); as [`FeatureVocabulary::insert`].
+    pub fn encode_utf8<O: Copy + TryInto<usize>>(
+        &mut self,
+        offsets: &[O],
+        data: &[u8],
+        validity: Option<(&[u8], usize)>,
+        grow: bool,
+        name: &str,
+    ) -> Result<Vec<i32>> {
+        let n = offsets.len().saturating_sub(1);
+        if let Some((bitmap, bit_offset)) = validity {
+            if bitmap.len() * 8 < bit_offset + n {
+                return Err(HebError::InvalidParameter(format!(
+                    "{name}: validity bitmap shorter than the array"
+                )));
+            }
+        }
+        let mut codes = codes_buffer(n)?;
+        let bad =
+            || HebError::InvalidParameter(format!("{name}: Arrow string offsets out of range"));
+        for s in 0..n {
+            if let Some((bitmap, bit_offset)) = validity {
+                let bit = bit_offset + s;
+                if bitmap[bit / 8] & (1 << (bit % 8)) == 0 {
+                    codes.push(MISSING);
+                    continue;
+                }
+            }
+            let start: usize = offsets[s].try_into().map_err(|_| bad())?;
+            let end: usize = offsets[s + 1].try_into().map_err(|_| bad())?;
+            let bytes = data.get(start..end).ok_or_else(bad)?;
+            let text = std::str::from_utf8(bytes).map_err(|_| {
+                HebError::InvalidParameter(format!("{name} holds text that is not UTF-8"))
+            })?;
+            codes.push(self.code(Key::Str(text), grow)?);
+        }
+        Ok(codes)
+    }
+}
+
+fn allocation_error(n: usize) -> HebError {
+    HebError::Allocation {
+        what: "category codes",
+        bytes: (n as u128) * 4,
+    }
+}
+
+/// An empty code vector with room for `n` codes, or [`HebError::Allocation`].
+pub fn codes_buffer(n: usize) -> Result<Vec<i32>> {
+    let mut codes = Vec::new();
+    codes
+        .try_reserve_exact(n)
+        .map_err(|_| allocation_error(n))?;
+    Ok(codes)
+}
+
+/// The vocabularies of all features, and the format version of their saved state.
+#[derive(Debug, Clone, Default)]
+pub struct Vocabulary {
+    pub features: Vec<FeatureVocabulary>,
+}
+
+/// Version of the saved state ([`Vocabulary::to_parts`]); loading another refuses.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One feature's values split by type, as saved: `kinds[k]` is the type of code k
+/// (0 bool, 1 int, 2 str, 3 bytes, 4 object) and its value is the next unread one of
+/// that type's array (`ints` holds booleans as 0/1 and object tokens too; strings and
+/// bytes are concatenated with `offsets`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeatureParts {
+    pub kinds: Vec<u8>,
+    pub ints: Vec<i64>,
+    pub text: Vec<u8>,
+    pub text_offsets: Vec<u64>,
+}
+
+impl FeatureVocabulary {
+    /// The values as flat arrays (for pickling).
+    pub fn to_parts(&self) -> FeatureParts {
+        let mut parts = FeatureParts {
+            text_offsets: vec![0],
+            ..FeatureParts::default()
+        };
+        for value in &self.values {
+            parts.kinds.push(value.type_rank());
+            match value {
+                Value::Bool(b) => parts.ints.push(*b as i64),
+                Value::Int(v) => parts.ints.push(*v),
+                Value::Object(t) => parts.ints.push(*t as i64),
+                Value::Str(s) => {
+                    parts.text.extend_from_slice(s.as_bytes());
+                    parts.text_offsets.push(parts.text.len() as u64);
+                }
+                Value::Bytes(b) => {
+                    parts.text.extend_from_slice(b);
+                    parts.text_offsets.push(parts.text.len() as u64);
+                }
+            }
+        }
+        parts
+    }
+
+    /// The vocabulary whose saved values are `parts`.
+    ///
+    /// # Errors
+    /// Parts that do not describe a vocabulary (unknown kind, arrays too short, text that
+    /// is not UTF-8, a value twice).
+    pub fn from_parts(parts: &FeatureParts) -> Result<Self> {
+        let corrupt = |why: &str| HebError::InvalidParameter(format!("corrupt vocabulary: {why}"));
+        let mut vocabulary = FeatureVocabulary::default();
+        let (mut next_int, mut next_text) = (parts.ints.iter(), parts.text_offsets.windows(2));
+        for &kind in &parts.kinds {
+            let key = match kind {
+                0 | 1 | 4 => {
+                    let v = *next_int.next().ok_or_else(|| corrupt("too few integers"))?;
+                    match kind {
+                        0 => Key::Bool(v != 0),
+                        1 => Key::Int(v),
+                        _ => Key::Object(v as u64),
+                    }
+                }
+                2 | 3 => {
+                    let w = next_text.next().ok_or_else(|| corrupt("too few strings"))?;
+                    let bytes = parts
+                        .text
+                        .get(w[0] as usize..w[1] as usize)
+                        .ok_or_else(|| corrupt("string offsets"))?;
+                    if kind == 2 {
+                        Key::Str(std::str::from_utf8(bytes).map_err(|_| corrupt("not UTF-8"))?)
+                    } else {
+                        Key::Bytes(bytes)
+                    }
+                }
+                _ => return Err(corrupt("unknown value type")),
+            };
+            let before = vocabulary.len();
+            if vocabulary.insert(key)? as usize != before {
+                return Err(corrupt("a value appears twice"));
+            }
+        }
+        Ok(vocabulary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_first_appearance_and_types_stay_apart() {
+        let mut v = FeatureVocabulary::default();
+        assert_eq!(v.code(Key::Str("b"), true).unwrap(), 0);
+        assert_eq!(v.code(Key::Int(1), true).unwrap(), 1);
+        assert_eq!(v.code(Key::Str("1"), true).unwrap(), 2);
+        assert_eq!(v.code(Key::Bool(true), true).unwrap(), 3);
+        assert_eq!(v.code(Key::Bytes(b"1"), true).unwrap(), 4);
+        assert_eq!(v.code(Key::Str("b"), true).unwrap(), 0);
+        assert_eq!(v.code(Key::Str("zz"), false).unwrap(), UNKNOWN);
+        assert_eq!(v.len(), 5);
+        // bool, int, str, bytes
+        assert_eq!(v.sorted_order(), vec![3, 1, 2, 0, 4]);
+    }
+
+    #[test]
+    fn truncate_forgets_the_newest_values() {
+        let mut v = FeatureVocabulary::default();
+        for s in ["x", "y", "z"] {
+            v.insert(Key::Str(s)).unwrap();
+        }
+        v.insert(Key::Int(7)).unwrap();
+        v.truncate(2);
+        assert_eq!(v.get(Key::Str("z")), None);
+        assert_eq!(v.get(Key::Int(7)), None);
+        assert_eq!(v.get(Key::Str("y")), Some(1));
+        assert_eq!(v.insert(Key::Str("z")).unwrap(), 2);
+    }
+
+    #[test]
+    fn arrow_strings_with_validity() {
+        let mut v = FeatureVocabulary::default();
+        let data = "éab\u{1F600}ab".as_bytes();
+        // "é", "ab", null, "😀", "ab", "" (empty)
+        let offsets: Vec<i32> = vec![0, 2, 4, 4, 8, 10, 10];
+        let validity = [0b0011_1011_u8];
+        let codes = v
+            .encode_utf8(&offsets, data, Some((&validity, 0)), true, "feature 0")
+            .unwrap();
+        assert_eq!(codes, vec![0, 1, MISSING, 2, 1, 3]);
+        assert_eq!(v.get(Key::Str("")), Some(3));
+        let bad: Vec<i32> = vec![0, 20];
+        assert!(v.encode_utf8(&bad, data, None, true, "f").is_err());
+        let not_utf8 = [0xff_u8];
+        assert!(v
+            .encode_utf8(&[0_i64, 1], &not_utf8, None, true, "f")
+            .is_err());
+    }
+
+    #[test]
+    fn saved_parts_round_trip() {
+        let mut v = FeatureVocabulary::default();
+        for key in [
+            Key::Str("héllo"),
+            Key::Int(-3),
+            Key::Bool(false),
+            Key::Bytes(&[0, 159]),
+            Key::Object(9),
+            Key::Str(""),
+        ] {
+            v.insert(key).unwrap();
+        }
+        let parts = v.to_parts();
+        let back = FeatureVocabulary::from_parts(&parts).unwrap();
+        assert_eq!(back.values(), v.values());
+        assert_eq!(back.get(Key::Str("")), Some(5));
+        let mut twice = parts.clone();
+        twice.kinds.push(1);
+        twice.ints.push(-3);
+        assert!(FeatureVocabulary::from_parts(&twice).is_err());
+    }
+
+    #[test]
+    fn integers_with_missing() {
+        let mut v = FeatureVocabulary::default();
+        let codes = v
+            .encode_ints(
+                [5_i64, 9, 5, 0].into_iter(),
+                Some(&[false, false, false, true]),
+                true,
+            )
+            .unwrap();
+        assert_eq!(codes, vec![0, 1, 0, MISSING]);
+        let codes = v.encode_ints([9_i64, 4].into_iter(), None, false).unwrap();
+        assert_eq!(codes, vec![1, UNKNOWN]);
+    }
+}

@@ -1,0 +1,333 @@
+"""Columns of every form (object and pandas ``str`` strings, ``category``, pyarrow, polars)
+give bit-identical models to the int64 codes of the same data; the vocabulary hashes
+Unicode, pickles with a format version, streams, and refuses what is not categorical."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hebnb import AODE, CategoricalNB
+from hebnb._encoding import CategoryEncoder
+
+pa = pytest.importorskip("pyarrow")
+
+ESTIMATORS = [CategoricalNB, AODE]
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Integer codes with missing values (-1) in every column, and labels."""
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 12, size=(400, 4))
+    codes[:, 2] = rng.integers(0, 3, size=400)
+    codes[rng.random((400, 4)) < 0.1] = -1
+    y = rng.integers(0, 3, size=400)
+    return codes, y
+
+
+def words(codes: np.ndarray) -> np.ndarray:
+    """Zero-padded strings (their sorted order is the integers' order), None if missing."""
+    out = np.empty(codes.shape, dtype=object)
+    for index, value in np.ndenumerate(codes):
+        out[index] = None if value < 0 else f"v{value:03d}"
+    return out
+
+
+def as_float(codes: np.ndarray) -> np.ndarray:
+    """The int64 path: whole floats with NaN for the missing values."""
+    return np.where(codes < 0, np.nan, codes.astype(np.float64))
+
+
+NAMES = ["a", "b", "c", "d"]
+
+
+def object_frame(codes):
+    return pd.DataFrame(words(codes), columns=NAMES)
+
+
+def str_frame(codes):
+    return object_frame(codes).astype(pd.StringDtype("pyarrow"))
+
+
+def python_str_frame(codes):
+    return object_frame(codes).astype(pd.StringDtype("python"))
+
+
+def category_frame(codes):
+    return object_frame(codes).astype("category")
+
+
+def arrow_dictionary_frame(codes):
+    table = pa.table({n: pa.array(words(codes)[:, j]) for j, n in enumerate(NAMES)})
+    encoded = pa.table({n: table.column(n).dictionary_encode() for n in NAMES})
+    return encoded.to_pandas(types_mapper=pd.ArrowDtype)
+
+
+def arrow_table(codes):
+    return pa.table(
+        {n: pa.array(words(codes)[:, j], type=pa.string()) for j, n in enumerate(NAMES)}
+    )
+
+
+def large_string_chunked_table(codes):
+    """Large strings in several chunks, sliced (non-zero array offsets)."""
+    columns = {}
+    for j, n in enumerate(NAMES):
+        values = list(words(codes)[:, j])
+        chunks = [
+            pa.array(["pad"] + values[:150], type=pa.large_string()).slice(1),
+            pa.array(values[150:], type=pa.large_string()),
+        ]
+        columns[n] = pa.chunked_array(chunks)
+    return pa.table(columns)
+
+
+def string_view_table(codes):
+    return pa.table(
+        {n: pa.array(words(codes)[:, j], type=pa.string_view()) for j, n in enumerate(NAMES)}
+    )
+
+
+def polars_frame(codes):
+    pl = pytest.importorskip("polars")
+    return pl.DataFrame({n: list(words(codes)[:, j]) for j, n in enumerate(NAMES)})
+
+
+def polars_categorical(codes):
+    pl = pytest.importorskip("polars")
+    return polars_frame(codes).with_columns(pl.all().cast(pl.Categorical))
+
+
+def numpy_strings(codes):
+    return words(codes)
+
+
+FORMS = [
+    object_frame,
+    str_frame,
+    python_str_frame,
+    category_frame,
+    arrow_dictionary_frame,
+    arrow_table,
+    large_string_chunked_table,
+    string_view_table,
+    polars_frame,
+    polars_categorical,
+    numpy_strings,
+]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
+def test_every_form_is_bit_identical_to_the_int64_path(estimator, form, data):
+    codes, y = data
+    reference = estimator().fit(as_float(codes), y)
+    expected = reference.predict_proba(as_float(codes))
+    X = form(codes)
+    model = estimator().fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
+    np.testing.assert_array_equal(model.n_categories_, reference.n_categories_)
+    # and fitted on strings, scored from another form of the same strings
+    other = words(codes) if isinstance(X, np.ndarray) else object_frame(codes)
+    np.testing.assert_array_equal(model.predict_proba(other), expected)
+    for f in range(codes.shape[1]):
+        expected_categories = [f"v{v:03d}" for v in reference.categories_[f].astype(int)]
+        assert list(model.categories_[f]) == expected_categories
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
+def test_named_forms_record_and_check_their_column_names(form, data):
+    codes, y = data
+    X = form(codes)
+    if isinstance(X, np.ndarray):
+        pytest.skip("numpy arrays have no column names")
+    model = CategoricalNB().fit(X, y)
+    assert list(model.feature_names_in_) == NAMES
+    reordered = object_frame(codes)[["b", "a", "c", "d"]]
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.predict(reordered)
+
+
+def test_polars_integer_columns_keep_their_fast_path_next_to_strings(data):
+    pl = pytest.importorskip("polars")
+    codes, y = data
+    frame = pl.DataFrame({"ints": np.abs(codes[:, 0]), "text": list(words(codes)[:, 1])})
+    model = CategoricalNB().fit(frame, y)
+    assert model.categories_[0].dtype == np.int64
+    assert model.categories_[1].dtype == object
+
+
+def test_integer_column_labels_are_checked_and_mixed_labels_refused(data):
+    codes, y = data
+    X = pd.DataFrame(np.abs(codes))  # labels 0, 1, 2, 3
+    model = CategoricalNB().fit(X, y)
+    assert not hasattr(model, "feature_names_in_")
+    with pytest.raises(ValueError, match="column labels should match"):
+        model.predict(X[[1, 0, 2, 3]])
+    np.testing.assert_array_equal(model.predict(X), model.predict(np.abs(codes)))
+    mixed = X.set_axis(["a", 1, "c", 3], axis=1)
+    with pytest.raises(TypeError, match="Feature names are only supported if all"):
+        CategoricalNB().fit(mixed, y)
+
+
+def test_lone_surrogates_are_a_value_error_naming_the_column():
+    X = pd.DataFrame({"city": ["a", "b\ud800", "a", "b"], "k": ["x", "y", "x", "y"]}, dtype=object)
+    with pytest.raises(ValueError, match=r"column 'city'.*not valid Unicode"):
+        CategoricalNB().fit(X, [0, 1, 0, 1])
+    model = CategoricalNB().fit(X.assign(city=["a", "b", "a", "b"]), [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"column 'city'.*not valid Unicode"):
+        model.predict(X)
+
+
+def test_unicode_empty_and_very_long_strings_hash_as_themselves():
+    values = ["", "é", "e\u0301", "😀", "x" * 100_000, "x" * 99_999 + "y", "日本語", "\x00"]
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, len(values), size=300)
+    column = np.array([values[k] for k in picks], dtype=object)
+    y = rng.integers(0, 2, size=300)
+    for X in (column[:, None], pd.DataFrame({"s": column}).astype(pd.StringDtype("pyarrow"))):
+        model = CategoricalNB().fit(X, y)
+        assert sorted(model.categories_[0]) == sorted(set(column))
+        reference = CategoricalNB().fit(picks[:, None], y)
+        np.testing.assert_array_equal(
+            model.predict_proba(X), reference.predict_proba(picks[:, None])
+        )
+
+
+def test_types_are_compared_by_type_and_value():
+    X = np.array([[1], ["1"], [b"1"], [True], [1.0], [None]], dtype=object)
+    model = CategoricalNB("laplace").fit(X, [0, 1, 0, 1, 0, 1])
+    # True, 1 (and 1.0, the same integer), "1", b"1": booleans, ints, strings, bytes
+    assert model.categories_[0].tolist() == [True, 1, "1", b"1"]
+    np.testing.assert_array_equal(model.category_count_[0], [[0, 2, 0, 1], [1, 0, 1, 0]])
+
+
+def test_other_hashable_objects_are_categories_too():
+    X = np.empty((6, 1), dtype=object)
+    for i, v in enumerate([(1, 2), (3,), (1, 2), pd.Timestamp("2020-01-01"), (3,), None]):
+        X[i, 0] = v
+    model = CategoricalNB("laplace").fit(X, [0, 1, 0, 1, 1, 0])
+    assert model.n_categories_[0] == 3
+    np.testing.assert_array_equal(model.predict(X[:3]), model.predict(X[[0, 1, 0]]))
+
+
+@pytest.mark.parametrize(
+    "array, error, message",
+    [
+        (pa.array([0.5, 1.0]), ValueError, "fractional"),
+        (pa.array([[1], [2]]), TypeError, "not categorical"),
+        (pa.array([{"a": 1}, {"a": 2}]), TypeError, "not categorical"),
+    ],
+)
+def test_arrow_types_that_are_not_categorical_are_refused(array, error, message):
+    table = pa.table({"x": array})
+    with pytest.raises(error, match=message):
+        CategoricalNB().fit(table, [0, 1])
+
+
+def test_declared_categories(data):
+    codes, y = data
+    X = np.abs(codes[:, :2])
+    declared = [list(range(15)), list(range(13))]
+    model = CategoricalNB(categories=declared).fit(X, y)
+    np.testing.assert_array_equal(model.n_categories_, [15, 13])
+    assert model.categories_[0].tolist() == list(range(15))
+    # a declared category never seen is skipped at predict under the pooled mean (SPEC)
+    unseen = X[:5].copy()
+    unseen[:, 0] = 14
+    missing = X[:5].astype(float)
+    missing[:, 0] = np.nan
+    np.testing.assert_allclose(model.predict_proba(unseen), model.predict_proba(missing))
+    with pytest.raises(ValueError, match="not among the declared categories"):
+        CategoricalNB(categories=[list(range(5)), list(range(13))]).fit(X, y)
+    with pytest.raises(ValueError, match="duplicate"):
+        CategoricalNB(categories=[[0, 1, 1], list(range(13))]).fit(X, y)
+    with pytest.raises(ValueError, match="2 features"):
+        CategoricalNB(categories=[list(range(15))]).fit(X, y)
+    with pytest.raises(ValueError, match="not among the declared categories"):
+        CategoricalNB(categories=declared).fit(X, y).partial_fit([[20, 0]], [0])
+
+
+def test_category_dtype_declares_its_categories(data):
+    codes, y = data
+    frame = category_frame(codes)
+    frame["a"] = frame["a"].cat.add_categories(["zzz"])
+    model = CategoricalNB().fit(frame, y)
+    assert model.n_categories_[0] == len(set(words(codes)[:, 0]) - {None}) + 1
+    assert model.categories_[0][-1] == "zzz"
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_partial_fit_in_random_batches_equals_one_fit(estimator, data):
+    codes, y = data
+    X = object_frame(codes)
+    full = estimator().fit(X, y)
+    rng = np.random.default_rng(2)
+    cuts = np.sort(rng.choice(np.arange(1, 400), size=12, replace=False))
+    online = estimator()
+    for part in np.split(np.arange(400), cuts):
+        online.partial_fit(X.iloc[part], y[part], classes=np.unique(y))
+    np.testing.assert_allclose(online.predict_proba(X), full.predict_proba(X), atol=1e-10)
+    for a, b in zip(online.categories_, full.categories_):
+        np.testing.assert_array_equal(a, b)
+    if estimator is CategoricalNB:
+        np.testing.assert_allclose(online.concentration_, full.concentration_, rtol=1e-10)
+        for a, b in zip(online.category_count_, full.category_count_):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_deferred_solve_is_exact_and_pickles(data):
+    codes, y = data
+    online = CategoricalNB().partial_fit(as_float(codes[:200]), y[:200], classes=[0, 1, 2])
+    online.partial_fit(as_float(codes[200:]), y[200:])
+    restored = pickle.loads(pickle.dumps(online))  # pickled before anything was solved
+    full = CategoricalNB().fit(as_float(codes), y)
+    for model in (online, restored):
+        np.testing.assert_allclose(model.concentration_, full.concentration_, rtol=1e-10)
+        np.testing.assert_allclose(
+            model.predict_proba(as_float(codes)), full.predict_proba(as_float(codes)), atol=1e-10
+        )
+
+
+def test_pickle_round_trip_of_a_vocabulary_of_a_million_values():
+    n = 1_000_000
+    column = np.array([f"id{k}" for k in range(n)], dtype=object)
+    y = np.arange(n) % 2
+    model = CategoricalNB("laplace").fit(column[:, None], y)
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.n_categories_[0] == n
+    probe = column[[0, 17, n - 1]][:, None]
+    np.testing.assert_array_equal(restored.predict_proba(probe), model.predict_proba(probe))
+    np.testing.assert_array_equal(restored.categories_[0], model.categories_[0])
+
+
+def test_a_vocabulary_of_another_format_names_its_version():
+    vocabulary = CategoryEncoder().fit_transform(np.array([["a"], ["b"]], dtype=object))
+    assert vocabulary.shape == (1, 2)
+    encoder = CategoryEncoder()
+    encoder.fit_transform(np.array([["a"], ["b"]], dtype=object))
+    state = encoder.vocabulary.__getstate__()
+    state["format"] = 99
+    with pytest.raises(ValueError, match="format 99"):
+        encoder.vocabulary.__setstate__(state)
+
+
+def test_an_encoder_saved_before_the_vocabulary_still_loads():
+    """Format 0: sorted categories whose ranks were the codes."""
+    old = CategoryEncoder.__new__(CategoryEncoder)
+    old.__setstate__(
+        {
+            "categories": [np.array(["a", "c"], dtype=object), np.array([-3, 7])],
+            "numeric": [False, True],
+            "feature_names": None,
+            "_indexes": {},
+            "_integer_cache": {},
+        }
+    )
+    X = np.array([["c", 7], ["a", -3], ["z", 7]], dtype=object)
+    codes = old.transform(X).codes
+    np.testing.assert_array_equal(codes, [[1, 0, -1], [1, 0, 1]])
