@@ -50,6 +50,9 @@ def hebnb_models(penalties: list[float] | None) -> dict:
             models[f"CategoricalNB {kind}{suffix}"] = lambda kind=kind, penalty=penalty: (
                 CategoricalNB(weighting=kind, penalty=penalty, n_jobs=2)
             )
+        models[f"CategoricalNB laplace + cll-value{suffix}"] = lambda penalty=penalty: (
+            CategoricalNB("laplace", weighting="cll-value", penalty=penalty, n_jobs=2)
+        )
         models[f"CategoricalNB posterior-average + cll-value{suffix}"] = lambda penalty=penalty: (
             CategoricalNB(
                 concentration_estimate="posterior-average",

@@ -496,7 +496,7 @@ class CategoricalNB(CategoricalClassifier):
         if self.weighting == "cll-feature":
             self.feature_weights_ = fitted.table_weights
         else:
-            self.value_weights_ = self._split(fitted.table_weights.T)
+            self.value_weights_ = self._sorted_blocks(fitted.table_weights.T)
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
         codes, threads = self._encode(X)
