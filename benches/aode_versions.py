@@ -46,7 +46,7 @@ if workload == "amazon":
     X, y = load(20_000, 42)
     X, y, X_held = X[:18_000], y[:18_000], X[18_000:]
     models = {{
-        "Laplace AODE": AODE("laplace", n_jobs=n_jobs),
+        "Laplace AODE": AODE(smoothing="laplace", n_jobs=n_jobs),
         "HEB-AODE pooled": AODE(prior="pooled", n_jobs=n_jobs),
         "HEB-AODE two-level": AODE(prior="two-level", n_jobs=n_jobs),
     }}

@@ -51,7 +51,7 @@ def hebnb_models(penalties: list[float] | None) -> dict:
                 CategoricalNB(weighting=kind, penalty=penalty, n_jobs=2)
             )
         models[f"CategoricalNB laplace + cll-value{suffix}"] = lambda penalty=penalty: (
-            CategoricalNB("laplace", weighting="cll-value", penalty=penalty, n_jobs=2)
+            CategoricalNB(smoothing="laplace", weighting="cll-value", penalty=penalty, n_jobs=2)
         )
         models[f"CategoricalNB posterior-average + cll-value{suffix}"] = lambda penalty=penalty: (
             CategoricalNB(

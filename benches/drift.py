@@ -93,11 +93,11 @@ def main():
     X, y, change = make_stream(args.rows, args.seed)
     classes = np.unique(y)
     models = {
-        "HEB-M, gamma = 1": CategoricalNB("heb-m"),
-        "HEB-M, gamma = 0.9995": CategoricalNB("heb-m", learning_rate=0.9995),
-        "HEB-M, gamma = 0.998": CategoricalNB("heb-m", learning_rate=0.998),
-        "Laplace, gamma = 1": CategoricalNB("laplace"),
-        "Laplace, gamma = 0.9995": CategoricalNB("laplace", learning_rate=0.9995),
+        "HEB-M, gamma = 1": CategoricalNB(smoothing="heb-m"),
+        "HEB-M, gamma = 0.9995": CategoricalNB(smoothing="heb-m", learning_rate=0.9995),
+        "HEB-M, gamma = 0.998": CategoricalNB(smoothing="heb-m", learning_rate=0.998),
+        "Laplace, gamma = 1": CategoricalNB(smoothing="laplace"),
+        "Laplace, gamma = 0.9995": CategoricalNB(smoothing="laplace", learning_rate=0.9995),
     }
     if args.with_aode:
         models["HEB-AODE, gamma = 1"] = AODE()

@@ -68,7 +68,9 @@ def main():
     for name, metric in scores.items():
         cells = [f"{np.mean(v):.4f} +- {np.std(v):.4f}" for v in metric.values()]
         print(f"| {name} | {cells[0]} | {PAPER_ECE.get(name, '-')} | {cells[1]} | {cells[2]} |")
-    weights = CategoricalNB("heb-m", feature_weighting="sqrt-mi").fit(X, y).feature_weights_
+    weights = (
+        CategoricalNB(smoothing="heb-m", feature_weighting="sqrt-mi").fit(X, y).feature_weights_
+    )
     names = data.columns[:-1]
     print("\nsqrt-MI weights on the whole subsample:")
     print(", ".join(f"{n} {w:.3f}" for n, w in zip(names, weights)))

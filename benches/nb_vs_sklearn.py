@@ -53,7 +53,7 @@ def sklearn_model(X):
 
 def compare(name, X, y, repeats, n_jobs=1):
     """One row of the side-by-side table."""
-    ours = CategoricalNB("heb-m", n_jobs=n_jobs)
+    ours = CategoricalNB(smoothing="heb-m", n_jobs=n_jobs)
     theirs = sklearn_model(X)
     fit_ours, _ = best_time(lambda: ours.fit(X, y), repeats)
     fit_theirs, _ = best_time(lambda: theirs.fit(X, y), repeats)

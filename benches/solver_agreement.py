@@ -42,7 +42,7 @@ out = {{}}
 for folder in sorted(p for p in SHARED_DATASETS.iterdir() if (p / "data.csv").is_file()):
     dataset = prepare_dataset(folder / "data.csv")
     X = FoldBinner(dataset.plan).fit(dataset.X).transform(dataset.X)
-    nb = CategoricalNB("heb-m").fit(X, dataset.y)
+    nb = CategoricalNB(smoothing="heb-m").fit(X, dataset.y)
     out[folder.name + "/nb"] = nb.concentration_
     out[folder.name + "/nb-evidence"] = nb.log_evidence_
     for prior in ["pooled", "two-level"]:

@@ -43,20 +43,20 @@ def test_fit_rejects(X_bad, y_bad, weights, message):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"smoothing": "bogus"}, "smoothing must be one of"),
-        ({"smoothing": "lidstone", "alpha": 0.0}, "alpha must be"),
-        ({"alpha": -1.0}, "alpha must be"),
-        ({"m": 0.0}, "m must be"),
-        ({"m": np.nan}, "m must be"),
-        ({"min_count": -1}, "min_count must be"),
+        ({"smoothing": "bogus"}, "'smoothing' parameter"),
+        ({"smoothing": "lidstone", "alpha": 0.0}, "'alpha' parameter"),
+        ({"alpha": -1.0}, "'alpha' parameter"),
+        ({"m": 0.0}, "'m' parameter"),
+        ({"m": np.nan}, "'m' parameter"),
+        ({"min_count": -1}, "'min_count' parameter"),
         ({"concentration_bounds": (0.0, 10.0)}, "concentration_bounds"),
         ({"concentration_bounds": (10.0, 1.0)}, "concentration_bounds"),
         ({"concentration_bounds": (1.0, np.inf)}, "concentration_bounds"),
         ({"concentration_bounds": 5}, "concentration_bounds"),
-        ({"handle_unknown": "skip"}, "handle_unknown must be"),
+        ({"handle_unknown": "skip"}, "'handle_unknown' parameter"),
         ({"n_jobs": 0}, "n_jobs"),
         ({"class_prior": [0.5, 0.2, 0.3]}, "Number of priors"),
-        ({"class_prior": [0.9, 0.3]}, "sum to 1"),
+        ({"class_prior": [0.9, 0.3]}, "'class_prior' parameter"),
     ],
 )
 def test_invalid_parameters_are_named(params, message):

@@ -100,9 +100,9 @@ def test_vertex_case_gives_the_lower_bound():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 50)
     x = np.where(y == 0, 0, rng.integers(0, 4, size=100))
-    model = CategoricalNB("heb-u", concentration_bounds=(1e-2, 1e4)).fit(x[:, None], y)
+    model = CategoricalNB(smoothing="heb-u", concentration_bounds=(1e-2, 1e4)).fit(x[:, None], y)
     assert model.concentration_[0, 0] == 1e-2
-    model = CategoricalNB("heb-m").fit(x[:, None], y)
+    model = CategoricalNB(smoothing="heb-m").fit(x[:, None], y)
     assert model.concentration_[0, 0] == 1e-2
 
 
@@ -110,7 +110,7 @@ def test_no_overdispersion_gives_the_upper_bound():
     # both classes have counts exactly proportional to the pooled marginal
     values = np.array([0] * 20 + [1] * 10 + [2] * 10 + [0] * 40 + [1] * 20 + [2] * 20)
     y = np.array([0] * 40 + [1] * 80)
-    model = CategoricalNB("heb-m").fit(values[:, None], y)
+    model = CategoricalNB(smoothing="heb-m").fit(values[:, None], y)
     np.testing.assert_array_equal(model.concentration_[:, 0], [1e4, 1e4])
     # the general criterion sum_v n_v (n_v - 1) / mu_v <= N (N - 1) under a uniform mean
     counts = np.array([7, 6, 7, 6])  # under-dispersed relative to 1/4 each
@@ -119,7 +119,7 @@ def test_no_overdispersion_gives_the_upper_bound():
     x = np.repeat(np.arange(4), counts)
     x = np.concatenate([x, np.repeat(np.arange(4), [20, 1, 1, 1])])
     y = np.array([0] * N + [1] * 23)
-    model = CategoricalNB("heb-u").fit(x[:, None], y)
+    model = CategoricalNB(smoothing="heb-u").fit(x[:, None], y)
     assert model.concentration_[0, 0] == 1e4
     assert model.concentration_[1, 0] < 1e4
 
@@ -127,7 +127,7 @@ def test_no_overdispersion_gives_the_upper_bound():
 def test_low_count_classes_fall_back_to_k():
     x = np.array([0, 1, 2, 3, 4, 0, 1, 1, 1, 2, 2, 2] * 3 + [0, 1, 2])
     y = np.array([0] * 36 + [1] * 3)
-    model = CategoricalNB("heb-m", min_count=10).fit(x[:, None], y)
+    model = CategoricalNB(smoothing="heb-m", min_count=10).fit(x[:, None], y)
     assert model.concentration_[1, 0] == 5.0
     assert model.n_iter_[1, 0] == 0
     assert model.concentration_[0, 0] != 5.0
@@ -139,7 +139,7 @@ def test_lidstone_tables_equal_scikit_learn(alpha):
     X = rng.integers(0, 6, size=(300, 5))
     X[:6] = np.arange(6)[:, None]  # every category seen, so both know the same K_f
     y = rng.integers(0, 3, size=300)
-    ours = CategoricalNB("lidstone", alpha=alpha).fit(X, y)
+    ours = CategoricalNB(smoothing="lidstone", alpha=alpha).fit(X, y)
     theirs = SklearnCategoricalNB(alpha=alpha).fit(X, y)
     for f in range(5):
         np.testing.assert_allclose(
@@ -147,7 +147,7 @@ def test_lidstone_tables_equal_scikit_learn(alpha):
         )
         np.testing.assert_array_equal(ours.category_count_[f], theirs.category_count_[f])
     if alpha == 1.0:
-        laplace = CategoricalNB("laplace").fit(X, y)
+        laplace = CategoricalNB(smoothing="laplace").fit(X, y)
         for f in range(5):
             np.testing.assert_allclose(
                 laplace.feature_log_prob_[f], theirs.feature_log_prob_[f], rtol=1e-12
@@ -158,8 +158,10 @@ def test_heb_u_with_k_concentration_is_laplace():
     rng = np.random.default_rng(4)
     X = rng.integers(0, 7, size=(200, 3))
     y = rng.integers(0, 2, size=200)
-    laplace = CategoricalNB("laplace").fit(X, y)
-    recovered = CategoricalNB("heb-u", min_count=1e9).fit(X, y)  # every class falls back to K_f
+    laplace = CategoricalNB(smoothing="laplace").fit(X, y)
+    recovered = CategoricalNB(smoothing="heb-u", min_count=1e9).fit(
+        X, y
+    )  # every class falls back to K_f
     np.testing.assert_allclose(recovered.predict_proba(X), laplace.predict_proba(X), rtol=1e-12)
 
 
@@ -167,8 +169,8 @@ def test_heb_m_endpoints_are_mle_and_marginal():
     rng = np.random.default_rng(5)
     X = rng.integers(0, 4, size=(500, 2))
     y = rng.integers(0, 2, size=500)
-    tiny = CategoricalNB("heb-m", concentration_bounds=(1e-9, 1e-9)).fit(X, y)
-    huge = CategoricalNB("heb-m", concentration_bounds=(1e9, 1e9)).fit(X, y)
+    tiny = CategoricalNB(smoothing="heb-m", concentration_bounds=(1e-9, 1e-9)).fit(X, y)
+    huge = CategoricalNB(smoothing="heb-m", concentration_bounds=(1e9, 1e9)).fit(X, y)
     for f in range(2):
         counts = tiny.category_count_[f]
         mle = counts / counts.sum(axis=1, keepdims=True)
@@ -184,7 +186,7 @@ def test_rows_sum_to_one_and_scores_stay_finite_with_many_features(smoothing):
     rng = np.random.default_rng(6)
     X = rng.integers(0, 3, size=(60, 10_000))
     y = rng.integers(0, 2, size=60)
-    model = CategoricalNB(smoothing).fit(X, y)
+    model = CategoricalNB(smoothing=smoothing).fit(X, y)
     joint = model.predict_joint_log_proba(X)
     proba = model.predict_proba(X)
     assert np.all(np.isfinite(joint)) and np.all(np.isfinite(proba))
@@ -196,7 +198,7 @@ def test_zero_mean_category_is_skipped_like_unknown():
     X = np.array([[0], [1], [0], [1], [9]] * 4)
     y = np.array([0, 1, 0, 0, 1] * 4)
     w = np.array([1.0, 1.0, 1.0, 1.0, 0.0] * 4)
-    model = CategoricalNB("heb-m").fit(X, y, sample_weight=w)
+    model = CategoricalNB(smoothing="heb-m").fit(X, y, sample_weight=w)
     assert 9 in model.categories_[0]
     assert np.all(np.isneginf(model.feature_log_prob_[0][:, 2]))
     np.testing.assert_array_equal(model.predict_joint_log_proba([[9]]), [model.class_log_prior_])
@@ -217,7 +219,7 @@ def test_solver_on_many_random_distributions(seed):
     y = rng.integers(0, n_classes, size=900)
     weights = rng.choice([1.0, 0.5, 2.25, rng.uniform(0.01, 3.0)], size=900)
     for smoothing in ("heb-u", "heb-m"):
-        model = CategoricalNB(smoothing).fit(X, y, sample_weight=weights)
+        model = CategoricalNB(smoothing=smoothing).fit(X, y, sample_weight=weights)
         for c in range(n_classes):
             for f in range(n_features):
                 counts, mean = model.category_count_[f][c], model.prior_mean_[f]

@@ -6,10 +6,13 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import minimize
 from scipy.special import digamma, gammaln
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from hebnb import EmpiricalBayesDirichletClassifier
 
@@ -77,8 +80,11 @@ def test_counts_posteriors_and_unseen_groups():
     assert model.alphas_ == dict(zip(["lo", "mid", "hi"], model.prior_.tolist()))
     # the parameter is not overwritten, so a clone starts from the initial prior
     assert model.alphas == ALPHAS and clone(model).alphas == ALPHAS
-    prior = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 3.0}).predict_proba([[5]])
-    np.testing.assert_allclose(prior, [[0.25, 0.75]])
+    # before fit there is no posterior to report: scikit-learn's NotFittedError
+    unfitted = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 3.0})
+    for method in (unfitted.predict_proba, unfitted.predict, unfitted.sample):
+        with pytest.raises(NotFittedError):
+            method([[5]])
 
 
 def test_stabilized_forgetting_decays_counts_per_group_row():
@@ -165,3 +171,96 @@ def test_pickling_keeps_the_groups_and_partial_fit_continues():
     model.partial_fit(X[200:], y[200:])
     np.testing.assert_array_equal(restored.prior_, model.prior_)
     assert restored.n_eb_iterations_ == 1
+
+
+#: scikit-learn's generic checks that cannot apply to this model, and why. The model's
+#: input is ONE grouping column and its classes are the keys of ``alphas``; the checks
+#: feed tables of several numeric columns and labels of their own choosing.
+ONE_GROUP_COLUMN = "X is one grouping column; the check feeds several columns"
+GROUP_CHECKS = {
+    name: ONE_GROUP_COLUMN
+    for name in (
+        "check_all_zero_sample_weights_error",
+        "check_classifier_data_not_an_array",
+        "check_classifiers_classes",
+        "check_classifiers_train",
+        "check_dict_unchanged",
+        "check_dont_overwrite_parameters",
+        "check_dtype_object",
+        "check_estimators_dtypes",
+        "check_estimators_empty_data_messages",
+        "check_estimators_fit_returns_self",
+        "check_estimators_overwrite_params",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_fit2d_1sample",
+        "check_fit2d_predict1d",
+        "check_fit_check_is_fitted",
+        "check_fit_idempotent",
+        "check_fit_score_takes_y",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_n_features_in",
+        "check_n_features_in_after_fitting",
+        "check_pipeline_consistency",
+        "check_readonly_memmap_input",
+        "check_requires_y_none",
+        "check_sample_weight_equivalence_on_dense_data",
+        "check_sample_weights_list",
+        "check_sample_weights_not_an_array",
+        "check_sample_weights_not_overwritten",
+        "check_sample_weights_shape",
+        "check_supervised_y_2d",
+        "check_positive_only_tag_during_fit",
+        "check_sample_weights_pandas_series",
+        "check_estimators_nan_inf",
+    )
+}
+GROUP_CHECKS.update(
+    {
+        # the classes are the keys of alphas, so any other label is refused by name
+        "check_complex_data": "labels outside alphas are refused as such",
+        "check_classifiers_regression_target": "labels outside alphas are refused as such",
+        "check_fit2d_1feature": "labels outside alphas are refused as such",
+        # alphas declares every class, so one label in the data is a valid fit
+        "check_classifiers_one_label": "alphas declares the classes; one observed is fine",
+        "check_classifiers_one_label_sample_weights": "alphas declares the classes",
+        # bayesianbandits' partial_fit(X, y, sample_weight): the classes are alphas' keys
+        "check_estimators_partial_fit_n_features": "partial_fit takes no classes=",
+    }
+)
+
+
+@parametrize_with_checks(
+    [EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0})],
+    expected_failed_checks=lambda estimator: GROUP_CHECKS,
+)
+def test_scikit_learn_conformance(estimator, check):
+    """What holds of any estimator (cloning, parameters, tags, sparse input refused,
+    NotFittedError before fit) passes; what assumes a feature table is expected to fail."""
+    check(estimator)
+
+
+@pytest.mark.parametrize("n_rows", [1, 7])
+def test_what_the_skipped_checks_protect_holds_on_one_group_column(n_rows):
+    """The properties behind the expected failures, on the input this model takes: fit
+    returns self and leaves the parameters alone, pickling keeps predictions, row order
+    does not matter, and a sample_weight Series or list equals the array."""
+    rng = np.random.default_rng(n_rows)
+    X = rng.integers(0, 3, size=(n_rows * 5, 1))
+    y = rng.integers(0, 2, size=n_rows * 5)
+    weights = rng.uniform(0.5, 2.0, size=n_rows * 5)
+    alphas = {0: 1.0, 1: 2.0}
+    model = EmpiricalBayesDirichletClassifier(alphas)
+    assert model.fit(X, y, sample_weight=weights) is model
+    assert model.get_params()["alphas"] == {0: 1.0, 1: 2.0}
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(model)).predict_proba(X), proba)
+    order = rng.permutation(len(y))
+    shuffled = EmpiricalBayesDirichletClassifier(alphas).fit(
+        X[order], y[order], sample_weight=weights[order]
+    )
+    np.testing.assert_allclose(shuffled.predict_proba(X), proba, rtol=1e-10)
+    for spelled in (pd.Series(weights), weights.tolist()):
+        again = EmpiricalBayesDirichletClassifier(alphas).fit(X, y, sample_weight=spelled)
+        np.testing.assert_allclose(again.predict_proba(X), proba, rtol=1e-12)

@@ -99,10 +99,10 @@ class Reference:
 def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, penalty):
     X, y = _data()
     sample_weight = np.random.default_rng(5).uniform(0.5, 2.0, size=y.shape[0])
-    model = CategoricalNB(smoothing, weighting=kind, penalty=penalty, weighting_tol=1e-12).fit(
+    model = CategoricalNB(smoothing=smoothing, weighting=kind, penalty=penalty, weighting_tol=1e-12).fit(
         X, y, sample_weight=sample_weight
     )
-    generative = CategoricalNB(smoothing).fit(X, y, sample_weight=sample_weight)
+    generative = CategoricalNB(smoothing=smoothing).fit(X, y, sample_weight=sample_weight)
     expected = Reference(generative, X, y, kind, penalty, sample_weight).minimise()
     n_classes = len(model.classes_)
     np.testing.assert_allclose(model.class_weights_, expected[:n_classes], atol=1e-6)
@@ -125,7 +125,7 @@ def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, 
 def test_unpenalised_cll_value_on_laplace_tables_is_one_hot_logistic_regression():
     X, y = _data(seed=3, n_rows=400, n_classes=2)
     X = np.nan_to_num(X, nan=9.0)  # the same columns for both models
-    model = CategoricalNB("laplace", weighting="cll-value", penalty=0.0, weighting_tol=1e-10).fit(
+    model = CategoricalNB(smoothing="laplace", weighting="cll-value", penalty=0.0, weighting_tol=1e-10).fit(
         X, y
     )
     one_hot = OneHotEncoder(sparse_output=False).fit_transform(X)
@@ -137,7 +137,7 @@ def test_unpenalised_cll_value_on_laplace_tables_is_one_hot_logistic_regression(
     assert log_likelihood == pytest.approx(optimum, abs=1e-7)
     np.testing.assert_allclose(mine, theirs, atol=1e-4)
     # and the generative starting point is worse: the weights did the work
-    start = CategoricalNB("laplace").fit(X, y).predict_proba(X)
+    start = CategoricalNB(smoothing="laplace").fit(X, y).predict_proba(X)
     assert np.mean(np.log(start[np.arange(len(y)), y])) < optimum - 1e-3
 
 
@@ -175,11 +175,11 @@ def test_refit_without_weighting_drops_the_weights():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"weighting": "cll"}, "weighting must be"),
-        ({"weighting": "cll-value", "penalty": -1.0}, "penalty must be"),
-        ({"weighting": "cll-value", "penalty": float("nan")}, "penalty must be"),
-        ({"weighting": "cll-value", "penalty": True}, "penalty must be"),
-        ({"weighting": "cll-value", "weighting_tol": 0.0}, "weighting_tol must be"),
+        ({"weighting": "cll"}, "'weighting' parameter"),
+        ({"weighting": "cll-value", "penalty": -1.0}, "'penalty' parameter"),
+        ({"weighting": "cll-value", "penalty": float("nan")}, "'penalty' parameter"),
+        ({"weighting": "cll-value", "penalty": True}, "'penalty' parameter"),
+        ({"weighting": "cll-value", "weighting_tol": 0.0}, "'weighting_tol' parameter"),
         ({"weighting": "cll-feature", "feature_weighting": "sqrt-mi"}, "cannot be combined"),
         ({"weighting": "cll-value", "class_prior": [1.0, 0.0, 0.0]}, "class prior"),
     ],

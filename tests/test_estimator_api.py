@@ -26,7 +26,7 @@ CONTINUOUS_ONLY_CHECKS = {
 
 
 @parametrize_with_checks(
-    [CategoricalNB(), CategoricalNB("laplace")],
+    [CategoricalNB(), CategoricalNB(smoothing="laplace")],
     expected_failed_checks=lambda estimator: CONTINUOUS_ONLY_CHECKS,
 )
 def test_scikit_learn_conformance(estimator, check):
@@ -43,8 +43,10 @@ def data():
 def test_integer_weights_equal_repeated_rows(data, smoothing):
     X, y = data
     weights = np.random.default_rng(0).integers(0, 4, size=len(y))
-    weighted = CategoricalNB(smoothing).fit(X, y, sample_weight=weights)
-    repeated = CategoricalNB(smoothing).fit(np.repeat(X, weights, axis=0), np.repeat(y, weights))
+    weighted = CategoricalNB(smoothing=smoothing).fit(X, y, sample_weight=weights)
+    repeated = CategoricalNB(smoothing=smoothing).fit(
+        np.repeat(X, weights, axis=0), np.repeat(y, weights)
+    )
     # categories seen only with weight 0 are still categories (SPEC): compare on the rest
     kept = [np.isin(weighted.categories_[f], repeated.categories_[f]) for f in range(X.shape[1])]
     for f in range(X.shape[1]):
@@ -68,10 +70,11 @@ def test_zero_weight_class_is_kept():
 def test_negative_codes():
     X = np.array([[-3, -1], [-3, 5], [7, -1], [7, 5]] * 5)
     y = np.array([0, 1, 1, 0] * 5)
-    model = CategoricalNB("laplace").fit(X, y)
+    model = CategoricalNB(smoothing="laplace").fit(X, y)
     np.testing.assert_array_equal(model.categories_[0], [-3, 7])
     np.testing.assert_allclose(
-        model.predict_proba(X), CategoricalNB("laplace").fit(X + 10, y).predict_proba(X + 10)
+        model.predict_proba(X),
+        CategoricalNB(smoothing="laplace").fit(X + 10, y).predict_proba(X + 10),
     )
 
 
@@ -92,9 +95,9 @@ def test_pickle_round_trip_and_clone(data):
 @pytest.mark.parametrize("smoothing", ["heb-m", "heb-u", "laplace"])
 def test_thread_count_does_not_change_results(data, smoothing):
     X, y = data
-    one = CategoricalNB(smoothing, n_jobs=1).fit(X, y)
-    two = CategoricalNB(smoothing, n_jobs=2).fit(X, y)
-    every = CategoricalNB(smoothing, n_jobs=-1).fit(X, y)
+    one = CategoricalNB(smoothing=smoothing, n_jobs=1).fit(X, y)
+    two = CategoricalNB(smoothing=smoothing, n_jobs=2).fit(X, y)
+    every = CategoricalNB(smoothing=smoothing, n_jobs=-1).fit(X, y)
     for other in (two, every):
         np.testing.assert_array_equal(other.concentration_, one.concentration_)
         np.testing.assert_array_equal(

@@ -185,13 +185,27 @@ def test_one_class_and_empty_file(tmp_path, capsys):
     assert "no rows" in capsys.readouterr().err
 
 
-def test_missing_method_dependency_is_a_clear_error(tmp_path, capsys, monkeypatch):
-    import hebnb
+def test_missing_evaluate_extra_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    """scikit-learn 1.6 (the core's minimum) lacks KBinsDiscretizer(quantile_method=...),
+    and tqdm comes with the evaluate extra: both are named before anything runs."""
+    import importlib.util
 
-    monkeypatch.delattr(hebnb, "AODE", raising=False)
+    import sklearn
+
     data = write_dataset(tmp_path / "toy.csv")
-    assert main(["evaluate", str(data), "--methods", "aode", "--no-progress"]) == 2
-    assert "needs hebnb.AODE" in capsys.readouterr().err
+    monkeypatch.setattr(sklearn, "__version__", "1.6.1")
+    assert main(["evaluate", str(data), "--no-progress"]) == 2
+    assert "needs scikit-learn >= 1.7, found 1.6.1" in capsys.readouterr().err
+    monkeypatch.undo()
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "tqdm" else find_spec(name, *a),
+    )
+    assert main(["evaluate", str(data), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert "needs tqdm" in error and "pip install 'hebnb[evaluate]'" in error
 
 
 def test_command_line_exit_code(tmp_path):

@@ -37,11 +37,13 @@ def _weighted_information(x, y, weights):
 def test_weights_are_sqrt_plug_in_mutual_information(smoothing):
     X, y = _data()
     weights = np.random.default_rng(1).uniform(0.5, 2.0, size=y.shape[0])
-    model = CategoricalNB(smoothing, feature_weighting="sqrt-mi").fit(X, y, sample_weight=weights)
+    model = CategoricalNB(smoothing=smoothing, feature_weighting="sqrt-mi").fit(
+        X, y, sample_weight=weights
+    )
     expected = [np.sqrt(_weighted_information(X[:, f], y, weights)) for f in range(3)]
     np.testing.assert_allclose(model.feature_weights_, expected, rtol=1e-10)
     # unweighted rows: scikit-learn's mutual_info_score (nats) on the present rows
-    model = CategoricalNB(smoothing, feature_weighting="sqrt-mi").fit(X, y)
+    model = CategoricalNB(smoothing=smoothing, feature_weighting="sqrt-mi").fit(X, y)
     for f in range(3):
         present = ~np.isnan(X[:, f])
         information = mutual_info_score(y[present], X[present, f])
@@ -52,7 +54,7 @@ def test_weights_are_sqrt_plug_in_mutual_information(smoothing):
 
 def test_scores_weight_each_feature_term():
     X, y = _data(seed=2)
-    model = CategoricalNB("heb-m", feature_weighting="sqrt-mi").fit(X, y)
+    model = CategoricalNB(smoothing="heb-m", feature_weighting="sqrt-mi").fit(X, y)
     rows = X[:50]
     joint = np.tile(model.class_log_prior_, (rows.shape[0], 1))
     for f in range(3):
@@ -61,7 +63,7 @@ def test_scores_weight_each_feature_term():
         joint[present] += model.feature_weights_[f] * model.feature_log_prob_[f][:, codes].T
     np.testing.assert_allclose(model.predict_joint_log_proba(rows), joint, rtol=1e-12)
     # the weights flatten the posterior compared with the unweighted model
-    plain = CategoricalNB("heb-m").fit(X, y)
+    plain = CategoricalNB(smoothing="heb-m").fit(X, y)
     np.testing.assert_array_equal(plain.feature_weights_, np.ones(3))
     assert model.predict_proba(X).max(axis=1).mean() < plain.predict_proba(X).max(axis=1).mean()
 

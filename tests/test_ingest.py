@@ -200,7 +200,7 @@ def test_unicode_empty_and_very_long_strings_hash_as_themselves():
 
 def test_types_are_compared_by_type_and_value():
     X = np.array([[1], ["1"], [b"1"], [True], [1.0], [None]], dtype=object)
-    model = CategoricalNB("laplace").fit(X, [0, 1, 0, 1, 0, 1])
+    model = CategoricalNB(smoothing="laplace").fit(X, [0, 1, 0, 1, 0, 1])
     # True, 1 (and 1.0, the same integer), "1", b"1": booleans, ints, strings, bytes
     assert model.categories_[0].tolist() == [True, 1, "1", b"1"]
     np.testing.assert_array_equal(model.category_count_[0], [[0, 2, 0, 1], [1, 0, 1, 0]])
@@ -210,7 +210,7 @@ def test_other_hashable_objects_are_categories_too():
     X = np.empty((6, 1), dtype=object)
     for i, v in enumerate([(1, 2), (3,), (1, 2), pd.Timestamp("2020-01-01"), (3,), None]):
         X[i, 0] = v
-    model = CategoricalNB("laplace").fit(X, [0, 1, 0, 1, 1, 0])
+    model = CategoricalNB(smoothing="laplace").fit(X, [0, 1, 0, 1, 1, 0])
     assert model.n_categories_[0] == 3
     np.testing.assert_array_equal(model.predict(X[:3]), model.predict(X[[0, 1, 0]]))
 
@@ -297,7 +297,7 @@ def test_pickle_round_trip_of_a_vocabulary_of_a_million_values():
     n = 1_000_000
     column = np.array([f"id{k}" for k in range(n)], dtype=object)
     y = np.arange(n) % 2
-    model = CategoricalNB("laplace").fit(column[:, None], y)
+    model = CategoricalNB(smoothing="laplace").fit(column[:, None], y)
     restored = pickle.loads(pickle.dumps(model))
     assert restored.n_categories_[0] == n
     probe = column[[0, 17, n - 1]][:, None]

@@ -158,10 +158,10 @@ def test_feature_missing_in_every_training_row(smoothing):
     X = rng.integers(0, 4, size=(60, 2)).astype(object)
     y = rng.integers(0, 2, size=60)
     with_empty = np.column_stack([X, np.full(60, None, dtype=object)])
-    model = CategoricalNB(smoothing).fit(with_empty, y)
+    model = CategoricalNB(smoothing=smoothing).fit(with_empty, y)
     assert model.n_categories_[2] == 0
     assert np.all(np.isnan(model.concentration_[:, 2]))
-    without = CategoricalNB(smoothing).fit(X, y)
+    without = CategoricalNB(smoothing=smoothing).fit(X, y)
     test = with_empty.copy()
     test[:5, 2] = 7  # unknown at predict: skipped as well
     np.testing.assert_allclose(model.predict_proba(test), without.predict_proba(X), rtol=1e-12)

@@ -35,8 +35,8 @@ def _batches(n_rows, sizes):
 def test_a_sequence_of_partial_fits_is_one_fit(smoothing):
     X, y = _stream()
     weights = np.random.default_rng(1).uniform(0.2, 3.0, size=y.shape[0])
-    full = CategoricalNB(smoothing).fit(X, y, sample_weight=weights)
-    online = CategoricalNB(smoothing)
+    full = CategoricalNB(smoothing=smoothing).fit(X, y, sample_weight=weights)
+    online = CategoricalNB(smoothing=smoothing)
     for rows in _batches(y.shape[0], [50, 300, 1, 400, 449]):
         online.partial_fit(X[rows], y[rows], classes=["c", "a", "b"], sample_weight=weights[rows])
     np.testing.assert_allclose(online.predict_proba(X), full.predict_proba(X), rtol=0, atol=1e-10)
@@ -50,7 +50,7 @@ def test_a_sequence_of_partial_fits_is_one_fit(smoothing):
 
 
 def test_vocabulary_grows_and_keeps_sorted_order():
-    model = CategoricalNB("laplace")
+    model = CategoricalNB(smoothing="laplace")
     model.partial_fit([["m"], ["c"]], [0, 1])
     assert list(model.categories_[0]) == ["c", "m"]
     model.partial_fit([["a"], ["z"], ["m"]], [1, 0, 0])
@@ -75,7 +75,7 @@ def test_forgetting_decays_stored_counts_by_gamma_to_the_batch_size():
     gamma, sizes = 0.97, [40, 25, 60, 10]
     X = rng.integers(0, 5, size=(sum(sizes), 1))
     y = rng.integers(0, 2, size=sum(sizes))
-    model = CategoricalNB("laplace", learning_rate=gamma)
+    model = CategoricalNB(smoothing="laplace", learning_rate=gamma)
     expected_counts = np.zeros((2, 5))
     expected_class = np.zeros(2)
     for rows in _batches(y.shape[0], sizes):
@@ -98,19 +98,19 @@ def test_forgetting_equals_a_fit_with_decayed_weights():
     """gamma^(rows after a row's batch) as sample weights gives the same HEB-M model."""
     X, y = _stream(seed=5, n_rows=900)
     gamma, sizes = 0.995, [200, 300, 150, 250]
-    online = CategoricalNB("heb-m", learning_rate=gamma)
+    online = CategoricalNB(smoothing="heb-m", learning_rate=gamma)
     weights = np.empty(y.shape[0])
     for rows in _batches(y.shape[0], sizes):
         online.partial_fit(X[rows], y[rows], classes=["a", "b", "c"])
         weights[rows] = gamma ** (y.shape[0] - rows.stop)
     assert weights.min() < 0.1
-    weighted = CategoricalNB("heb-m").fit(X, y, sample_weight=weights)
+    weighted = CategoricalNB(smoothing="heb-m").fit(X, y, sample_weight=weights)
     np.testing.assert_allclose(online.concentration_, weighted.concentration_, rtol=1e-8)
     np.testing.assert_allclose(online.predict_proba(X), weighted.predict_proba(X), atol=1e-10)
 
 
 def test_strong_forgetting_returns_to_the_prior_not_to_nothing():
-    model = CategoricalNB("laplace", learning_rate=0.5)
+    model = CategoricalNB(smoothing="laplace", learning_rate=0.5)
     model.partial_fit([[0]] * 50 + [[1]] * 50, [0] * 50 + [1] * 50)
     for _ in range(30):
         model.partial_fit([[2], [2]], [0, 1])
@@ -130,7 +130,7 @@ def test_class_declaration_rules():
         model.partial_fit(X, [0, 1, 1], classes=[0, 1, 2])
     model.partial_fit(X, [0, 1, 1], classes=[1, 0])  # the same set, in any order
     # a class declared up front may appear later
-    model = CategoricalNB("laplace").partial_fit(X, [0, 0, 0], classes=[0, 1])
+    model = CategoricalNB(smoothing="laplace").partial_fit(X, [0, 0, 0], classes=[0, 1])
     assert model.class_count_.tolist() == [3.0, 0.0]
     model.partial_fit([[1]], [1])
     assert model.class_count_.tolist() == [3.0, 1.0]

@@ -63,7 +63,7 @@ def test_table_is_the_posterior_average_of_the_predictive(smoothing):
     )
     y = rng.integers(0, 2, size=150)
     X[y == 0, 0] = 0  # class 0 puts every row on one value of feature 0
-    model = CategoricalNB(smoothing, concentration_estimate="posterior-average").fit(X, y)
+    model = CategoricalNB(smoothing=smoothing, concentration_estimate="posterior-average").fit(X, y)
     counts = model.category_count_
     for f in range(2):
         for c in range(2):
@@ -79,7 +79,7 @@ def test_minimal_case_keeps_the_class_possible():
     assert plug_in.predict_proba(row)[0, 0] < 1e-3
     averaged = CategoricalNB(concentration_estimate="posterior-average").fit(X, y)
     probability = averaged.predict_proba(row)[0, 0]
-    laplace = CategoricalNB("laplace").fit(X, y).predict_proba(row)[0, 0]
+    laplace = CategoricalNB(smoothing="laplace").fit(X, y).predict_proba(row)[0, 0]
     # the class stays possible: the same order as Laplace's 0.21, not 0.0002
     assert 0.1 < probability < 0.4
     assert laplace == pytest.approx(0.21, abs=0.01)
@@ -121,7 +121,7 @@ def test_low_count_classes_keep_the_fallback():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"concentration_estimate": "mean"}, "concentration_estimate must be"),
+        ({"concentration_estimate": "mean"}, "'concentration_estimate' parameter"),
         ({"smoothing": "laplace", "concentration_estimate": "posterior-average"}, "empirical"),
     ],
 )

@@ -1,5 +1,6 @@
 """hebnb: Naive Bayes for categorical data whose smoothing is learned from the data."""
 
+from ._core import __version__ as __version__
 from .aode import AODE
 from .bernoulli import BernoulliNB
 from .dirichlet_groups import EmpiricalBayesDirichletClassifier
@@ -18,4 +19,3 @@ __all__ = [
     "MixedNB",
     "MultinomialNB",
 ]
-__version__ = "0.1.0"

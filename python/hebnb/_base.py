@@ -7,17 +7,23 @@ from __future__ import annotations
 import functools
 import numbers
 from abc import abstractmethod
+from collections.abc import Sequence
+from numbers import Real
+from typing import Any, ClassVar
 
 import numpy as np
 from joblib import cpu_count, effective_n_jobs
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
+from ._params import N_JOBS, ClassProbabilities, ConcentrationBounds, StrictInterval, StrOptions
 
 
-def n_threads(n_jobs) -> int:
+def n_threads(n_jobs: object) -> int:
     """scikit-learn's ``n_jobs`` convention as a thread count (None -> 1, -1 -> all cores).
 
     Never more than the cores this process may use: results do not depend on the thread
@@ -34,81 +40,80 @@ def n_threads(n_jobs) -> int:
 @functools.cache
 def _cores() -> int:
     """The cores this process may use (affinity and cgroup quota), asked once."""
-    return cpu_count()
+    cores: int = cpu_count()
+    return cores
 
 
-def is_real(value) -> bool:
+def is_real(value: object) -> bool:
     """A real number that is not a bool (True is not a concentration or a rate)."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
-    """A finite positive (or non-negative) real parameter, or a ValueError naming it."""
-    ok = is_real(value) and np.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite real {bound}, got {value!r}")
-    return float(value)
+def check_class_prior(class_prior: object, n_classes: int) -> np.ndarray | None:
+    """``class_prior`` as float64 once the classes are known: one probability per class.
 
-
-def check_bounds(bounds) -> tuple[float, float]:
-    """``concentration_bounds``: a pair of real numbers 0 < low <= high < inf."""
-    pair = isinstance(bounds, (tuple, list, np.ndarray)) and len(bounds) == 2
-    if not (pair and all(is_real(b) for b in bounds)):
+    Its values are checked with the other parameters (``ClassProbabilities``); this adds the
+    length, which needs the labels, and runs before any counting.
+    """
+    if class_prior is None:
+        return None
+    prior = np.asarray(class_prior, dtype=np.float64)
+    if prior.shape != (n_classes,):
         raise ValueError(
-            f"concentration_bounds must be a pair of real numbers (low, high), got {bounds!r}"
+            f"Number of priors must match number of classes: got {prior.size} priors for "
+            f"{n_classes} classes"
         )
-    low, high = float(bounds[0]), float(bounds[1])
-    if not (0 < low <= high < np.inf):
-        raise ValueError(f"concentration_bounds must satisfy 0 < low <= high < inf, got {bounds!r}")
-    return low, high
+    return prior
 
 
-def check_choice(name: str, value, choices) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
-    return value
+def concentration_interval(bounds: Sequence[float]) -> tuple[float, float]:
+    """``concentration_bounds`` as the core takes it (checked by ``ConcentrationBounds``)."""
+    return float(bounds[0]), float(bounds[1])
 
 
-def class_log_prior(class_count, *, fit_prior: bool, class_prior) -> np.ndarray:
+def class_log_prior(class_count: np.ndarray, *, fit_prior: bool, class_prior: object) -> np.ndarray:
     """ln pi_c: the Laplace prior (N_c + 1) / (S + C) of SPEC, uniform, or the user's."""
     n_classes = class_count.shape[0]
-    is_bool = isinstance(fit_prior, (bool, np.bool_))  # "no" would silently mean True
-    if not is_bool:
-        raise ValueError(f"fit_prior must be a bool, got {fit_prior!r}")
-    if class_prior is not None:
-        try:
-            prior = np.asarray(class_prior, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"class_prior must be an array of probabilities, got {class_prior!r}"
-            ) from None
-        if prior.shape != (n_classes,):
-            raise ValueError(
-                f"Number of priors must match number of classes: got {prior.shape[0] if prior.ndim else 1}"
-                f" priors for {n_classes} classes"
-            )
-        if np.any(prior < 0) or not np.all(np.isfinite(prior)) or not np.isclose(prior.sum(), 1.0):
-            raise ValueError("class_prior must be non-negative and sum to 1")
+    prior = check_class_prior(class_prior, n_classes)
+    if prior is not None:
         with np.errstate(divide="ignore"):
-            return np.log(prior)
+            log_prior: np.ndarray = np.log(prior)
+        return log_prior
     if not fit_prior:
         return np.full(n_classes, -np.log(n_classes))
-    return np.log(class_count + 1.0) - np.log(class_count.sum() + n_classes)
+    laplace: np.ndarray = np.log(class_count + 1.0) - np.log(class_count.sum() + n_classes)
+    return laplace
+
+
+#: The constraints of the parameters every categorical classifier has (scikit-learn's
+#: ``_parameter_constraints``); each estimator adds its own.
+SHARED_CONSTRAINTS: dict[str, list[object]] = {
+    "min_count": [StrictInterval(Real, 0, None, closed="left")],
+    "concentration_bounds": [ConcentrationBounds()],
+    "fit_prior": ["boolean"],
+    "class_prior": [ClassProbabilities(), None],
+    "handle_unknown": [StrOptions({"ignore", "error"})],
+    "n_jobs": N_JOBS,
+    "learning_rate": [StrictInterval(Real, 0, 1, closed="right")],
+    "categories": [StrOptions({"auto"}), list, tuple],
+}
 
 
 class CategoricalClassifier(ClassifierMixin, BaseEstimator):
-    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``.
+    """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``
+    and declare ``_parameter_constraints`` (checked by ``_fit_context`` before any work).
 
     ``categories_`` is computed from the vocabulary on first access (a stream of
     ``partial_fit`` calls never builds it unless asked).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[object]]] = {}
+
     #: How the encoder numbers categories: "sorted" (rank among the sorted categories) or
     #: "insertion" (order of first appearance, codes never move as the vocabulary grows).
     _code_order = "sorted"
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # only called when ordinary lookup fails: fitted attributes computed on demand
         state = self.__dict__
         if name == "categories_" and "_encoder" in state:
@@ -120,7 +125,7 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
-    def _deferred_attributes(cls) -> frozenset:
+    def _deferred_attributes(cls) -> frozenset[str]:
         """Fitted attributes a subclass computes only when they are first used."""
         return frozenset()
 
@@ -132,10 +137,12 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
             order=self._code_order, categories=self.__dict__.get("categories", "auto")
         )
 
-    def _training_data(self, X, y, sample_weight, threads: int):
+    def _training_data(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None, threads: int
+    ) -> tuple[CategoryEncoder, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(encoder, codes (F, S), classes, class index per row, weights)`` of a training
-        set: categories learned, labels at least two classes, weights checked, and the
-        (classes x categories) tables within memory."""
+        set: categories learned, labels at least two classes, ``class_prior`` one per
+        class, weights checked, and the (classes x categories) tables within memory."""
         encoder = self._new_encoder()
         codes = encoder.fit_transform(X, n_threads=threads)
         classes, labels = encode_labels(y, codes.shape[1])
@@ -143,11 +150,12 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"The number of classes has to be greater than one; got {classes.shape[0]} class"
             )
+        check_class_prior(self.class_prior, classes.shape[0])
         weights = check_sample_weight(sample_weight, codes.shape[1])
         check_table_size(classes.shape[0], encoder.offsets[-1])
         return encoder, codes, classes, labels, weights
 
-    def _encode(self, X) -> tuple[np.ndarray, int]:
+    def _encode(self, X: ArrayLike) -> tuple[np.ndarray, int]:
         """Codes ``(F, S)`` of a table to score, and the thread count to score it with."""
         threads = n_threads(self.n_jobs)
         encoded = self._encoder.transform(
@@ -168,10 +176,10 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
             del self.feature_names_in_
 
     @abstractmethod
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         """Unnormalised ``ln P(c, x)`` of each row, shape (n_samples, n_classes)."""
 
-    def predict_joint_log_proba(self, X) -> np.ndarray:
+    def predict_joint_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Joint log-probability ``ln P(c, x)`` of each row and class.
 
         Parameters
@@ -185,21 +193,23 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return self._joint_log_likelihood(X)
 
-    def predict_log_proba(self, X) -> np.ndarray:
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Log posterior class probabilities, shape (n_samples, n_classes)."""
         joint = self.predict_joint_log_proba(X)
         return _core.log_posterior(joint, n_threads(self.n_jobs))
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
-        return np.exp(self.predict_log_proba(X))
+        proba: np.ndarray = np.exp(self.predict_log_proba(X))
+        return proba
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Most probable class of each row (ties go to the first class in ``classes_``)."""
         joint = self.predict_joint_log_proba(X)
-        return self.classes_[np.argmax(joint, axis=1)]
+        predicted: np.ndarray = self.classes_[np.argmax(joint, axis=1)]
+        return predicted
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.input_tags.string = True

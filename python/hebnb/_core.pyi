@@ -1,11 +1,40 @@
-"""Type stubs of the compiled core (src/python.rs). Arrays are numpy arrays; codes are
+"""Type stubs of the compiled core (src/python/). Arrays are numpy arrays; codes are
 feature-major (F, S) int32 with -1 for a missing or unknown value."""
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, final
 
 import numpy as np
 import numpy.typing as npt
+
+#: Every name the module defines (pyo3 fills the runtime list as functions register).
+__all__ = [
+    "Vocabulary",
+    "__version__",
+    "absorb_group_rows",
+    "add_counts",
+    "aode_joint_log_likelihood",
+    "count_categories",
+    "count_pairs",
+    "count_tokens",
+    "encode_integers",
+    "factorize_integers",
+    "fit_aode_children",
+    "fit_binary_features",
+    "fit_concentrations",
+    "fit_dirichlet_prior",
+    "fit_parent_concentrations",
+    "fit_token_distributions",
+    "joint_log_likelihood",
+    "log_posterior",
+    "log_probability_table",
+    "mutual_information",
+    "prior_mean",
+    "score_rows",
+]
+
+#: The package version, Cargo.toml's.
+__version__: str
 
 def factorize_integers(
     values: npt.NDArray[np.int64], missing: npt.NDArray[np.bool_] | None, n_jobs: int
@@ -144,10 +173,13 @@ def aode_joint_log_likelihood(
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
 
+@final
 class Vocabulary:
     """Grow-only value -> code maps, one per feature (codes by first appearance)."""
 
-    def __init__(self, n_features: int = 0) -> None: ...
+    def __new__(cls, n_features: int = 0) -> Vocabulary: ...
+    def __copy__(self) -> Vocabulary: ...
+    def __deepcopy__(self, _memo: Any, /) -> Vocabulary: ...
     @property
     def n_features(self) -> int: ...
     def lengths(self) -> list[int]: ...

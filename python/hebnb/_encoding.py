@@ -225,7 +225,8 @@ def _pandas_column(series: pd.Series):
         return ("ints", values, missing if missing.any() else None, False)
     if dtype.kind == "f":
         return _array_column(series.to_numpy(dtype=np.float64, na_value=np.nan), -1)
-    return ("objects", series.to_numpy(dtype=object, na_value=None))
+    # pandas-stubs leave None out of na_value, which pandas accepts
+    return ("objects", series.to_numpy(dtype=np.object_, na_value=None))  # type: ignore[call-overload]
 
 
 def _polars_column(series):
@@ -360,9 +361,9 @@ def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.
         validity, offsets, data = chunk.buffers()[:3]
         width = np.int32 if types.is_string(kind) else np.int64
         start, n = chunk.offset, len(chunk)
-        offsets = np.frombuffer(offsets, dtype=width)[start : start + n + 1] if n else None
-        if offsets is None:
+        if not n:
             return np.empty(0, dtype=np.int32)
+        offsets = np.frombuffer(offsets, dtype=width)[start : start + n + 1]
         data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
         return vocabulary.encode_utf8(feature, offsets, data, bitmap, start, grow=grow, name=name)
@@ -371,9 +372,9 @@ def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.
             return _encode_column(
                 vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name
             )
-        missing = np.asarray(chunk.is_null(), dtype=bool) if chunk.null_count else None
+        nulls = np.asarray(chunk.is_null(), dtype=bool) if chunk.null_count else None
         values = np.asarray(chunk.fill_null(0) if chunk.null_count else chunk).astype(np.int64)
-        return vocabulary.encode_ints(feature, values, missing, grow=grow)
+        return vocabulary.encode_ints(feature, values, nulls, grow=grow)
     if types.is_floating(kind):
         values = np.asarray(chunk.cast(pa.float64()).fill_null(np.nan), dtype=np.float64)
         column = _array_column(values, feature)
@@ -425,7 +426,7 @@ class CategoryEncoder:
     def __init__(self, *, order: str = "insertion", categories="auto") -> None:
         self.order = order
         self.declared = categories
-        self.vocabulary = None
+        self.vocabulary = _core.Vocabulary(0)  # replaced by fit_transform
         self.floats: list[bool] = []
         self.feature_names: np.ndarray | None = None
         self.column_labels: list | None = None
@@ -462,12 +463,13 @@ class CategoryEncoder:
             return cached[1:]
         order = self.vocabulary.sorted_order(f)
         integers = self.vocabulary.int_values(f)
+        categories: np.ndarray
         if integers is not None:
             categories = integers[order]
             if self.floats[f]:
                 categories = categories.astype(np.float64)
         else:
-            values = np.fromiter(self.vocabulary.values(f), dtype=object, count=n)
+            values = np.fromiter(self.vocabulary.values(f), dtype=np.object_, count=n)
             if self.vocabulary.has_objects(f):
                 try:  # Python values (ints beyond int64, tuples, ...) sorted by Python
                     order = np.asarray(
@@ -554,10 +556,11 @@ class CategoryEncoder:
             elif self.order == "insertion":
                 moved.append(np.arange(old))
             else:
+                assert old_orders is not None  # kept for the sorted order
                 moved.append(self._view(f)[2][old_orders[f]].astype(np.int64))
         return self._in_order(codes), moved
 
-    def mark(self):
+    def mark(self) -> list[tuple[int, int]]:
         """A point ``undo`` returns the vocabulary to."""
         return self.vocabulary.mark()
 
@@ -646,13 +649,21 @@ class CategoryEncoder:
                 stacklevel=5,
             )
         named = self.feature_names is not None and names is not None
-        if named and not np.array_equal(names, self.feature_names):
+        if (
+            self.feature_names is not None
+            and names is not None
+            and not np.array_equal(names, self.feature_names)
+        ):
             raise ValueError(
                 "The feature names should match those that were passed during fit: "
                 f"expected {list(self.feature_names)}, got {list(names)}"
             )
-        labelled = self.column_labels is not None and table.labels is not None
-        if labelled and not named and list(table.labels) != list(self.column_labels):
+        if (
+            self.column_labels is not None
+            and table.labels is not None
+            and not named
+            and list(table.labels) != list(self.column_labels)
+        ):
             raise ValueError(
                 "The column labels should match those that were passed during fit: "
                 f"expected {list(self.column_labels)}, got {list(table.labels)}"

@@ -13,30 +13,39 @@ data seen.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence, Sized
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ._encoding import encode_labels
 
 
-def check_learning_rate(learning_rate) -> float:
+def check_learning_rate(learning_rate: object) -> float:
     """The forgetting factor gamma in (0, 1]."""
-    is_real = isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, bool)
-    if not (is_real and 0.0 < learning_rate <= 1.0):
-        raise ValueError(f"learning_rate must be a real in (0, 1], got {learning_rate!r}")
-    return float(learning_rate)
+    if (
+        isinstance(learning_rate, numbers.Real)
+        and not isinstance(learning_rate, bool)
+        and 0.0 < float(learning_rate) <= 1.0
+    ):
+        return float(learning_rate)
+    raise ValueError(f"learning_rate must be a real in (0, 1], got {learning_rate!r}")
 
 
-def n_rows_of(X) -> int:
+def n_rows_of(X: ArrayLike) -> int:
     """Number of rows of a table without converting it."""
     shape = getattr(X, "shape", None)
     if shape is not None and len(shape) >= 1:
         return int(shape[0])
-    return len(X)
+    if isinstance(X, Sized):
+        return len(X)
+    raise TypeError(f"X must be a table of rows, got {type(X).__name__}")
 
 
-def batch_classes(y, n_rows: int, classes, fitted_classes) -> tuple[np.ndarray, np.ndarray]:
+def batch_classes(
+    y: ArrayLike, n_rows: int, classes: ArrayLike | None, fitted_classes: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(classes_, class index of every row)`` of a ``partial_fit`` batch.
 
     The classes are declared on the first call (``fitted_classes`` is None) or, when
@@ -61,7 +70,7 @@ def batch_classes(y, n_rows: int, classes, fitted_classes) -> tuple[np.ndarray, 
     return declared, _positions(seen, declared)[indices]
 
 
-def _declared_classes(classes) -> np.ndarray:
+def _declared_classes(classes: ArrayLike) -> np.ndarray:
     """The sorted distinct labels of ``classes=``, refused when missing, mixed or not 1-D.
 
     numpy turns a list of numbers and strings into strings, after which no integer label
@@ -73,8 +82,9 @@ def _declared_classes(classes) -> np.ndarray:
     if values.ndim != 1:
         raise ValueError(f"classes must be a 1-D array of labels, got shape {values.shape}")
     converted = values.dtype.kind == "U" and not isinstance(classes, np.ndarray)
-    if converted and not all(isinstance(c, str) for c in classes):
-        raise ValueError(f"classes mixes strings and numbers: {list(classes)!r}")
+    as_given = np.asarray(classes, dtype=object) if converted else values
+    if converted and not all(isinstance(c, str) for c in as_given):
+        raise ValueError(f"classes mixes strings and numbers: {as_given.tolist()!r}")
     if values.dtype.kind in "fcO" and np.any(pd.isna(values)):
         raise ValueError("classes contains missing labels (NaN or None)")
     numbers = ("integer", "boolean", "floating", "mixed-integer-float")
@@ -103,11 +113,13 @@ def _positions(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return position.astype(np.int64)
 
 
-def grow_tables(tables: list[np.ndarray], cardinalities, n_classes: int) -> list[np.ndarray]:
+def grow_tables(
+    tables: list[np.ndarray], cardinalities: Sequence[int], n_classes: int
+) -> list[np.ndarray]:
     """Per-feature ``(C, capacity)`` count tables with room for ``cardinalities[f]``
     categories: a table too small is copied into one of twice the size (so a stream pays
     O(1) amortised per new category), the others are kept as they are."""
-    grown = []
+    grown: list[np.ndarray] = []
     for f, k in enumerate(cardinalities):
         table = tables[f] if f < len(tables) else np.zeros((n_classes, 0))
         if table.shape[1] < k:
@@ -118,7 +130,7 @@ def grow_tables(tables: list[np.ndarray], cardinalities, n_classes: int) -> list
     return grown
 
 
-def new_codes(moved: list[np.ndarray | None], cardinalities: list[int]) -> list[np.ndarray]:
+def new_codes(moved: Sequence[np.ndarray | None], cardinalities: Sequence[int]) -> list[np.ndarray]:
     """Per feature, the new code of every old code (identity where nothing moved)."""
     return [
         np.arange(k) if positions is None else positions
@@ -126,11 +138,17 @@ def new_codes(moved: list[np.ndarray | None], cardinalities: list[int]) -> list[
     ]
 
 
-def move_columns(counts: np.ndarray, old_offsets, new_offsets, moved) -> np.ndarray:
+def move_columns(
+    counts: np.ndarray,
+    old_offsets: Sequence[int],
+    new_offsets: Sequence[int],
+    moved: Sequence[np.ndarray | None],
+) -> np.ndarray:
     """A ``(rows, sum K_f)`` count table on a grown vocabulary: old categories at their new
     codes, new ones 0. Always a new array."""
     if all(m is None for m in moved):
-        return counts.copy()
+        unchanged: np.ndarray = counts.copy()
+        return unchanged
     grown = np.zeros((counts.shape[0], new_offsets[-1]))
     old_sizes = np.diff(old_offsets).tolist()
     for f, positions in enumerate(new_codes(moved, old_sizes)):
@@ -143,12 +161,25 @@ def feature_pairs(n_features: int) -> list[tuple[int, int]]:
     return [(a, b) for a in range(n_features) for b in range(a + 1, n_features)]
 
 
-def _table_rows(cardinalities, pairs) -> np.ndarray:
+def _table_rows(
+    cardinalities: Sequence[int] | np.ndarray, pairs: list[tuple[int, int]]
+) -> np.ndarray:
     """First CSR row of every pair (length P + 1): pair (a, b) owns K_a rows."""
     return np.concatenate([[0], np.cumsum([cardinalities[a] for a, _ in pairs])]).astype(np.int64)
 
 
-def merge_pair_tables(old, batch, old_cardinalities, cardinalities, moved, wanted, decay):
+PairTables = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def merge_pair_tables(
+    old: PairTables,
+    batch: PairTables,
+    old_cardinalities: Sequence[int] | np.ndarray,
+    cardinalities: Sequence[int] | np.ndarray,
+    moved: Sequence[np.ndarray | None],
+    wanted: ArrayLike,
+    decay: float,
+) -> PairTables:
     """AODE's sparse pair tables (CSR ``(indptr, indices, counts)``, see
     ``src/pair_counts.rs``) of the stored rows, moved onto the grown vocabulary and
     multiplied by ``decay``, plus those of a batch already counted on it.

@@ -6,29 +6,21 @@ the validation of token counts held as scipy sparse matrices (never densified)."
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import class_log_prior, n_threads
+from ._base import check_class_prior, class_log_prior, n_threads
 from ._encoding import check_sample_weight, check_table_size, encode_labels
 from ._online import batch_classes
 
 FloatArray = npt.NDArray[np.float64]
-MethodT = TypeVar("MethodT", bound=Callable[..., Any])
-
-
-def fit_context(method: MethodT) -> MethodT:
-    """scikit-learn's ``_fit_context`` for ``fit`` and ``partial_fit``: every parameter is
-    checked against ``_parameter_constraints`` before the method does any work."""
-    return cast(MethodT, _fit_context(prefer_skip_nested_validation=True)(method))
 
 
 def empirical_class_log_prior(
@@ -67,8 +59,10 @@ def training_batch(
     partial: bool,
     classes: Any = None,
     fitted_classes: npt.NDArray[Any] | None = None,
+    class_prior: Any = None,
 ) -> Batch:
-    """Labels and weights of a ``fit`` (``partial=False``) or ``partial_fit`` batch."""
+    """Labels and weights of a ``fit`` (``partial=False``) or ``partial_fit`` batch;
+    ``class_prior`` must have one probability per class (checked before any counting)."""
     check_finite_labels(y)
     if partial:
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
@@ -78,6 +72,7 @@ def training_batch(
             raise ValueError(
                 f"The number of classes has to be greater than one; got {declared.shape[0]} class"
             )
+    check_class_prior(class_prior, declared.shape[0])
     weights = check_sample_weight(sample_weight, n_rows)
     return Batch(declared, np.ascontiguousarray(labels, dtype=np.int64), weights)
 
@@ -148,7 +143,7 @@ def check_counts(
     return CountMatrix(X, sparse_input=sparse_input)
 
 
-class NaiveBayesClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc,unused-ignore]
+class NaiveBayesClassifier(ClassifierMixin, BaseEstimator):
     """Base of the count, binary, continuous and mixed models: subclasses implement
     ``_joint_log_likelihood``."""
 

@@ -3,30 +3,36 @@
 from __future__ import annotations
 
 import copy
-import numbers
 import warnings
+from collections.abc import Sequence
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
 from ._base import (
+    SHARED_CONSTRAINTS,
     CategoricalClassifier,
-    check_bounds,
-    check_choice,
-    check_positive,
+    check_class_prior,
     class_log_prior,
+    concentration_interval,
     n_threads,
 )
 from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
 from ._online import (
     batch_classes,
-    check_learning_rate,
     feature_pairs,
     merge_pair_tables,
     move_columns,
     n_rows_of,
 )
+from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class AODE(CategoricalClassifier):
@@ -143,24 +149,35 @@ class AODE(CategoricalClassifier):
     (2, 2)
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[object]]] = {
+        **SHARED_CONSTRAINTS,
+        "smoothing": [StrOptions({"heb", "laplace"})],
+        "prior": [StrOptions({"two-level", "pooled"})],
+        "parent_smoothing": [StrOptions({"laplace", "heb"})],
+        "min_parent_count": [StrictInterval(Real, 0, None, closed="left")],
+        "max_parent_cardinality": [StrictInterval(Integral, 1, None, closed="left"), None],
+        "max_joint_cells": [StrictInterval(Real, 0, None, closed="neither"), None],
+    }
+
+    @keyword_only("smoothing", removed_in="0.3")
     def __init__(
         self,
-        smoothing="heb",
         *,
-        prior="two-level",
-        parent_smoothing="laplace",
-        min_parent_count=1,
-        min_count=10,
-        concentration_bounds=(1e-2, 1e4),
-        max_parent_cardinality=None,
-        max_joint_cells=None,
-        fit_prior=True,
-        class_prior=None,
-        handle_unknown="ignore",
-        n_jobs=None,
-        learning_rate=1.0,
-        categories="auto",
-    ):
+        smoothing: str = "heb",
+        prior: str = "two-level",
+        parent_smoothing: str = "laplace",
+        min_parent_count: float = 1,
+        min_count: float = 10,
+        concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        max_parent_cardinality: int | None = None,
+        max_joint_cells: float | None = None,
+        fit_prior: bool = True,
+        class_prior: ArrayLike | None = None,
+        handle_unknown: str = "ignore",
+        n_jobs: int | None = None,
+        learning_rate: float = 1.0,
+        categories: str | list[ArrayLike] = "auto",
+    ) -> None:
         self.smoothing = smoothing
         self.prior = prior
         self.parent_smoothing = parent_smoothing
@@ -176,29 +193,8 @@ class AODE(CategoricalClassifier):
         self.learning_rate = learning_rate
         self.categories = categories
 
-    def _check_params(self) -> None:
-        check_choice("smoothing", self.smoothing, {"heb", "laplace"})
-        check_choice("prior", self.prior, {"pooled", "two-level"})
-        check_choice("parent_smoothing", self.parent_smoothing, {"laplace", "heb"})
-        check_choice("handle_unknown", self.handle_unknown, {"ignore", "error"})
-        check_positive("min_parent_count", self.min_parent_count, allow_zero=True)
-        check_positive("min_count", self.min_count, allow_zero=True)
-        check_bounds(self.concentration_bounds)
-        if self.max_parent_cardinality is not None and not (
-            isinstance(self.max_parent_cardinality, numbers.Integral)
-            and not isinstance(self.max_parent_cardinality, bool)
-            and self.max_parent_cardinality >= 1
-        ):
-            raise ValueError(
-                "max_parent_cardinality must be None or an integer >= 1, "
-                f"got {self.max_parent_cardinality!r}"
-            )
-        if self.max_joint_cells is not None:
-            check_positive("max_joint_cells", self.max_joint_cells)
-        n_threads(self.n_jobs)
-        check_learning_rate(self.learning_rate)
-
-    def fit(self, X, y, sample_weight=None):
+    @fit_context
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Counts categories and feature pairs, then smooths every child conditional.
 
         Parameters
@@ -212,7 +208,6 @@ class AODE(CategoricalClassifier):
         -------
         self
         """
-        self._check_params()
         threads = n_threads(self.n_jobs)
         encoder, codes, classes, labels, weights = self._training_data(X, y, sample_weight, threads)
         n_classes, offsets = classes.shape[0], encoder.offsets
@@ -236,7 +231,14 @@ class AODE(CategoricalClassifier):
         self._solve(threads)
         return self
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    @fit_context
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        classes: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Adds a batch of rows to the single and pair counts (forgetting old ones at
         ``learning_rate``) and re-smooths every child conditional.
 
@@ -258,10 +260,12 @@ class AODE(CategoricalClassifier):
         self
         """
         first_call = not hasattr(self, "_counts")
-        self._check_params()  # every call: set_params may have changed them mid-stream
+        if not first_call:  # _fit_context checks only the first call; set_params may not
+            self._validate_params()
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
+        check_class_prior(self.class_prior, declared.shape[0])
         weights = check_sample_weight(sample_weight, n_rows)
         threads = n_threads(self.n_jobs)
         n_classes = declared.shape[0]
@@ -315,7 +319,7 @@ class AODE(CategoricalClassifier):
         indptr, indices, pair_counts = self.pair_indptr_, self.pair_indices_, self.pair_counts_
         offsets, cardinality = self._encoder.offsets, self.n_categories_
         n_classes = class_count.shape[0]
-        low, high = check_bounds(self.concentration_bounds)
+        low, high = concentration_interval(self.concentration_bounds)
 
         # the Naive Bayes child: fallback rows and capped pairs (SPEC)
         heb = self.smoothing == "heb"
@@ -394,13 +398,15 @@ class AODE(CategoricalClassifier):
         np.fill_diagonal(capped, False)
         return capped
 
-    def _parent_concentrations(self, counts, offsets, threads):
+    def _parent_concentrations(
+        self, counts: np.ndarray, offsets: Sequence[int], threads: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``m_i`` of every parent term's ``P(y | x_i)`` and whether each solve converged."""
         n_classes, n_features = counts.shape[0], len(offsets) - 1
         if self.parent_smoothing == "laplace":
             empty = np.diff(np.asarray(offsets)) == 0
             return np.where(empty, np.nan, float(n_classes)), np.ones(n_features, dtype=bool)
-        low, high = check_bounds(self.concentration_bounds)
+        low, high = concentration_interval(self.concentration_bounds)
         class_mean = np.ascontiguousarray(self._parent_class_mean(counts, offsets).T)
         m, _, _, converged = _core.fit_parent_concentrations(
             counts, class_mean, list(offsets), low, high, threads
@@ -408,13 +414,14 @@ class AODE(CategoricalClassifier):
         return m, converged
 
     @staticmethod
-    def _parent_class_mean(counts, offsets) -> np.ndarray:
+    def _parent_class_mean(counts: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
         """``pi^(i)_y = (N_y^(i) + 1) / (S_i + C)``, the Laplace class distribution of the
         rows where ``x_i`` is present, shape (C, F)."""
         per_feature = feature_sums(counts, offsets)  # N_y^(i)
-        return (per_feature + 1.0) / (per_feature.sum(axis=0) + counts.shape[0])
+        mean: np.ndarray = (per_feature + 1.0) / (per_feature.sum(axis=0) + counts.shape[0])
+        return mean
 
-    def _parent_table(self, counts: np.ndarray, offsets) -> np.ndarray:
+    def _parent_table(self, counts: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
         """ln P(y = c, x_i = u) (eq. 8, or its empirical-Bayes option), shape (sum K_f, C)."""
         n_classes = counts.shape[0]
         bounds = np.asarray(offsets)
@@ -450,7 +457,7 @@ class AODE(CategoricalClassifier):
             )
         return np.ascontiguousarray(table.T)
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         codes, threads = self._encode(X)
         return _core.aode_joint_log_likelihood(
             codes,
@@ -471,12 +478,13 @@ class AODE(CategoricalClassifier):
         )
 
 
-def feature_sums(table: np.ndarray, offsets) -> np.ndarray:
+def feature_sums(table: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
     """Sum of each feature's columns of a ``(rows, sum K_f)`` table, shape ``(rows, F)``
     (0 for a feature without categories)."""
     bounds = np.asarray(offsets)
     running = np.concatenate([np.zeros((table.shape[0], 1)), np.cumsum(table, axis=1)], axis=1)
-    return running[:, bounds[1:]] - running[:, bounds[:-1]]
+    sums: np.ndarray = running[:, bounds[1:]] - running[:, bounds[:-1]]
+    return sums
 
 
 def check_pair_memory(

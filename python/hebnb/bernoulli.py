@@ -7,10 +7,10 @@ from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from . import _core
-from ._base import check_bounds
+from ._base import concentration_interval
+from ._params import StrictInterval
 from ._text import CountMatrix, FloatArray, check_counts, empirical_class_log_prior
 from .multinomial import SMOOTHERS, DiscreteNB
 
@@ -80,7 +80,7 @@ class BernoulliNB(DiscreteNB):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **DiscreteNB._parameter_constraints,
-        "binarize": [None, Interval(Real, 0, None, closed="left")],
+        "binarize": [None, StrictInterval(Real, 0, None, closed="left")],
     }
 
     def __init__(
@@ -129,7 +129,7 @@ class BernoulliNB(DiscreteNB):
             prior_mean=SMOOTHERS[self.smoothing],
             alpha=self._alpha(),
             min_count=float(self.min_count),
-            concentration_bounds=check_bounds(self.concentration_bounds),
+            concentration_bounds=concentration_interval(self.concentration_bounds),
             n_jobs=self._threads(),
         )
         self._warn_unconverged(fit["converged"])

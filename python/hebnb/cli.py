@@ -6,6 +6,8 @@ import argparse
 import shlex
 import sys
 import warnings
+from collections.abc import Sequence
+from typing import TextIO
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_evaluate_parser(commands) -> None:
+def add_evaluate_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``evaluate`` subcommand and its options."""
     from .evaluation.methods import METHODS
     from .evaluation.runner import DEFAULT_METHODS
@@ -75,28 +77,38 @@ def add_evaluate_parser(commands) -> None:
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     """Warnings of ``hebnb evaluate`` as one plain line on stderr (no source location)."""
     print(f"hebnb evaluate: warning: {message}", file=sys.stderr)
 
 
-def run_evaluate(args, argv) -> int:
+def run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
     """Runs ``hebnb evaluate``; bad input is a message on stderr and exit code 2."""
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         return _run_evaluate(args, argv)
 
 
-def _run_evaluate(args, argv) -> int:
+def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
     try:
+        from .evaluation.protocol import check_evaluate_requirements
         from .evaluation.report import write_report
+
+        check_evaluate_requirements()
     except ImportError as error:
         print(
             f"hebnb evaluate: error: {error}; install the extra: pip install 'hebnb[evaluate]'",
             file=sys.stderr,
         )
         return 2
-    from .evaluation.methods import MethodUnavailableError, UnknownMethodError
+    from .evaluation.methods import UnknownMethodError
     from .evaluation.protocol import DataError
     from .evaluation.runner import evaluate, evaluate_suite
 
@@ -133,7 +145,7 @@ def _run_evaluate(args, argv) -> int:
                 n_jobs=args.n_jobs,
                 progress=not args.no_progress,
             )
-    except (DataError, UnknownMethodError, MethodUnavailableError) as error:
+    except (DataError, UnknownMethodError) as error:
         print(f"hebnb evaluate: error: {error}", file=sys.stderr)
         return 2
     command = "hebnb " + " ".join(shlex.quote(a) for a in argv)
@@ -146,7 +158,7 @@ def _run_evaluate(args, argv) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     if args.command == "demo":

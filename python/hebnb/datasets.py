@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.utils import check_random_state
 
 
 def make_high_cardinality(
-    n_samples=20_000,
-    n_features=10,
+    n_samples: int = 20_000,
+    n_features: int = 10,
     *,
-    n_classes=3,
-    max_cardinality=5_000,
-    zipf_exponent=1.1,
-    class_dispersion=1.0,
-    class_weights=None,
-    random_state=0,
-):
+    n_classes: int = 3,
+    max_cardinality: int = 5_000,
+    zipf_exponent: float = 1.1,
+    class_dispersion: float = 1.0,
+    class_weights: ArrayLike | None = None,
+    random_state: int | np.random.RandomState | None = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Categorical features with Zipf-distributed values whose frequencies vary by class.
 
     Feature ``f`` takes values ``0 .. K_f - 1`` with ``K_f`` spread log-uniformly from 2 to

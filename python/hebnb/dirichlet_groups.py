@@ -5,16 +5,25 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Hashable
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import is_real, n_threads
 from ._encoding import check_sample_weight
 from ._online import check_learning_rate
+from ._params import N_JOBS, PriorConcentrations, StrictInterval, fit_context
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
@@ -74,8 +83,10 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
     the tuned prior is the fitted ``alphas_``/``prior_`` instead of being written back
     into the ``alphas`` parameter (so ``clone`` and a second ``fit`` start from the
     initial prior), ``n_eb_iterations_`` counts the steps taken, a label outside
-    ``alphas`` raises instead of being dropped, and counts rather than posteriors are
-    stored (a prior change then moves every posterior exactly by that change).
+    ``alphas`` raises instead of being dropped, predicting before the first fit raises
+    scikit-learn's ``NotFittedError`` instead of returning the prior mean, and counts
+    rather than posteriors are stored (a prior change then moves every posterior exactly
+    by that change).
 
     Examples
     --------
@@ -88,16 +99,29 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
     (2, 2)
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[object]]] = {
+        "alphas": [PriorConcentrations()],
+        "n_eb_iter": [StrictInterval(Integral, 0, None, closed="left")],
+        "eb_tol": [StrictInterval(Real, 0, None, closed="left")],
+        "learning_rate": [StrictInterval(Real, 0, 1, closed="right")],
+        "random_state": [
+            StrictInterval(Integral, 0, None, closed="left"),
+            np.random.Generator,
+            None,
+        ],
+        "n_jobs": N_JOBS,
+    }
+
     def __init__(
         self,
-        alphas,
+        alphas: dict[Hashable, float],
         *,
-        n_eb_iter=10,
-        eb_tol=1e-4,
-        learning_rate=1.0,
-        random_state=None,
-        n_jobs=None,
-    ):
+        n_eb_iter: int = 10,
+        eb_tol: float = 1e-4,
+        learning_rate: float = 1.0,
+        random_state: int | np.random.Generator | None = None,
+        n_jobs: int | None = None,
+    ) -> None:
         self.alphas = alphas
         self.n_eb_iter = n_eb_iter
         self.eb_tol = eb_tol
@@ -106,32 +130,14 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     def _initial_prior(self) -> tuple[np.ndarray, np.ndarray]:
-        if not isinstance(self.alphas, dict) or len(self.alphas) < 2:
-            raise ValueError(f"alphas must be a dict of at least two classes, got {self.alphas!r}")
-        values = list(self.alphas.values())
-        if not all(is_real(a) for a in values):
-            raise ValueError(f"alphas must map each class to a real number, got {self.alphas!r}")
-        prior = np.array([float(a) for a in values])
-        with np.errstate(over="ignore"):
-            total = prior.sum()
-        # a total beyond float64 made every probability alpha / inf = 0
-        if not (np.all(np.isfinite(prior) & (prior > 0)) and np.isfinite(total)):
-            raise ValueError(f"alphas must be positive with a finite sum, got {self.alphas!r}")
+        """The classes and prior concentrations of ``alphas`` (checked by ``_fit_context``)."""
+        prior = np.array([float(a) for a in self.alphas.values()])
         classes = np.empty(len(self.alphas), dtype=object)
         classes[:] = list(self.alphas.keys())
         return _as_label_array(classes), prior
 
-    def _check_params(self) -> None:
-        n_iter_ok = isinstance(self.n_eb_iter, numbers.Integral) and self.n_eb_iter >= 0
-        if not n_iter_ok or isinstance(self.n_eb_iter, bool):
-            raise ValueError(f"n_eb_iter must be an integer >= 0, got {self.n_eb_iter!r}")
-        tol_ok = isinstance(self.eb_tol, numbers.Real) and self.eb_tol >= 0
-        if not (tol_ok and np.isfinite(self.eb_tol)):
-            raise ValueError(f"eb_tol must be a finite real >= 0, got {self.eb_tol!r}")
-        check_learning_rate(self.learning_rate)
-        n_threads(self.n_jobs)
-
-    def fit(self, X, y, sample_weight=None):
+    @fit_context
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Counts every group's classes, then tunes the prior to convergence.
 
         Parameters
@@ -146,7 +152,6 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        self._check_params()
         self.classes_, self.prior_ = self._initial_prior()
         self._group_index = pd.Index([])
         self.groups_ = np.empty(0, dtype=object)
@@ -160,7 +165,10 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
             self.log_evidence_, self.n_eb_iterations_, self.eb_converged_ = -np.inf, 0, False
         return self
 
-    def partial_fit(self, X, y, sample_weight=None):
+    @fit_context
+    def partial_fit(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> Self:
         """Adds a batch of rows (with forgetting) and takes one empirical-Bayes step.
 
         The first call on an unfitted model is ``fit`` followed by that one step (as in
@@ -178,7 +186,7 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         if hasattr(self, "group_counts_"):
-            self._check_params()
+            self._validate_params()  # _fit_context checks only the first call
             classes = self._initial_prior()[0]
             if not np.array_equal(classes, self.classes_):
                 raise ValueError(
@@ -196,7 +204,7 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         self.eb_converged_ = converged
         return self
 
-    def decay(self, steps=1, *, decay_rate=None):
+    def decay(self, steps: float = 1, *, decay_rate: float | None = None) -> Self:
         """Forgets as if ``steps`` ticks of time passed without observations.
 
         Every group's counts are multiplied by ``rate ** steps`` (``rate`` is
@@ -205,27 +213,29 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         before the first fit.
         """
         rate = check_learning_rate(self.learning_rate if decay_rate is None else decay_rate)
-        if not (is_real(steps) and np.isfinite(steps) and steps >= 0):
+        if not (is_real(steps) and np.isfinite(steps) and float(steps) >= 0):
             raise ValueError(f"steps must be finite and >= 0, got {steps!r}")
         if hasattr(self, "group_counts_"):
             self.group_counts_ = self.group_counts_ * rate ** float(steps)
         return self
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior mean class probabilities of each row's group, shape (n_samples, n_classes).
 
-        Groups never seen (and every group before the first fit) get the prior mean.
+        Groups never seen get the prior mean; before the first fit it raises
+        ``NotFittedError``.
         """
         alphas = self._posterior_alphas(X)
-        return alphas / alphas.sum(axis=1, keepdims=True)
+        proba: np.ndarray = alphas / alphas.sum(axis=1, keepdims=True)
+        return proba
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """The class with the largest posterior mean (ties to the first class of ``alphas``)."""
         proba = self.predict_proba(X)
-        classes = self.classes_ if hasattr(self, "classes_") else self._initial_prior()[0]
-        return classes[np.argmax(proba, axis=1)]
+        predicted: np.ndarray = self.classes_[np.argmax(proba, axis=1)]
+        return predicted
 
-    def sample(self, X, size=1):
+    def sample(self, X: ArrayLike, size: int = 1) -> np.ndarray:
         """Draws class-probability vectors from each row's Dirichlet posterior.
 
         Returns
@@ -236,31 +246,28 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         if not (whole and size >= 0):  # 1.5 was truncated to 1
             raise ValueError(f"size must be an integer >= 0, got {size!r}")
         alphas = self._posterior_alphas(X)
-        if not hasattr(self, "random_state_"):
-            self.random_state_ = np.random.default_rng(self.random_state)
         # Dirichlet draws as normalised independent gamma draws
         draws = self.random_state_.standard_gamma(alphas, size=(int(size), *alphas.shape))
-        return draws / draws.sum(axis=2, keepdims=True)
+        samples: np.ndarray = draws / draws.sum(axis=2, keepdims=True)
+        return samples
 
     # -- internals ---------------------------------------------------------------------
 
-    def _posterior_alphas(self, X) -> np.ndarray:
+    def _posterior_alphas(self, X: ArrayLike) -> np.ndarray:
+        check_is_fitted(self, "group_counts_")
         groups = _group_column(X)
-        if not hasattr(self, "group_counts_"):
-            prior = self._initial_prior()[1]
-            return np.tile(prior, (groups.shape[0], 1))
-        index = self._group_index.get_indexer(groups)
+        index = self._group_index.get_indexer(pd.Index(groups))
         alphas = np.tile(self.prior_, (groups.shape[0], 1))
         known = index >= 0
         alphas[known] += self.group_counts_[index[known]]
         return alphas
 
-    def _absorb(self, X, y, sample_weight) -> None:
+    def _absorb(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None) -> None:
         """Codes groups (new ones appended) and labels, and adds the rows with forgetting."""
         groups = _group_column(X)
         labels = _label_indices(y, self.classes_, groups.shape[0])
         weights = check_sample_weight(sample_weight, groups.shape[0])
-        codes = self._group_index.get_indexer(groups)
+        codes = self._group_index.get_indexer(pd.Index(groups))
         unseen = codes < 0
         if unseen.any():
             new_groups = pd.unique(groups[unseen])
@@ -269,7 +276,7 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
             self.group_counts_ = np.vstack(
                 [self.group_counts_, np.zeros((new_groups.shape[0], self.classes_.shape[0]))]
             )
-            codes = self._group_index.get_indexer(groups)
+            codes = self._group_index.get_indexer(pd.Index(groups))
         self.group_counts_ = _core.absorb_group_rows(
             self.group_counts_,
             codes.astype(np.int64),
@@ -289,22 +296,22 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         self.eb_converged_ = converged
 
     @property
-    def alphas_(self) -> dict:
+    def alphas_(self) -> dict[Hashable, float]:
         """The tuned prior concentration of each class."""
         check_is_fitted(self, "prior_")
         return {label: float(a) for label, a in zip(self.classes_.tolist(), self.prior_)}
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_group_index", None)
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if "groups_" in state:
             self._group_index = pd.Index(self.groups_)
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.input_tags.string = True
@@ -324,7 +331,7 @@ def _as_label_array(labels: np.ndarray) -> np.ndarray:
     return converted if converted.dtype.kind in "iufbU" else labels
 
 
-def _group_column(X) -> np.ndarray:
+def _group_column(X: ArrayLike) -> np.ndarray:
     """The one grouping column of ``X`` as a 1-D array; rejects other shapes and missing groups."""
     if isinstance(X, pd.DataFrame):
         array = X.to_numpy()
@@ -346,13 +353,14 @@ def _group_column(X) -> np.ndarray:
     return groups
 
 
-def _label_indices(y, classes: np.ndarray, n_rows: int) -> np.ndarray:
+def _label_indices(y: ArrayLike, classes: np.ndarray, n_rows: int) -> np.ndarray:
     """The index in ``classes`` of every label; ValueError for a label not among them."""
-    y = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
-    if y.ndim != 1 or y.shape[0] != n_rows:
-        raise ValueError(f"y must have shape ({n_rows},), got {y.shape}")
-    index = pd.Index(classes).get_indexer(y)
+    labels = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
+    if labels.ndim != 1 or labels.shape[0] != n_rows:
+        raise ValueError(f"y must have shape ({n_rows},), got {labels.shape}")
+    index = pd.Index(classes).get_indexer(pd.Index(labels))
     if np.any(index < 0):
-        unknown = pd.unique(y[index < 0])[:5].tolist()
+        unknown = pd.unique(labels[index < 0])[:5].tolist()
         raise ValueError(f"y holds labels {unknown} that are not keys of alphas")
-    return index.astype(np.int64)
+    indices: np.ndarray = index.astype(np.int64)
+    return indices

@@ -8,14 +8,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
+from ._params import ClassProbabilities, StrictInterval, fit_context
 from ._text import (
     FloatArray,
     NaiveBayesClassifier,
     empirical_class_log_prior,
-    fit_context,
     training_batch,
 )
 
@@ -94,9 +93,9 @@ class GaussianNB(NaiveBayesClassifier):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "var_smoothing": [Interval(Real, 0, None, closed="left")],
+        "var_smoothing": [StrictInterval(Real, 0, None, closed="left")],
         "fit_prior": ["boolean"],
-        "class_prior": ["array-like", None],
+        "class_prior": [ClassProbabilities(), None],
     }
 
     classes_: npt.NDArray[Any]
@@ -150,6 +149,8 @@ class GaussianNB(NaiveBayesClassifier):
         self
         """
         first_call = not hasattr(self, "theta_")
+        if not first_call:  # fit_context checks only the first call; set_params may not
+            self._validate_params()
         return self._update(
             X, y, sample_weight, classes=classes, first_call=first_call, partial=True
         )
@@ -160,7 +161,13 @@ class GaussianNB(NaiveBayesClassifier):
         X = validate_data(self, X, reset=first_call, dtype=np.float64)
         fitted = None if first_call else self.classes_
         batch = training_batch(
-            y, X.shape[0], sample_weight, partial=partial, classes=classes, fitted_classes=fitted
+            y,
+            X.shape[0],
+            sample_weight,
+            partial=partial,
+            classes=classes,
+            fitted_classes=fitted,
+            class_prior=self.class_prior,
         )
         n_classes, n_features = batch.classes.shape[0], X.shape[1]
         epsilon = float(self.var_smoothing) * float(np.var(X, axis=0).max())

@@ -11,6 +11,7 @@ probabilities, ties going to the lowest class index.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
 #: Metric name -> True when a larger value is better (used to rank methods).
@@ -24,7 +25,7 @@ HIGHER_IS_BETTER = {
 }
 
 
-def _true_class_index(y_true, classes) -> np.ndarray:
+def _true_class_index(y_true: ArrayLike, classes: ArrayLike) -> np.ndarray:
     classes = np.asarray(classes)
     index = np.searchsorted(classes, y_true)
     index = np.clip(index, 0, classes.shape[0] - 1)
@@ -33,7 +34,7 @@ def _true_class_index(y_true, classes) -> np.ndarray:
     return index
 
 
-def log_loss(y_true, proba, classes) -> float:
+def log_loss(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Mean negative natural log of the probability given to the true class."""
     proba = np.asarray(proba, dtype=float)
     index = _true_class_index(y_true, classes)
@@ -41,7 +42,7 @@ def log_loss(y_true, proba, classes) -> float:
     return float(-np.mean(np.log(p)))
 
 
-def brier_score(y_true, proba, classes) -> float:
+def brier_score(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Mean over rows of sum_c (p_c - 1[y = c])^2 (multi-class Brier score).
 
     The paper's macro one-vs-rest Brier is this value divided by the number of classes,
@@ -53,17 +54,18 @@ def brier_score(y_true, proba, classes) -> float:
     return float(np.mean(np.sum((proba - onehot) ** 2, axis=1)))
 
 
-def predicted_index(proba) -> np.ndarray:
+def predicted_index(proba: ArrayLike) -> np.ndarray:
     """Column of the largest probability per row (ties: the lowest index)."""
-    return np.argmax(np.asarray(proba, dtype=float), axis=1)
+    index: np.ndarray = np.argmax(np.asarray(proba, dtype=float), axis=1)
+    return index
 
 
-def accuracy(y_true, proba, classes) -> float:
+def accuracy(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Fraction of rows whose most probable class is the true class."""
     return float(np.mean(predicted_index(proba) == _true_class_index(y_true, classes)))
 
 
-def f1_macro(y_true, proba, classes) -> float:
+def f1_macro(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Unweighted mean over classes of F1 = 2 TP / (2 TP + FP + FN).
 
     The mean runs over the classes that occur in ``y_true`` or among the predictions
@@ -71,7 +73,7 @@ def f1_macro(y_true, proba, classes) -> float:
     """
     truth = _true_class_index(y_true, classes)
     predicted = predicted_index(proba)
-    n_classes = len(classes)
+    n_classes = np.asarray(classes).shape[0]
     true_positive = np.bincount(truth[truth == predicted], minlength=n_classes)
     actual = np.bincount(truth, minlength=n_classes)
     forecast = np.bincount(predicted, minlength=n_classes)
@@ -80,7 +82,7 @@ def f1_macro(y_true, proba, classes) -> float:
     return float(np.mean(f1))
 
 
-def auc_ovr_macro(y_true, proba, classes) -> float:
+def auc_ovr_macro(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Unweighted mean over classes of the one-vs-rest ROC AUC of ``proba[:, c]``.
 
     Each class's AUC is the Mann-Whitney statistic (ties count one half). Classes absent
@@ -103,7 +105,9 @@ def auc_ovr_macro(y_true, proba, classes) -> float:
     return float(np.mean(areas)) if areas else float("nan")
 
 
-def reliability_bins(y_true, proba, classes, n_bins: int = 10):
+def reliability_bins(
+    y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike, n_bins: int = 10
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Top-1 confidence against accuracy in equal-width bins (the data of ECE).
 
     Returns
@@ -126,7 +130,9 @@ def reliability_bins(y_true, proba, classes, n_bins: int = 10):
     return count, mean_confidence, mean_accuracy
 
 
-def expected_calibration_error(y_true, proba, classes, n_bins: int = 10) -> float:
+def expected_calibration_error(
+    y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike, n_bins: int = 10
+) -> float:
     """Top-1 ECE: sum over bins of (rows in bin / rows) * |accuracy - mean confidence|."""
     count, confidence, accuracy_in_bin = reliability_bins(y_true, proba, classes, n_bins)
     filled = count > 0
@@ -134,7 +140,7 @@ def expected_calibration_error(y_true, proba, classes, n_bins: int = 10) -> floa
     return float(np.sum(count[filled] / count.sum() * gaps))
 
 
-def all_metrics(y_true, proba, classes) -> dict:
+def all_metrics(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> dict[str, float]:
     """Every metric of :data:`HIGHER_IS_BETTER` for one set of predictions."""
     return {
         "accuracy": accuracy(y_true, proba, classes),

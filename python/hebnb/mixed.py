@@ -11,10 +11,11 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils._indexing import _get_column_indices, _safe_indexing
 from sklearn.utils.validation import check_array, validate_data
 
-from ._base import class_log_prior
+from ._base import check_class_prior, class_log_prior
 from ._encoding import check_sample_weight, encode_labels
 from ._online import batch_classes, n_rows_of
-from ._text import FloatArray, NaiveBayesClassifier, check_finite_labels, fit_context
+from ._params import ClassProbabilities, meta_fit_context
+from ._text import FloatArray, NaiveBayesClassifier, check_finite_labels
 from .gaussian import GaussianNB
 from .multinomial import ComplementNB
 from .naive_bayes import CategoricalNB
@@ -116,7 +117,7 @@ class MixedNB(NaiveBayesClassifier):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "models": [list, None],
         "fit_prior": ["boolean"],
-        "class_prior": ["array-like", None],
+        "class_prior": [ClassProbabilities(), None],
     }
 
     def __init__(
@@ -162,7 +163,7 @@ class MixedNB(NaiveBayesClassifier):
             raise ValueError("MixedNB has no columns to model: every model selects no column")
         return parts
 
-    @fit_context
+    @meta_fit_context
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> MixedNB:
         """Fits every group's model on its columns and the class prior.
 
@@ -182,6 +183,7 @@ class MixedNB(NaiveBayesClassifier):
         validate_data(self, X, skip_check_array=True, reset=True)
         n_rows = n_rows_of(X)
         classes, labels = encode_labels(y, n_rows)
+        check_class_prior(self.class_prior, classes.shape[0])
         weights = check_sample_weight(sample_weight, n_rows)
         parts = self._resolve(X)
         for _, estimator, columns in parts:
@@ -193,7 +195,7 @@ class MixedNB(NaiveBayesClassifier):
         )
         return self
 
-    @fit_context
+    @meta_fit_context
     def partial_fit(
         self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
     ) -> MixedNB:
@@ -211,11 +213,14 @@ class MixedNB(NaiveBayesClassifier):
         self
         """
         first_call = not hasattr(self, "models_")
+        if not first_call:  # fit_context checks only the first call; set_params may not
+            self._validate_params()
         X = check_table(X)
         check_finite_labels(y)
         validate_data(self, X, skip_check_array=True, reset=first_call)
         n_rows = n_rows_of(X)
         declared, labels = batch_classes(y, n_rows, classes, None if first_call else self.classes_)
+        check_class_prior(self.class_prior, declared.shape[0])
         weights = check_sample_weight(sample_weight, n_rows)
         parts = self._resolve(X) if first_call else self.models_
         for _, estimator, columns in parts:

@@ -4,16 +4,23 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
-from ._base import check_bounds
+from ._base import concentration_interval
+from ._params import (
+    N_JOBS,
+    ClassProbabilities,
+    ConcentrationBounds,
+    StrictInterval,
+    StrOptions,
+    fit_context,
+)
 from ._text import (
     Batch,
     CountMatrix,
@@ -22,7 +29,6 @@ from ._text import (
     check_counts,
     checked_table_size,
     empirical_class_log_prior,
-    fit_context,
     training_batch,
 )
 
@@ -47,12 +53,12 @@ class DiscreteNB(NaiveBayesClassifier):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "smoothing": [StrOptions(set(SMOOTHERS))],
-        "alpha": [Interval(Real, 0, None, closed="neither")],
-        "min_count": [Interval(Real, 0, None, closed="left")],
-        "concentration_bounds": [tuple, list, np.ndarray],
+        "alpha": [StrictInterval(Real, 0, None, closed="neither")],
+        "min_count": [StrictInterval(Real, 0, None, closed="left")],
+        "concentration_bounds": [ConcentrationBounds()],
         "fit_prior": ["boolean"],
-        "class_prior": ["array-like", None],
-        "n_jobs": [Integral, None],
+        "class_prior": [ClassProbabilities(), None],
+        "n_jobs": N_JOBS,
     }
 
     smoothing: str
@@ -102,9 +108,10 @@ class DiscreteNB(NaiveBayesClassifier):
         -------
         self
         """
-        check_bounds(self.concentration_bounds)
         matrix = self._check_X(X, reset=True)
-        batch = training_batch(y, matrix.n_rows, sample_weight, partial=False)
+        batch = training_batch(
+            y, matrix.n_rows, sample_weight, partial=False, class_prior=self.class_prior
+        )
         class_count, feature_count = self._count(matrix, batch)
         self.classes_ = batch.classes
         self.class_count_ = class_count
@@ -135,12 +142,19 @@ class DiscreteNB(NaiveBayesClassifier):
         -------
         self
         """
-        check_bounds(self.concentration_bounds)
         first_call = not hasattr(self, "feature_count_")
+        if not first_call:  # fit_context checks only the first call; set_params may not
+            self._validate_params()
         matrix = self._check_X(X, reset=first_call)
         fitted = None if first_call else self.classes_
         batch = training_batch(
-            y, matrix.n_rows, sample_weight, partial=True, classes=classes, fitted_classes=fitted
+            y,
+            matrix.n_rows,
+            sample_weight,
+            partial=True,
+            classes=classes,
+            fitted_classes=fitted,
+            class_prior=self.class_prior,
         )
         class_count, feature_count = self._count(matrix, batch)
         if not first_call:
@@ -299,7 +313,7 @@ class MultinomialNB(DiscreteNB):
             prior_mean=SMOOTHERS[self.smoothing],
             alpha=self._alpha(),
             min_count=float(self.min_count),
-            concentration_bounds=check_bounds(self.concentration_bounds),
+            concentration_bounds=concentration_interval(self.concentration_bounds),
             complement=False,
             normalise=False,
             n_jobs=self._threads(),
@@ -400,7 +414,7 @@ class ComplementNB(DiscreteNB):
             prior_mean=SMOOTHERS[self.smoothing],
             alpha=self._alpha(),
             min_count=float(self.min_count),
-            concentration_bounds=check_bounds(self.concentration_bounds),
+            concentration_bounds=concentration_interval(self.concentration_bounds),
             complement=True,
             normalise=bool(self.norm),
             n_jobs=self._threads(),

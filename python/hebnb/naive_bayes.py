@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import warnings
+from numbers import Real
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core, posterior_smoothing, weighting
 from ._base import (
+    SHARED_CONSTRAINTS,
     CategoricalClassifier,
-    check_bounds,
-    check_choice,
-    check_positive,
+    check_class_prior,
     class_log_prior,
+    concentration_interval,
     n_threads,
 )
 from ._encoding import check_sample_weight, check_table_size
-from ._online import batch_classes, check_learning_rate, grow_tables, n_rows_of
+from ._online import batch_classes, grow_tables, n_rows_of
+from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
 #: constant m) or "type2" (Type-II ML per class and feature).
@@ -166,26 +173,39 @@ class CategoricalNB(CategoricalClassifier):
     (2, 2)
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[object]]] = {
+        **SHARED_CONSTRAINTS,
+        "smoothing": [StrOptions(set(SMOOTHERS))],
+        "alpha": [StrictInterval(Real, 0, None, closed="neither")],
+        "m": [StrictInterval(Real, 0, None, closed="neither"), None],
+        "feature_weighting": [StrOptions(FEATURE_WEIGHTINGS), None],
+        "concentration_estimate": [StrOptions(CONCENTRATION_ESTIMATES)],
+        "weighting": [StrOptions(set(weighting.WEIGHTINGS)), None],
+        "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
+        "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
+    }
+
+    @keyword_only("smoothing", removed_in="0.3")
     def __init__(
         self,
-        smoothing="heb-m",
         *,
-        alpha=1.0,
-        m=None,
-        min_count=10,
-        concentration_bounds=(1e-2, 1e4),
-        concentration_estimate="type2-ml",
-        fit_prior=True,
-        class_prior=None,
-        handle_unknown="ignore",
-        n_jobs=None,
-        feature_weighting=None,
-        learning_rate=1.0,
-        categories="auto",
-        weighting=None,
-        penalty=None,
-        weighting_tol=1e-6,
-    ):
+        smoothing: str = "heb-m",
+        alpha: float = 1.0,
+        m: float | None = None,
+        min_count: float = 10,
+        concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        concentration_estimate: str = "type2-ml",
+        fit_prior: bool = True,
+        class_prior: ArrayLike | None = None,
+        handle_unknown: str = "ignore",
+        n_jobs: int | None = None,
+        feature_weighting: str | None = None,
+        learning_rate: float = 1.0,
+        categories: str | list[ArrayLike] = "auto",
+        weighting: str | None = None,
+        penalty: float | None = None,
+        weighting_tol: float = 1e-6,
+    ) -> None:
         self.smoothing = smoothing
         self.alpha = alpha
         self.m = m
@@ -225,38 +245,25 @@ class CategoricalNB(CategoricalClassifier):
     )
 
     @classmethod
-    def _deferred_attributes(cls) -> frozenset:
+    def _deferred_attributes(cls) -> frozenset[str]:
         return cls._SOLVED
 
-    def _check_params(self) -> None:
-        check_choice("smoothing", self.smoothing, SMOOTHERS)
-        check_choice("handle_unknown", self.handle_unknown, {"ignore", "error"})
-        check_positive("alpha", self.alpha)
-        if self.m is not None:
-            check_positive("m", self.m)
-        check_positive("min_count", self.min_count, allow_zero=True)
-        check_bounds(self.concentration_bounds)
-        check_choice("concentration_estimate", self.concentration_estimate, CONCENTRATION_ESTIMATES)
+    def _check_combinations(self) -> None:
+        """The checks ``_parameter_constraints`` cannot state: parameters that exclude
+        each other."""
         if self.concentration_estimate != "type2-ml" and self.smoothing not in EMPIRICAL_BAYES:
             raise ValueError(
                 f"concentration_estimate={self.concentration_estimate!r} needs an "
                 f"empirical-Bayes smoothing ('heb-m' or 'heb-u'), got {self.smoothing!r}"
             )
-        n_threads(self.n_jobs)
-        if self.feature_weighting is not None:
-            check_choice("feature_weighting", self.feature_weighting, FEATURE_WEIGHTINGS)
-        check_learning_rate(self.learning_rate)
-        weighting.check_weighting(self.weighting)
-        weighting.check_penalty(self.penalty)
-        check_positive("weighting_tol", self.weighting_tol)
         if self.weighting is not None and self.feature_weighting is not None:
             raise ValueError(
                 "weighting and feature_weighting cannot be combined: choose one of "
                 f"weighting={self.weighting!r} and feature_weighting={self.feature_weighting!r}"
             )
 
-    def fit(self, X, y, sample_weight=None):
-        """Counts the training data and smooths every class-conditional distribution.
+    @fit_context
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:        """Counts the training data and smooths every class-conditional distribution.
 
         Parameters
         ----------
@@ -271,7 +278,7 @@ class CategoricalNB(CategoricalClassifier):
         -------
         self
         """
-        self._check_params()
+        self._check_combinations()
         threads = n_threads(self.n_jobs)
         encoder, codes, classes, labels, weights = self._training_data(X, y, sample_weight, threads)
         class_count, counts = _core.count_categories(
@@ -287,7 +294,14 @@ class CategoricalNB(CategoricalClassifier):
             self._fit_weights(codes, labels, weights, threads)
         return self
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    @fit_context
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        classes: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Adds a batch of rows to the counts (forgetting old ones at ``learning_rate``)
         and re-smooths.
 
@@ -312,15 +326,17 @@ class CategoricalNB(CategoricalClassifier):
         self
         """
         first_call = "_encoder" not in self.__dict__
-        self._check_params()  # every call: set_params may have changed them mid-stream
+        if not first_call:  # fit_context checks only the first call; set_params may not
+            self._validate_params()
+        self._check_combinations()
         if self.weighting is not None:
             raise ValueError(
                 f"partial_fit does not support weighting={self.weighting!r}: the weights are "
                 "learned from the whole training set; use fit"
-            )
-        n_rows = n_rows_of(X)
+            )        n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
+        check_class_prior(self.class_prior, declared.shape[0])
         weights = check_sample_weight(sample_weight, n_rows)
         threads = n_threads(self.n_jobs)
         n_classes = declared.shape[0]
@@ -374,7 +390,7 @@ class CategoricalNB(CategoricalClassifier):
         mean = _core.prior_mean(self._counts, offsets, SMOOTHERS[self.smoothing])
         n_classes, n_features = self._counts.shape[0], len(offsets) - 1
         if self.smoothing in EMPIRICAL_BAYES:
-            low, high = check_bounds(self.concentration_bounds)
+            low, high = concentration_interval(self.concentration_bounds)
             concentration, log_evidence, n_iter, converged = _core.fit_concentrations(
                 self._counts,
                 self.class_count_,
@@ -467,7 +483,9 @@ class CategoricalNB(CategoricalClassifier):
         """The prior mean mu_f of each feature's categories."""
         return self._sorted_blocks(self._prior_mean)
 
-    def _fit_weights(self, codes, labels, sample_weight, threads: int) -> None:
+    def _fit_weights(
+        self, codes: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, threads: int
+    ) -> None:
         """Learns the discriminative weights of ``weighting`` on the training rows."""
         offsets = list(self._encoder.offsets)
         fitted = weighting.fit_weights(
@@ -498,8 +516,7 @@ class CategoricalNB(CategoricalClassifier):
         else:
             self.value_weights_ = self._sorted_blocks(fitted.table_weights.T)
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
-        codes, threads = self._encode(X)
+    def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:        codes, threads = self._encode(X)
         return _core.joint_log_likelihood(
             codes,
             self._score_table,

@@ -57,6 +57,8 @@ pub(super) type Solutions1Py<'py> = (
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The one version of the package: Cargo.toml's, also read by maturin for the wheel.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     encoding::register(m)?;
     naive_bayes::register(m)?;
     aode::register(m)?;

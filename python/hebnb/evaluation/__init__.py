@@ -12,7 +12,7 @@ work without it.
 
 from importlib import import_module
 
-from .methods import METHODS, PAPER_SMOOTHERS, available_methods, make_estimator
+from .methods import METHODS, PAPER_SMOOTHERS, make_estimator
 from .protocol import DataError
 from .runner import (
     DEFAULT_METHODS,
@@ -35,7 +35,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -47,7 +47,6 @@ __all__ = [
     "PAPER_SMOOTHERS",
     "DataError",
     "EvaluationResult",
-    "available_methods",
     "evaluate",
     "evaluate_suite",
     "friedman_nemenyi",

@@ -3,22 +3,23 @@
 The Naive Bayes smoothers are :class:`hebnb.CategoricalNB` with the paper's settings
 (Lidstone alpha = 0.1, m-estimate m = 2, target encoding k0 = 10). Other values are
 written ``NAME:VALUE`` (``lidstone:0.01``, ``m-estimate:5``, ``target-encoding:20``), as
-for the paper's Lidstone sweep (Table 6). AODE and the
-feature-weighted variants are looked up only when asked for, so this module works with
-builds of hebnb that do not have them yet; asking for one then says what is missing.
+for the paper's Lidstone sweep (Table 6). AODE, HEB-AODE and the feature-weighted
+variants (CAWNB, HEB-M+GR) complete the registry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from .._base import CategoricalClassifier
+from ..aode import AODE
+from ..naive_bayes import CategoricalNB
 
 
 class UnknownMethodError(ValueError):
     """A method name that is not in :data:`METHODS`."""
-
-
-class MethodUnavailableError(ValueError):
-    """A known method whose estimator this build of hebnb does not provide."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Method:
     name: str
     label: str
     estimator: str
-    params: dict = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 METHODS = {
@@ -132,6 +133,9 @@ METHODS = {
     )
 }
 
+#: The classes ``Method.estimator`` names.
+ESTIMATORS: dict[str, type[CategoricalClassifier]] = {"CategoricalNB": CategoricalNB, "AODE": AODE}
+
 #: Methods whose fixed parameter can be set as ``NAME:VALUE``: name -> parameter.
 TUNABLE = {"lidstone": "alpha", "m-estimate": "m", "target-encoding": "m"}
 
@@ -174,66 +178,33 @@ def resolve_method(name: str) -> Method:
     )
 
 
-def _estimator_class(method: Method):
-    """The hebnb class of a method, or a clear error when this build lacks it."""
-    import hebnb
-
-    cls = getattr(hebnb, method.estimator, None)
-    if cls is None:
-        raise MethodUnavailableError(
-            f"method {method.name!r} needs hebnb.{method.estimator}, which this build of "
-            "hebnb does not provide"
-        )
-    missing = set(method.params) - set(cls().get_params())
-    if missing:
-        raise MethodUnavailableError(
-            f"method {method.name!r} needs hebnb.{method.estimator}("
-            f"{', '.join(sorted(missing))}=...), which this build of hebnb does not provide"
-        )
-    return cls
-
-
-def check_methods(names) -> list[str]:
+def check_methods(names: str | Sequence[str]) -> list[str]:
     """Validates method names (a list or a comma-separated string); returns the list.
 
     Raises
     ------
     UnknownMethodError
         A name is not in :data:`METHODS` (the message lists the known ones).
-    MethodUnavailableError
-        A known method needs an estimator or parameter this build does not have.
     """
     if isinstance(names, str):
         names = [name.strip() for name in names.split(",") if name.strip()]
-    names = list(dict.fromkeys(names))
-    if not names:
+    unique = list(dict.fromkeys(names))
+    if not unique:
         raise UnknownMethodError("no method given")
     unknown = [
-        name for name in names if name not in METHODS and name.partition(":")[0] not in TUNABLE
+        name for name in unique if name not in METHODS and name.partition(":")[0] not in TUNABLE
     ]
     if unknown:
         raise UnknownMethodError(
             f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}, or "
             f"{'/'.join(TUNABLE)}:VALUE"
         )
-    for name in names:
-        _estimator_class(resolve_method(name))
-    return names
+    for name in unique:
+        resolve_method(name)  # NAME:VALUE must carry a positive number
+    return unique
 
 
-def available_methods() -> list[str]:
-    """The method names this build of hebnb can run."""
-    usable = []
-    for name, method in METHODS.items():
-        try:
-            _estimator_class(method)
-        except MethodUnavailableError:
-            continue
-        usable.append(name)
-    return usable
-
-
-def make_estimator(name: str, **overrides):
+def make_estimator(name: str, **overrides: Any) -> CategoricalClassifier:
     """A new, unfitted estimator for a method name.
 
     Parameters
@@ -245,4 +216,4 @@ def make_estimator(name: str, **overrides):
     """
     check_methods([name])
     method = resolve_method(name)
-    return _estimator_class(method)(**{**method.params, **overrides})
+    return ESTIMATORS[method.estimator](**{**method.params, **overrides})

@@ -6,6 +6,7 @@ renderer, so nothing here touches pyplot's global state or needs a display.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,9 @@ from matplotlib.figure import Figure
 from .statistics import FriedmanResult
 
 
-def plot_reliability(curves: dict, title: str, path) -> Path:
+def plot_reliability(
+    curves: dict[str, pd.DataFrame], title: str, path: str | os.PathLike[str]
+) -> Path:
     """Reliability diagram: top-1 accuracy against mean confidence per confidence bin.
 
     Parameters
@@ -58,12 +61,14 @@ def plot_reliability(curves: dict, title: str, path) -> Path:
     axes.set_title(title, fontsize=10)
     axes.legend(loc="upper left", fontsize=8)
     figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, format="png")
-    return path
+    png = Path(path)
+    figure.savefig(png, format="png")
+    return png
 
 
-def plot_critical_difference(result: FriedmanResult, title: str, path) -> Path:
+def plot_critical_difference(
+    result: FriedmanResult, title: str, path: str | os.PathLike[str]
+) -> Path:
     """Critical-difference diagram of one metric (methods joined by a bar do not differ
     significantly under the Nemenyi test at ``result.alpha``).
 
@@ -98,6 +103,6 @@ def plot_critical_difference(result: FriedmanResult, title: str, path) -> Path:
         pad=18,
     )
     figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, format="png")
-    return path
+    png = Path(path)
+    figure.savefig(png, format="png")
+    return png

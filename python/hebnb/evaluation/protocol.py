@@ -18,10 +18,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,11 +35,25 @@ from sklearn.preprocessing import KBinsDiscretizer
 ID_LIKE_NAME = re.compile(r"(^id$|_id$|hash|url|impression)", re.IGNORECASE)
 
 
+def check_evaluate_requirements() -> None:
+    """Raises ImportError naming what the ``evaluate`` extra adds and this environment
+    lacks: tqdm, and scikit-learn >= 1.7 (``KBinsDiscretizer(quantile_method=...)``)."""
+    import importlib.util
+
+    import sklearn
+
+    if importlib.util.find_spec("tqdm") is None:
+        raise ImportError("hebnb evaluate needs tqdm")
+    version = tuple(int(part) for part in re.findall(r"\d+", sklearn.__version__)[:2])
+    if version < (1, 7):
+        raise ImportError(f"hebnb evaluate needs scikit-learn >= 1.7, found {sklearn.__version__}")
+
+
 class DataError(ValueError):
     """The input table cannot be evaluated (the message says why)."""
 
 
-def read_table(path) -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Reads a CSV or Parquet file; empty cells become missing values.
 
     Raises
@@ -44,26 +61,26 @@ def read_table(path) -> pd.DataFrame:
     DataError
         The file does not exist, is empty, or is neither CSV nor Parquet.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"no such file: {path}")
-    suffix = path.suffix.lower()
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(f"no such file: {file}")
+    suffix = file.suffix.lower()
     try:
         if suffix in {".parquet", ".pq"}:
-            frame = pd.read_parquet(path)
+            frame = pd.read_parquet(file)
         elif suffix in {".csv", ".txt", ".gz"}:
             # only empty cells are missing: "NA" or "None" can be real categories
-            frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+            frame = pd.read_csv(file, keep_default_na=False, na_values=[""])
         else:
-            raise DataError(f"{path}: expected a .csv or .parquet file")
+            raise DataError(f"{file}: expected a .csv or .parquet file")
     except pd.errors.EmptyDataError:
-        raise DataError(f"{path} is empty") from None
+        raise DataError(f"{file} is empty") from None
     if frame.shape[0] == 0:
-        raise DataError(f"{path} has a header but no rows")
+        raise DataError(f"{file} has a header but no rows")
     return frame
 
 
-def read_schema(folder) -> dict:
+def read_schema(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The optional ``schema.json`` of a dataset folder ({} when there is none).
 
     Recognised key: ``"categorical"``: ``"all"`` or a list of column names forced to be
@@ -73,11 +90,13 @@ def read_schema(folder) -> dict:
     if not path.is_file():
         return {}
     with path.open() as handle:
-        return json.load(handle)
+        schema: dict[str, Any] = json.load(handle)
+    return schema
 
 
-def parse_categorical(value) -> str | list[str] | None:
-    """``--categorical`` as given on the command line: ``all``, ``A,B,C`` or nothing."""
+def parse_categorical(value: str | Sequence[str] | None) -> str | list[str] | None:
+    """``--categorical`` as given on the command line (``all``, ``A,B,C`` or nothing), or
+    a list of column names as ``schema.json`` holds it."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
@@ -111,7 +130,9 @@ def split_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, np.nda
     return X, y
 
 
-def stratified_subsample(X: pd.DataFrame, y: np.ndarray, max_rows: int | None, seed: int):
+def stratified_subsample(
+    X: pd.DataFrame, y: np.ndarray, max_rows: int | None, seed: int
+) -> tuple[pd.DataFrame, np.ndarray]:
     """At most ``max_rows`` rows, drawn with the class proportions kept."""
     if max_rows is None or X.shape[0] <= max_rows:
         return X, y
@@ -137,19 +158,19 @@ class ColumnPlan:
         Columns left out, with the reason.
     """
 
-    binned: list = field(default_factory=list)
-    categorical: list = field(default_factory=list)
-    dropped: dict = field(default_factory=dict)
+    binned: list[str] = field(default_factory=list)
+    categorical: list[str] = field(default_factory=list)
+    dropped: dict[str, str] = field(default_factory=dict)
 
     @property
-    def kept(self) -> list:
+    def kept(self) -> list[str]:
         """The columns the estimators see: the binned ones, then the categorical ones."""
         return self.binned + self.categorical
 
 
 def plan_columns(
     X: pd.DataFrame,
-    categorical=None,
+    categorical: str | list[str] | None = None,
     *,
     max_distinct: int = 20,
     near_unique: float = 0.9,
@@ -250,7 +271,7 @@ class FoldBinner:
         Values outside the training range fall into the first or last bin, as in
         ``KBinsDiscretizer``.
         """
-        out = X[self.plan.kept].copy()
+        out: pd.DataFrame = X[self.plan.kept].copy()
         for name in self.plan.binned:
             values = X[name].to_numpy(dtype=float)
             inner = self.edges_[name][1:-1]
@@ -260,7 +281,7 @@ class FoldBinner:
         return out
 
 
-def stratified_folds(y: np.ndarray, n_folds: int, seed: int):
+def stratified_folds(y: np.ndarray, n_folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Train/test index pairs of a shuffled stratified K-fold split.
 
     Raises

@@ -17,7 +17,9 @@ Files written into the output folder:
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -52,19 +54,19 @@ WILCOXON_PAIRS = (
 )
 
 
-def rank_groups(methods) -> dict:
+def rank_groups(methods: Sequence[str]) -> dict[str, list[str]]:
     """Sets of methods ranked together: group name -> method names.
 
     ``"smoothers"``: the paper's Table 1 comparison (the evaluated ones of its seven
     smoothers, when at least three were evaluated alongside other methods); ``"all"``:
     every evaluated method.
     """
-    methods = list(methods)
-    smoothers = [m for m in methods if m in PAPER_SMOOTHERS]
-    groups = {}
-    if len(smoothers) >= 3 and len(smoothers) < len(methods):
+    names = list(methods)
+    smoothers = [m for m in names if m in PAPER_SMOOTHERS]
+    groups: dict[str, list[str]] = {}
+    if len(smoothers) >= 3 and len(smoothers) < len(names):
         groups["smoothers"] = smoothers
-    groups["all"] = methods
+    groups["all"] = names
     return groups
 
 
@@ -80,18 +82,22 @@ def summarise(result: EvaluationResult) -> pd.DataFrame:
     summary["failed_folds"] = folds.groupby(["dataset", "method"], sort=False)["error"].apply(
         lambda errors: int((errors != "").sum())
     )
-    return summary.reset_index()
+    flat: pd.DataFrame = summary.reset_index()
+    return flat
 
 
-def score_table(summary: pd.DataFrame, metric: str, methods) -> pd.DataFrame:
+def score_table(summary: pd.DataFrame, metric: str, methods: Sequence[str]) -> pd.DataFrame:
     """Datasets x methods table of the fold-mean of one metric."""
     table = summary.pivot(index="dataset", columns="method", values=metric)
-    return table.reindex(columns=list(methods))
+    ordered: pd.DataFrame = table.reindex(columns=list(methods))
+    return ordered
 
 
-def rank_analysis(summary: pd.DataFrame, methods, alpha: float = 0.05) -> dict:
+def rank_analysis(
+    summary: pd.DataFrame, methods: Sequence[str], alpha: float = 0.05
+) -> dict[str, FriedmanResult]:
     """Metric -> :class:`FriedmanResult` over the datasets (needs two or more)."""
-    analyses = {}
+    analyses: dict[str, FriedmanResult] = {}
     for metric in RANKED_METRICS:
         table = score_table(summary, metric, methods)
         try:
@@ -101,7 +107,7 @@ def rank_analysis(summary: pd.DataFrame, methods, alpha: float = 0.05) -> dict:
     return analyses
 
 
-def rank_frame(analyses: dict) -> pd.DataFrame:
+def rank_frame(analyses: dict[str, FriedmanResult]) -> pd.DataFrame:
     """Methods x metrics mean ranks, with Friedman p, CD and N as the last rows."""
     columns = {METRIC_LABELS[m]: a.mean_ranks for m, a in analyses.items()}
     frame = pd.DataFrame(columns)
@@ -119,10 +125,11 @@ def rank_frame(analyses: dict) -> pd.DataFrame:
     frame = frame.reindex(first.mean_ranks.index)
     frame = pd.concat([frame, extra]).astype(object)
     frame.loc["datasets"] = [int(n) for n in frame.loc["datasets"]]
-    return frame
+    ranks: pd.DataFrame = frame
+    return ranks
 
 
-def significant_pairs(analyses: dict) -> pd.DataFrame:
+def significant_pairs(analyses: dict[str, FriedmanResult]) -> pd.DataFrame:
     """Every (metric, better method, worse method) pair the Nemenyi test separates."""
     rows = []
     for metric, analysis in analyses.items():
@@ -140,18 +147,22 @@ def significant_pairs(analyses: dict) -> pd.DataFrame:
                             "Nemenyi p": p_value,
                         }
                     )
-    return pd.DataFrame(rows, columns=["metric", "better", "worse", "rank gap", "Nemenyi p"])
+    pairs: pd.DataFrame = pd.DataFrame(
+        rows, columns=["metric", "better", "worse", "rank gap", "Nemenyi p"]
+    )
+    return pairs
 
 
-def timing_frame(summary: pd.DataFrame, methods) -> pd.DataFrame:
+def timing_frame(summary: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
     """Per method: fit and predict seconds per fold, averaged over datasets."""
     means = summary.groupby("method")[["fit_seconds", "predict_seconds"]].mean()
-    return means.reindex(list(methods)).rename(
+    timings: pd.DataFrame = means.reindex(list(methods)).rename(
         columns={"fit_seconds": "mean fit s / fold", "predict_seconds": "mean predict s / fold"}
     )
+    return timings
 
 
-def mean_std_table(summary: pd.DataFrame, metric: str, methods) -> pd.DataFrame:
+def mean_std_table(summary: pd.DataFrame, metric: str, methods: Sequence[str]) -> pd.DataFrame:
     """Datasets x methods table of "mean ± std" strings of one metric over folds."""
     means = score_table(summary, metric, methods)
     stds = score_table(summary, f"{metric}_std", methods)
@@ -162,7 +173,8 @@ def mean_std_table(summary: pd.DataFrame, metric: str, methods) -> pd.DataFrame:
         ]
         for m in means.columns
     }
-    return pd.DataFrame(cells, index=means.index)
+    table: pd.DataFrame = pd.DataFrame(cells, index=means.index)
+    return table
 
 
 def _label(method: str) -> str:
@@ -181,7 +193,7 @@ def _markdown_table(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
         cells = []
         for value in row:
             if isinstance(value, (float, np.floating)):
-                cells.append("" if np.isnan(value) else _format_number(value, float_format))
+                cells.append("" if np.isnan(value) else _format_number(float(value), float_format))
             else:
                 cells.append(str(value))
         lines.append("| " + " | ".join([str(index), *cells]) + " |")
@@ -198,10 +210,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
-def write_figures(result: EvaluationResult, grouped_analyses: dict, figures: Path) -> dict:
+def write_figures(
+    result: EvaluationResult, grouped_analyses: dict[str, dict[str, FriedmanResult]], figures: Path
+) -> dict[str, Path]:
     """Reliability diagrams per dataset and CD diagrams per (group, metric); name -> path."""
     figures.mkdir(parents=True, exist_ok=True)
-    written = {}
+    written: dict[str, Path] = {}
     methods = result.settings["methods"]
     shown = [m for m in RELIABILITY_METHODS if m in methods] or list(methods[:2])
     for dataset, bins in result.reliability.groupby("dataset", sort=False):
@@ -217,7 +231,7 @@ def write_figures(result: EvaluationResult, grouped_analyses: dict, figures: Pat
     return written
 
 
-def read_result(folder) -> EvaluationResult:
+def read_result(folder: str | os.PathLike[str]) -> EvaluationResult:
     """An :class:`EvaluationResult` back from the CSV and JSON files :func:`write_report`
     wrote (to redraw figures or rewrite the report without refitting)."""
     folder = Path(folder)
@@ -233,7 +247,9 @@ def read_result(folder) -> EvaluationResult:
     )
 
 
-def _rank_section(group: str, analyses: dict, members) -> list:
+def _rank_section(
+    group: str, analyses: dict[str, FriedmanResult], members: Sequence[str]
+) -> list[str]:
     """Markdown lines: rank table, CD diagrams and Nemenyi-separated pairs of one group."""
     lines = [
         f"## Mean Friedman ranks, {group} ({', '.join(members)}; 1 = best)",
@@ -256,7 +272,9 @@ def _rank_section(group: str, analyses: dict, members) -> list:
     return lines
 
 
-def write_report(result: EvaluationResult, out, command: str | None = None) -> Path:
+def write_report(
+    result: EvaluationResult, out: str | os.PathLike[str], command: str | None = None
+) -> Path:
     """Writes the CSV files, the figures and ``report.md`` into ``out``.
 
     Parameters

@@ -7,16 +7,18 @@ per-fold metrics and the pooled reliability-diagram bins; :mod:`.report` writes 
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
-from .._base import n_threads
+from .._base import CategoricalClassifier, n_threads
 from ..metrics import all_metrics, reliability_bins
 from .methods import check_methods, make_estimator
 from .protocol import (
@@ -31,6 +33,9 @@ from .protocol import (
     stratified_folds,
     stratified_subsample,
 )
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 #: Default methods: the seven smoothers of the paper's main comparison.
 DEFAULT_METHODS = (
@@ -68,7 +73,7 @@ class PreparedDataset:
     y: np.ndarray
     plan: ColumnPlan
     n_rows_total: int
-    notes: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -92,15 +97,15 @@ class EvaluationResult:
     folds: pd.DataFrame
     reliability: pd.DataFrame
     datasets: pd.DataFrame
-    settings: dict
+    settings: dict[str, Any]
 
 
 def prepare_dataset(
-    data,
+    data: str | os.PathLike[str] | pd.DataFrame,
     target: str = "class",
     *,
     name: str | None = None,
-    categorical=None,
+    categorical: str | list[str] | None = None,
     max_rows: int | None = 20_000,
     seed: int = 42,
 ) -> PreparedDataset:
@@ -148,7 +153,9 @@ def prepare_dataset(
     return PreparedDataset(name or default_name, X, y, plan, n_rows_total, notes)
 
 
-def _proba_over(classes_all: np.ndarray, model, proba: np.ndarray) -> np.ndarray:
+def _proba_over(
+    classes_all: np.ndarray, model: CategoricalClassifier, proba: np.ndarray
+) -> np.ndarray:
     """Probabilities over every class of the dataset (0 for classes absent from training)."""
     if model.classes_.shape[0] == classes_all.shape[0]:
         return proba
@@ -157,7 +164,16 @@ def _proba_over(classes_all: np.ndarray, model, proba: np.ndarray) -> np.ndarray
     return full
 
 
-def _run_dataset(dataset, methods, n_folds, seed, n_jobs, progress, fold_rows, bin_rows) -> None:
+def _run_dataset(
+    dataset: PreparedDataset,
+    methods: list[str],
+    n_folds: int,
+    seed: int,
+    n_jobs: int | None,
+    progress: tqdm[Any],
+    fold_rows: list[dict[str, Any]],
+    bin_rows: list[dict[str, Any]],
+) -> None:
     """Every (fold, method) of one dataset; appends to the two row lists."""
     classes_all = np.unique(dataset.y)
     pooled = {
@@ -222,7 +238,7 @@ def _run_dataset(dataset, methods, n_folds, seed, n_jobs, progress, fold_rows, b
             )
 
 
-def _describe(dataset: PreparedDataset) -> dict:
+def _describe(dataset: PreparedDataset) -> dict[str, Any]:
     return {
         "dataset": dataset.name,
         "rows_total": dataset.n_rows_total,
@@ -237,14 +253,14 @@ def _describe(dataset: PreparedDataset) -> dict:
 
 
 def run_protocol(
-    datasets,
-    methods,
+    datasets: Sequence[PreparedDataset],
+    methods: str | Sequence[str],
     *,
     folds: int = 10,
     seed: int = 42,
     n_jobs: int | None = None,
     progress: bool = True,
-    settings: dict | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> EvaluationResult:
     """Cross-validates every method on every prepared dataset.
 
@@ -263,24 +279,27 @@ def run_protocol(
     settings : dict, optional
         Recorded in the result.
     """
-    methods = check_methods(methods)
+    from tqdm.auto import tqdm  # the evaluate extra
+
+    names = check_methods(methods)
     try:
         n_threads(n_jobs)
     except ValueError as error:
         raise DataError(f"--n-jobs: {error}") from None
     for dataset in datasets:  # fail before the long loop, not in the middle of it
         stratified_folds(dataset.y, folds, seed)
-    fold_rows, bin_rows = [], []
-    total = len(datasets) * folds * len(methods)
+    fold_rows: list[dict[str, Any]] = []
+    bin_rows: list[dict[str, Any]] = []
+    total = len(datasets) * folds * len(names)
     with tqdm(total=total, disable=not progress, unit="fit", dynamic_ncols=True) as bar:
         for dataset in datasets:
-            _run_dataset(dataset, methods, folds, seed, n_jobs, bar, fold_rows, bin_rows)
+            _run_dataset(dataset, names, folds, seed, n_jobs, bar, fold_rows, bin_rows)
     return EvaluationResult(
         folds=pd.DataFrame(fold_rows),
         reliability=pd.DataFrame(bin_rows),
         datasets=pd.DataFrame([_describe(d) for d in datasets]),
         settings={
-            "methods": methods,
+            "methods": names,
             "folds": folds,
             "seed": seed,
             "n_jobs": n_jobs,
@@ -290,14 +309,14 @@ def run_protocol(
 
 
 def evaluate(
-    data,
+    data: str | os.PathLike[str] | pd.DataFrame,
     target: str = "class",
-    methods=DEFAULT_METHODS,
+    methods: str | Sequence[str] = DEFAULT_METHODS,
     *,
     folds: int = 10,
     max_rows: int | None = 20_000,
     seed: int = 42,
-    categorical=None,
+    categorical: str | list[str] | None = None,
     name: str | None = None,
     n_jobs: int | None = None,
     progress: bool = True,
@@ -358,7 +377,7 @@ def evaluate(
     )
 
 
-def find_suite(directory) -> list[Path]:
+def find_suite(directory: str | os.PathLike[str]) -> list[Path]:
     """Every ``*/data.csv`` (or ``*/data.parquet``) directly below ``directory``, sorted.
 
     Raises
@@ -376,14 +395,14 @@ def find_suite(directory) -> list[Path]:
 
 
 def evaluate_suite(
-    directory,
+    directory: str | os.PathLike[str],
     target: str = "class",
-    methods=DEFAULT_METHODS,
+    methods: str | Sequence[str] = DEFAULT_METHODS,
     *,
     folds: int = 10,
     max_rows: int | None = 20_000,
     seed: int = 42,
-    datasets=None,
+    datasets: Sequence[str] | None = None,
     n_jobs: int | None = None,
     progress: bool = True,
 ) -> EvaluationResult:

@@ -22,7 +22,8 @@ from scipy import stats
 
 def complete_blocks(scores: pd.DataFrame) -> pd.DataFrame:
     """The datasets (rows) where every method (column) has a finite score."""
-    return scores[np.isfinite(scores.to_numpy(dtype=float)).all(axis=1)]
+    complete: pd.DataFrame = scores[np.isfinite(scores.to_numpy(dtype=float)).all(axis=1)]
+    return complete
 
 
 def rank_table(scores: pd.DataFrame, higher_is_better: bool) -> pd.DataFrame:
@@ -36,8 +37,9 @@ def rank_table(scores: pd.DataFrame, higher_is_better: bool) -> pd.DataFrame:
         Whether a larger score is better (accuracy) or worse (log-loss).
     """
     oriented = -scores if higher_is_better else scores
-    ranks = stats.rankdata(oriented.to_numpy(dtype=float), axis=1)
-    return pd.DataFrame(ranks, index=scores.index, columns=scores.columns)
+    ranks: np.ndarray = stats.rankdata(oriented.to_numpy(dtype=float), axis=1)
+    table: pd.DataFrame = pd.DataFrame(ranks, index=scores.index, columns=scores.columns)
+    return table
 
 
 def nemenyi_critical_difference(n_methods: int, n_datasets: int, alpha: float = 0.05) -> float:

@@ -1,4 +1,4 @@
-"""QA regressions: sample weights at the edges of float64."""
+"""Sample weights at the edges of float64: overflowing sums are refused, large ones stay finite."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""QA regressions: the Type-II ML solver with wide concentration bounds."""
+"""The Type-II ML solver keeps the interior maximiser when the concentration bounds are wide."""
 
 from __future__ import annotations
 

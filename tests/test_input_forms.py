@@ -1,4 +1,5 @@
-"""QA regressions: input forms a scikit-learn user passes that were refused or mis-read.
+"""Input forms a scikit-learn user passes (uint64, huge whole floats, dates, mixed
+tables, unhashable values) are categories like any other, or refused by name.
 
 Each test compares against a model fitted on an input already known to work (small ints
 with the same category structure), since Naive Bayes only sees which rows share a value.

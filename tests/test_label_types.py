@@ -1,4 +1,4 @@
-"""QA regressions: class labels as pandas hands them over."""
+"""Class labels as pandas hands them over (numbers held as objects, mixed types)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""QA regressions: the compiled core refuses what it cannot use with a ValueError, never
+"""The compiled core refuses what it cannot use with a ValueError, never
 a Rust panic (pyo3's PanicException, which is not an Exception subclass)."""
 
 from __future__ import annotations
