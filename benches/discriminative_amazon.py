@@ -77,7 +77,12 @@ def reference_models() -> dict:
         print("catboost is not installed: skipping it (pip install catboost)")
         return models
     models["CatBoost (300 iterations)"] = lambda: CatBoostClassifier(
-        iterations=300, thread_count=2, verbose=0, random_seed=0, cat_features=list(range(9))
+        iterations=300,
+        thread_count=2,
+        verbose=0,
+        random_seed=0,
+        cat_features=list(range(9)),
+        allow_writing_files=False,
     )
     return models
 

@@ -96,6 +96,7 @@ class CatBoostAllCategorical(ClassifierMixin, BaseEstimator):
             verbose=0,
             random_seed=0,
             cat_features=list(range(X.shape[1])),
+            allow_writing_files=False,
         )
         try:
             self.model_.fit(X, self.labels_.transform(y))

@@ -99,9 +99,9 @@ class Reference:
 def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, penalty):
     X, y = _data()
     sample_weight = np.random.default_rng(5).uniform(0.5, 2.0, size=y.shape[0])
-    model = CategoricalNB(smoothing=smoothing, weighting=kind, penalty=penalty, weighting_tol=1e-12).fit(
-        X, y, sample_weight=sample_weight
-    )
+    model = CategoricalNB(
+        smoothing=smoothing, weighting=kind, penalty=penalty, weighting_tol=1e-12
+    ).fit(X, y, sample_weight=sample_weight)
     generative = CategoricalNB(smoothing=smoothing).fit(X, y, sample_weight=sample_weight)
     expected = Reference(generative, X, y, kind, penalty, sample_weight).minimise()
     n_classes = len(model.classes_)
@@ -125,9 +125,9 @@ def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, 
 def test_unpenalised_cll_value_on_laplace_tables_is_one_hot_logistic_regression():
     X, y = _data(seed=3, n_rows=400, n_classes=2)
     X = np.nan_to_num(X, nan=9.0)  # the same columns for both models
-    model = CategoricalNB(smoothing="laplace", weighting="cll-value", penalty=0.0, weighting_tol=1e-10).fit(
-        X, y
-    )
+    model = CategoricalNB(
+        smoothing="laplace", weighting="cll-value", penalty=0.0, weighting_tol=1e-10
+    ).fit(X, y)
     one_hot = OneHotEncoder(sparse_output=False).fit_transform(X)
     regression = LogisticRegression(C=np.inf, tol=1e-12, max_iter=100_000).fit(one_hot, y)
     mine = model.predict_proba(X)

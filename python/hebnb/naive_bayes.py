@@ -263,7 +263,8 @@ class CategoricalNB(CategoricalClassifier):
             )
 
     @fit_context
-    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:        """Counts the training data and smooths every class-conditional distribution.
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
+        """Counts the training data and smooths every class-conditional distribution.
 
         Parameters
         ----------
@@ -333,7 +334,8 @@ class CategoricalNB(CategoricalClassifier):
             raise ValueError(
                 f"partial_fit does not support weighting={self.weighting!r}: the weights are "
                 "learned from the whole training set; use fit"
-            )        n_rows = n_rows_of(X)
+            )
+        n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
         check_class_prior(self.class_prior, declared.shape[0])
@@ -516,7 +518,8 @@ class CategoricalNB(CategoricalClassifier):
         else:
             self.value_weights_ = self._sorted_blocks(fitted.table_weights.T)
 
-    def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:        codes, threads = self._encode(X)
+    def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
+        codes, threads = self._encode(X)
         return _core.joint_log_likelihood(
             codes,
             self._score_table,
