@@ -12,6 +12,7 @@ Run from the repository root after ``pip install -e .`` (release build):
 
     nice -n 10 python benches/discriminative_datasets.py                  # runs, writes the CSV
     nice -n 10 python benches/discriminative_datasets.py --methods heb-m catboost
+    nice -n 10 python benches/discriminative_datasets.py --folds 3 --max-rows 5000  # quicker
     python benches/discriminative_datasets.py --summarise-only
 
 Prints per-dataset log-loss, AUC and ECE tables, mean ranks with the Friedman test and
@@ -201,6 +202,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--max-rows", type=int, default=20_000)
     parser.add_argument("--datasets", nargs="*", default=None)
     parser.add_argument("--methods", nargs="*", default=HEBNB_METHODS + REFERENCES)
     parser.add_argument("--summarise-only", action="store_true")
@@ -214,6 +216,7 @@ def main() -> None:
             args.suite,
             methods=args.methods,
             folds=args.folds,
+            max_rows=args.max_rows,
             seed=args.seed,
             datasets=args.datasets,
         ).folds
