@@ -14,6 +14,7 @@ __all__ = [
     "absorb_group_rows",
     "add_counts",
     "aode_joint_log_likelihood",
+    "conditional_log_likelihood",
     "count_categories",
     "count_pairs",
     "count_tokens",

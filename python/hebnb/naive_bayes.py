@@ -489,21 +489,24 @@ class CategoricalNB(CategoricalClassifier):
         self, codes: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, threads: int
     ) -> None:
         """Learns the discriminative weights of ``weighting`` on the training rows."""
+        kind = self.weighting
+        if kind is None:
+            return
         offsets = list(self._encoder.offsets)
         fitted = weighting.fit_weights(
-            self.weighting,
+            kind,
             codes,
             labels,
             sample_weight,
             self._log_table,
             self.class_log_prior_,
             offsets,
-            penalty=weighting.check_penalty(self.penalty),
+            penalty=weighting.resolve_penalty(self.penalty),
             n_threads=threads,
             tol=float(self.weighting_tol),
         )
         self._score_table, self._class_scores = weighting.score_tables(
-            self.weighting,
+            kind,
             self._log_table,
             self.class_log_prior_,
             fitted.class_weights,

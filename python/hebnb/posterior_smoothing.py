@@ -39,7 +39,8 @@ LOG_PRIOR = GRID - 2.0 * np.logaddexp(0.0, GRID)
 def _feature_sums(table: FloatArray, offsets: list[int]) -> FloatArray:
     """Per-feature sums of a ``(C, sum K_f)`` table: ``(C, F)`` (0 for an empty feature)."""
     cumulative = np.concatenate([np.zeros((table.shape[0], 1)), np.cumsum(table, axis=1)], axis=1)
-    return cumulative[:, offsets[1:]] - cumulative[:, offsets[:-1]]
+    sums: FloatArray = cumulative[:, offsets[1:]] - cumulative[:, offsets[:-1]]
+    return sums
 
 
 def averaged_log_probability_table(

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from . import _core
 
@@ -88,25 +88,10 @@ class DiscriminativeWeights:
     converged: bool
 
 
-def check_weighting(weighting: object) -> str | None:
-    """``weighting``: None or one of :data:`WEIGHTINGS`, else a ValueError naming it."""
-    if weighting is None:
-        return None
-    if not isinstance(weighting, str) or weighting not in WEIGHTINGS:
-        raise ValueError(f"weighting must be None or one of {list(WEIGHTINGS)}, got {weighting!r}")
-    return weighting
-
-
-def check_penalty(penalty: object) -> float:
-    """``penalty``: None (the default) or a finite real >= 0, else a ValueError."""
-    if penalty is None:
-        return DEFAULT_PENALTY
-    real = isinstance(penalty, (int, float, np.integer, np.floating)) and not isinstance(
-        penalty, (bool, np.bool_)
-    )
-    if not real or not np.isfinite(penalty) or penalty < 0:
-        raise ValueError(f"penalty must be None or a finite real >= 0, got {penalty!r}")
-    return float(penalty)
+def resolve_penalty(penalty: float | None) -> float:
+    """``penalty`` as a number: None is :data:`DEFAULT_PENALTY` (the estimators check the
+    value itself through their parameter constraints)."""
+    return DEFAULT_PENALTY if penalty is None else float(penalty)
 
 
 def _feature_of_column(offsets: list[int]) -> npt.NDArray[np.intp]:
@@ -213,10 +198,11 @@ def fit_weights(
             codes, labels, sample_weight, table, class_scores, offsets, n_threads
         )
         cell_gradient = table_residuals * log_table_zeroed
+        table_gradient: FloatArray
         if kind == "cll-feature":
             table_gradient = np.bincount(
                 feature, weights=cell_gradient.sum(axis=1), minlength=n_table
-            )
+            ).astype(np.float64)
         else:
             table_gradient = cell_gradient.ravel()
         gradient = np.concatenate([class_residuals * class_log_prior, table_gradient])
