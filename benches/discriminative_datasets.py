@@ -204,6 +204,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--max-rows", type=int, default=20_000)
     parser.add_argument("--datasets", nargs="*", default=None)
+    parser.add_argument("--reverse", action="store_true", help="datasets in reverse order")
     parser.add_argument("--methods", nargs="*", default=HEBNB_METHODS + REFERENCES)
     parser.add_argument("--summarise-only", action="store_true")
     parser.add_argument("--no-figures", action="store_true")
@@ -212,16 +213,23 @@ def main() -> None:
         frame = pd.concat([pd.read_csv(path) for path in str(args.out).split(",")])
     else:
         register()
-        frame = evaluate_suite(
-            args.suite,
-            methods=args.methods,
-            folds=args.folds,
-            max_rows=args.max_rows,
-            seed=args.seed,
-            datasets=args.datasets,
-        ).folds
+        names = args.datasets or [path.parent.name for path in runner.find_suite(args.suite)]
+        names = names[::-1] if args.reverse else names
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(args.out, index=False)
+        frames = []
+        for name in names:  # one dataset at a time: the CSV grows as they finish
+            frames.append(
+                evaluate_suite(
+                    args.suite,
+                    methods=args.methods,
+                    folds=args.folds,
+                    max_rows=args.max_rows,
+                    seed=args.seed,
+                    datasets=[name],
+                ).folds
+            )
+            frame = pd.concat(frames, ignore_index=True)
+            frame.to_csv(args.out, index=False)
     summarise(frame, None if args.no_figures else FIGURES)
 
 
