@@ -61,7 +61,7 @@ class WeightedAODE(hebnb.aode.AODE):
         if self.weighting == "per-row":
             relative = relative / self.class_count_.sum()
         for i, (start, end) in enumerate(itertools.pairwise(self._encoder.offsets)):
-            self._parent_log_prob[start:end] += relative[i]
+            self._model["parent_log_prob"][start:end] += relative[i]
         self.super_parent_log_weight_ = relative
 
 

@@ -1,18 +1,19 @@
 //! Criterion benchmarks of the AODE kernels: pair counting, the multi-document
-//! Type-II ML solve of one (class, parent, child) triple, fitting every child
-//! conditional, and scoring rows (SPEC eqs. 7-12).
+//! Type-II ML solve of one (class, parent, child) triple (general and small-table
+//! solvers), the one-call model fit, and scoring rows (SPEC eqs. 7-12).
 //!
 //! The data are synthetic: each feature a noisy function of the class and of the
 //! previous feature, cardinalities 2..=50, drawn by a small fixed linear congruential
 //! generator so that every run sees the same table.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use hebnb::aode::{self, AodeModel, AodeSettings, ChildSmoothing};
+use hebnb::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing, Structure};
 use hebnb::counts::count_categories;
 use hebnb::evidence::EvidenceTerms;
 use hebnb::layout::FeatureLayout;
-use hebnb::naive_bayes::{log_probability_table, prior_mean, PriorMean};
+use hebnb::naive_bayes::{prior_mean, PriorMean};
 use hebnb::pair_counts::count_pairs;
+use hebnb::small_solver::{maximise_small, SmallEvidence};
 use hebnb::solver::{maximise_evidence, SolverSettings};
 use ndarray::{Array1, Array2};
 
@@ -89,10 +90,22 @@ fn benchmarks(c: &mut Criterion) {
     .unwrap();
     let mean = prior_mean(counts.table.view(), &d.layout, PriorMean::PooledMarginal);
     let capped = vec![false; N_FEATURES * N_FEATURES];
-    let settings = AodeSettings {
+    let parents = vec![true; N_FEATURES];
+    let structure = Structure {
+        capped: &capped,
+        parents: &parents,
+    };
+    let params = AodeParams {
         smoothing: ChildSmoothing::HebTwoLevel,
+        parent_smoothing: ParentSmoothing::Laplace,
         min_count: 10.0,
         solver: SolverSettings::default(),
+        class_log_prior: vec![-(3.0f64.ln()); N_CLASSES],
+        replace_class_prior: false,
+    };
+    let single_counts = AodeCounts {
+        class_count: &counts.class_totals,
+        counts: counts.table.view(),
     };
 
     let single = rayon::ThreadPoolBuilder::new()
@@ -131,63 +144,45 @@ fn benchmarks(c: &mut Criterion) {
         b.iter(|| maximise_evidence(black_box(&terms), &SolverSettings::default()))
     });
 
+    // a small table: a ternary child under a ternary parent, 2,000 rows per class
+    let mut small = SmallEvidence::new();
+    let mut general = EvidenceTerms::new();
+    for (u, document) in [
+        [300.0, 250.0, 110.0],
+        [90.0, 400.0, 180.0],
+        [200.0, 150.0, 320.0],
+    ]
+    .iter()
+    .enumerate()
+    {
+        small.add_document(document.iter().sum());
+        general.add_document(document.iter().sum());
+        for (&n, mu) in document.iter().zip([0.3, 0.4, 0.3]) {
+            small.add_cell(u, n, mu);
+            general.add_cell(n, mu);
+        }
+    }
+    general.finish();
+    c.bench_function("3 x 3 child, general solver", |b| {
+        b.iter(|| maximise_evidence(black_box(&general), &SolverSettings::default()))
+    });
+    c.bench_function("3 x 3 child, small-table solver", |b| {
+        b.iter(|| maximise_small(black_box(&small), &SolverSettings::default(), 1.0))
+    });
+
     c.bench_function(
-        "fit_children two-level, 870 orientations x 3 classes (1 thread)",
+        "aode::fit two-level, 870 orientations x 3 classes (1 thread)",
         |b| {
             b.iter(|| {
                 single.install(|| {
-                    aode::fit_children(
-                        pairs.view(),
-                        counts.table.view(),
-                        &mean,
-                        &capped,
-                        &d.layout,
-                        &settings,
-                    )
-                    .unwrap()
+                    aode::fit(single_counts, pairs.view(), &d.layout, &structure, &params).unwrap()
                 })
             })
         },
     );
 
-    let fit = aode::fit_children(
-        pairs.view(),
-        counts.table.view(),
-        &mean,
-        &capped,
-        &d.layout,
-        &settings,
-    )
-    .unwrap();
-    let concentration = Array2::from_elem((N_CLASSES, N_FEATURES), 10.0);
-    let marginal =
-        log_probability_table(counts.table.view(), &mean, concentration.view(), &d.layout)
-            .unwrap()
-            .t()
-            .as_standard_layout()
-            .into_owned();
-    let parent_count: Vec<f64> = (0..d.layout.n_columns())
-        .map(|j| counts.table.column(j).sum())
-        .collect();
-    let parent = marginal.clone();
-    let log_mean: Vec<f64> = mean.iter().map(|m| m.ln()).collect();
-    let cell_log_prob = fit
-        .cell_log_prob
-        .view()
-        .into_shape_with_order((pairs.indices.len(), 2 * N_CLASSES))
-        .unwrap();
-    let model = AodeModel {
-        pair_tables: pairs.view(),
-        cell_log_prob,
-        unseen_log_prob: fit.unseen_log_prob.view(),
-        log_child_mean: &log_mean,
-        capped: &capped,
-        parent_log_prob: parent.view(),
-        parent_count: &parent_count,
-        min_parent_count: 1.0,
-        marginal_log_prob: marginal.view(),
-        class_log_prior: &[-(3.0f64.ln()); N_CLASSES],
-    };
+    let fit = aode::fit(single_counts, pairs.view(), &d.layout, &structure, &params).unwrap();
+    let model = fit.model(pairs.view(), structure, 1.0);
     let rows = d.codes.slice(ndarray::s![.., ..2000]);
     c.bench_function(
         "joint_log_likelihood, 2000 rows x 30 features (1 thread)",

@@ -2,7 +2,8 @@
 //! whose concentration is chosen by Type-II maximum likelihood (empirical Bayes).
 //!
 //! The kernels are pure functions over array views and know nothing of Python; the
-//! bindings live in `python` behind the `python` feature.
+//! bindings live in `python` behind the `python` feature. "SPEC" in the doc comments is
+//! the mathematical contract, `docs/math.md`, with its equation numbers.
 //!
 //! # Model assumptions
 //! Features are conditionally independent given the class (Naive Bayes), each
@@ -37,6 +38,8 @@ pub mod parallel;
 pub mod parent_prior;
 pub mod scoring;
 pub mod sign_changes;
+pub mod small_solver;
+pub mod smoothing;
 pub mod solver;
 pub mod sparse_rows;
 pub mod streaming;

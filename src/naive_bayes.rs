@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use crate::error::{check_len, zeroed, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
+use crate::smoothing::log_smoothed;
 use crate::solver::{maximise_evidence, Solution, SolverSettings};
 
 /// Which prior mean a smoother shrinks toward.
@@ -179,9 +180,8 @@ pub fn log_probability_table(
                 let m = concentration[[c, f]];
                 let columns = layout.columns(f);
                 let total: f64 = columns.clone().map(|j| row[j]).sum();
-                let log_denominator = (total + m).ln();
                 for j in columns {
-                    out[j] = (row[j] + m * mean[j]).ln() - log_denominator;
+                    out[j] = log_smoothed(row[j], total, m, mean[j]);
                 }
             }
         });

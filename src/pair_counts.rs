@@ -145,6 +145,51 @@ impl PairTablesView<'_> {
     }
 }
 
+/// Largest `K_a K_b C` counted densely: one pass over the rows adding each row's weight
+/// to cell `(u, v, c)` of a `K_a K_b C` scratch (no sorting, no branch but the missing
+/// test), then the non-zero cells are listed. Larger pairs walk the rows value group by
+/// value group and list the touched child values (see the module docs).
+pub const DENSE_CELLS: usize = 4096;
+
+/// Counts one pair densely (see [`DENSE_CELLS`]) from the codes of its two features
+/// (-1: missing; range-checked by the caller), the class of every row and the weights.
+fn count_dense(
+    block: &mut PairBlock,
+    parent_codes: &[i32],
+    child_codes: &[i32],
+    classes: &[u32],
+    weights: &[f64],
+    k_child: usize,
+    n_classes: usize,
+) {
+    let k_parent = block.row_lengths.len();
+    let mut scratch = [0.0f64; DENSE_CELLS];
+    let (k_child_u, n_classes_u) = (k_child as u32, n_classes as u32);
+    for (((&u, &v), &c), &weight) in parent_codes
+        .iter()
+        .zip(child_codes)
+        .zip(classes)
+        .zip(weights)
+    {
+        if (u | v) >= 0 {
+            let cell = ((u as u32 * k_child_u + v as u32) * n_classes_u + c) as usize;
+            scratch[cell] += weight;
+        }
+    }
+    for u in 0..k_parent {
+        let before = block.indices.len();
+        for v in 0..k_child {
+            let start = (u * k_child + v) * n_classes;
+            let cell = &scratch[start..start + n_classes];
+            if cell.iter().any(|&n| n != 0.0) {
+                block.indices.push(v as i32);
+                block.counts.extend_from_slice(cell);
+            }
+        }
+        block.row_lengths[u] = (block.indices.len() - before) as i64;
+    }
+}
+
 /// One pair's cells while counting.
 struct PairBlock {
     row_lengths: Vec<i64>,
@@ -217,9 +262,14 @@ pub fn count_pairs(
         .map(|f| rows_by_value(codes.row(f), layout.cardinality(f), f))
         .collect::<Result<_>>()?;
 
+    let class_of_row: Vec<u32> = classes.iter().map(|&c| c as u32).collect();
+    let weight_slice = weights.as_slice();
+    let dense_ready = weight_slice.is_some() && codes.is_standard_layout();
+
     let all_pairs = pairs(n_features);
     let blocks: Vec<PairBlock> = all_pairs
         .par_iter()
+        .with_min_len(16)
         .map(|&(a, b)| {
             let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
             let mut block = PairBlock {
@@ -228,6 +278,20 @@ pub fn count_pairs(
                 counts: Vec::new(),
             };
             if !wanted(a, b) {
+                return Ok(block);
+            }
+            if dense_ready && k_parent * k_child * n_classes <= DENSE_CELLS {
+                let rows = |f: usize| codes.row(f).to_slice().unwrap_or(&[]);
+                let weights = weight_slice.unwrap_or(&[]);
+                count_dense(
+                    &mut block,
+                    rows(a),
+                    rows(b),
+                    &class_of_row,
+                    weights,
+                    k_child,
+                    n_classes,
+                );
                 return Ok(block);
             }
             let (order, starts) = &grouped[a];
@@ -273,6 +337,11 @@ pub fn count_pairs(
         })
         .collect::<Result<_>>()?;
 
+    assemble(blocks, n_classes)
+}
+
+/// The CSR assembled from per-pair blocks, with fallible allocations.
+fn assemble(blocks: Vec<PairBlock>, n_classes: usize) -> Result<PairTables> {
     let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
     let n_table_rows: usize = blocks.iter().map(|b| b.row_lengths.len()).sum();
     let mut indptr = Vec::new();
@@ -308,10 +377,217 @@ pub fn count_pairs(
     })
 }
 
+/// The pair tables of the stored rows, moved onto a grown vocabulary and multiplied by
+/// `decay`, plus those of a batch already counted on it (`partial_fit`, SPEC "Online
+/// learning and forgetting").
+///
+/// `new_codes[f][u]` is the new code of old code `u` of feature f (increasing: new
+/// categories are inserted at their sorted positions, so every row stays sorted).
+/// Pairs where `wanted(a, b)` fails are left empty (the memory cap only ever switches a
+/// pair off). Cells whose counts all reach 0 are dropped, as counting drops them.
+/// O(cells), in parallel over pairs.
+///
+/// # Errors
+/// Tables that disagree with their layouts, codes out of range or not increasing, or
+/// tables too large to allocate.
+#[allow(clippy::too_many_arguments)]
+pub fn merge_pair_tables(
+    old: PairTablesView,
+    old_layout: &FeatureLayout,
+    batch: PairTablesView,
+    layout: &FeatureLayout,
+    new_codes: &[Vec<usize>],
+    n_classes: usize,
+    decay: f64,
+    wanted: impl Fn(usize, usize) -> bool + Sync,
+) -> Result<PairTables> {
+    let n_features = layout.n_features();
+    check_len(
+        "features of the stored tables",
+        n_features,
+        old_layout.n_features(),
+    )?;
+    check_len("features of the new codes", n_features, new_codes.len())?;
+    old.check(old_layout, n_classes)?;
+    batch.check(layout, n_classes)?;
+    for (f, codes) in new_codes.iter().enumerate() {
+        check_len(
+            "new codes of a feature",
+            old_layout.cardinality(f),
+            codes.len(),
+        )?;
+        let increasing = codes.windows(2).all(|w| w[0] < w[1]);
+        if !increasing || codes.last().is_some_and(|&c| c >= layout.cardinality(f)) {
+            return Err(HebError::InvalidParameter(format!(
+                "feature {f}: new codes must increase and stay below {}",
+                layout.cardinality(f)
+            )));
+        }
+    }
+    if !(decay.is_finite() && decay >= 0.0) {
+        return Err(HebError::InvalidParameter(format!(
+            "decay must be finite and non-negative, got {decay}"
+        )));
+    }
+    // old parent value of each new one (None: a new category)
+    let old_value: Vec<Vec<Option<usize>>> = (0..n_features)
+        .map(|f| {
+            let mut inverse = vec![None; layout.cardinality(f)];
+            for (u, &new) in new_codes[f].iter().enumerate() {
+                inverse[new] = Some(u);
+            }
+            inverse
+        })
+        .collect();
+    let (old_rows, rows) = (pair_row_offsets(old_layout), pair_row_offsets(layout));
+    let blocks: Vec<PairBlock> = pairs(n_features)
+        .par_iter()
+        .enumerate()
+        .with_min_len(16)
+        .map(|(p, &(a, b))| {
+            let k_parent = layout.cardinality(a);
+            let mut block = PairBlock {
+                row_lengths: vec![0; k_parent],
+                indices: Vec::new(),
+                counts: Vec::new(),
+            };
+            if !wanted(a, b) {
+                return block;
+            }
+            let mut sum = vec![0.0; n_classes];
+            for (u, slot) in block.row_lengths.iter_mut().enumerate() {
+                let before = block.indices.len();
+                let old_cells = match old_value[a][u] {
+                    Some(old_u) => {
+                        let row = old_rows[p] + old_u;
+                        old.indptr[row] as usize..old.indptr[row + 1] as usize
+                    }
+                    None => 0..0,
+                };
+                let row = rows[p] + u;
+                let new_cells = batch.indptr[row] as usize..batch.indptr[row + 1] as usize;
+                let (mut i, mut j) = (old_cells.start, new_cells.start);
+                while i < old_cells.end || j < new_cells.end {
+                    let old_v = (i < old_cells.end).then(|| new_codes[b][old.indices[i] as usize]);
+                    let new_v = (j < new_cells.end).then(|| batch.indices[j] as usize);
+                    let v = match (old_v, new_v) {
+                        (Some(x), Some(y)) => x.min(y),
+                        (Some(x), None) => x,
+                        (None, Some(y)) => y,
+                        (None, None) => break,
+                    };
+                    sum.iter_mut().for_each(|n| *n = 0.0);
+                    if old_v == Some(v) {
+                        for (n, &o) in sum.iter_mut().zip(old.counts.row(i)) {
+                            *n += o * decay;
+                        }
+                        i += 1;
+                    }
+                    if new_v == Some(v) {
+                        for (n, &o) in sum.iter_mut().zip(batch.counts.row(j)) {
+                            *n += o;
+                        }
+                        j += 1;
+                    }
+                    if sum.iter().any(|&n| n != 0.0) {
+                        block.indices.push(v as i32);
+                        block.counts.extend_from_slice(&sum);
+                    }
+                }
+                *slot = (block.indices.len() - before) as i64;
+            }
+            block
+        })
+        .collect();
+    assemble(blocks, n_classes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::array;
+    use ndarray::{array, Array1};
+
+    #[test]
+    fn merging_equals_counting_everything_at_once() {
+        // first batch knows values {0, 2} of feature 0 and {0, 1} of feature 1; the
+        // second adds value 1 of feature 0 (between the old ones) and value 2 of feature 1
+        let first = array![[0, 2, 2, 0, -1], [1, 0, 1, 1, 0]];
+        let second = array![[1, 2, 0, 1], [2, 1, -1, 0]];
+        let (y1, y2) = (array![0_i64, 1, 1, 0, 1], array![1_i64, 0, 1, 1]);
+        let old_layout = FeatureLayout::from_cardinalities(&[2, 2]);
+        let layout = FeatureLayout::from_cardinalities(&[3, 3]);
+        let recoded = first.mapv(|v| if v == 2 { 1 } else { v }); // old codes: 0 -> 0, 2 -> 1
+        let ones = |n: usize| Array1::<f64>::ones(n);
+        let old = count_pairs(
+            recoded.view(),
+            y1.view(),
+            ones(5).view(),
+            &old_layout,
+            2,
+            |_, _| true,
+        )
+        .unwrap();
+        let batch = count_pairs(
+            second.view(),
+            y2.view(),
+            ones(4).view(),
+            &layout,
+            2,
+            |_, _| true,
+        )
+        .unwrap();
+        let new_codes = vec![vec![0, 2], vec![0, 1]];
+        let merged = merge_pair_tables(
+            old.view(),
+            &old_layout,
+            batch.view(),
+            &layout,
+            &new_codes,
+            2,
+            1.0,
+            |_, _| true,
+        )
+        .unwrap();
+        let codes = ndarray::concatenate![ndarray::Axis(1), first, second];
+        let labels = ndarray::concatenate![ndarray::Axis(0), y1, y2];
+        let whole = count_pairs(
+            codes.view(),
+            labels.view(),
+            ones(9).view(),
+            &layout,
+            2,
+            |_, _| true,
+        )
+        .unwrap();
+        assert_eq!(merged, whole);
+        // decay multiplies the old counts only
+        let decayed = merge_pair_tables(
+            old.view(),
+            &old_layout,
+            batch.view(),
+            &layout,
+            &new_codes,
+            2,
+            0.5,
+            |_, _| true,
+        )
+        .unwrap();
+        assert_eq!(
+            decayed.counts.sum(),
+            0.5 * old.counts.sum() + batch.counts.sum()
+        );
+        assert!(merge_pair_tables(
+            old.view(),
+            &old_layout,
+            batch.view(),
+            &layout,
+            &[vec![1, 0], vec![0, 1]],
+            2,
+            1.0,
+            |_, _| true
+        )
+        .is_err());
+    }
 
     #[test]
     fn pair_indices_follow_table_order() {

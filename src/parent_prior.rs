@@ -12,12 +12,13 @@
 //! with `m_i` chosen by Type-II ML on the multi-document evidence whose documents are the
 //! values `u` of feature i (their class counts), as eq. 11 does for children.
 
-use ndarray::ArrayView2;
+use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
-use crate::error::{check_len, Result};
+use crate::error::{check_len, zeroed, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
+use crate::smoothing::log_smoothed;
 use crate::solver::{maximise_evidence, Solution, SolverSettings};
 
 /// `m_i` of every feature, from the `(C, sum K_f)` count table `N_{y,f,u}` and the class
@@ -64,6 +65,92 @@ pub fn fit_parent_concentrations(
             maximise_evidence(&terms, settings)
         })
         .collect())
+}
+
+/// `N_y^(i)`, the class counts of the rows where `x_i` is present, shape (F, C).
+fn per_feature_class_counts(counts: ArrayView2<f64>, layout: &FeatureLayout) -> Array2<f64> {
+    Array2::from_shape_fn((layout.n_features(), counts.nrows()), |(f, c)| {
+        layout.columns(f).map(|j| counts[[c, j]]).sum()
+    })
+}
+
+/// `pi^(i)_y = (N_y^(i) + 1) / (S_i + C)`, the Laplace class distribution of the rows
+/// where `x_i` is present, shape (F, C): the mean the parent term shrinks toward.
+pub fn class_mean(counts: ArrayView2<f64>, layout: &FeatureLayout) -> Array2<f64> {
+    let n_classes = counts.nrows() as f64;
+    let mut mean = per_feature_class_counts(counts, layout);
+    for mut row in mean.rows_mut() {
+        let present: f64 = row.sum();
+        row.mapv_inplace(|n| (n + 1.0) / (present + n_classes));
+    }
+    mean
+}
+
+/// `ln P(y = c, x_i = u)` of every category, shape (sum K_f, C).
+///
+/// * `concentration` None: eq. 8, `(N_{c,u} + 1) / (S_i + C K_i)`;
+/// * `concentration` Some(m): `P(u) P(y | u)` with `P(u) = (N_u + C) / (S_i + C K_i)` as
+///   in eq. 8 and `P(y | u) = (N_{c,u} + m_i pi_y) / (N_u + m_i)` (see the module docs);
+/// * `class_log_prior` Some (`fit_prior=False` or a user prior): the class part is
+///   replaced, `pi_c P(u | c)`, with `P(u | c)` eq. 8's `(N_{c,u} + 1) / (N_c^(i) + K_i)`
+///   or the joint above normalised over the values of i.
+///
+/// # Errors
+/// Tables that disagree with the layout, or a table too large to allocate.
+pub fn parent_log_prob(
+    counts: ArrayView2<f64>,
+    layout: &FeatureLayout,
+    concentration: Option<&[f64]>,
+    class_log_prior: Option<&[f64]>,
+) -> Result<Array2<f64>> {
+    let n_classes = counts.nrows();
+    check_len("count table columns", layout.n_columns(), counts.ncols())?;
+    if let Some(m) = concentration {
+        check_len("parent concentrations", layout.n_features(), m.len())?;
+    }
+    if let Some(prior) = class_log_prior {
+        check_len("class log prior", n_classes, prior.len())?;
+    }
+    let per_class = per_feature_class_counts(counts, layout);
+    let mean = class_mean(counts, layout);
+    let mut table = zeroed(layout.n_columns() * n_classes, "AODE parent table")?;
+    let c_f = n_classes as f64;
+    for f in 0..layout.n_features() {
+        let k = layout.cardinality(f) as f64;
+        let present: f64 = per_class.row(f).sum(); // S_i
+        for j in layout.columns(f) {
+            let value_total: f64 = counts.column(j).sum(); // N_u
+            let row = &mut table[j * n_classes..(j + 1) * n_classes];
+            for (c, slot) in row.iter_mut().enumerate() {
+                let n = counts[[c, j]];
+                *slot = match (concentration, class_log_prior) {
+                    (None, None) => log_smoothed(n, present, c_f * k, 1.0 / (c_f * k)),
+                    (None, Some(prior)) => {
+                        prior[c] + log_smoothed(n, per_class[[f, c]], k, 1.0 / k)
+                    }
+                    (Some(m), _) => {
+                        log_smoothed(value_total, present, c_f * k, 1.0 / k)
+                            + log_smoothed(n, value_total, m[f], mean[[f, c]])
+                    }
+                };
+            }
+        }
+        if let (Some(_), Some(prior)) = (concentration, class_log_prior) {
+            // pi_c P(u | c): the joint normalised over the values of i in each class
+            for (c, &log_prior) in prior.iter().enumerate() {
+                let marginal: f64 = layout
+                    .columns(f)
+                    .map(|j| table[j * n_classes + c].exp())
+                    .sum();
+                let log_marginal = marginal.ln();
+                for j in layout.columns(f) {
+                    table[j * n_classes + c] += log_prior - log_marginal;
+                }
+            }
+        }
+    }
+    Array2::from_shape_vec((layout.n_columns(), n_classes), table)
+        .map_err(|e| HebError::InvalidParameter(e.to_string()))
 }
 
 #[cfg(test)]

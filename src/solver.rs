@@ -26,6 +26,45 @@
 use crate::error::{HebError, Result};
 use crate::evidence::{EvidenceTerms, GradientShape};
 
+/// What the search for the global maximiser reads of an evidence `l(m)`: the crate's
+/// general [`EvidenceTerms`] and the stack-sized [`crate::small_solver::SmallEvidence`]
+/// both provide it, so both go through the same brackets and the same Newton refinement.
+pub trait Evidence {
+    /// Whether `l` is flat in `m` (then `m_min` is the answer).
+    fn is_flat(&self) -> bool;
+    /// Whether every count is whole (the bound search of [`Evidence::increasing_parts`] holds).
+    fn has_whole_counts(&self) -> bool;
+    /// `l(m)`.
+    fn log_evidence(&self, m: f64) -> f64;
+    /// `m l'(m)` with its sign right for any `m`.
+    fn scaled_gradient(&self, m: f64) -> f64;
+    /// `(m l'(m), l''(m))`.
+    fn scaled_gradient_and_curvature(&self, m: f64) -> (f64, f64);
+    /// `(A(m), B(m))`, both increasing in `m`, with `m l'(m) = A - B` (whole counts).
+    fn increasing_parts(&self, m: f64) -> (f64, f64);
+}
+
+impl Evidence for EvidenceTerms {
+    fn is_flat(&self) -> bool {
+        EvidenceTerms::is_flat(self)
+    }
+    fn has_whole_counts(&self) -> bool {
+        EvidenceTerms::has_whole_counts(self)
+    }
+    fn log_evidence(&self, m: f64) -> f64 {
+        EvidenceTerms::log_evidence(self, m)
+    }
+    fn scaled_gradient(&self, m: f64) -> f64 {
+        EvidenceTerms::scaled_gradient(self, m)
+    }
+    fn scaled_gradient_and_curvature(&self, m: f64) -> (f64, f64) {
+        EvidenceTerms::scaled_gradient_and_curvature(self, m)
+    }
+    fn increasing_parts(&self, m: f64) -> (f64, f64) {
+        EvidenceTerms::increasing_parts(self, m)
+    }
+}
+
 /// Bounds and stopping rule of the solver.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SolverSettings {
@@ -143,7 +182,7 @@ pub fn maximise_evidence_from(
 }
 
 /// The bound `m` as the answer, with its evidence.
-fn at_end(terms: &EvidenceTerms, m: f64, n_iter: usize) -> Solution {
+pub(crate) fn at_end<E: Evidence>(terms: &E, m: f64, n_iter: usize) -> Solution {
     Solution {
         concentration: m,
         log_evidence: terms.log_evidence(m),
@@ -153,7 +192,7 @@ fn at_end(terms: &EvidenceTerms, m: f64, n_iter: usize) -> Solution {
 }
 
 /// The candidate with the larger evidence (the first on a tie).
-fn better(first: Solution, second: Solution) -> Solution {
+pub(crate) fn better(first: Solution, second: Solution) -> Solution {
     if second.log_evidence > first.log_evidence {
         second
     } else {
@@ -173,7 +212,11 @@ fn log_start(start: f64) -> f64 {
 /// The global maximum where the gradient may change sign several times: every local
 /// maximum is bracketed (branch and bound for whole counts, a scan otherwise) and refined,
 /// and the best candidate wins.
-fn maximise_by_search(terms: &EvidenceTerms, settings: &SolverSettings, start: f64) -> Solution {
+pub(crate) fn maximise_by_search<E: Evidence>(
+    terms: &E,
+    settings: &SolverSettings,
+    start: f64,
+) -> Solution {
     let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
     let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
     let search = if terms.has_whole_counts() {
@@ -214,7 +257,7 @@ struct Brackets {
 
 /// Signs of `m l'(m)` on a grid of step [`SCAN_STEP`] in `ln m`: every fall from + to -
 /// brackets a local maximum. Works for any counts.
-fn bracket_by_scan(terms: &EvidenceTerms, lo: f64, hi: f64) -> Brackets {
+fn bracket_by_scan<E: Evidence>(terms: &E, lo: f64, hi: f64) -> Brackets {
     let n_steps = ((hi - lo) / SCAN_STEP).ceil().max(1.0) as usize;
     let grid = |k: usize| {
         if k == n_steps {
@@ -256,7 +299,7 @@ struct Probe {
 /// (positive throughout), so only intervals that may hold a sign change are halved, down
 /// to the scan's step, where a fall of the sign brackets a maximum as in the scan. Where
 /// the gradient is far from zero this skips most of the grid.
-fn bracket_by_bounds(terms: &EvidenceTerms, lo: f64, hi: f64) -> Brackets {
+fn bracket_by_bounds<E: Evidence>(terms: &E, lo: f64, hi: f64) -> Brackets {
     let mut n_evaluations = 0;
     let mut probe = |t: f64| {
         n_evaluations += 1;
@@ -307,8 +350,8 @@ fn bracket_by_bounds(terms: &EvidenceTerms, lo: f64, hi: f64) -> Brackets {
 /// The maximiser of `l` inside `[e^a, e^b]` where `f(t) = m l'(m)` falls from `f(a) > 0`
 /// to `f(b) <= 0`: Newton's method in `t = ln m` on `f`, replaced by bisection whenever a
 /// step would leave the bracket or the curvature has the wrong sign.
-fn newton_in_bracket(
-    terms: &EvidenceTerms,
+pub(crate) fn newton_in_bracket<E: Evidence>(
+    terms: &E,
     settings: &SolverSettings,
     mut lo: f64,
     mut hi: f64,

@@ -428,7 +428,14 @@ def test_same_predict_errors_and_memory_limit_as_categorical_nb(monkeypatch):
     codes = np.array([[0, 1], [0, 5]], dtype=np.int32)
     with pytest.raises(ValueError, match="category code 5 outside"):
         _core.count_pairs(
-            codes, np.array([0, 1]), np.ones(2), [0, 2, 4], 2, np.zeros((2, 2), dtype=bool), 1
+            codes,
+            np.array([0, 1]),
+            np.ones(2),
+            offsets=[0, 2, 4],
+            n_classes=2,
+            capped=np.zeros((2, 2), dtype=bool),
+            parents=np.ones(2, dtype=bool),
+            n_jobs=1,
         )
     monkeypatch.setattr(_encoding, "MAX_TABLE_CELLS", 10)
     with pytest.raises(MemoryError, match="beyond what memory allows"):

@@ -14,7 +14,7 @@ labels = np.array([0, 1, 1, 0, 0, 1, 0, 1, 1])
 
 
 def test_alphas_whose_sum_is_infinite_are_refused():
-    """Each alpha finite, their sum not: every probability was alpha / inf = 0."""
+    """Each alpha finite, their sum not: every probability would be alpha / inf = 0."""
     model = EmpiricalBayesDirichletClassifier({0: 1e308, 1: 1e308})
     with pytest.raises(ValueError, match="'alphas' parameter"):
         model.fit(groups, labels)
@@ -23,8 +23,8 @@ def test_alphas_whose_sum_is_infinite_are_refused():
 
 
 def test_partial_fit_refuses_alphas_changed_mid_stream():
-    """set_params(alphas=...) between partial_fit calls was ignored silently: invalid
-    values were never checked and new classes never appeared."""
+    """set_params(alphas=...) between partial_fit calls is checked: invalid values and
+    new classes are refused, new values for the same classes go on from the tuned prior."""
     model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).partial_fit(groups, labels)
     before = model.group_counts_.copy()
     model.set_params(alphas={0: 1.0, 1: 1.0, 2: 1.0})
@@ -41,7 +41,7 @@ def test_partial_fit_refuses_alphas_changed_mid_stream():
 
 @pytest.mark.parametrize("alphas", [{0: "a", 1: 1.0}, {0: "2", 1: 1.0}, {0: True, 1: 1.0}])
 def test_alphas_that_are_not_numbers_are_named(alphas):
-    """'a' raised numpy's "could not convert string to float"; "2" and True were read as 2, 1."""
+    """'a', "2" and True are not concentrations: refused naming alphas, never read as numbers."""
     with pytest.raises(ValueError, match="'alphas' parameter"):
         EmpiricalBayesDirichletClassifier(alphas).fit(groups, labels)
 
@@ -58,8 +58,8 @@ def test_sample_size_and_decay_steps_must_be_numbers_of_the_right_kind():
 
 
 def test_alphas_keyed_by_numbers_and_strings_keep_their_types():
-    """numpy turned the keys {0, 1, "unknown"} into the strings '0', '1', 'unknown', so the
-    labels 0 and 1 were refused as "not keys of alphas"."""
+    """Keys {0, 1, "unknown"} stay an int, an int and a string (numpy would make them all
+    strings, and the labels 0 and 1 would then match no key)."""
     alphas = {0: 1.0, 1: 1.0, "unknown": 1.0}
     model = EmpiricalBayesDirichletClassifier(alphas).fit(groups, labels)
     assert model.classes_.tolist() == [0, 1, "unknown"]

@@ -28,7 +28,7 @@ def small():
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_uint64_beyond_int64_is_a_category_like_any_other(estimator, small):
-    """uint64 values >= 2**63 do not fit int64: they were refused as 'unsupported dtype'."""
+    """uint64 values >= 2**63 do not fit int64: they are categories all the same."""
     X, y = small
     big = X.astype(np.uint64) + np.uint64(2**63)
     expected = estimator().fit(X, y).predict_proba(X)
@@ -48,7 +48,7 @@ def test_whole_floats_beyond_int64_are_categories(estimator, small):
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_numbers_at_predict_for_a_feature_trained_on_other_values(estimator, small):
     """A numeric column at predict time for a feature whose training values were not
-    numpy numbers was refused with 'unsupported dtype int64'."""
+    numpy numbers is coded by value like any other."""
     X, y = small
     # trained on a categorical column of ints: plain ints at predict are the same values
     frame = pd.DataFrame({"a": pd.Categorical(X[:, 0]), "b": X[:, 1]})
@@ -81,8 +81,8 @@ def test_numbers_at_predict_for_a_feature_trained_on_other_values(estimator, sma
     ],
 )
 def test_partial_fit_with_integers_beyond_int64_for_an_integer_feature(estimator, small, batch):
-    """The grown vocabulary was cast back to int64: OverflowError 'Python int too large to
-    convert to C long'. Now the feature is coded by value, like one fit on all the rows."""
+    """A batch bringing integers beyond int64 to an integer feature: the feature is coded
+    by value, like one fit on all the rows (never cast back to int64)."""
     X, y = small
     model = estimator().fit(X, y).partial_fit(batch, [0, 1])
     everything = np.vstack([X.astype(object), batch.astype(object)])
@@ -96,8 +96,8 @@ def test_partial_fit_with_integers_beyond_int64_for_an_integer_feature(estimator
 @pytest.mark.parametrize("fit_unit, predict_unit", [("us", "ns"), ("ns", "s"), ("s", "ms")])
 def test_a_date_is_one_category_whatever_the_datetime64_unit(estimator, fit_unit, predict_unit):
     """numpy turns datetime64[ns] into ints but coarser units into datetime objects, so a
-    model fitted on dates read from strings (unit "us") found every date of a "ns" column
-    unknown and silently ignored the feature."""
+    model fitted on dates read from strings (unit "us") must still know every date of a
+    "ns" column: a date is one category whatever its unit."""
     days = np.array(["2020-01-01", "2020-01-02", "2020-01-03", "NaT"] * 10, dtype="datetime64[D]")
     hours = (np.arange(40) % 3).astype("timedelta64[h]")
     y = (np.arange(40) % 3 == 0).astype(int)
@@ -127,7 +127,7 @@ def test_a_date_is_one_category_whatever_the_datetime64_unit(estimator, fit_unit
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_mixing_named_and_unnamed_tables_warns_like_scikit_learn(estimator, small):
     """Fitted on a DataFrame and given an array (or the reverse), columns can only be
-    matched by position; scikit-learn warns, hebnb was silent."""
+    matched by position: hebnb warns as scikit-learn does."""
     X, y = small
     frame = pd.DataFrame(X, columns=["a", "b"])
     named = estimator().fit(frame, y)
@@ -144,8 +144,8 @@ def test_mixing_named_and_unnamed_tables_warns_like_scikit_learn(estimator, smal
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_unhashable_values_are_named_as_such(estimator):
-    """A list in an object column was reported as "mixes values that cannot be ordered
-    (e.g. numbers and strings)" by fit and as a bare TypeError by predict and partial_fit."""
+    """A list in an object column is named as unhashable by fit, predict and partial_fit
+    (not as "values that cannot be ordered", nor as a bare TypeError)."""
     y = np.array([0, 1] * 3)
     strings = np.array([["a"], ["b"]] * 3, dtype=object)
     with_list = strings.copy()

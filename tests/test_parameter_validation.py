@@ -33,12 +33,12 @@ ESTIMATORS = [CategoricalNB, AODE]
 @pytest.mark.parametrize(
     "params, message",
     [
-        # "no" is truthy: it used to mean fit_prior=True
+        # "no" is truthy: only a bool may set fit_prior
         ({"fit_prior": "no"}, "'fit_prior' parameter"),
         ({"fit_prior": None}, "'fit_prior' parameter"),
         ({"fit_prior": 0}, "'fit_prior' parameter"),
         ({"class_prior": "ab"}, "'class_prior' parameter"),
-        # bools and strings were converted with float(); a dict was read by its keys
+        # bools, strings and a dict (read by its keys) are not pairs of reals
         ({"concentration_bounds": (True, 2.0)}, "pair of real numbers"),
         ({"concentration_bounds": (1.0, "2")}, "pair of real numbers"),
         ({"concentration_bounds": {1.0: 1, 2.0: 2}}, "pair of real numbers"),
@@ -64,8 +64,8 @@ def test_valid_spellings_still_fit(estimator):
 
 
 def test_partial_fit_checks_parameters_changed_mid_stream():
-    """Only the first partial_fit call checked the parameters: a later smoothing="bogus"
-    raised KeyError('bogus') and a negative min_count was used as given."""
+    """Every partial_fit call checks the parameters (set_params may change them between
+    calls), and a refused batch adds nothing."""
     model = CategoricalNB().partial_fit(X[:40], y[:40])
     before = model.predict_proba(X)
     model.set_params(smoothing="bogus")
@@ -79,15 +79,16 @@ def test_partial_fit_checks_parameters_changed_mid_stream():
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_handle_unknown_changed_after_fit_is_checked_at_predict(estimator):
-    """set_params(handle_unknown="bogus") after fit was read as "ignore"."""
+    """set_params(handle_unknown="bogus") after fit is refused at predict, not read as
+    "ignore"."""
     model = estimator().fit(X, y).set_params(handle_unknown="bogus")
     with pytest.raises(ValueError, match="handle_unknown must be one of"):
         model.predict(X + 10)
 
 
 def test_thread_count_never_exceeds_the_cores():
-    """The core keeps one thread pool per count: n_jobs=2000 started 2000 threads (and kept
-    them); results do not depend on the count, so more threads than cores buy nothing."""
+    """The core keeps one thread pool per count, so n_jobs=2000 must not start 2000
+    threads; results do not depend on the count, so more threads than cores buy nothing."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert n_threads(2000) <= max(cores, 1)
     assert n_threads(None) == 1
@@ -154,8 +155,8 @@ def test_every_parameter_is_declared_and_keyword_only(estimator):
     ],
 )
 def test_parameters_are_checked_before_any_counting(monkeypatch, estimator, params):
-    """fit_prior and class_prior used to be read only after counting and solving: now a bad
-    value is refused before the core is ever called."""
+    """A bad fit_prior or class_prior is refused before the core is ever called (not after
+    counting and solving)."""
     from hebnb import _core
 
     def must_not_run(*args, **kwargs):

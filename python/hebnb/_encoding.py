@@ -13,6 +13,7 @@ import numbers
 import os
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,23 +49,25 @@ MAX_TABLE_CELLS = memory_budget_bytes() // 32
 #: and batches, and into sums like N + m), so a total near the float64 maximum (1.8e308)
 #: turns into inf and NaN probabilities; this leaves eight orders of magnitude of headroom.
 MAX_TOTAL_WEIGHT = 1e300
+#: The largest int64, as a Python int.
+INT64_MAX = int(np.iinfo(np.int64).max)
+
+#: One column as the encoder reads it: ``("ints", values, missing, floats)``,
+#: ``("objects", values)``, ``("arrow", chunked array)`` or ``("category", codes, categories)``.
+ColumnSpec = tuple[Any, ...]
 
 
-def _normalize(value):
+def _normalize(value: object) -> object:
     """A value the core does not hash as it is (see ``Vocabulary.encode_objects``): numpy
     scalars become their Python value, pandas' missing markers None; anything else is
     returned as it is and coded as a hashable Python object."""
     if value is pd.NA or value is pd.NaT:
         return None
     if isinstance(value, np.generic):
-        if isinstance(value, (np.datetime64, np.timedelta64)):
-            return (
-                None
-                if np.isnat(value)
-                else pd.Timestamp(value)
-                if value.dtype.kind == "M"
-                else pd.Timedelta(value)
-            )
+        if isinstance(value, np.datetime64):
+            return None if np.isnat(value) else pd.Timestamp(value)
+        if isinstance(value, np.timedelta64):
+            return None if np.isnat(value) else pd.Timedelta(value)
         return value.item()
     return value
 
@@ -79,9 +82,9 @@ class _Table:
     ``("category", codes, categories)``.
     """
 
-    columns: list
-    block: tuple | None
-    labels: list | None
+    columns: list[ColumnSpec]
+    block: tuple[np.ndarray, np.ndarray | None] | None
+    labels: list[Any] | None
     names: np.ndarray | None
     n_rows: int
     floats: list[bool]
@@ -91,7 +94,7 @@ class _Table:
         return len(self.floats)
 
 
-def _read_table(X) -> _Table:
+def _read_table(X: Any) -> _Table:
     """Reads a 2-D table (numpy array, nested list, pandas or polars DataFrame, pyarrow
     Table or RecordBatch, or any object exporting ``__arrow_c_stream__``); raises on a table
     without rows or without columns."""
@@ -108,7 +111,7 @@ def _read_table(X) -> _Table:
     return table
 
 
-def _column_names(labels: list) -> np.ndarray | None:
+def _column_names(labels: list[Any]) -> np.ndarray | None:
     """``feature_names_in_`` of a table's column labels: all strings, or None when none
     is a string; mixed labels are refused as scikit-learn refuses them."""
     kinds = {isinstance(label, str) for label in labels}
@@ -127,11 +130,11 @@ def _column_names(labels: list) -> np.ndarray | None:
     return None
 
 
-def _module_of(X) -> str:
+def _module_of(X: object) -> str:
     return type(X).__module__.split(".")[0]
 
 
-def _split_table(X) -> _Table:
+def _split_table(X: Any) -> _Table:
     if isinstance(X, pd.DataFrame):
         labels = list(X.columns)
         columns = [_pandas_column(column) for _, column in X.items()]
@@ -174,11 +177,11 @@ def _split_table(X) -> _Table:
     return _Table(columns, None, None, None, n_rows, floats)
 
 
-def _is_float(column) -> bool:
-    return column[0] == "ints" and column[3]
+def _is_float(column: ColumnSpec) -> bool:
+    return bool(column[0] == "ints" and column[3])
 
 
-def _pyarrow(what: str):
+def _pyarrow(what: str) -> Any:
     try:
         import pyarrow
     except ImportError:  # pragma: no cover - pyarrow is a test dependency
@@ -186,12 +189,12 @@ def _pyarrow(what: str):
     return pyarrow
 
 
-def _chunked(array):
+def _chunked(array: Any) -> Any:
     pa = _pyarrow("Arrow columns")
     return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
 
 
-def _array_column(column: np.ndarray, feature: int):
+def _array_column(column: np.ndarray, feature: int) -> ColumnSpec:
     """One column of a numpy array as a column spec (see ``_Table``)."""
     integers = _integer_values(column, feature)
     if integers is not None:
@@ -205,7 +208,7 @@ def _array_column(column: np.ndarray, feature: int):
     return ("objects", column if column.dtype.kind == "O" else column.astype(object))
 
 
-def _pandas_column(series: pd.Series):
+def _pandas_column(series: pd.Series) -> ColumnSpec:
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         return ("category", series.cat.codes.to_numpy(), dtype.categories)
@@ -229,7 +232,7 @@ def _pandas_column(series: pd.Series):
     return ("objects", series.to_numpy(dtype=np.object_, na_value=None))  # type: ignore[call-overload]
 
 
-def _polars_column(series):
+def _polars_column(series: Any) -> ColumnSpec:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -237,7 +240,9 @@ def _polars_column(series):
     return ("arrow", _chunked(series.to_arrow()))
 
 
-def _integer_values(column: np.ndarray, feature: int):
+def _integer_values(
+    column: np.ndarray, feature: int
+) -> tuple[np.ndarray, np.ndarray | None] | None:
     """``(int64 values, missing mask or None)`` of a numeric column, or None if not numeric.
 
     Whole floats are integers here (NaN is missing); a fractional or infinite float is an
@@ -246,7 +251,9 @@ def _integer_values(column: np.ndarray, feature: int):
     kind = column.dtype.kind
     if kind == "i" or (kind == "u" and column.dtype.itemsize < 8):
         return column.astype(np.int64, copy=False), None
-    if kind == "u" and (column.size == 0 or column.max() <= np.iinfo(np.int64).max):
+    # compared as Python ints: numpy 1.x compares uint64 with int64 through float64, where
+    # 2**63 equals the int64 maximum
+    if kind == "u" and (column.size == 0 or int(column.max()) <= INT64_MAX):
         return column.astype(np.int64), None
     if kind != "f":
         return None
@@ -270,7 +277,7 @@ def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None
     array (then columns go one by one)."""
     if not (X.dtype.kind in "iuf" and X.size):
         return None
-    if X.dtype.kind == "u" and X.dtype.itemsize == 8 and X.max() > np.iinfo(np.int64).max:
+    if X.dtype.kind == "u" and X.dtype.itemsize == 8 and int(X.max()) > INT64_MAX:
         return None
     if X.dtype.kind in "iu":
         return X.astype(np.int64, copy=False).T, None
@@ -286,7 +293,16 @@ def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None
     return block, (missing if missing.any() else None)
 
 
-def _category_map(vocabulary, feature, categories, codes, grow, name, *, declared) -> np.ndarray:
+def _category_map(
+    vocabulary: _core.Vocabulary,
+    feature: int,
+    categories: Any,
+    codes: np.ndarray,
+    grow: bool,
+    name: str,
+    *,
+    declared: bool,
+) -> np.ndarray:
     """Vocabulary code of every category of a pandas ``category`` column (or an Arrow
     dictionary), -2 for those not in the vocabulary. Growing, the categories used by the
     rows join in order of first appearance, as the values themselves would, and then the
@@ -309,14 +325,16 @@ def _category_map(vocabulary, feature, categories, codes, grow, name, *, declare
     return mapped
 
 
-def _values_column(categories, order):
+def _values_column(categories: Any, order: np.ndarray) -> ColumnSpec:
     """The column spec of ``categories[order]`` (a pandas Index or an Arrow array)."""
     if isinstance(categories, pd.Index):
         return _pandas_column(pd.Series(categories.take(order)))
     return ("arrow", _chunked(categories.take(order)))
 
 
-def _encode_column(vocabulary, feature: int, column, grow: bool, name: str) -> np.ndarray:
+def _encode_column(
+    vocabulary: _core.Vocabulary, feature: int, column: ColumnSpec, grow: bool, name: str
+) -> np.ndarray:
     """Vocabulary codes (int32) of one column spec: -1 missing, -2 unknown (not growing)."""
     kind = column[0]
     if kind == "ints":
@@ -339,7 +357,9 @@ MISSING_CODE = -1
 UNKNOWN = -2
 
 
-def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.ndarray:
+def _encode_arrow(
+    vocabulary: _core.Vocabulary, feature: int, chunk: Any, grow: bool, name: str
+) -> np.ndarray:
     """Codes one Arrow array: strings straight from its buffers, dictionaries through
     their (small) dictionary, integers as int64 with the validity as missing."""
     pa = _pyarrow("Arrow columns")
@@ -390,7 +410,7 @@ def _encode_arrow(vocabulary, feature: int, chunk, grow: bool, name: str) -> np.
     )
 
 
-def _arrow_objects(chunk) -> np.ndarray:
+def _arrow_objects(chunk: Any) -> np.ndarray:
     values = np.empty(len(chunk), dtype=object)
     values[:] = (
         chunk.to_pylist()
@@ -423,14 +443,14 @@ class CategoryEncoder:
     them by type (booleans, integers, strings, bytes, other objects) then by value.
     """
 
-    def __init__(self, *, order: str = "insertion", categories="auto") -> None:
+    def __init__(self, *, order: str = "insertion", categories: Any = "auto") -> None:
         self.order = order
         self.declared = categories
         self.vocabulary = _core.Vocabulary(0)  # replaced by fit_transform
         self.floats: list[bool] = []
         self.feature_names: np.ndarray | None = None
-        self.column_labels: list | None = None
-        self._views: dict[int, tuple] = {}
+        self.column_labels: list[Any] | None = None
+        self._views: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ the vocabulary
     @property
@@ -485,7 +505,7 @@ class CategoryEncoder:
         return categories, order, rank
 
     # ------------------------------------------------------------------ coding
-    def fit_transform(self, X, *, n_threads: int = 1) -> np.ndarray:
+    def fit_transform(self, X: Any, *, n_threads: int = 1) -> np.ndarray:
         """Learns the categories of ``X`` and returns its codes ``(F, S)``."""
         table = _read_table(X)
         self.vocabulary = _core.Vocabulary(table.n_features)
@@ -499,7 +519,12 @@ class CategoryEncoder:
         return self._in_order(codes)
 
     def transform(
-        self, X, *, handle_unknown: str = "ignore", n_threads: int = 1, owner: str = "the estimator"
+        self,
+        X: Any,
+        *,
+        handle_unknown: str = "ignore",
+        n_threads: int = 1,
+        owner: str = "the estimator",
     ) -> EncodedTable:
         """Codes ``X`` with the learned categories; unknown values become -1 (or an error).
 
@@ -524,7 +549,7 @@ class CategoryEncoder:
         return EncodedTable(codes=self._in_order(codes))
 
     def extend(
-        self, X, *, n_threads: int = 1, owner: str = "the estimator"
+        self, X: Any, *, n_threads: int = 1, owner: str = "the estimator"
     ) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """Adds the categories of ``X`` not seen before and returns its codes ``(F, S)``.
 
@@ -564,7 +589,7 @@ class CategoryEncoder:
         """A point ``undo`` returns the vocabulary to."""
         return self.vocabulary.mark()
 
-    def undo(self, mark) -> None:
+    def undo(self, mark: list[tuple[int, int]]) -> None:
         """Forgets every category added since ``mark``."""
         self.vocabulary.truncate(mark)
 
@@ -669,18 +694,18 @@ class CategoryEncoder:
                 f"expected {list(self.column_labels)}, got {list(table.labels)}"
             )
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_views"] = {}
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         if "vocabulary" not in state:
             state = _upgrade_state(state)
         self.__dict__.update(state)
 
 
-def _upgrade_state(state: dict) -> dict:
+def _upgrade_state(state: dict[str, Any]) -> dict[str, Any]:
     """An encoder saved before the vocabulary (format 0: sorted categories, codes their
     ranks) as the vocabulary in sorted order, which gives every category its old code."""
     categories = state.get("categories")
@@ -701,7 +726,7 @@ def _upgrade_state(state: dict) -> dict:
     }
 
 
-def _type_rank(value) -> int:
+def _type_rank(value: object) -> int:
     if isinstance(value, (bool, np.bool_)):
         return 0
     if isinstance(value, (int, np.integer)):
@@ -720,7 +745,7 @@ def _name(table: _Table, f: int) -> str:
     return f"feature {f} (column {table.labels[f]!r})"
 
 
-def _examples(table: _Table, f: int, where: np.ndarray) -> list:
+def _examples(table: _Table, f: int, where: np.ndarray) -> list[Any]:
     """Up to five distinct values of feature ``f`` at the rows ``where`` (for messages)."""
     rows = np.flatnonzero(where)[:1000]
     if table.block is not None:
@@ -733,10 +758,11 @@ def _examples(table: _Table, f: int, where: np.ndarray) -> list:
             values = np.asarray(column[2].take(np.asarray(column[1])[rows]))
         else:
             values = np.asarray(column[1].take(rows).to_pylist(), dtype=object)
-    return pd.unique(np.asarray(values))[:5].tolist()
+    examples: list[Any] = pd.unique(np.asarray(values))[:5].tolist()
+    return examples
 
 
-def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted class labels and the class index of every row; rejects missing labels."""
     y = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -775,7 +801,7 @@ def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     return classes, indices.astype(np.int64).reshape(-1)
 
 
-def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
+def check_sample_weight(sample_weight: Any, n_samples: int) -> np.ndarray:
     """Float64 weights, one per row, finite and non-negative with a positive sum."""
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from . import _core
 from ._encoding import encode_labels
 
 
@@ -156,74 +157,34 @@ def move_columns(
     return grown
 
 
-def feature_pairs(n_features: int) -> list[tuple[int, int]]:
-    """The unordered feature pairs (a, b), a < b, in the order of AODE's pair tables."""
-    return [(a, b) for a in range(n_features) for b in range(a + 1, n_features)]
-
-
-def _table_rows(
-    cardinalities: Sequence[int] | np.ndarray, pairs: list[tuple[int, int]]
-) -> np.ndarray:
-    """First CSR row of every pair (length P + 1): pair (a, b) owns K_a rows."""
-    return np.concatenate([[0], np.cumsum([cardinalities[a] for a, _ in pairs])]).astype(np.int64)
-
-
-PairTables = tuple[np.ndarray, np.ndarray, np.ndarray]
-
-
 def merge_pair_tables(
-    old: PairTables,
-    batch: PairTables,
-    old_cardinalities: Sequence[int] | np.ndarray,
-    cardinalities: Sequence[int] | np.ndarray,
-    moved: Sequence[np.ndarray | None],
-    wanted: ArrayLike,
+    old: dict[str, np.ndarray],
+    batch: dict[str, np.ndarray],
+    old_offsets: Sequence[int],
+    offsets: Sequence[int],
+    codes_of_old: Sequence[np.ndarray],
+    capped: np.ndarray,
+    parents: np.ndarray,
     decay: float,
-) -> PairTables:
-    """AODE's sparse pair tables (CSR ``(indptr, indices, counts)``, see
-    ``src/pair_counts.rs``) of the stored rows, moved onto the grown vocabulary and
-    multiplied by ``decay``, plus those of a batch already counted on it.
+    n_jobs: int,
+) -> dict[str, np.ndarray]:
+    """AODE's sparse pair tables (dicts of CSR ``indptr``, ``indices``, ``counts``, see
+    ``src/pair_counts.rs``) of the stored rows, moved onto the grown vocabulary
+    (``codes_of_old[f]``: the new code of every old code of feature f) and multiplied by
+    ``decay``, plus those of a batch already counted on it; merged in the core.
 
-    ``wanted[p]`` says whether pair p is still modelled (the memory cap can switch a pair
-    off as cardinalities grow, never on). Cells are kept sorted by (row, child value);
-    cells whose counts all reach 0 are dropped, as counting drops them.
+    Pairs the structure no longer models (the memory cap can switch a pair off as
+    cardinalities grow, never on) are dropped; cells whose counts all reach 0 are
+    dropped, as counting drops them.
     """
-    pairs = feature_pairs(len(cardinalities))
-    old_rows, rows = _table_rows(old_cardinalities, pairs), _table_rows(cardinalities, pairs)
-    old_indptr, old_indices, old_counts = old
-    indptr, indices, counts = batch
-    n_classes = counts.shape[1]
-    # the stored cells as (pair, parent value, child value) on the old vocabulary
-    row_of_cell = np.repeat(np.arange(old_rows[-1]), np.diff(old_indptr))
-    pair_of_row = np.repeat(np.arange(len(pairs)), np.diff(old_rows))
-    pair = pair_of_row[row_of_cell]
-    keep = np.asarray(wanted, dtype=bool)[pair] if len(pairs) else np.zeros(0, dtype=bool)
-    pair = pair[keep]
-    parent, child = np.array([p[0] for p in pairs] or [0]), np.array([p[1] for p in pairs] or [0])
-    old_feature_start = np.concatenate([[0], np.cumsum(old_cardinalities)]).astype(np.int64)
-    recode = np.concatenate(new_codes(moved, list(old_cardinalities)) or [np.zeros(0)])
-    recode = recode.astype(np.int64)
-    u = row_of_cell[keep] - old_rows[pair]
-    u = recode[old_feature_start[parent[pair]] + u]
-    v = recode[old_feature_start[child[pair]] + old_indices[keep].astype(np.int64)]
-    all_rows = np.concatenate([rows[pair] + u, np.repeat(np.arange(rows[-1]), np.diff(indptr))])
-    all_values = np.concatenate([v, indices.astype(np.int64)])
-    all_counts = np.concatenate([old_counts[keep] * decay, counts])
-    order = np.lexsort((all_values, all_rows))
-    all_rows, all_values, all_counts = all_rows[order], all_values[order], all_counts[order]
-    if all_rows.shape[0]:
-        starts = np.flatnonzero(
-            np.concatenate([[True], (np.diff(all_rows) != 0) | (np.diff(all_values) != 0)])
-        )
-        summed = np.add.reduceat(all_counts, starts, axis=0)
-        all_rows, all_values = all_rows[starts], all_values[starts]
-        nonzero = np.any(summed != 0, axis=1)
-        all_rows, all_values, summed = all_rows[nonzero], all_values[nonzero], summed[nonzero]
-    else:
-        summed = np.zeros((0, n_classes))
-    merged_indptr = np.concatenate([[0], np.cumsum(np.bincount(all_rows, minlength=rows[-1]))])
-    return (
-        merged_indptr.astype(np.int64),
-        all_values.astype(np.int32),
-        np.ascontiguousarray(summed, dtype=np.float64),
+    return _core.merge_pair_tables(
+        old,
+        batch,
+        old_offsets=list(old_offsets),
+        offsets=list(offsets),
+        new_codes=[np.asarray(c, dtype=np.int64).tolist() for c in codes_of_old],
+        capped=capped,
+        parents=parents,
+        decay=float(decay),
+        n_jobs=n_jobs,
     )

@@ -24,10 +24,10 @@ from ._base import (
 from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
 from ._online import (
     batch_classes,
-    feature_pairs,
     merge_pair_tables,
     move_columns,
     n_rows_of,
+    new_codes,
 )
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only
 
@@ -217,16 +217,22 @@ class AODE(CategoricalClassifier):
         )
         cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
         capped = self._capped(cardinality, n_classes)
-        check_pair_memory(cardinality, capped, codes.shape[1], n_classes)
-        indptr, indices, pair_counts = _core.count_pairs(
-            codes, labels, weights, offsets, n_classes, capped, threads
+        parents = np.ones(cardinality.shape[0], dtype=bool)
+        check_pair_memory(offsets, capped, parents, codes.shape[1], n_classes)
+        tables = _core.count_pairs(
+            codes,
+            labels,
+            weights,
+            offsets=offsets,
+            n_classes=n_classes,
+            capped=capped,
+            parents=parents,
+            n_jobs=threads,
         )
         self._learn_vocabulary(encoder, classes)
         self.class_count_ = class_count
         self.capped_ = capped
-        self.pair_indptr_ = indptr
-        self.pair_indices_ = indices
-        self.pair_counts_ = pair_counts
+        self._set_pair_tables(tables)
         self._counts = counts
         self._solve(threads)
         return self
@@ -276,7 +282,7 @@ class AODE(CategoricalClassifier):
             encoder = copy.copy(
                 self._encoder
             )  # extended on the side: a failed batch changes nothing
-            old_offsets, old_cardinality = encoder.offsets, encoder.cardinalities
+            old_offsets, old_cardinality = encoder.offsets, list(encoder.cardinalities)
             codes, moved = encoder.extend(X, n_threads=threads, owner=type(self).__name__)
         offsets = encoder.offsets
         check_table_size(n_classes, offsets[-1])
@@ -285,12 +291,22 @@ class AODE(CategoricalClassifier):
         if not first_call:
             # a pair capped once stays capped: the rows before were never counted for it
             capped |= self.capped_
+        parents = np.ones(cardinality.shape[0], dtype=bool)
         stored_cells = 0 if first_call else self.pair_indices_.shape[0]
-        check_pair_memory(cardinality, capped, n_rows, n_classes, stored_cells)
+        check_pair_memory(offsets, capped, parents, n_rows, n_classes, stored_cells)
         batch_class_count, batch_counts = _core.count_categories(
             codes, labels, weights, offsets, n_classes, threads
         )
-        batch_pairs = _core.count_pairs(codes, labels, weights, offsets, n_classes, capped, threads)
+        batch_pairs = _core.count_pairs(
+            codes,
+            labels,
+            weights,
+            offsets=offsets,
+            n_classes=n_classes,
+            capped=capped,
+            parents=parents,
+            n_jobs=threads,
+        )
         if first_call:
             class_count, counts, pair_tables = batch_class_count, batch_counts, batch_pairs
         else:
@@ -298,94 +314,73 @@ class AODE(CategoricalClassifier):
             counts = move_columns(self._counts, old_offsets, offsets, moved) * decay
             counts += batch_counts
             class_count = self.class_count_ * decay + batch_class_count
-            wanted = [
-                not (capped[a, b] and capped[b, a]) for a, b in feature_pairs(len(cardinality))
-            ]
-            old_tables = (self.pair_indptr_, self.pair_indices_, self.pair_counts_)
             pair_tables = merge_pair_tables(
-                old_tables, batch_pairs, old_cardinality, cardinality, moved, wanted, decay
+                self._pair_tables(),
+                batch_pairs,
+                old_offsets,
+                offsets,
+                new_codes(moved, old_cardinality),
+                capped,
+                parents,
+                decay,
+                threads,
             )
         self._learn_vocabulary(encoder, declared)
         self.class_count_ = class_count
         self.capped_ = capped
-        self.pair_indptr_, self.pair_indices_, self.pair_counts_ = pair_tables
+        self._set_pair_tables(pair_tables)
         self._counts = counts
         self._solve(threads)
         return self
 
+    def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
+        self.pair_indptr_ = tables["indptr"]
+        self.pair_indices_ = tables["indices"]
+        self.pair_counts_ = tables["counts"]
+
+    def _pair_tables(self) -> dict[str, np.ndarray]:
+        return {
+            "indptr": self.pair_indptr_,
+            "indices": self.pair_indices_,
+            "counts": self.pair_counts_,
+        }
+
     def _solve(self, threads: int) -> None:
-        """Smooths every child conditional from the stored counts and pair tables."""
-        counts, class_count, capped = self._counts, self.class_count_, self.capped_
-        indptr, indices, pair_counts = self.pair_indptr_, self.pair_indices_, self.pair_counts_
-        offsets, cardinality = self._encoder.offsets, self.n_categories_
-        n_classes = class_count.shape[0]
-        low, high = concentration_interval(self.concentration_bounds)
-
-        # the Naive Bayes child: fallback rows and capped pairs (SPEC)
+        """Assembles the whole model from the stored counts and pair tables (one core call)."""
+        self.class_log_prior_ = class_log_prior(
+            self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
+        )
         heb = self.smoothing == "heb"
-        child_mean = _core.prior_mean(counts, offsets, "marginal" if heb else "uniform")
-        n_features = len(cardinality)
-        if heb:
-            marginal_m, _, _, nb_converged = _core.fit_concentrations(
-                counts,
-                class_count,
-                child_mean,
-                offsets,
-                float(self.min_count),
-                low,
-                high,
-                threads,
-            )
-        else:
-            marginal_m = np.broadcast_to(cardinality.astype(np.float64), (n_classes, n_features))
-            marginal_m = np.ascontiguousarray(marginal_m)
-            nb_converged = np.ones_like(marginal_m, dtype=bool)
-        marginal_table = _core.log_probability_table(
-            counts, child_mean, marginal_m, offsets, threads
+        model = _core.fit_aode(
+            self.class_count_,
+            self._counts,
+            self._pair_tables(),
+            offsets=self._encoder.offsets,
+            capped=self.capped_,
+            parents=np.ones(self.capped_.shape[0], dtype=bool),
+            smoothing=self.prior if heb else "laplace",
+            parent_smoothing=self.parent_smoothing,
+            min_count=float(self.min_count),
+            concentration_bounds=concentration_interval(self.concentration_bounds),
+            class_log_prior=self.class_log_prior_.tolist(),
+            replace_class_prior=not (self.fit_prior and self.class_prior is None),
+            n_jobs=threads,
         )
-
-        (concentration, pooled, log_evidence, n_iter, converged, cell_log_prob, unseen_log_prob) = (
-            _core.fit_aode_children(
-                indptr,
-                indices,
-                pair_counts,
-                counts,
-                child_mean,
-                capped,
-                offsets,
-                self.prior if heb else "laplace",
-                float(self.min_count),
-                low,
-                high,
-                threads,
-            )
-        )
-        parent_m, parent_converged = self._parent_concentrations(counts, offsets, threads)
-        not_converged = int((~converged).sum() + (~nb_converged).sum() + (~parent_converged).sum())
-        if not_converged:
+        if model["n_not_converged"]:
             warnings.warn(
-                f"the concentration solver did not converge for {not_converged} problems",
+                "the concentration solver did not converge for "
+                f"{model['n_not_converged']} problems",
                 ConvergenceWarning,
                 stacklevel=3,
             )
-
-        self.class_log_prior_ = class_log_prior(
-            class_count, fit_prior=self.fit_prior, class_prior=self.class_prior
-        )
-        self.concentration_ = concentration
-        self.pooled_concentration_ = pooled
-        self.log_evidence_ = log_evidence
-        self.n_iter_ = n_iter
-        self.converged_ = converged
-        self.marginal_concentration_ = marginal_m
-        self.parent_concentration_ = parent_m
-        self._parent_count = counts.sum(axis=0)
-        self._parent_log_prob = self._parent_table(counts, offsets)
-        self._marginal_log_prob = np.ascontiguousarray(marginal_table.T)
-        with np.errstate(divide="ignore"):
-            self._log_child_mean = np.log(child_mean)
-        self._cell_log_prob = cell_log_prob.reshape(cell_log_prob.shape[0], 2 * n_classes)
-        self._unseen_log_prob = unseen_log_prob
+        self.concentration_ = model["concentration"]
+        self.pooled_concentration_ = model["pooled_concentration"]
+        self.log_evidence_ = model["log_evidence"]
+        self.n_iter_ = model["n_iter"]
+        self.converged_ = model["converged"]
+        self.marginal_concentration_ = model["marginal_concentration"]
+        self.parent_concentration_ = model["parent_concentration"]
+        self._model = model
 
     def _capped(self, cardinality: np.ndarray, n_classes: int) -> np.ndarray:
         """The paper's memory cap: which (parent, child) orientations use P(x_j | y)."""
@@ -398,122 +393,45 @@ class AODE(CategoricalClassifier):
         np.fill_diagonal(capped, False)
         return capped
 
-    def _parent_concentrations(
-        self, counts: np.ndarray, offsets: Sequence[int], threads: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``m_i`` of every parent term's ``P(y | x_i)`` and whether each solve converged."""
-        n_classes, n_features = counts.shape[0], len(offsets) - 1
-        if self.parent_smoothing == "laplace":
-            empty = np.diff(np.asarray(offsets)) == 0
-            return np.where(empty, np.nan, float(n_classes)), np.ones(n_features, dtype=bool)
-        low, high = concentration_interval(self.concentration_bounds)
-        class_mean = np.ascontiguousarray(self._parent_class_mean(counts, offsets).T)
-        m, _, _, converged = _core.fit_parent_concentrations(
-            counts, class_mean, list(offsets), low, high, threads
-        )
-        return m, converged
-
-    @staticmethod
-    def _parent_class_mean(counts: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
-        """``pi^(i)_y = (N_y^(i) + 1) / (S_i + C)``, the Laplace class distribution of the
-        rows where ``x_i`` is present, shape (C, F)."""
-        per_feature = feature_sums(counts, offsets)  # N_y^(i)
-        mean: np.ndarray = (per_feature + 1.0) / (per_feature.sum(axis=0) + counts.shape[0])
-        return mean
-
-    def _parent_table(self, counts: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
-        """ln P(y = c, x_i = u) (eq. 8, or its empirical-Bayes option), shape (sum K_f, C)."""
-        n_classes = counts.shape[0]
-        bounds = np.asarray(offsets)
-        feature_of = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
-        cardinality = np.diff(bounds)[feature_of]
-        # N_c^(i): rows of class c with x_i present
-        per_class = feature_sums(counts, offsets)[:, feature_of]
-        present = per_class.sum(axis=0)  # S_i
-        if self.parent_smoothing == "heb":
-            # P(u) P(y | u): P(u) = (N_u + C) / (S_i + C K_i) as in eq. 8, P(y | u) shrunk
-            # toward pi^(i) with m_i
-            value_total = counts.sum(axis=0)
-            m = self.parent_concentration_[feature_of]
-            pi = (per_class + 1.0) / (present + n_classes)  # pi^(i)_y of every column
-            joint = (
-                np.log(value_total + n_classes)
-                - np.log(present + n_classes * cardinality)
-                + np.log(counts + m * pi)
-                - np.log(value_total + m)
-            )
-            if not (self.fit_prior and self.class_prior is None):
-                # pi_y P(u | y), P(u | y) the joint normalised over the seen values
-                marginal = feature_sums(np.exp(joint), offsets)[:, feature_of]
-                joint = self.class_log_prior_[:, None] + joint - np.log(marginal)
-            return np.ascontiguousarray(joint.T)
-        if self.fit_prior and self.class_prior is None:
-            table = np.log(counts + 1.0) - np.log(present + n_classes * cardinality)
-        else:
-            table = (
-                self.class_log_prior_[:, None]
-                + np.log(counts + 1.0)
-                - np.log(per_class + cardinality)
-            )
-        return np.ascontiguousarray(table.T)
-
     def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         codes, threads = self._encode(X)
         return _core.aode_joint_log_likelihood(
             codes,
-            self.pair_indptr_,
-            self.pair_indices_,
-            self.pair_counts_,
-            self._cell_log_prob,
-            self._unseen_log_prob,
-            self._log_child_mean,
-            self.capped_,
-            self._parent_log_prob,
-            self._parent_count,
-            float(self.min_parent_count),
-            self._marginal_log_prob,
-            self.class_log_prior_,
-            self._encoder.offsets,
-            threads,
+            self._model,
+            self._pair_tables(),
+            offsets=self._encoder.offsets,
+            min_parent_count=float(self.min_parent_count),
+            n_jobs=threads,
         )
 
 
-def feature_sums(table: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
-    """Sum of each feature's columns of a ``(rows, sum K_f)`` table, shape ``(rows, F)``
-    (0 for a feature without categories)."""
-    bounds = np.asarray(offsets)
-    running = np.concatenate([np.zeros((table.shape[0], 1)), np.cumsum(table, axis=1)], axis=1)
-    sums: np.ndarray = running[:, bounds[1:]] - running[:, bounds[:-1]]
-    return sums
-
-
 def check_pair_memory(
-    cardinality: np.ndarray,
+    offsets: Sequence[int],
     capped: np.ndarray,
+    parents: np.ndarray,
     n_rows: int,
     n_classes: int,
     stored_cells: int = 0,
 ) -> None:
-    """Refuses with MemoryError a fit whose pair tables could outgrow the memory budget.
+    """Refuses with MemoryError a fit whose tables could outgrow the memory budget.
 
-    A pair (a, b) stores at most ``min(S, K_a K_b)`` cells, each 4 bytes of key and 8 C of
-    counts, and the fitted model 16 C bytes more per cell (both orientations); every pair
-    keeps a CSR row per value of ``a``; and the per-pair results are (C, F, F) arrays.
+    The core plans the bytes (``_core.aode_planned_bytes``: pair tables while counting,
+    child tables, per-pair diagnostics, per-category tables, the scorer's index); this
+    compares them with the memory the process may use.
     """
-    n_features = cardinality.shape[0]
-    upper = np.triu_indices(n_features, k=1)
-    wanted = ~(capped[upper] & capped.T[upper])
-    k_a, k_b = cardinality[upper[0]][wanted], cardinality[upper[1]][wanted]
-    cells = float(np.minimum(float(n_rows), k_a.astype(float) * k_b).sum()) + stored_cells
-    total = (
-        cells * (4 + 24 * n_classes)
-        + 8.0 * float((k_a + 1).sum())
-        + 48.0 * n_classes * n_features * n_features
+    planned = _core.aode_planned_bytes(
+        offsets=list(offsets),
+        capped=capped,
+        parents=parents,
+        n_rows=int(n_rows),
+        n_classes=int(n_classes),
+        stored_cells=int(stored_cells),
     )
-    budget = memory_budget_bytes() / 2
-    if total > budget:
+    budget = memory_budget_bytes()
+    if planned["total"] > budget:
         raise MemoryError(
-            f"the pair tables of {n_features} features could need {total / 2**30:.1f} GiB, "
-            f"beyond what memory allows ({budget / 2**30:.1f} GiB): use fewer or coarser "
-            "features, or the memory cap (max_parent_cardinality, max_joint_cells)"
+            f"the pair tables of {len(offsets) - 1} features could need "
+            f"{planned['total'] / 2**30:.1f} GiB, beyond what memory allows "
+            f"({budget / 2**30:.1f} GiB): use fewer or coarser features, max_parents, "
+            "or the memory cap (max_parent_cardinality, max_joint_cells)"
         )

@@ -243,7 +243,7 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (size, n_samples, n_classes)
         """
         whole = isinstance(size, numbers.Integral) and not isinstance(size, (bool, np.bool_))
-        if not (whole and size >= 0):  # 1.5 was truncated to 1
+        if not (whole and size >= 0):  # a fractional size is refused, never truncated
             raise ValueError(f"size must be an integer >= 0, got {size!r}")
         alphas = self._posterior_alphas(X)
         # Dirichlet draws as normalised independent gamma draws

@@ -1,71 +1,81 @@
-//! Bindings of the AODE kernels: pair tables, child and parent concentrations, scoring.
+//! Bindings of the AODE kernels: pair tables (counting, merging), the planned memory,
+//! the one-call fit and the scorer. Tables travel as dicts of numpy arrays.
 
-use numpy::{IntoPyArray, PyArray1, PyArray3, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::PyValueError;
+use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-use super::{layout, run, to_py_err, Array2Py, Solutions1Py};
-use crate::aode::{self, AodeModel, AodeSettings, ChildSmoothing};
-use crate::pair_counts::{self, PairTablesView};
-use crate::parent_prior;
+use super::{layout, run, to_py_err};
+use crate::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing, Structure};
+use crate::layout::FeatureLayout;
+use crate::pair_counts::{self, PairTables, PairTablesView};
 use crate::solver::SolverSettings;
 
-/// `m_i` of each super-parent's empirical-Bayes class distribution, from the `(C, sum K_f)`
-/// counts and the `(F, C)` class means: `(concentration, log_evidence, n_iter, converged)`,
-/// each of shape `(F,)`.
-#[pyfunction]
-pub(super) fn fit_parent_concentrations<'py>(
-    py: Python<'py>,
-    counts: PyReadonlyArray2<'py, f64>,
-    class_mean: PyReadonlyArray2<'py, f64>,
-    offsets: Vec<usize>,
-    min_concentration: f64,
-    max_concentration: f64,
-    n_jobs: usize,
-) -> PyResult<Solutions1Py<'py>> {
-    let layout = layout(offsets)?;
-    let settings = SolverSettings::new(min_concentration, max_concentration).map_err(to_py_err)?;
-    let (counts, class_mean) = (counts.as_array(), class_mean.as_array());
-    let fit = run(py, n_jobs, || {
-        parent_prior::fit_parent_concentrations(counts, class_mean, &layout, &settings)
-    })?;
-    Ok((
-        fit.iter()
-            .map(|s| s.concentration)
-            .collect::<Vec<_>>()
-            .into_pyarray(py),
-        fit.iter()
-            .map(|s| s.log_evidence)
-            .collect::<Vec<_>>()
-            .into_pyarray(py),
-        fit.iter()
-            .map(|s| s.n_iter as i64)
-            .collect::<Vec<_>>()
-            .into_pyarray(py),
-        fit.iter()
-            .map(|s| s.converged)
-            .collect::<Vec<_>>()
-            .into_pyarray(py),
-    ))
-}
-
-/// A row-major F x F mask of capped (parent, child) orientations.
-fn capped_mask<'a>(
+/// The two masks of a [`Structure`]: capped `(F, F)` and super-parents `(F,)`.
+fn structure<'a>(
     capped: &'a PyReadonlyArray2<'_, bool>,
+    parents: &'a PyReadonlyArray1<'_, bool>,
     n_features: usize,
-) -> PyResult<&'a [bool]> {
-    let mask = capped.as_slice()?;
+) -> PyResult<Structure<'a>> {
     if capped.as_array().dim() != (n_features, n_features) {
         return Err(PyValueError::new_err(
             "capped mask must be (n_features, n_features)",
         ));
     }
-    Ok(mask)
+    let s = Structure {
+        capped: capped.as_slice()?,
+        parents: parents.as_slice()?,
+    };
+    s.check(n_features).map_err(to_py_err)?;
+    Ok(s)
 }
 
-/// AODE pair tables `(indptr, indices, counts)`; pairs capped in both orientations are left empty.
+/// An item of a dict, or KeyError naming it.
+fn item<'py, T: FromPyObjectOwned<'py>>(dict: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+    dict.get_item(key)?
+        .ok_or_else(|| PyKeyError::new_err(format!("missing {key:?}")))?
+        .extract::<T>()
+        .map_err(Into::into)
+}
+
+/// The arrays of a pair-table dict (`indptr`, `indices`, `counts`).
+struct PairArrays<'py> {
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i32>,
+    counts: PyReadonlyArray2<'py, f64>,
+}
+
+impl<'py> PairArrays<'py> {
+    fn from_dict(dict: &Bound<'py, PyDict>) -> PyResult<Self> {
+        Ok(Self {
+            indptr: item(dict, "indptr")?,
+            indices: item(dict, "indices")?,
+            counts: item(dict, "counts")?,
+        })
+    }
+
+    fn view(&self) -> PyResult<PairTablesView<'_>> {
+        Ok(PairTablesView {
+            indptr: self.indptr.as_slice()?,
+            indices: self.indices.as_slice()?,
+            counts: self.counts.as_array(),
+        })
+    }
+}
+
+fn pair_dict<'py>(py: Python<'py>, tables: PairTables) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("indptr", tables.indptr.into_pyarray(py))?;
+    out.set_item("indices", tables.indices.into_pyarray(py))?;
+    out.set_item("counts", tables.counts.into_pyarray(py))?;
+    Ok(out)
+}
+
+/// AODE pair tables `{"indptr", "indices", "counts"}` of the pairs the structure models.
 #[pyfunction]
-#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+#[pyo3(signature = (codes, labels, weights, /, *, offsets, n_classes, capped, parents, n_jobs))]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn count_pairs<'py>(
     py: Python<'py>,
     codes: PyReadonlyArray2<'py, i32>,
@@ -74,55 +84,108 @@ pub(super) fn count_pairs<'py>(
     offsets: Vec<usize>,
     n_classes: usize,
     capped: PyReadonlyArray2<'py, bool>,
+    parents: PyReadonlyArray1<'py, bool>,
     n_jobs: usize,
-) -> PyResult<(
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i32>>,
-    Array2Py<'py>,
-)> {
+) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout(offsets)?;
-    let f = layout.n_features();
-    let mask = capped_mask(&capped, f)?;
+    let s = structure(&capped, &parents, layout.n_features())?;
     let (codes, labels, weights) = (codes.as_array(), labels.as_array(), weights.as_array());
     let tables = run(py, n_jobs, || {
         pair_counts::count_pairs(codes, labels, weights, &layout, n_classes, |a, b| {
-            !(mask[a * f + b] && mask[b * f + a])
+            s.wanted(a, b)
         })
     })?;
-    Ok((
-        tables.indptr.into_pyarray(py),
-        tables.indices.into_pyarray(py),
-        tables.counts.into_pyarray(py),
-    ))
+    pair_dict(py, tables)
 }
 
-/// Child conditionals of every ordered pair: `(concentration, pooled_concentration,
-/// log_evidence, n_iter, converged, cell_log_prob, unseen_log_prob)`.
+/// Stored pair tables moved onto a grown vocabulary (`new_codes[f][u]`: new code of old
+/// code u), times `decay`, plus a batch's tables.
 #[pyfunction]
-#[allow(clippy::type_complexity, clippy::too_many_arguments)]
-pub(super) fn fit_aode_children<'py>(
+#[pyo3(signature = (old, batch, /, *, old_offsets, offsets, new_codes, capped, parents, decay, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn merge_pair_tables<'py>(
     py: Python<'py>,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i32>,
-    counts: PyReadonlyArray2<'py, f64>,
-    category_counts: PyReadonlyArray2<'py, f64>,
-    child_mean: PyReadonlyArray1<'py, f64>,
-    capped: PyReadonlyArray2<'py, bool>,
+    old: Bound<'py, PyDict>,
+    batch: Bound<'py, PyDict>,
+    old_offsets: Vec<usize>,
     offsets: Vec<usize>,
-    smoothing: &str,
-    min_count: f64,
-    min_concentration: f64,
-    max_concentration: f64,
+    new_codes: Vec<Vec<usize>>,
+    capped: PyReadonlyArray2<'py, bool>,
+    parents: PyReadonlyArray1<'py, bool>,
+    decay: f64,
     n_jobs: usize,
-) -> PyResult<(
-    Bound<'py, PyArray3<f64>>,
-    Array2Py<'py>,
-    Bound<'py, PyArray3<f64>>,
-    Bound<'py, PyArray3<i64>>,
-    Bound<'py, PyArray3<bool>>,
-    Bound<'py, PyArray3<f64>>,
-    Array2Py<'py>,
-)> {
+) -> PyResult<Bound<'py, PyDict>> {
+    let (old_layout, layout) = (layout(old_offsets)?, layout(offsets)?);
+    let s = structure(&capped, &parents, layout.n_features())?;
+    let (old, batch) = (PairArrays::from_dict(&old)?, PairArrays::from_dict(&batch)?);
+    let (old, batch) = (old.view()?, batch.view()?);
+    let n_classes = batch.counts.ncols();
+    let tables = run(py, n_jobs, || {
+        pair_counts::merge_pair_tables(
+            old,
+            &old_layout,
+            batch,
+            &layout,
+            &new_codes,
+            n_classes,
+            decay,
+            |a, b| s.wanted(a, b),
+        )
+    })?;
+    pair_dict(py, tables)
+}
+
+/// Upper bound of the bytes a fit will hold, by part, and their `total`.
+#[pyfunction]
+#[pyo3(signature = (*, offsets, capped, parents, n_rows, n_classes, stored_cells))]
+pub(super) fn aode_planned_bytes<'py>(
+    py: Python<'py>,
+    offsets: Vec<usize>,
+    capped: PyReadonlyArray2<'py, bool>,
+    parents: PyReadonlyArray1<'py, bool>,
+    n_rows: usize,
+    n_classes: usize,
+    stored_cells: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let layout: FeatureLayout = layout(offsets)?;
+    let s = structure(&capped, &parents, layout.n_features())?;
+    let planned = aode::planned_bytes(&layout, &s, n_rows, n_classes, stored_cells);
+    let out = PyDict::new(py);
+    // as floats: the bounds may exceed 2^64 for absurd inputs
+    out.set_item("pair_tables", planned.pair_tables as f64)?;
+    out.set_item("child_tables", planned.child_tables as f64)?;
+    out.set_item("diagnostics", planned.diagnostics as f64)?;
+    out.set_item("category_tables", planned.category_tables as f64)?;
+    out.set_item("scoring_index", planned.scoring_index as f64)?;
+    out.set_item("total", planned.total() as f64)?;
+    Ok(out)
+}
+
+/// The whole AODE model from the single counts and the pair tables: a dict of every
+/// scoring table and diagnostic (see `aode::AodeFit`), plus the structure it was fitted on.
+#[pyfunction]
+#[pyo3(signature = (
+    class_count, counts, pair_tables, /, *, offsets, capped, parents, smoothing,
+    parent_smoothing, min_count, concentration_bounds, class_log_prior,
+    replace_class_prior, n_jobs
+))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fit_aode<'py>(
+    py: Python<'py>,
+    class_count: PyReadonlyArray1<'py, f64>,
+    counts: PyReadonlyArray2<'py, f64>,
+    pair_tables: Bound<'py, PyDict>,
+    offsets: Vec<usize>,
+    capped: PyReadonlyArray2<'py, bool>,
+    parents: PyReadonlyArray1<'py, bool>,
+    smoothing: &str,
+    parent_smoothing: &str,
+    min_count: f64,
+    concentration_bounds: (f64, f64),
+    class_log_prior: Vec<f64>,
+    replace_class_prior: bool,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
     let smoothing = match smoothing {
         "laplace" => ChildSmoothing::Laplace,
         "pooled" => ChildSmoothing::HebPooled,
@@ -133,73 +196,95 @@ pub(super) fn fit_aode_children<'py>(
             )))
         }
     };
-    let layout = layout(offsets)?;
-    let settings = AodeSettings {
-        smoothing,
-        min_count,
-        solver: SolverSettings::new(min_concentration, max_concentration).map_err(to_py_err)?,
+    let parent_smoothing = match parent_smoothing {
+        "laplace" => ParentSmoothing::Laplace,
+        "heb" => ParentSmoothing::Heb,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown parent smoothing {other:?}: expected 'laplace' or 'heb'"
+            )))
+        }
     };
-    let mask = capped_mask(&capped, layout.n_features())?;
-    let tables = PairTablesView {
-        indptr: indptr.as_slice()?,
-        indices: indices.as_slice()?,
+    let layout = layout(offsets)?;
+    let s = structure(&capped, &parents, layout.n_features())?;
+    let (low, high) = concentration_bounds;
+    let params = AodeParams {
+        smoothing,
+        parent_smoothing,
+        min_count,
+        solver: SolverSettings::new(low, high).map_err(to_py_err)?,
+        class_log_prior,
+        replace_class_prior,
+    };
+    let tables = PairArrays::from_dict(&pair_tables)?;
+    let tables = tables.view()?;
+    let single = AodeCounts {
+        class_count: class_count.as_slice()?,
         counts: counts.as_array(),
     };
-    let category_counts = category_counts.as_array();
-    let child_mean = child_mean.as_slice()?;
     let fit = run(py, n_jobs, || {
-        aode::fit_children(
-            tables,
-            category_counts,
-            child_mean,
-            mask,
-            &layout,
-            &settings,
-        )
+        aode::fit(single, tables, &layout, &s, &params)
     })?;
-    Ok((
-        fit.concentration.into_pyarray(py),
+    let out = PyDict::new(py);
+    out.set_item("n_not_converged", fit.n_not_converged())?;
+    out.set_item("concentration", fit.concentration.into_pyarray(py))?;
+    out.set_item(
+        "pooled_concentration",
         fit.pooled_concentration.into_pyarray(py),
-        fit.log_evidence.into_pyarray(py),
-        fit.n_iter.into_pyarray(py),
-        fit.converged.into_pyarray(py),
-        fit.cell_log_prob.into_pyarray(py),
-        fit.unseen_log_prob.into_pyarray(py),
-    ))
+    )?;
+    out.set_item("log_evidence", fit.log_evidence.into_pyarray(py))?;
+    out.set_item("n_iter", fit.n_iter.into_pyarray(py))?;
+    out.set_item("converged", fit.converged.into_pyarray(py))?;
+    out.set_item("cell_log_prob", fit.cell_log_prob.into_pyarray(py))?;
+    out.set_item("unseen_log_prob", fit.unseen_log_prob.into_pyarray(py))?;
+    out.set_item("log_child_mean", fit.log_child_mean.into_pyarray(py))?;
+    out.set_item(
+        "marginal_concentration",
+        fit.marginal_concentration.into_pyarray(py),
+    )?;
+    out.set_item("marginal_log_prob", fit.marginal_log_prob.into_pyarray(py))?;
+    out.set_item(
+        "parent_concentration",
+        fit.parent_concentration.into_pyarray(py),
+    )?;
+    out.set_item("parent_log_prob", fit.parent_log_prob.into_pyarray(py))?;
+    out.set_item("parent_count", fit.parent_count.into_pyarray(py))?;
+    out.set_item("class_log_prior", fit.class_log_prior.into_pyarray(py))?;
+    out.set_item("capped", capped.as_array().to_owned().into_pyarray(py))?;
+    out.set_item("parents", parents.as_array().to_owned().into_pyarray(py))?;
+    Ok(out)
 }
 
-/// AODE joint log-likelihood `(S, C)` of feature-major codes `(F, S)` (SPEC eq. 7).
+/// AODE joint log-likelihood `(S, C)` of feature-major codes `(F, S)` (SPEC eq. 7), from
+/// the dict `fit_aode` returned and the pair tables it was fitted on.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (codes, model, pair_tables, /, *, offsets, min_parent_count, n_jobs))]
 pub(super) fn aode_joint_log_likelihood<'py>(
     py: Python<'py>,
     codes: PyReadonlyArray2<'py, i32>,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i32>,
-    counts: PyReadonlyArray2<'py, f64>,
-    cell_log_prob: PyReadonlyArray2<'py, f64>,
-    unseen_log_prob: PyReadonlyArray2<'py, f64>,
-    log_child_mean: PyReadonlyArray1<'py, f64>,
-    capped: PyReadonlyArray2<'py, bool>,
-    parent_log_prob: PyReadonlyArray2<'py, f64>,
-    parent_count: PyReadonlyArray1<'py, f64>,
-    min_parent_count: f64,
-    marginal_log_prob: PyReadonlyArray2<'py, f64>,
-    class_log_prior: PyReadonlyArray1<'py, f64>,
+    model: Bound<'py, PyDict>,
+    pair_tables: Bound<'py, PyDict>,
     offsets: Vec<usize>,
+    min_parent_count: f64,
     n_jobs: usize,
-) -> PyResult<Array2Py<'py>> {
+) -> PyResult<Bound<'py, numpy::PyArray2<f64>>> {
     let layout = layout(offsets)?;
-    let model = AodeModel {
-        pair_tables: PairTablesView {
-            indptr: indptr.as_slice()?,
-            indices: indices.as_slice()?,
-            counts: counts.as_array(),
-        },
+    let tables = PairArrays::from_dict(&pair_tables)?;
+    let cell_log_prob: PyReadonlyArray2<f64> = item(&model, "cell_log_prob")?;
+    let unseen_log_prob: PyReadonlyArray2<f64> = item(&model, "unseen_log_prob")?;
+    let log_child_mean: PyReadonlyArray1<f64> = item(&model, "log_child_mean")?;
+    let parent_log_prob: PyReadonlyArray2<f64> = item(&model, "parent_log_prob")?;
+    let parent_count: PyReadonlyArray1<f64> = item(&model, "parent_count")?;
+    let marginal_log_prob: PyReadonlyArray2<f64> = item(&model, "marginal_log_prob")?;
+    let class_log_prior: PyReadonlyArray1<f64> = item(&model, "class_log_prior")?;
+    let capped: PyReadonlyArray2<bool> = item(&model, "capped")?;
+    let parents: PyReadonlyArray1<bool> = item(&model, "parents")?;
+    let model = aode::AodeModel {
+        pair_tables: tables.view()?,
         cell_log_prob: cell_log_prob.as_array(),
         unseen_log_prob: unseen_log_prob.as_array(),
         log_child_mean: log_child_mean.as_slice()?,
-        capped: capped_mask(&capped, layout.n_features())?,
+        structure: structure(&capped, &parents, layout.n_features())?,
         parent_log_prob: parent_log_prob.as_array(),
         parent_count: parent_count.as_slice()?,
         min_parent_count,
@@ -215,9 +300,10 @@ pub(super) fn aode_joint_log_likelihood<'py>(
 
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(fit_parent_concentrations, m)?)?;
     m.add_function(wrap_pyfunction!(count_pairs, m)?)?;
-    m.add_function(wrap_pyfunction!(fit_aode_children, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_pair_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(aode_planned_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_aode, m)?)?;
     m.add_function(wrap_pyfunction!(aode_joint_log_likelihood, m)?)?;
     Ok(())
 }

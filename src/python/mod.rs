@@ -45,14 +45,6 @@ pub(super) fn run<T: Send>(
 
 pub(super) type Array1Py<'py> = Bound<'py, PyArray1<f64>>;
 pub(super) type Array2Py<'py> = Bound<'py, PyArray2<f64>>;
-/// `(concentration, log_evidence, n_iter, converged)` of a list of solves.
-pub(super) type Solutions1Py<'py> = (
-    Array1Py<'py>,
-    Array1Py<'py>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<bool>>,
-);
-
 /// The compiled core of hebnb.
 #[pymodule]
 #[pyo3(name = "_core")]

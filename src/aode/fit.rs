@@ -1,0 +1,611 @@
+//! The whole AODE model in one call: the Naive Bayes child (SPEC eq. 1's smoother, for
+//! rows without a super-parent and capped orientations), the super-parent term (eq. 8 or
+//! its empirical-Bayes option, [`crate::parent_prior`]) and the child conditionals of
+//! every modelled orientation (eqs. 9-11 and the two-level prior; see [`super`]).
+//!
+//! Every evidence is built from the non-zero cells only. A child of a parent with at most
+//! [`MAX_DOCUMENTS`] values and at most [`MAX_CELLS`] non-zero cells, with whole counts
+//! (the common case of wide data), is solved on the stack by
+//! [`crate::small_solver`]; the others by the general solver. Both return the global
+//! maximiser. Pairs are fitted in parallel in chunks of consecutive pairs, each writing
+//! its own slice of the output tables, so results do not depend on the thread count.
+//!
+//! # What is stored
+//! For every stored cell and both orientations, `ln P(child | c, parent)` (an (nnz, 2 C)
+//! table; NaN in an orientation that is not modelled); for every parent value of every
+//! modelled orientation the "unseen cell" part `ln m + ln(two-level weight) - ln(N_{c,u}
+//! + m)`, to which the scorer adds `ln mu_{j,v}`.
+
+use ndarray::{Array2, Array3, ArrayView2};
+use rayon::prelude::*;
+
+use super::{AodeParams, ChildSmoothing, ParentSmoothing, Structure};
+use crate::error::{check_len, HebError, Result};
+use crate::evidence::EvidenceTerms;
+use crate::layout::FeatureLayout;
+use crate::naive_bayes::{self, prior_mean, PriorMean};
+use crate::pair_counts::{pair_row_offsets, pairs, PairTablesView};
+use crate::parent_prior;
+use crate::small_solver::{maximise_small, SmallEvidence, MAX_CELLS, MAX_DOCUMENTS};
+use crate::smoothing::log_smoothed;
+use crate::solver::{maximise_evidence_from, Evidence, Solution, SolverSettings};
+
+/// The single counts of a training set.
+#[derive(Debug, Clone, Copy)]
+pub struct AodeCounts<'a> {
+    /// `N_c`, length C.
+    pub class_count: &'a [f64],
+    /// `N_{c,f,v}`, shape (C, sum K_f).
+    pub counts: ArrayView2<'a, f64>,
+}
+
+/// Every table the scorer reads, and the fit's diagnostics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AodeFit {
+    /// `m_{c,i,j}`, shape (C, F, F); NaN on the diagonal and where not modelled.
+    pub concentration: Array3<f64>,
+    /// `a_{i,j}` of the two-level prior, shape (F, F); NaN where not fitted.
+    pub pooled_concentration: Array2<f64>,
+    /// Log evidence at `m_{c,i,j}`, shape (C, F, F); NaN where not fitted (and for Laplace).
+    pub log_evidence: Array3<f64>,
+    /// Solver evaluations for `m_{c,i,j}` (0 where a rule decided), shape (C, F, F).
+    pub n_iter: Array3<i64>,
+    /// Whether each solve met its stopping rule, shape (C, F, F).
+    pub converged: Array3<bool>,
+    /// `ln P(child | c, parent)` of every stored cell, shape (nnz, 2 C): columns `0..C`
+    /// have the pair's first feature as parent, `C..2C` the second.
+    pub cell_log_prob: Array2<f64>,
+    /// Per modelled orientation and parent value ([`Structure::unseen_row_offsets`]),
+    /// shape (rows, C): the log probability of an unseen cell less `ln mu_{j,v}`.
+    pub unseen_log_prob: Array2<f64>,
+    /// `ln mu_{j,v}` of the child mean (uniform for Laplace), per category; `-inf` marks
+    /// a category that never scores (zero mean, SPEC).
+    pub log_child_mean: Vec<f64>,
+    /// The Naive Bayes child's `m_{c,j}`, shape (C, F).
+    pub marginal_concentration: Array2<f64>,
+    /// Whether each Naive Bayes solve converged, shape (C, F).
+    pub marginal_converged: Array2<bool>,
+    /// Naive Bayes `ln theta_{c,j,v}`, shape (sum K_f, C).
+    pub marginal_log_prob: Array2<f64>,
+    /// `m_i` of the parent term's `P(y | x_i)` (C for Laplace; NaN for a feature without
+    /// categories), length F.
+    pub parent_concentration: Vec<f64>,
+    /// Whether each parent solve converged, length F.
+    pub parent_converged: Vec<bool>,
+    /// `ln P(y = c, x_i = u)`, shape (sum K_f, C).
+    pub parent_log_prob: Array2<f64>,
+    /// `N_i(u)`, the (weighted) training count of every category.
+    pub parent_count: Vec<f64>,
+    /// `ln pi_c` of the Naive Bayes fallback.
+    pub class_log_prior: Vec<f64>,
+}
+
+impl AodeFit {
+    /// Solves that did not meet their stopping rule (children, Naive Bayes, parents).
+    pub fn n_not_converged(&self) -> usize {
+        let count = |it: &mut dyn Iterator<Item = &bool>| it.filter(|&&c| !c).count();
+        count(&mut self.converged.iter())
+            + count(&mut self.marginal_converged.iter())
+            + count(&mut self.parent_converged.iter())
+    }
+}
+
+/// A vector of `len` copies of `value`, or [`HebError::Allocation`].
+fn filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| HebError::Allocation {
+        what,
+        bytes: len as u128 * std::mem::size_of::<T>() as u128,
+    })?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+fn shaped<D: ndarray::Dimension, T>(
+    shape: impl ndarray::ShapeBuilder<Dim = D>,
+    data: Vec<T>,
+) -> Result<ndarray::Array<T, D>> {
+    ndarray::Array::from_shape_vec(shape, data)
+        .map_err(|e| HebError::InvalidParameter(e.to_string()))
+}
+
+/// Fits the whole AODE model: Naive Bayes child, parent term and every modelled child.
+///
+/// # Errors
+/// Tables that disagree with the layout or with each other, invalid parameters, or
+/// tables too large to allocate ([`HebError::Allocation`]).
+pub fn fit(
+    counts: AodeCounts,
+    pair_tables: PairTablesView,
+    layout: &FeatureLayout,
+    structure: &Structure,
+    params: &AodeParams,
+) -> Result<AodeFit> {
+    let n_classes = counts.class_count.len();
+    let n_features = layout.n_features();
+    check_len("count table rows", n_classes, counts.counts.nrows())?;
+    check_len(
+        "count table columns",
+        layout.n_columns(),
+        counts.counts.ncols(),
+    )?;
+    check_len("class log prior", n_classes, params.class_log_prior.len())?;
+    structure.check(n_features)?;
+    pair_tables.check(layout, n_classes)?;
+
+    // the Naive Bayes child (SPEC: fallback rows and capped orientations)
+    let heb = params.smoothing != ChildSmoothing::Laplace;
+    let kind = if heb {
+        PriorMean::PooledMarginal
+    } else {
+        PriorMean::Uniform
+    };
+    let child_mean = prior_mean(counts.counts, layout, kind);
+    let (marginal_concentration, marginal_converged) = if heb {
+        let nb = naive_bayes::fit_concentrations(
+            counts.counts,
+            counts.class_count,
+            &child_mean,
+            layout,
+            params.min_count,
+            &params.solver,
+        )?;
+        (nb.concentration, nb.converged)
+    } else {
+        let k: Vec<f64> = (0..n_features)
+            .map(|f| layout.cardinality(f) as f64)
+            .collect();
+        let m = Array2::from_shape_fn((n_classes, n_features), |(_, f)| k[f]);
+        (m, Array2::from_elem((n_classes, n_features), true))
+    };
+    let marginal_log_prob = naive_bayes::log_probability_table(
+        counts.counts,
+        &child_mean,
+        marginal_concentration.view(),
+        layout,
+    )?
+    .t()
+    .as_standard_layout()
+    .into_owned();
+
+    // the parent term
+    let (parent_concentration, parent_converged) = match params.parent_smoothing {
+        ParentSmoothing::Laplace => (
+            (0..n_features)
+                .map(|f| {
+                    if layout.cardinality(f) == 0 {
+                        f64::NAN
+                    } else {
+                        n_classes as f64
+                    }
+                })
+                .collect::<Vec<f64>>(),
+            vec![true; n_features],
+        ),
+        ParentSmoothing::Heb => {
+            let class_mean = parent_prior::class_mean(counts.counts, layout);
+            let solutions = parent_prior::fit_parent_concentrations(
+                counts.counts,
+                class_mean.view(),
+                layout,
+                &params.solver,
+            )?;
+            (
+                solutions.iter().map(|s| s.concentration).collect(),
+                solutions.iter().map(|s| s.converged).collect(),
+            )
+        }
+    };
+    let replaced = params
+        .replace_class_prior
+        .then_some(params.class_log_prior.as_slice());
+    let parent_log_prob = parent_prior::parent_log_prob(
+        counts.counts,
+        layout,
+        (params.parent_smoothing == ParentSmoothing::Heb).then_some(&parent_concentration[..]),
+        replaced,
+    )?;
+    let parent_count: Vec<f64> = (0..layout.n_columns())
+        .map(|j| counts.counts.column(j).sum())
+        .collect();
+
+    let children = fit_children(
+        pair_tables,
+        counts.counts,
+        &child_mean,
+        layout,
+        structure,
+        params,
+    )?;
+    Ok(AodeFit {
+        concentration: children.concentration,
+        pooled_concentration: children.pooled_concentration,
+        log_evidence: children.log_evidence,
+        n_iter: children.n_iter,
+        converged: children.converged,
+        cell_log_prob: children.cell_log_prob,
+        unseen_log_prob: children.unseen_log_prob,
+        log_child_mean: child_mean
+            .iter()
+            .map(|&mu| if mu > 0.0 { mu.ln() } else { f64::NEG_INFINITY })
+            .collect(),
+        marginal_concentration,
+        marginal_converged,
+        marginal_log_prob,
+        parent_concentration,
+        parent_converged,
+        parent_log_prob,
+        parent_count,
+        class_log_prior: params.class_log_prior.clone(),
+    })
+}
+
+/// The child tables and their diagnostics.
+struct Children {
+    concentration: Array3<f64>,
+    pooled_concentration: Array2<f64>,
+    log_evidence: Array3<f64>,
+    n_iter: Array3<i64>,
+    converged: Array3<bool>,
+    cell_log_prob: Array2<f64>,
+    unseen_log_prob: Array2<f64>,
+}
+
+/// Pairs per parallel task: consecutive pairs share a slice of the output tables.
+const PAIRS_PER_TASK: usize = 64;
+
+/// The solutions of one orientation: (pair index, side, per-class solutions, pooled a).
+type OrientationResult = (usize, usize, Vec<Solution>, Option<f64>);
+
+/// Fits the child conditionals of every modelled orientation, in parallel over chunks
+/// of consecutive pairs.
+fn fit_children(
+    pair_tables: PairTablesView,
+    category_counts: ArrayView2<f64>,
+    child_mean: &[f64],
+    layout: &FeatureLayout,
+    structure: &Structure,
+    params: &AodeParams,
+) -> Result<Children> {
+    let n_classes = category_counts.nrows();
+    let n_features = layout.n_features();
+    let row_offsets = pair_row_offsets(layout);
+    let unseen_offsets = structure.unseen_row_offsets(layout);
+    let all_pairs = pairs(n_features);
+    let nnz = pair_tables.indices.len();
+    let width = 2 * n_classes;
+    let mut cell_log_prob = filled(nnz * width, f64::NAN, "AODE cell log-probabilities")?;
+    let unseen_rows = *unseen_offsets.last().unwrap_or(&0);
+    let mut unseen_log_prob = filled(
+        unseen_rows * n_classes,
+        f64::NAN,
+        "AODE unseen-cell log-probabilities",
+    )?;
+
+    // cut the output tables into one slice per chunk of pairs
+    let cell_of_pair = |p: usize| pair_tables.indptr[row_offsets[p]] as usize;
+    let mut tasks = Vec::new();
+    let (mut cells_rest, mut unseen_rest) = (&mut cell_log_prob[..], &mut unseen_log_prob[..]);
+    for first in (0..all_pairs.len()).step_by(PAIRS_PER_TASK) {
+        let last = (first + PAIRS_PER_TASK).min(all_pairs.len());
+        let n_cells = cell_of_pair(last) - cell_of_pair(first);
+        let n_unseen = unseen_offsets[last] - unseen_offsets[first];
+        let (cells, rest) = std::mem::take(&mut cells_rest).split_at_mut(n_cells * width);
+        cells_rest = rest;
+        let (unseen, rest) = std::mem::take(&mut unseen_rest).split_at_mut(n_unseen * n_classes);
+        unseen_rest = rest;
+        tasks.push((first..last, cells, unseen));
+    }
+
+    let context = Context {
+        pair_tables,
+        category_counts,
+        child_mean,
+        layout,
+        params,
+        row_offsets: &row_offsets,
+    };
+    let results: Vec<Vec<OrientationResult>> = tasks
+        .into_par_iter()
+        .map_init(Scratch::default, |scratch, (range, cells, unseen)| {
+            let cell_start = cell_of_pair(range.start);
+            let unseen_start = unseen_offsets[range.start];
+            let mut out = Vec::new();
+            for p in range {
+                let (a, b) = all_pairs[p];
+                let cells_range = cell_of_pair(p) - cell_start..cell_of_pair(p + 1) - cell_start;
+                let pair_cells = &mut cells[cells_range.start * width..cells_range.end * width];
+                let mut unseen_at = unseen_offsets[p] - unseen_start;
+                for side in 0..2 {
+                    let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+                    if !structure.modelled(parent, child) {
+                        continue;
+                    }
+                    let k_parent = layout.cardinality(parent);
+                    let rows = unseen_at..unseen_at + k_parent;
+                    unseen_at += k_parent;
+                    let (solutions, pooled) = context.fit_orientation(
+                        scratch,
+                        p,
+                        side,
+                        pair_cells,
+                        &mut unseen[rows.start * n_classes..rows.end * n_classes],
+                    );
+                    out.push((p, side, solutions, pooled));
+                }
+            }
+            out
+        })
+        .collect();
+
+    let cube = n_classes * n_features * n_features;
+    let shape = (n_classes, n_features, n_features);
+    let mut concentration = shaped(shape, filled(cube, f64::NAN, "AODE concentrations")?)?;
+    let mut log_evidence = shaped(shape, filled(cube, f64::NAN, "AODE log evidence")?)?;
+    let mut n_iter = shaped(shape, filled(cube, 0i64, "AODE solver steps")?)?;
+    let mut converged = shaped(shape, filled(cube, true, "AODE convergence flags")?)?;
+    let mut pooled_concentration = shaped(
+        (n_features, n_features),
+        filled(
+            n_features * n_features,
+            f64::NAN,
+            "AODE pooled concentrations",
+        )?,
+    )?;
+    for (p, side, solutions, pooled) in results.into_iter().flatten() {
+        let (a, b) = all_pairs[p];
+        let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+        for (c, s) in solutions.iter().enumerate() {
+            concentration[[c, parent, child]] = s.concentration;
+            log_evidence[[c, parent, child]] = s.log_evidence;
+            n_iter[[c, parent, child]] = s.n_iter as i64;
+            converged[[c, parent, child]] = s.converged;
+        }
+        if let Some(a_ij) = pooled {
+            pooled_concentration[[parent, child]] = a_ij;
+        }
+    }
+    Ok(Children {
+        concentration,
+        pooled_concentration,
+        log_evidence,
+        n_iter,
+        converged,
+        cell_log_prob: shaped((nnz, width), cell_log_prob)?,
+        unseen_log_prob: shaped((unseen_rows, n_classes), unseen_log_prob)?,
+    })
+}
+
+/// Buffers of one thread, reused from orientation to orientation.
+#[derive(Default)]
+struct Scratch {
+    parent_of: Vec<usize>,
+    child_of: Vec<usize>,
+    documents: Vec<f64>,
+    pooled_documents: Vec<f64>,
+    pooled_cells: Vec<f64>,
+    cell_mean: Vec<f64>,
+    log_denominator: Vec<f64>,
+}
+
+/// What every orientation's fit reads.
+struct Context<'a, 't> {
+    pair_tables: PairTablesView<'t>,
+    category_counts: ArrayView2<'a, f64>,
+    child_mean: &'a [f64],
+    layout: &'a FeatureLayout,
+    params: &'a AodeParams,
+    row_offsets: &'a [usize],
+}
+
+impl Context<'_, '_> {
+    /// Fits one orientation of pair `p` and writes its log probabilities into the pair's
+    /// cells (`(cells, 2 C)`) and its unseen rows (`(K_parent, C)`).
+    fn fit_orientation(
+        &self,
+        scratch: &mut Scratch,
+        p: usize,
+        side: usize,
+        cell_log_prob: &mut [f64],
+        unseen_log_prob: &mut [f64],
+    ) -> (Vec<Solution>, Option<f64>) {
+        let layout = self.layout;
+        let n_classes = self.category_counts.nrows();
+        let (a, b) = pairs_of(p, layout.n_features());
+        let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+        let k_parent = layout.cardinality(parent);
+        let k_child = layout.cardinality(child) as f64;
+        let child_start = layout.columns(child).start;
+        let tables = &self.pair_tables;
+        let rows = self.row_offsets[p]..self.row_offsets[p] + layout.cardinality(a);
+        let cells = tables.indptr[rows.start] as usize..tables.indptr[rows.end] as usize;
+        let n_cells = cells.len();
+        let counts = tables.counts.slice(ndarray::s![cells.clone(), ..]);
+
+        // parent value and child value of every cell in this orientation
+        let s = scratch;
+        s.parent_of.clear();
+        s.child_of.clear();
+        {
+            let (by_row, by_index) = if side == 0 {
+                (&mut s.parent_of, &mut s.child_of)
+            } else {
+                (&mut s.child_of, &mut s.parent_of)
+            };
+            for (u, row) in rows.clone().enumerate() {
+                let length = (tables.indptr[row + 1] - tables.indptr[row]) as usize;
+                by_row.extend(std::iter::repeat_n(u, length));
+            }
+            by_index.extend(tables.indices[cells.clone()].iter().map(|&v| v as usize));
+        }
+        let mean_of = |k: usize, child_of: &[usize]| self.child_mean[child_start + child_of[k]];
+
+        // document totals N_{c,u} (rows with both present) and their class-pooled sums N_u
+        s.documents.clear();
+        s.documents.resize(k_parent * n_classes, 0.0);
+        s.pooled_documents.clear();
+        s.pooled_documents.resize(k_parent, 0.0);
+        s.pooled_cells.clear();
+        s.pooled_cells.resize(n_cells, 0.0);
+        for (k, cell) in counts.outer_iter().enumerate() {
+            let u = s.parent_of[k];
+            for (c, &n) in cell.iter().enumerate() {
+                s.documents[u * n_classes + c] += n;
+                s.pooled_cells[k] += n;
+            }
+            s.pooled_documents[u] += s.pooled_cells[k];
+        }
+        let small = k_parent <= MAX_DOCUMENTS && n_cells <= MAX_CELLS;
+        let settings = &self.params.solver;
+
+        // the two-level prior: a_{i,j} and the per-document mean mu_{u,v}
+        let pooled = (self.params.smoothing == ChildSmoothing::HebTwoLevel).then(|| {
+            let cells =
+                (0..n_cells).map(|k| (s.parent_of[k], s.pooled_cells[k], mean_of(k, &s.child_of)));
+            solve(
+                small,
+                s.pooled_documents.iter().copied(),
+                cells,
+                settings,
+                None,
+                1.0,
+            )
+            .concentration
+        });
+        s.cell_mean.clear();
+        for k in 0..n_cells {
+            let mean = mean_of(k, &s.child_of);
+            s.cell_mean.push(match pooled {
+                Some(a) => {
+                    (s.pooled_cells[k] + a * mean) / (s.pooled_documents[s.parent_of[k]] + a)
+                }
+                None => mean,
+            });
+        }
+
+        let solutions: Vec<Solution> = if self.params.smoothing == ChildSmoothing::Laplace {
+            let rule = Solution {
+                concentration: k_child,
+                log_evidence: f64::NAN,
+                n_iter: 0,
+                converged: true,
+            };
+            vec![rule; n_classes]
+        } else {
+            let parent_columns = layout.columns(parent);
+            // each class's Newton iteration starts from the previous class's answer (the
+            // classes of one pair tend to agree), the first from the class-pooled one
+            let mut start = pooled.unwrap_or(1.0);
+            (0..n_classes)
+                .map(|c| {
+                    let largest_parent_value = parent_columns
+                        .clone()
+                        .map(|col| self.category_counts[[c, col]])
+                        .fold(0.0, f64::max);
+                    let low = largest_parent_value < self.params.min_count;
+                    let documents = (0..k_parent).map(|u| s.documents[u * n_classes + c]);
+                    let cells =
+                        (0..n_cells).map(|k| (s.parent_of[k], counts[[k, c]], s.cell_mean[k]));
+                    let rule = low.then_some(k_child);
+                    let solution = solve(small, documents, cells, settings, rule, start);
+                    if !low {
+                        start = solution.concentration;
+                    }
+                    solution
+                })
+                .collect()
+        };
+
+        // ln(N_{c,u} + m_c), one per document and class
+        s.log_denominator.clear();
+        s.log_denominator.extend(
+            (0..k_parent * n_classes).map(|index| {
+                (s.documents[index] + solutions[index % n_classes].concentration).ln()
+            }),
+        );
+        for (k, cell) in counts.outer_iter().enumerate() {
+            let u = s.parent_of[k];
+            let out = &mut cell_log_prob[k * 2 * n_classes + side * n_classes..][..n_classes];
+            for (c, solution) in solutions.iter().enumerate() {
+                out[c] = log_smoothed(
+                    cell[c],
+                    s.documents[u * n_classes + c],
+                    solution.concentration,
+                    s.cell_mean[k],
+                );
+            }
+        }
+        for u in 0..k_parent {
+            // unseen cell: ln(m mu_{u,v}) - ln(N_{c,u} + m), less ln mu_{j,v}
+            let level = match pooled {
+                Some(a) => a.ln() - (s.pooled_documents[u] + a).ln(),
+                None => 0.0,
+            };
+            for (c, solution) in solutions.iter().enumerate() {
+                unseen_log_prob[u * n_classes + c] =
+                    solution.concentration.ln() + level - s.log_denominator[u * n_classes + c];
+            }
+        }
+        (solutions, pooled)
+    }
+}
+
+/// The unordered pair of index `p`, from the pair order of the tables.
+fn pairs_of(p: usize, n_features: usize) -> (usize, usize) {
+    // row a holds F - a - 1 pairs; walk the rows (F is small next to the pairs' work)
+    let mut rest = p;
+    for a in 0..n_features {
+        let in_row = n_features - a - 1;
+        if rest < in_row {
+            return (a, a + 1 + rest);
+        }
+        rest -= in_row;
+    }
+    unreachable!("pair index {p} beyond the pairs of {n_features} features")
+}
+
+/// The maximiser of the multi-document evidence of `documents` (totals, by parent value)
+/// and `cells` (parent value, count, mean); `rule` (the low-count fallback) decides
+/// without solving. Small whole-count tables go to the stack solver.
+fn solve(
+    small: bool,
+    documents: impl Iterator<Item = f64> + Clone,
+    cells: impl Iterator<Item = (usize, f64, f64)> + Clone,
+    settings: &SolverSettings,
+    rule: Option<f64>,
+    start: f64,
+) -> Solution {
+    if small {
+        let mut terms = SmallEvidence::new();
+        let fits = documents.clone().all(|total| terms.add_document(total))
+            && cells.clone().all(|(u, n, mu)| terms.add_cell(u, n, mu));
+        if fits {
+            return match rule {
+                Some(m) => decided(m, Evidence::log_evidence(&terms, m)),
+                None => maximise_small(&terms, settings, start),
+            };
+        }
+    }
+    let mut terms = EvidenceTerms::new();
+    for total in documents {
+        terms.add_document(total);
+    }
+    for (_, n, mu) in cells {
+        terms.add_cell(n, mu);
+    }
+    terms.finish();
+    match rule {
+        Some(m) => decided(m, terms.log_evidence(m)),
+        None => maximise_evidence_from(&terms, settings, start),
+    }
+}
+
+/// A concentration set by rule.
+fn decided(m: f64, log_evidence: f64) -> Solution {
+    Solution {
+        concentration: m,
+        log_evidence,
+        n_iter: 0,
+        converged: true,
+    }
+}

@@ -1,0 +1,206 @@
+//! AODE and HEB-AODE (SPEC eqs. 7-12, Algorithm 2, and the two-level prior).
+//!
+//! Scoring (eq. 7), averaged over the q qualifying super-parents so that the result is a
+//! joint probability estimate:
+//!
+//! ```text
+//! P(y, x) = 1/q sum over i with N_i(x_i) >= min_parent_count of
+//!           P(y, x_i) prod over j != i, x_j present and known, of P(x_j | y, x_i)
+//! ```
+//!
+//! and the Naive Bayes fallback when no super-parent qualifies. Child conditionals of the
+//! ordered pair (parent i, child j), from the pair tables of [`crate::pair_counts`]:
+//!
+//! ```text
+//! P(x_j = v | y = c, x_i = u) = (N_{c,u,v} + m_{c,i,j} mu_{u,v}) / (N_{c,u} + m_{c,i,j})
+//! ```
+//!
+//! * Laplace AODE (eq. 9): `m = K_j` and the uniform mean `mu_{u,v} = 1/K_j`.
+//! * HEB-AODE, pooled prior (eqs. 10-11): `mu_{u,v} = mu_{j,v}`, the pooled marginal of
+//!   X_j, and `m_{c,i,j}` maximises the multi-document evidence whose documents are the
+//!   parent values u (fallback `m = K_j` when `max_u N^{(i)}_{c,u} < N0`).
+//! * HEB-AODE, two-level prior (SPEC "Beyond the paper"): `a_{i,j}` maximises the
+//!   evidence of the class-pooled tables `N_{u,v} = sum_c N_{c,u,v}` with mean `mu_j`;
+//!   then `mu_{u,v} = (N_{u,v} + a mu_{j,v}) / (N_u + a)` and `m_{c,i,j}` maximises the
+//!   evidence with that per-document mean.
+//!
+//! [`fit()`] assembles the whole model in one call ([`fit`](mod@fit)): the Naive Bayes child
+//! (fallback rows, capped orientations), the parent term ([`crate::parent_prior`]) and
+//! every child table; [`score`](mod@score) scores rows with it. Which orientations are
+//! modelled is the [`Structure`]: super-parents (all features, or the `max_parents`
+//! with the highest mutual information with the class) and the paper's memory cap.
+
+pub mod fit;
+pub mod score;
+
+use crate::error::{check_len, Result};
+use crate::layout::FeatureLayout;
+use crate::pair_counts::pairs;
+use crate::solver::SolverSettings;
+
+pub use fit::{fit, AodeCounts, AodeFit};
+pub use score::{joint_log_likelihood, AodeModel};
+
+/// How the child conditionals are smoothed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildSmoothing {
+    /// `m = K_j` toward the uniform mean `1/K_j`: Laplace AODE (eq. 9).
+    Laplace,
+    /// Type-II ML `m_{c,i,j}` toward the pooled marginal of the child (eqs. 10-11).
+    HebPooled,
+    /// Type-II ML at two levels: class-pooled conditional, then class (SPEC two-level prior).
+    HebTwoLevel,
+}
+
+/// How the super-parent term `P(y, x_i = u)` is smoothed ([`crate::parent_prior`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParentSmoothing {
+    /// Eq. 8's add-one.
+    Laplace,
+    /// `P(y | u)` shrunk toward the class distribution, `m_i` by Type-II ML.
+    Heb,
+}
+
+/// Parameters of [`fit()`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AodeParams {
+    pub smoothing: ChildSmoothing,
+    pub parent_smoothing: ParentSmoothing,
+    /// `N0`: below this largest parent-value count of a class, `m = K_j` (SPEC).
+    pub min_count: f64,
+    pub solver: SolverSettings,
+    /// `ln pi_c` of the Naive Bayes fallback, length C.
+    pub class_log_prior: Vec<f64>,
+    /// Whether the class prior replaces eq. 8's class part in the parent term
+    /// (`fit_prior=False` or a user `class_prior`).
+    pub replace_class_prior: bool,
+}
+
+/// Which (parent, child) orientations are modelled by a pair table.
+#[derive(Debug, Clone, Copy)]
+pub struct Structure<'a> {
+    /// Row-major F x F mask of capped orientations (parent, child): they use the Naive
+    /// Bayes child `P(x_j | y)` (SPEC memory cap).
+    pub capped: &'a [bool],
+    /// Which features act as super-parents (length F).
+    pub parents: &'a [bool],
+}
+
+impl Structure<'_> {
+    /// Checks the masks against the number of features.
+    ///
+    /// # Errors
+    /// [`crate::error::HebError::ShapeMismatch`] when a mask has the wrong length.
+    pub fn check(&self, n_features: usize) -> Result<()> {
+        check_len("capped mask", n_features * n_features, self.capped.len())?;
+        check_len("super-parent mask", n_features, self.parents.len())
+    }
+
+    /// Whether orientation (parent, child) reads the pair table.
+    #[inline]
+    pub fn modelled(&self, parent: usize, child: usize) -> bool {
+        let n_features = self.parents.len();
+        parent != child && self.parents[parent] && !self.capped[parent * n_features + child]
+    }
+
+    /// Whether the unordered pair (a, b) needs a table (either orientation modelled).
+    #[inline]
+    pub fn wanted(&self, a: usize, b: usize) -> bool {
+        self.modelled(a, b) || self.modelled(b, a)
+    }
+
+    /// First row of each pair in the unseen-cell table (length P + 1): pair `(a, b)` owns
+    /// `K_a` rows when (a, b) is modelled, followed by `K_b` rows when (b, a) is.
+    pub fn unseen_row_offsets(&self, layout: &FeatureLayout) -> Vec<usize> {
+        let mut offsets = vec![0];
+        let mut last = 0;
+        for (a, b) in pairs(layout.n_features()) {
+            if self.modelled(a, b) {
+                last += layout.cardinality(a);
+            }
+            if self.modelled(b, a) {
+                last += layout.cardinality(b);
+            }
+            offsets.push(last);
+        }
+        offsets
+    }
+}
+
+/// What a fit will hold at its peak, in bytes, by part ([`planned_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PlannedBytes {
+    /// Pair tables (child value and class counts per cell, CSR row pointers), counted
+    /// twice: the per-pair blocks and the assembled table coexist while counting.
+    pub pair_tables: u128,
+    /// The fitted child tables: `ln P` of every cell in both orientations and the
+    /// unseen-cell rows of every modelled orientation.
+    pub child_tables: u128,
+    /// Per-(class, parent, child) diagnostics: concentration, log evidence, steps,
+    /// convergence, and the two-level concentration.
+    pub diagnostics: u128,
+    /// Per-category tables: counts, child mean, Naive Bayes and parent log-probabilities.
+    pub category_tables: u128,
+    /// The scorer's direct (u, v) index of dense-enough pairs.
+    pub scoring_index: u128,
+}
+
+impl PlannedBytes {
+    /// The sum of the parts.
+    pub fn total(&self) -> u128 {
+        self.pair_tables
+            + self.child_tables
+            + self.diagnostics
+            + self.category_tables
+            + self.scoring_index
+    }
+}
+
+/// An upper bound of the memory a fit (and a scoring pass) of `n_rows` rows will hold,
+/// computed before anything is allocated, so that the caller can refuse a fit beyond its
+/// memory instead of failing halfway. `stored_cells` are the cells already held (a
+/// `partial_fit` adds to them). A pair stores at most `min(S, K_a K_b)` cells.
+pub fn planned_bytes(
+    layout: &FeatureLayout,
+    structure: &Structure,
+    n_rows: usize,
+    n_classes: usize,
+    stored_cells: usize,
+) -> PlannedBytes {
+    let n_features = layout.n_features() as u128;
+    let c = n_classes as u128;
+    let mut cells: u128 = stored_cells as u128;
+    let mut table_rows: u128 = 0;
+    let mut unseen_rows: u128 = 0;
+    let mut index: u128 = 0;
+    for (a, b) in pairs(layout.n_features()) {
+        let (k_a, k_b) = (layout.cardinality(a) as u128, layout.cardinality(b) as u128);
+        table_rows += k_a;
+        if !structure.wanted(a, b) {
+            continue;
+        }
+        let pair_cells = (n_rows as u128).min(k_a * k_b);
+        cells += pair_cells;
+        if structure.modelled(a, b) {
+            unseen_rows += k_a;
+        }
+        if structure.modelled(b, a) {
+            unseen_rows += k_b;
+        }
+        // the scorer's direct index: 4 bytes per (u, v) where K_a K_b <= 4 cells + 64
+        if k_a * k_b <= 4 * pair_cells + 64 {
+            index += 4 * k_a * k_b;
+        }
+    }
+    let width = layout.n_columns() as u128;
+    PlannedBytes {
+        pair_tables: 2 * cells * (4 + 8 * c) + 8 * (table_rows + 1),
+        child_tables: cells * 16 * c + unseen_rows * 8 * c,
+        diagnostics: n_features * n_features * (25 * c + 8),
+        category_tables: width * (8 * c * 4 + 16),
+        scoring_index: index,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,282 @@
+//! Tests of the one-call fit and the scorer.
+
+use super::*;
+use crate::counts::{count_categories, CategoricalCounts};
+use crate::pair_counts::{count_pairs, PairTables};
+use crate::parallel::with_threads;
+use ndarray::{array, Array1, Array2, Array3, ArrayView1, ArrayView2};
+
+/// Pair tables and single counts of a table, the pairs the structure wants.
+fn statistics(
+    codes: ArrayView2<i32>,
+    labels: ArrayView1<i64>,
+    layout: &FeatureLayout,
+    n_classes: usize,
+    structure: &Structure,
+) -> (PairTables, CategoricalCounts) {
+    let weights = Array1::ones(codes.ncols());
+    let pairs = count_pairs(codes, labels, weights.view(), layout, n_classes, |a, b| {
+        structure.wanted(a, b)
+    })
+    .unwrap();
+    let counts = count_categories(codes, labels, weights.view(), layout, n_classes).unwrap();
+    (pairs, counts)
+}
+
+fn params(smoothing: ChildSmoothing, min_count: f64, n_classes: usize) -> AodeParams {
+    AodeParams {
+        smoothing,
+        parent_smoothing: ParentSmoothing::Laplace,
+        min_count,
+        solver: SolverSettings::default(),
+        class_log_prior: vec![(1.0 / n_classes as f64).ln(); n_classes],
+        replace_class_prior: false,
+    }
+}
+
+fn fit_all(
+    pairs: &PairTables,
+    counts: &CategoricalCounts,
+    layout: &FeatureLayout,
+    structure: &Structure,
+    params: &AodeParams,
+) -> AodeFit {
+    let single = AodeCounts {
+        class_count: &counts.class_totals,
+        counts: counts.table.view(),
+    };
+    fit(single, pairs.view(), layout, structure, params).unwrap()
+}
+
+#[test]
+fn one_pair_by_hand() {
+    // x0 = (0, 0, 1, 1), x1 = (0, 1, 1, 1), y = (0, 0, 1, 1); Laplace AODE, row (0, 1)
+    let codes = array![[0, 0, 1, 1], [0, 1, 1, 1]];
+    let labels = array![0_i64, 0, 1, 1];
+    let layout = FeatureLayout::from_cardinalities(&[2, 2]);
+    let (capped, parents) = ([false; 4], [true; 2]);
+    let structure = Structure {
+        capped: &capped,
+        parents: &parents,
+    };
+    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 2, &structure);
+    let fit = fit_all(
+        &pairs,
+        &counts,
+        &layout,
+        &structure,
+        &params(ChildSmoothing::Laplace, 10.0, 2),
+    );
+    let model = fit.model(pairs.view(), structure, 1.0);
+    let joint = joint_log_likelihood(array![[0], [1]].view(), &model, &layout).unwrap();
+    // eq. 8 parent (N + 1) / 8; eq. 9 children by hand
+    let expected: [f64; 2] = [
+        (3.0 / 8.0 * 0.5 + 2.0 / 8.0 * 2.0 / 3.0) / 2.0,
+        (1.0 / 8.0 * 0.5 + 3.0 / 8.0 * 0.25) / 2.0,
+    ];
+    for (found, want) in joint.iter().zip(expected) {
+        assert!((found - want.ln()).abs() < 1e-14, "{joint:?}");
+    }
+    assert_eq!(fit.concentration[[0, 0, 1]], 2.0);
+}
+
+fn random_table(n_rows: usize, cardinality: &[usize], seed: u64) -> (Array2<i32>, Array1<i64>) {
+    let mut state = seed;
+    let mut next = |bound: usize| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 33) % bound as u64) as usize
+    };
+    let labels: Array1<i64> = (0..n_rows).map(|_| next(3) as i64).collect();
+    let mut codes = Array2::<i32>::zeros((cardinality.len(), n_rows));
+    for (f, &k) in cardinality.iter().enumerate() {
+        for s in 0..n_rows {
+            let base = if f == 0 {
+                labels[s] as usize
+            } else {
+                codes[[f - 1, s]].max(0) as usize
+            };
+            codes[[f, s]] = match next(10) {
+                0 => -1,
+                1..=6 => ((base * 5 + labels[s] as usize) % k) as i32,
+                _ => next(k) as i32,
+            };
+        }
+    }
+    (codes, labels)
+}
+
+/// NaN != NaN: compare bit patterns.
+fn bits<D: ndarray::Dimension>(a: &ndarray::Array<f64, D>) -> Vec<u64> {
+    a.iter().map(|v| v.to_bits()).collect()
+}
+
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    // small (stack solver) and large (general solver) children side by side
+    let cardinality = [3, 7, 12, 2, 30, 3];
+    let (codes, labels) = random_table(3000, &cardinality, 7);
+    let layout = FeatureLayout::from_cardinalities(&cardinality);
+    let capped = vec![false; 36];
+    let parents = vec![true; 6];
+    let structure = Structure {
+        capped: &capped,
+        parents: &parents,
+    };
+    let fit_with = |threads: usize| {
+        with_threads(threads, || {
+            let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
+            let fit = fit_all(
+                &pairs,
+                &counts,
+                &layout,
+                &structure,
+                &params(ChildSmoothing::HebTwoLevel, 10.0, 3),
+            );
+            let joint = joint_log_likelihood(
+                codes.view(),
+                &fit.model(pairs.view(), structure, 1.0),
+                &layout,
+            )
+            .unwrap();
+            (pairs, fit, joint)
+        })
+        .unwrap()
+    };
+    let (one, two) = (fit_with(1), fit_with(2));
+    assert_eq!(one.0, two.0);
+    assert_eq!(bits(&one.1.concentration), bits(&two.1.concentration));
+    assert_eq!(bits(&one.1.cell_log_prob), bits(&two.1.cell_log_prob));
+    assert_eq!(bits(&one.2), bits(&two.2));
+    assert!(one.1.n_iter.iter().any(|&n| n > 0));
+}
+
+#[test]
+fn low_counts_fall_back_to_the_child_cardinality() {
+    let cardinality = [4, 6];
+    let (codes, labels) = random_table(200, &cardinality, 3);
+    let layout = FeatureLayout::from_cardinalities(&cardinality);
+    let (capped, parents) = ([false, false, true, false], [true; 2]);
+    let structure = Structure {
+        capped: &capped,
+        parents: &parents,
+    };
+    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
+    let fit = fit_all(
+        &pairs,
+        &counts,
+        &layout,
+        &structure,
+        &params(ChildSmoothing::HebPooled, 1e9, 3),
+    );
+    for c in 0..3 {
+        assert_eq!(fit.concentration[[c, 0, 1]], 6.0);
+        assert_eq!(fit.n_iter[[c, 0, 1]], 0);
+        assert!(fit.concentration[[c, 1, 0]].is_nan(), "capped orientation");
+    }
+    // only the modelled orientation keeps unseen-cell rows: K_0 = 4 of them
+    assert_eq!(fit.unseen_log_prob.nrows(), 4);
+}
+
+#[test]
+fn a_feature_that_is_not_a_super_parent_stores_nothing_and_never_averages() {
+    // parents = {0}: pair (1, 2) has no table; scoring averages over parent 0 alone
+    let cardinality = [3, 4, 5];
+    let (codes, labels) = random_table(500, &cardinality, 5);
+    let layout = FeatureLayout::from_cardinalities(&cardinality);
+    let (capped, parents) = ([false; 9], [true, false, false]);
+    let structure = Structure {
+        capped: &capped,
+        parents: &parents,
+    };
+    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
+    let p = params(ChildSmoothing::Laplace, 10.0, 3);
+    let fit = fit_all(&pairs, &counts, &layout, &structure, &p);
+    let offsets = crate::pair_counts::pair_row_offsets(&layout);
+    assert_eq!(
+        pairs.indptr[offsets[2]], pairs.indptr[offsets[3]],
+        "no cells for (1, 2)"
+    );
+    assert_eq!(fit.unseen_log_prob.nrows(), 3 + 3);
+    assert!(fit.concentration[[0, 1, 0]].is_nan());
+    // by hand: ln P(y, x_0) + sum_j ln P(x_j | y, x_0) with Laplace children
+    let joint = joint_log_likelihood(
+        codes.view(),
+        &fit.model(pairs.view(), structure, 1.0),
+        &layout,
+    )
+    .unwrap();
+    let n = codes.ncols();
+    for s in (0..n).step_by(37) {
+        let u = codes[[0, s]];
+        if u < 0 {
+            continue;
+        }
+        for c in 0..3 {
+            let in_class = |f: usize, v: i32| {
+                (0..n)
+                    .filter(|&r| labels[r] == c as i64 && codes[[0, r]] == u && codes[[f, r]] == v)
+                    .count() as f64
+            };
+            let total = (0..n).filter(|&r| codes[[0, r]] >= 0).count() as f64;
+            let parent_rows = (0..n)
+                .filter(|&r| labels[r] == c as i64 && codes[[0, r]] == u)
+                .count() as f64;
+            let mut expected = ((parent_rows + 1.0) / (total + 9.0)).ln();
+            for f in 1..3 {
+                let v = codes[[f, s]];
+                if v < 0 {
+                    continue;
+                }
+                let k = cardinality[f] as f64;
+                let both: f64 = (0..cardinality[f] as i32).map(|w| in_class(f, w)).sum();
+                expected += ((in_class(f, v) + 1.0) / (both + k)).ln();
+            }
+            assert!(
+                (joint[[s, c]] - expected).abs() < 1e-12,
+                "row {s} class {c}"
+            );
+        }
+    }
+}
+
+#[test]
+fn planned_bytes_bound_what_the_fit_holds() {
+    let cardinality = [3, 7, 12, 2, 30];
+    let (codes, labels) = random_table(2000, &cardinality, 11);
+    let layout = FeatureLayout::from_cardinalities(&cardinality);
+    let capped = vec![false; 25];
+    let parents = vec![true; 5];
+    let structure = Structure {
+        capped: &capped,
+        parents: &parents,
+    };
+    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
+    let fit = fit_all(
+        &pairs,
+        &counts,
+        &layout,
+        &structure,
+        &params(ChildSmoothing::HebTwoLevel, 10.0, 3),
+    );
+    let planned = planned_bytes(&layout, &structure, 2000, 3, 0);
+    let held = |a: usize| a as u128;
+    let tables = held(pairs.indices.len() * 4 + pairs.counts.len() * 8 + pairs.indptr.len() * 8);
+    let children = held((fit.cell_log_prob.len() + fit.unseen_log_prob.len()) * 8);
+    let diagnostics = held(
+        fit.concentration.len() * 8
+            + fit.log_evidence.len() * 8
+            + fit.n_iter.len() * 8
+            + fit.converged.len()
+            + fit.pooled_concentration.len() * 8,
+    );
+    assert!(planned.pair_tables >= tables, "{planned:?}");
+    assert!(
+        planned.child_tables >= children,
+        "{planned:?} vs {children}"
+    );
+    assert!(planned.diagnostics >= diagnostics);
+    assert!(planned.total() >= tables + children + diagnostics);
+    let _: Array3<f64> = fit.concentration;
+}
