@@ -148,7 +148,32 @@ def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     return "\n".join(lines)
 
 
+def rank_analysis(
+    frame: pd.DataFrame, methods: list[str], title: str, figures: Path | None, suffix: str
+) -> None:
+    """Mean ranks, Friedman test and Nemenyi critical difference over the datasets where
+    every method in ``methods`` has a score; CD diagrams of log-loss and AUC."""
+    print(f"\n### Mean ranks (1 = best), {title}: Friedman test, Nemenyi critical difference\n")
+    ranks, tests = {}, {}
+    for metric, higher in METRICS.items():
+        result = friedman_nemenyi(table(frame, metric, methods), higher_is_better=higher)
+        ranks[metric] = result.mean_ranks
+        tests[metric] = (result.n_datasets, result.p_value, result.critical_difference)
+        if figures is not None and metric in ("log_loss", "auc_ovr"):
+            figures.mkdir(parents=True, exist_ok=True)
+            name = f"discriminative-cd-{metric.replace('_', '-')}{suffix}.png"
+            label = f"{metric}, {title}: mean rank over {result.n_datasets} datasets"
+            plot_critical_difference(result, label, figures / name)
+            print(f"wrote {figures / name}")
+    rank_frame = pd.DataFrame(ranks).reindex(methods)
+    rank_frame.index.name = "method"
+    print(markdown(rank_frame, 2))
+    for metric, (n, p, cd) in tests.items():
+        print(f"- {metric}: {n} complete datasets, Friedman p = {p:.2g}, Nemenyi CD = {cd:.2f}")
+
+
 def summarise(frame: pd.DataFrame, figures: Path | None) -> None:
+    frame = frame.drop_duplicates(["dataset", "method", "fold"])
     methods = [m for m in HEBNB_METHODS + REFERENCES if m in set(frame["method"])]
     failed = frame[frame["error"].fillna("") != ""]
     if len(failed):
@@ -158,22 +183,10 @@ def summarise(frame: pd.DataFrame, figures: Path | None) -> None:
         t = table(frame, metric, methods)
         t.loc["mean"] = t.mean()
         print(markdown(t))
-    print("\n### Mean ranks (1 = best), Friedman test, Nemenyi critical difference\n")
-    ranks, tests = {}, {}
-    for metric, higher in METRICS.items():
-        result = friedman_nemenyi(table(frame, metric, methods), higher_is_better=higher)
-        ranks[metric] = result.mean_ranks
-        tests[metric] = (result.n_datasets, result.p_value, result.critical_difference)
-        if figures is not None and metric in ("log_loss", "auc_ovr"):
-            figures.mkdir(parents=True, exist_ok=True)
-            path = figures / f"discriminative-cd-{metric.replace('_', '-')}.png"
-            plot_critical_difference(result, f"{metric}: mean rank over datasets", path)
-            print(f"wrote {path}")
-    rank_frame = pd.DataFrame(ranks).reindex(methods)
-    rank_frame.index.name = "method"
-    print(markdown(rank_frame, 2))
-    for metric, (n, p, cd) in tests.items():
-        print(f"- {metric}: {n} complete datasets, Friedman p = {p:.2g}, Nemenyi CD = {cd:.2f}")
+    without_catboost = [m for m in methods if m != "catboost"]
+    rank_analysis(frame, without_catboost, "without CatBoost", figures, "")
+    if "catboost" in methods:
+        rank_analysis(frame, methods, "with CatBoost", figures, "-with-catboost")
     ece = table(frame, "ece", methods)
     print("\n### ECE no worse than the unweighted HEB-M (datasets, of those with both)\n")
     for method in ("heb-m-posterior", "heb-m+cll-feature", "heb-m+cll-value"):
