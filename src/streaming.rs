@@ -38,29 +38,36 @@ pub fn add_batch(
         check_len("rows of a count table", n_classes, table.nrows())?;
     }
     let classes = class_indices(labels, n_classes)?;
-    tables
-        .par_iter_mut()
-        .enumerate()
-        .try_for_each(|(f, table)| {
-            let row = codes.row(f);
-            let capacity = table.ncols();
-            if let Some(&bad) = row.iter().find(|&&c| c >= 0 && c as usize >= capacity) {
-                return Err(HebError::CodeOutOfRange {
-                    feature: f,
-                    code: bad as i64,
-                    n_categories: capacity,
-                });
+    let add_feature = |(f, table): (usize, &mut ArrayViewMut2<'_, f64>)| {
+        let row = codes.row(f);
+        let capacity = table.ncols();
+        if let Some(&bad) = row.iter().find(|&&c| c >= 0 && c as usize >= capacity) {
+            return Err(HebError::CodeOutOfRange {
+                feature: f,
+                code: bad as i64,
+                n_categories: capacity,
+            });
+        }
+        if decay != 1.0 {
+            table.mapv_inplace(|n| n * decay);
+        }
+        for ((&code, &c), &w) in row.iter().zip(&classes).zip(weights.iter()) {
+            if code >= 0 {
+                table[[c, code as usize]] += w;
             }
-            if decay != 1.0 {
-                table.mapv_inplace(|n| n * decay);
-            }
-            for ((&code, &c), &w) in row.iter().zip(&classes).zip(weights.iter()) {
-                if code >= 0 {
-                    table[[c, code as usize]] += w;
-                }
-            }
-            Ok(())
-        })?;
+        }
+        Ok(())
+    };
+    // inside a pool the features are counted in parallel; outside one (a single thread
+    // asked for) on the calling thread, with no hand-off
+    if rayon::current_thread_index().is_some() {
+        tables
+            .par_iter_mut()
+            .enumerate()
+            .try_for_each(add_feature)?;
+    } else {
+        tables.iter_mut().enumerate().try_for_each(add_feature)?;
+    }
     for total in class_totals.iter_mut() {
         *total *= decay;
     }

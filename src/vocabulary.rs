@@ -63,9 +63,29 @@ pub struct FeatureVocabulary {
     values: Vec<Value>,
     bools: [Option<u32>; 2],
     ints: FxHashMap<i64, u32>,
+    /// Strings of at most [`SHORT`] bytes, packed into one integer (no pointer to follow
+    /// on a lookup: most categorical strings are short codes and IDs).
+    short_strs: FxHashMap<u128, u32>,
     strs: FxHashMap<Box<str>, u32>,
     bytes: FxHashMap<Box<[u8]>, u32>,
     objects: FxHashMap<u64, u32>,
+}
+
+/// Longest string kept packed in a `u128`: its bytes, then its length in the last byte.
+const SHORT: usize = 15;
+
+/// A string of at most [`SHORT`] bytes packed into an integer (distinct strings give
+/// distinct integers: the length is part of it).
+#[inline]
+fn pack(s: &str) -> Option<u128> {
+    let bytes = s.as_bytes();
+    if bytes.len() > SHORT {
+        return None;
+    }
+    let mut packed = [0_u8; 16];
+    packed[..bytes.len()].copy_from_slice(bytes);
+    packed[SHORT] = bytes.len() as u8;
+    Some(u128::from_le_bytes(packed))
 }
 
 /// Most categories one feature may hold: codes are `i32`.
@@ -92,7 +112,10 @@ impl FeatureVocabulary {
         match key {
             Key::Bool(b) => self.bools[b as usize],
             Key::Int(v) => self.ints.get(&v).copied(),
-            Key::Str(s) => self.strs.get(s).copied(),
+            Key::Str(s) => match pack(s) {
+                Some(packed) => self.short_strs.get(&packed).copied(),
+                None => self.strs.get(s).copied(),
+            },
             Key::Bytes(b) => self.bytes.get(b).copied(),
             Key::Object(t) => self.objects.get(&t).copied(),
         }
@@ -125,7 +148,10 @@ impl FeatureVocabulary {
                 Value::Int(v)
             }
             Key::Str(s) => {
-                self.strs.insert(s.into(), code);
+                match pack(s) {
+                    Some(packed) => self.short_strs.insert(packed, code),
+                    None => self.strs.insert(s.into(), code),
+                };
                 Value::Str(s.into())
             }
             Key::Bytes(b) => {
@@ -164,7 +190,10 @@ impl FeatureVocabulary {
                     self.ints.remove(&v);
                 }
                 Value::Str(s) => {
-                    self.strs.remove(&s);
+                    match pack(&s) {
+                        Some(packed) => self.short_strs.remove(&packed),
+                        None => self.strs.remove(&s),
+                    };
                 }
                 Value::Bytes(b) => {
                     self.bytes.remove(&b);
@@ -389,6 +418,23 @@ mod tests {
         assert_eq!(v.len(), 5);
         // bool, int, str, bytes
         assert_eq!(v.sorted_order(), vec![3, 1, 2, 0, 4]);
+    }
+
+    #[test]
+    fn short_and_long_strings_are_told_apart() {
+        let mut v = FeatureVocabulary::default();
+        let long = "0123456789abcdef"; // 16 bytes: kept unpacked
+        for s in ["", "\0", "\0\0", "a", "a\0", "0123456789abcde", long] {
+            let before = v.len();
+            assert_eq!(v.insert(Key::Str(s)).unwrap() as usize, before, "{s:?}");
+        }
+        assert_eq!(v.get(Key::Str("a\0")), Some(4));
+        assert_eq!(v.get(Key::Str(long)), Some(6));
+        assert_eq!(v.get(Key::Str("0123456789abcdeF")), None);
+        v.truncate(1);
+        assert_eq!(v.get(Key::Str("a")), None);
+        assert_eq!(v.get(Key::Str(long)), None);
+        assert_eq!(v.get(Key::Str("")), Some(0));
     }
 
     #[test]

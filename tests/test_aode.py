@@ -136,7 +136,11 @@ def reference_joint(model, X_train, y_train, X_test, w=None):
         for s, x in enumerate(codes):
             usable = [j for j in range(F) if x[j] >= 0 and mean[j][x[j]] > 0]
             parents = [
-                i for i in range(F) if x[i] >= 0 and n_parent[i][x[i]] >= model.min_parent_count
+                i
+                for i in range(F)
+                if x[i] >= 0
+                and n_parent[i][x[i]] >= model.min_parent_count
+                and model.super_parents_[i]
             ]
             if not parents:
                 out[s] = log_prior + sum(np.log(theta[j][:, x[j]]) for j in usable)
@@ -173,6 +177,9 @@ CASES = [
     {"smoothing": "laplace", "parent_smoothing": "heb", "fit_prior": False},
     {"smoothing": "heb", "parent_smoothing": "heb", "class_prior": [0.2, 0.5, 0.3]},
     {"smoothing": "heb", "class_prior": [0.2, 0.5, 0.3]},
+    {"smoothing": "laplace", "max_parents": 1},
+    {"smoothing": "heb", "prior": "two-level", "max_parents": 2},
+    {"smoothing": "heb", "prior": "pooled", "max_parents": 3, "max_parent_cardinality": 4},
 ]
 
 
@@ -504,3 +511,110 @@ def test_pair_tables_beyond_memory_are_a_memory_error(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "MemoryError: the pair tables of 3000 features" in result.stdout
+
+
+def test_max_parents_keeps_the_features_most_informative_about_the_class():
+    """The super-parents are the k features of highest plug-in mutual information with
+    the class (scikit-learn's mutual_info_score on the rows where the feature is present),
+    ties to the lower index; pairs of two non-parents are not even counted."""
+    from sklearn.metrics import mutual_info_score
+
+    X, y = make_data(3, n_rows=600)
+    information = []
+    for f in range(X.shape[1]):
+        present = ~np.isnan(X[:, f])
+        information.append(mutual_info_score(y[present], X[present, f]))
+    for k in (1, 2, 3, 4, 10):
+        model = AODE(max_parents=k).fit(X, y)
+        expected = np.zeros(X.shape[1], dtype=bool)
+        expected[np.argsort(-np.asarray(information), kind="stable")[:k]] = True
+        np.testing.assert_array_equal(model.super_parents_, expected)
+        parents = np.flatnonzero(expected)
+        assert np.all(np.isnan(model.concentration_[:, ~expected]))
+        if k < 3:
+            # a pair of two non-parents has no cells
+            children = np.flatnonzero(~expected)
+            a, b = children[0], children[1]
+            rows = np.concatenate(
+                [[0], np.cumsum([model.n_categories_[i] for i, j in _pairs(X.shape[1])])]
+            )
+            p = _pairs(X.shape[1]).index((a, b))
+            assert model.pair_indptr_[rows[p]] == model.pair_indptr_[rows[p + 1]]
+        assert len(parents) == min(k, X.shape[1])
+
+
+def _pairs(n):
+    return [(a, b) for a in range(n) for b in range(a + 1, n)]
+
+
+def test_a_capped_model_stores_only_what_scoring_reads():
+    """Unseen-cell rows exist only for orientations that read a pair table: K_i rows per
+    modelled (i, j), none for capped ones or non-parents; the planned bytes bound what the
+    model holds."""
+    from hebnb import _core
+
+    X, y = make_data(5, n_rows=500)
+    for params in [{}, {"max_parent_cardinality": 4}, {"max_parents": 2}]:
+        model = AODE(**params).fit(X, y)
+        k = model.n_categories_
+        modelled = ~model.capped_ & model.super_parents_[:, None]
+        np.fill_diagonal(modelled, False)
+        expected_rows = sum(k[i] for i in range(len(k)) for j in range(len(k)) if modelled[i, j])
+        assert model._model["unseen_log_prob"].shape[0] == expected_rows
+        planned = _core.aode_planned_bytes(
+            offsets=list(np.concatenate([[0], np.cumsum(k)])),
+            capped=model.capped_,
+            parents=model.super_parents_,
+            n_rows=500,
+            n_classes=3,
+            stored_cells=0,
+        )
+        held = sum(
+            a.nbytes
+            for a in [model.pair_indptr_, model.pair_indices_, model.pair_counts_]
+            + [v for v in model._model.values() if isinstance(v, np.ndarray)]
+        )
+        assert planned["total"] >= held
+
+
+def test_an_allocation_beyond_the_address_space_is_a_memory_error(tmp_path):
+    """The core's own allocations are fallible: with the Python-side check bypassed and
+    the address space limited to a little more than what is in use, fitting 2,000
+    features (64 MB per (C, F, F) diagnostic table) raises MemoryError instead of aborting
+    the interpreter (SIGABRT)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "limited.py"
+    script.write_text(
+        "import resource\n"
+        "import numpy as np\n"
+        "from hebnb import _core\n"
+        "F, S = 2000, 20\n"
+        "codes = np.random.default_rng(0).integers(0, 2, (F, S)).astype(np.int32)\n"
+        "labels = (np.arange(S) % 2).astype(np.int64)\n"
+        "offsets = list(range(0, 2 * F + 1, 2))\n"
+        "capped = np.zeros((F, F), dtype=bool)\n"
+        "parents = np.zeros(F, dtype=bool)\n"
+        "parents[0] = True\n"
+        "class_count, counts = _core.count_categories(codes, labels, np.ones(S), offsets, 2, 1)\n"
+        "tables = _core.count_pairs(codes, labels, np.ones(S), offsets=offsets, n_classes=2,\n"
+        "    capped=capped, parents=parents, n_jobs=1)\n"
+        "with open('/proc/self/statm') as f:\n"
+        "    in_use = int(f.read().split()[0]) * resource.getpagesize()\n"
+        "limit = in_use + 48 * 2**20\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "try:\n"
+        "    _core.fit_aode(class_count, counts, tables, offsets=offsets, capped=capped,\n"
+        "        parents=parents, smoothing='laplace', parent_smoothing='laplace',\n"
+        "        min_count=10.0, concentration_bounds=(1e-2, 1e4),\n"
+        "        class_log_prior=[-0.7, -0.7], replace_class_prior=False, n_jobs=1)\n"
+        "    print('fitted')\n"
+        "except MemoryError as error:\n"
+        "    print('MemoryError:', error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True
+    )
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert "MemoryError: cannot allocate" in result.stdout, result.stdout

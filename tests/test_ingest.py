@@ -331,3 +331,47 @@ def test_an_encoder_saved_before_the_vocabulary_still_loads():
     X = np.array([["c", 7], ["a", -3], ["z", 7]], dtype=object)
     codes = old.transform(X).codes
     np.testing.assert_array_equal(codes, [[1, 0, -1], [1, 0, 1]])
+
+
+def test_group_column_of_every_form_gives_the_same_posteriors():
+    from hebnb import EmpiricalBayesDirichletClassifier
+
+    rng = np.random.default_rng(3)
+    groups = np.array([f"arm{k}" for k in rng.integers(0, 30, 500)], dtype=object)
+    y = rng.integers(0, 2, 500)
+    expected = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(groups[:, None], y)
+    frame = pd.DataFrame({"g": groups})
+    probe = np.array([["arm3"], ["never-seen"], ["arm7"]], dtype=object)
+    for X in (
+        frame.astype(pd.StringDtype("pyarrow")),
+        frame.astype("category"),
+        frame,
+    ):
+        model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(X, y)
+        np.testing.assert_array_equal(model.groups_, pd.unique(groups))
+        np.testing.assert_array_equal(model.predict_proba(probe), expected.predict_proba(probe))
+    with pytest.raises(ValueError, match="missing groups"):
+        expected.partial_fit(np.array([["arm3"], [None]], dtype=object), [0, 1])
+    assert len(expected.groups_) == len(set(groups))
+
+
+def test_aode_takes_declared_categories(data):
+    codes, y = data
+    X = np.abs(codes[:, :3])
+    model = AODE(categories=[list(range(14)), list(range(12)), list(range(3))]).fit(X, y)
+    np.testing.assert_array_equal(model.n_categories_, [14, 12, 3])
+    with pytest.raises(ValueError, match="not among the declared categories"):
+        AODE(categories=[list(range(3))] * 3).fit(X, y)
+
+
+def test_large_predictions_go_by_blocks_with_the_same_numbers():
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 50, size=(70_000, 3))
+    y = rng.integers(0, 2, size=70_000)
+    model = CategoricalNB().fit(X, y)
+    whole = model.predict_proba(X)
+    parts = np.vstack([model.predict_proba(X[:40_000]), model.predict_proba(X[40_000:])])
+    np.testing.assert_array_equal(whole, parts)
+    frame = pd.DataFrame(X.astype(str), columns=["a", "b", "c"])
+    strings = CategoricalNB().fit(frame, y)
+    np.testing.assert_array_equal(strings.predict_log_proba(frame), model.predict_log_proba(X))

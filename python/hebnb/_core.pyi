@@ -31,6 +31,7 @@ __all__ = [
     "log_probability_table",
     "merge_pair_tables",
     "mutual_information",
+    "posterior",
     "prior_mean",
     "score_rows",
 ]
@@ -95,6 +96,16 @@ def conditional_log_likelihood(
     offsets: list[int],
     n_jobs: int,
 ) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def posterior(
+    codes: npt.NDArray[np.int32],
+    log_table: npt.NDArray[np.float64],
+    class_log_prior: npt.NDArray[np.float64],
+    feature_weights: npt.NDArray[np.float64] | None,
+    offsets: list[int],
+    *,
+    log: bool,
+    n_jobs: int,
+) -> npt.NDArray[np.float64]: ...
 def log_posterior(joint: npt.NDArray[np.float64], n_jobs: int) -> npt.NDArray[np.float64]: ...
 def mutual_information(
     counts: npt.NDArray[np.float64], offsets: list[int], n_jobs: int

@@ -9,6 +9,7 @@ mutates the caller's data.
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import os
 import warnings
@@ -94,10 +95,23 @@ class _Table:
         return len(self.floats)
 
 
-def _read_table(X: Any) -> _Table:
+#: DataFrames of at most this many rows are read as one object array when they are coded
+#: against a known vocabulary (scoring a row or a few): the same codes as column by
+#: column, without building a pandas Series per column.
+SMALL_FRAME_ROWS = 64
+
+
+def _read_table(X: Any, *, known: bool = False) -> _Table:
     """Reads a 2-D table (numpy array, nested list, pandas or polars DataFrame, pyarrow
     Table or RecordBatch, or any object exporting ``__arrow_c_stream__``); raises on a table
-    without rows or without columns."""
+    without rows or without columns. ``known``: the table is coded against a vocabulary
+    that will not grow (declared categories of a ``category`` column do not matter)."""
+    if known and isinstance(X, pd.DataFrame) and 0 < X.shape[0] <= SMALL_FRAME_ROWS:
+        labels = X.columns.tolist()
+        values = X.to_numpy(dtype=object)
+        columns = [("objects", values[:, j]) for j in range(values.shape[1])]
+        floats = [False] * len(columns)
+        return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
     table = _split_table(X)
     if table.n_rows == 0:
         raise ValueError(
@@ -136,7 +150,7 @@ def _module_of(X: object) -> str:
 
 def _split_table(X: Any) -> _Table:
     if isinstance(X, pd.DataFrame):
-        labels = list(X.columns)
+        labels = X.columns.tolist()
         columns = [_pandas_column(column) for _, column in X.items()]
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
@@ -463,7 +477,7 @@ class CategoryEncoder:
 
     @property
     def offsets(self) -> list[int]:
-        return [0, *np.cumsum(self.cardinalities).astype(int).tolist()]
+        return [0, *itertools.accumulate(self.vocabulary.lengths())]
 
     @property
     def categories(self) -> list[np.ndarray]:
@@ -534,7 +548,7 @@ class CategoryEncoder:
             raise ValueError(
                 f"handle_unknown must be one of ['error', 'ignore'], got {handle_unknown!r}"
             )
-        table = _read_table(X)
+        table = _read_table(X, known=True)
         self.check_features(table, owner)
         codes = self._encode(table, grow=False, n_threads=n_threads)
         unknown = codes == UNKNOWN
@@ -554,8 +568,9 @@ class CategoryEncoder:
         """Adds the categories of ``X`` not seen before and returns its codes ``(F, S)``.
 
         Also returns, per feature, the new code of every old code (``None`` where the
-        feature gained nothing), so that count tables can follow their categories: the
-        identity with ``order="insertion"``, where new categories only join at the end.
+        feature gained nothing, and always with ``order="insertion"``, where new
+        categories only join at the end), so that count tables can follow their
+        categories.
         On an error nothing is added; ``undo(mark)`` with a ``mark()`` taken before also
         forgets the batch's categories when a later step fails.
         """
@@ -576,10 +591,8 @@ class CategoryEncoder:
             raise
         moved: list[np.ndarray | None] = []
         for f, (old, new) in enumerate(zip(before, self.cardinalities)):
-            if old == new:
-                moved.append(None)
-            elif self.order == "insertion":
-                moved.append(np.arange(old))
+            if old == new or self.order == "insertion":
+                moved.append(None)  # (by first appearance, old codes never move)
             else:
                 assert old_orders is not None  # kept for the sorted order
                 moved.append(self._view(f)[2][old_orders[f]].astype(np.int64))
@@ -793,7 +806,8 @@ def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
                 "y mixes labels of different types (e.g. numbers and strings), which "
                 f"cannot be ordered: {pd.unique(y)[:5].tolist()}"
             )
-    check_classification_targets(y)
+    if y.dtype.kind not in "iub":  # integer and boolean labels are always classes
+        check_classification_targets(y)
     try:
         classes, indices = np.unique(y, return_inverse=True)
     except TypeError:

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import is_real, n_threads
-from ._encoding import check_sample_weight
+from ._encoding import _array_column, _encode_column, _pandas_column, check_sample_weight
 from ._online import check_learning_rate
 from ._params import N_JOBS, PriorConcentrations, StrictInterval, fit_context
 
@@ -153,7 +153,7 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         self.classes_, self.prior_ = self._initial_prior()
-        self._group_index = pd.Index([])
+        self._groups = _core.Vocabulary(1)
         self.groups_ = np.empty(0, dtype=object)
         self.group_counts_ = np.zeros((0, self.classes_.shape[0]))
         self.n_features_in_ = 1
@@ -255,28 +255,25 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
 
     def _posterior_alphas(self, X: ArrayLike) -> np.ndarray:
         check_is_fitted(self, "group_counts_")
-        groups = _group_column(X)
-        index = self._group_index.get_indexer(pd.Index(groups))
-        alphas = np.tile(self.prior_, (groups.shape[0], 1))
+        index = self._group_codes(X, grow=False)
+        alphas = np.tile(self.prior_, (index.shape[0], 1))
         known = index >= 0
         alphas[known] += self.group_counts_[index[known]]
         return alphas
 
     def _absorb(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None) -> None:
         """Codes groups (new ones appended) and labels, and adds the rows with forgetting."""
-        groups = _group_column(X)
-        labels = _label_indices(y, self.classes_, groups.shape[0])
-        weights = check_sample_weight(sample_weight, groups.shape[0])
-        codes = self._group_index.get_indexer(pd.Index(groups))
-        unseen = codes < 0
-        if unseen.any():
-            new_groups = pd.unique(groups[unseen])
-            self._group_index = self._group_index.append(pd.Index(new_groups))
-            self.groups_ = np.asarray(self._group_index)
+        n_rows = _group_column(X)[1]
+        labels = _label_indices(y, self.classes_, n_rows)
+        weights = check_sample_weight(sample_weight, n_rows)
+        known = len(self.groups_)
+        codes = self._group_codes(X, grow=True)
+        n_groups = self._groups.lengths()[0]
+        if n_groups > known:
+            self.groups_ = np.fromiter(self._groups.values(0), dtype=object, count=n_groups)
             self.group_counts_ = np.vstack(
-                [self.group_counts_, np.zeros((new_groups.shape[0], self.classes_.shape[0]))]
+                [self.group_counts_, np.zeros((n_groups - known, self.classes_.shape[0]))]
             )
-            codes = self._group_index.get_indexer(pd.Index(groups))
         self.group_counts_ = _core.absorb_group_rows(
             self.group_counts_,
             codes.astype(np.int64),
@@ -284,6 +281,18 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
             weights,
             float(self.learning_rate),
         )
+
+    def _group_codes(self, X: ArrayLike, *, grow: bool) -> np.ndarray:
+        """The code of every row's group in the group vocabulary (codes by first
+        appearance; a group never seen is -2 unless ``grow``); missing groups are refused
+        and leave the vocabulary as it was."""
+        column, _ = _group_column(X)
+        mark = self._groups.mark()
+        codes = _encode_column(self._groups, 0, column, grow, "the group column")
+        if np.any(codes == -1):
+            self._groups.truncate(mark)
+            raise ValueError("X holds missing groups (NaN or None): every row needs a group")
+        return codes.astype(np.int64)
 
     def _tune(self, max_iter: int, tol: float) -> None:
         """Minka's (m, s) steps from the current prior on the current counts."""
@@ -301,15 +310,14 @@ class EmpiricalBayesDirichletClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "prior_")
         return {label: float(a) for label, a in zip(self.classes_.tolist(), self.prior_)}
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.pop("_group_index", None)
-        return state
-
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "groups_" in state and "_groups" not in state:
+            # saved before the group vocabulary: the groups in order of first appearance
+            groups = _core.Vocabulary(1)
+            column = _array_column(np.asarray(state["groups_"], dtype=object), 0)
+            _encode_column(groups, 0, column, True, "the group column")
+            state = {**state, "_groups": groups}
         self.__dict__.update(state)
-        if "groups_" in state:
-            self._group_index = pd.Index(self.groups_)
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
@@ -331,26 +339,29 @@ def _as_label_array(labels: np.ndarray) -> np.ndarray:
     return converted if converted.dtype.kind in "iufbU" else labels
 
 
-def _group_column(X: ArrayLike) -> np.ndarray:
-    """The one grouping column of ``X`` as a 1-D array; rejects other shapes and missing groups."""
+def _group_column(X: ArrayLike) -> tuple[tuple[Any, ...], int]:
+    """The one grouping column of ``X`` as a column spec of the encoder (strings, Arrow and
+    ``category`` columns read as they are) and the number of rows; rejects other shapes."""
     if isinstance(X, pd.DataFrame):
-        array = X.to_numpy()
-    elif hasattr(X, "toarray") or hasattr(X, "tocsr"):
+        if X.shape[1] != 1:
+            raise ValueError(
+                f"X must have shape (n_samples, 1), one grouping column; got shape {X.shape}"
+            )
+        if X.shape[0] == 0:
+            raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
+        return _pandas_column(X.iloc[:, 0]), X.shape[0]
+    if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: the grouping column must be dense")
-    else:
-        array = np.asarray(X)
-        if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
-            array = np.asarray(X, dtype=object)
+    array = np.asarray(X)
+    if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
+        array = np.asarray(X, dtype=object)
     if array.ndim != 2 or array.shape[1] != 1:
         raise ValueError(
             f"X must have shape (n_samples, 1), one grouping column; got shape {array.shape}"
         )
     if array.shape[0] == 0:
         raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
-    groups = array[:, 0]
-    if np.any(pd.isna(groups)):
-        raise ValueError("X holds missing groups (NaN or None): every row needs a group")
-    return groups
+    return _array_column(array[:, 0], 0), array.shape[0]
 
 
 def _label_indices(y: ArrayLike, classes: np.ndarray, n_rows: int) -> np.ndarray:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import warnings
 from numbers import Real
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
+import pandas as pd
 from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core, posterior_smoothing, weighting
 from ._base import (
@@ -39,6 +42,9 @@ SMOOTHERS = {
 }
 DEFAULT_M = {"m-estimate": 2.0, "target-encoding": 10.0}
 EMPIRICAL_BAYES = {"heb-u", "heb-m"}
+
+#: Rows scored per block by predict_proba / predict_log_proba on large inputs.
+PREDICT_BLOCK_ROWS = 1 << 16
 FEATURE_WEIGHTINGS = {"sqrt-mi"}
 CONCENTRATION_ESTIMATES = {"type2-ml", "posterior-average"}
 
@@ -523,11 +529,48 @@ class CategoricalNB(CategoricalClassifier):
 
     def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         codes, threads = self._encode(X)
-        return _core.joint_log_likelihood(
-            codes,
+        return _core.joint_log_likelihood(codes, *self._scoring_tables(), threads)
+
+    def _scoring_tables(
+        self,
+    ) -> tuple[
+        npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64] | None, list[int]
+    ]:
+        """What scoring a coded row needs: ``(log table, class log prior, feature weights,
+        offsets)``; with ``weighting``, the weighted table and class scores (the feature
+        weights are then inside the table)."""
+        return (
             self._score_table,
             self._class_scores,
             self._score_feature_weights,
             self._encoder.offsets,
-            threads,
         )
+
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
+        """Log posterior class probabilities, shape (n_samples, n_classes)."""
+        return self._posterior(X, log=True)
+
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
+        """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
+        return self._posterior(X, log=False)
+
+    def _posterior(self, X: Any, *, log: bool) -> np.ndarray:
+        """Scores, normalises (and exponentiates) in one call into the core; a large
+        array or DataFrame goes by blocks of rows written into the result, so that
+        beside the input and the result only one block's codes and scores are held."""
+        if "_encoder" not in self.__dict__:
+            check_is_fitted(self)  # raises NotFittedError
+        n_rows = X.shape[0] if isinstance(X, (np.ndarray, pd.DataFrame)) else 0
+        if n_rows <= PREDICT_BLOCK_ROWS:
+            codes, threads = self._encode(X)
+            posterior: np.ndarray = _core.posterior(
+                codes, *self._scoring_tables(), log=log, n_jobs=threads
+            )
+            return posterior
+        out = np.empty((n_rows, self.classes_.shape[0]))
+        for start in range(0, n_rows, PREDICT_BLOCK_ROWS):
+            rows = slice(start, start + PREDICT_BLOCK_ROWS)
+            block = X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]
+            codes, threads = self._encode(block)
+            out[rows] = _core.posterior(codes, *self._scoring_tables(), log=log, n_jobs=threads)
+        return out

@@ -246,6 +246,9 @@ pub fn joint_log_likelihood(
                 }
             }
             for (p, &(a, b)) in all_pairs.iter().enumerate() {
+                if !(model.structure.parents[a] || model.structure.parents[b]) {
+                    continue; // neither is a super-parent: the pair never scores
+                }
                 let capped_a = !model.structure.modelled(a, b);
                 let capped_b = !model.structure.modelled(b, a);
                 let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));

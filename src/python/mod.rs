@@ -16,6 +16,7 @@ mod discriminative;
 mod encoding;
 mod groups;
 mod naive_bayes;
+mod posterior;
 mod streaming;
 mod text;
 mod vocabulary;
@@ -58,6 +59,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     discriminative::register(m)?;
     vocabulary::register(m)?;
     streaming::register(m)?;
+    posterior::register(m)?;
     text::register(m)?;
     Ok(())
 }

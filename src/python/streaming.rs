@@ -3,7 +3,7 @@
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray1, PyReadwriteArray2};
 use pyo3::prelude::*;
 
-use super::run;
+use super::{run, to_py_err};
 use crate::streaming;
 
 /// Adds coded rows `(F, S)` to per-feature count tables `(C, capacity_f)` and the class
@@ -24,9 +24,12 @@ pub(super) fn add_counts<'py>(
     let mut views: Vec<_> = tables.iter_mut().map(|t| t.as_array_mut()).collect();
     let totals = class_totals.as_slice_mut()?;
     let (codes, labels, weights) = (codes.as_array(), labels.as_array(), weights.as_array());
-    run(py, n_jobs, || {
-        streaming::add_batch(&mut views, totals, codes, labels, weights, decay)
-    })
+    let mut work = move || streaming::add_batch(&mut views, totals, codes, labels, weights, decay);
+    if n_jobs <= 1 {
+        work().map_err(to_py_err) // one thread: the caller's, no hand-off to a pool
+    } else {
+        run(py, n_jobs, work)
+    }
 }
 
 /// Adds this family's functions to the module.

@@ -28,6 +28,9 @@ pub(super) struct Vocabulary {
     objects: Vec<Py<PyList>>,
 }
 
+/// Most cells coded on the calling thread instead of the pool.
+const INLINE_CELLS: usize = 1 << 14;
+
 /// One feature's saved state: `(kinds, ints, text, text_offsets, objects)`.
 type SavedFeature<'py> = (
     Vec<u8>,
@@ -223,31 +226,47 @@ impl Vocabulary {
         }
         let mark = self.lengths_now(py);
         let features = &mut self.features;
-        let result = run(py, n_jobs, || {
+        let encode_feature = |(f, vocabulary): (usize, &mut FeatureVocabulary)| {
+            let row = values.row(f);
+            let mask = missing.as_ref().map(|m| m.row(f));
+            let mut codes = codes_buffer(n_rows)?;
+            for (s, &v) in row.iter().enumerate() {
+                codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
+                    MISSING
+                } else {
+                    vocabulary.code(Key::Int(v), grow)?
+                });
+            }
+            Ok(codes)
+        };
+        let assemble = |per_feature: Vec<Vec<i32>>| -> CoreResult<ndarray::Array2<i32>> {
             let mut flat = codes_buffer(n_features * n_rows)?;
-            let per_feature: Vec<Vec<i32>> = features
-                .par_iter_mut()
-                .enumerate()
-                .map(|(f, vocabulary)| -> CoreResult<Vec<i32>> {
-                    let row = values.row(f);
-                    let mask = missing.as_ref().map(|m| m.row(f));
-                    let mut codes = codes_buffer(n_rows)?;
-                    for (s, &v) in row.iter().enumerate() {
-                        codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
-                            MISSING
-                        } else {
-                            vocabulary.code(Key::Int(v), grow)?
-                        });
-                    }
-                    Ok(codes)
-                })
-                .collect::<CoreResult<_>>()?;
             for codes in per_feature {
                 flat.extend_from_slice(&codes);
             }
             ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
                 .map_err(|e| HebError::InvalidParameter(e.to_string()))
-        });
+        };
+        // one thread, or a few rows, are coded on the calling thread: a pool's hand-off
+        // costs more (a context switch, milliseconds on a loaded machine)
+        let result = if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
+            features
+                .iter_mut()
+                .enumerate()
+                .map(encode_feature)
+                .collect::<CoreResult<Vec<_>>>()
+                .and_then(assemble)
+                .map_err(to_py_err)
+        } else {
+            run(py, n_jobs, || {
+                features
+                    .par_iter_mut()
+                    .enumerate()
+                    .map(encode_feature)
+                    .collect::<CoreResult<Vec<_>>>()
+                    .and_then(assemble)
+            })
+        };
         match result {
             Ok(codes) => Ok(codes.into_pyarray(py)),
             Err(error) => {

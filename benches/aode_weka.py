@@ -1,0 +1,184 @@
+"""AODE on wide, low-cardinality data against Weka 3.6's AODE, side by side in one run.
+
+The data: ``linked_table`` (default 2,000 training + 2,000 test rows x 400 ternary
+features, 2 classes) has blocks of correlated neighbouring features (a Markov chain along
+each block of 10, as linked markers) and a class driven by interactions (agreement between
+two features of a block), so that AODE beats Naive Bayes and the choice of super-parents
+matters. Weka (``weka.classifiers.bayes.AODE``, Java, one thread, Laplace) runs when
+``java`` and Debian's ``weka.jar`` are present (``apt-get install weka``); otherwise the
+bench says why and times hebnb alone. Its build and test times are read from Weka's own
+``-o`` output ("Time taken to build model", and the wall time of the test run less JVM
+start-up measured with an empty run).
+
+Run from the repository root after ``maturin develop --release``:
+
+    python benches/aode_weka.py
+    python benches/aode_weka.py --features 200 --max-parents 5 20 50 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import accuracy_score, log_loss
+
+from hebnb import AODE, CategoricalNB
+
+
+def linked_table(
+    n_rows: int = 2000,
+    n_features: int = 400,
+    n_values: int = 3,
+    block: int = 10,
+    seed: int = 0,
+    n_signal: int = 4,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Blocks of correlated neighbouring features (each feature of a block of 10 copies
+    the previous one with probability 0.7, like linked markers) and a class driven by the
+    first ``n_signal`` blocks: whether a block's first feature agrees with another of the
+    block (an interaction Naive Bayes cannot see), plus a weaker main effect of the first
+    feature (so that it is informative on its own, as a super-parent chosen by mutual
+    information needs)."""
+    rng = np.random.default_rng(seed)
+    X = np.empty((n_rows, n_features), dtype=np.int64)
+    for f in range(n_features):
+        if f % block == 0:
+            X[:, f] = rng.integers(0, n_values, n_rows)
+        else:
+            keep = rng.random(n_rows) < 0.7
+            X[:, f] = np.where(keep, X[:, f - 1], rng.integers(0, n_values, n_rows))
+    score = np.zeros(n_rows)
+    for b in range(n_signal):
+        f = b * block
+        agree = X[:, f] == X[:, f + 1 + b % (block - 1)]
+        score += 2.0 * np.where(agree, 1.0, -1.0) * (-1) ** b + 0.8 * (X[:, f] == 0)
+    score -= score.mean()
+    y = (rng.random(n_rows) < 1 / (1 + np.exp(-score))).astype(np.int64)
+    return X, y
+
+
+def write_arff(path: Path, X: np.ndarray, y: np.ndarray, n_values: int) -> None:
+    values = ",".join(str(v) for v in range(n_values))
+    lines = ["@relation linked"]
+    lines += [f"@attribute x{f} {{{values}}}" for f in range(X.shape[1])]
+    lines += ["@attribute class {0,1}", "@data"]
+    lines += [",".join(map(str, row)) + f",{label}" for row, label in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def weka_jar() -> str | None:
+    """Debian's weka.jar, or None."""
+    try:
+        listing = subprocess.run(
+            ["dpkg", "-L", "weka"], capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    jars = [line for line in listing.splitlines() if line.endswith("weka.jar")]
+    return jars[0] if jars else None
+
+
+def run_weka(jar: str, train: Path, test: Path) -> tuple[float, float]:
+    """(build s, test s) of Weka's AODE: the build time Weka reports, and the test time as
+    the wall time of loading the model and evaluating the test set less that of loading the
+    model and evaluating a one-row set (JVM start-up, class loading, reading the model)."""
+    model = train.with_suffix(".model")
+    out = subprocess.run(
+        ["java", "-Xmx4g", "-cp", jar, "weka.classifiers.bayes.AODE"]
+        + ["-t", str(train), "-d", str(model), "-no-cv", "-o"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    build = float(re.search(r"Time taken to build model:\s*([\d.]+)", out).group(1))
+    one_row = test.with_name("one.arff")
+    text = test.read_text().splitlines()
+    one_row.write_text("\n".join(text[: text.index("@data") + 2]) + "\n")
+
+    def evaluate(path: Path) -> float:
+        start = time.perf_counter()
+        subprocess.run(
+            ["java", "-Xmx4g", "-cp", jar, "weka.classifiers.bayes.AODE"]
+            + ["-l", str(model), "-T", str(path), "-o"],
+            capture_output=True,
+            check=True,
+        )
+        return time.perf_counter() - start
+
+    return build, max(evaluate(test) - evaluate(one_row), 0.0)
+
+
+def timed(model, X, y, X_test):
+    start = time.perf_counter()
+    model.fit(X, y)
+    fit = time.perf_counter() - start
+    start = time.perf_counter()
+    proba = model.predict_proba(X_test)
+    return fit, time.perf_counter() - start, proba
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2000)
+    parser.add_argument("--features", type=int, default=400)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--max-parents", type=int, nargs="*", default=[10, 50, 100, 200])
+    parser.add_argument("--no-weka", action="store_true")
+    args = parser.parse_args()
+
+    X_all, y_all = linked_table(2 * args.rows, args.features)
+    X, y, X_test, y_test = (
+        X_all[: args.rows],
+        y_all[: args.rows],
+        X_all[args.rows :],
+        y_all[args.rows :],
+    )
+    print(
+        f"{args.rows} train + {args.rows} test rows x {args.features} ternary features, n_jobs={args.n_jobs}"
+    )
+    print("| model | fit s | predict_proba s | accuracy | log-loss |")
+    print("|---|---|---|---|---|")
+    jar = None if args.no_weka else weka_jar()
+    if jar is None or shutil.which("java") is None:
+        print(
+            "(Weka skipped: "
+            + (
+                "--no-weka"
+                if args.no_weka
+                else "java or Debian's weka.jar not found; apt-get install weka"
+            )
+            + ")"
+        )
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            train, test = Path(folder) / "train.arff", Path(folder) / "test.arff"
+            write_arff(train, X, y, 3)
+            write_arff(test, X_test, y_test, 3)
+            build, test_time = run_weka(jar, train, test)
+        print(f"| Weka 3.6 AODE (Java, 1 thread, Laplace) | {build:.2f} | {test_time:.2f} | | |")
+    models = {
+        "hebnb CategoricalNB (HEB-M)": CategoricalNB(),
+        'hebnb AODE(smoothing="laplace")': AODE(smoothing="laplace", n_jobs=args.n_jobs),
+        "hebnb AODE() (two-level HEB-AODE)": AODE(n_jobs=args.n_jobs),
+    }
+    models |= {
+        f"hebnb AODE(max_parents={k})": AODE(max_parents=k, n_jobs=args.n_jobs)
+        for k in args.max_parents
+    }
+    for name, model in models.items():
+        fit, predict, proba = timed(model, X, y, X_test)
+        accuracy = accuracy_score(y_test, proba.argmax(axis=1))
+        print(
+            f"| {name} | {fit:.2f} | {predict:.2f} | {accuracy:.3f} | {log_loss(y_test, proba):.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+"""Ingestion and streaming speed, side by side in one run (run by hand from the repo root).
+
+    nice -n 5 python benches/ingest.py            # input forms, one row, stream, memory
+    nice -n 5 python benches/ingest.py --quick    # smaller stream (200,000 rows)
+
+Part 1, input forms: an amazon-employee fold (18,000 rows x 9 columns, ../shared) as int64
+numpy, int64 DataFrame, object strings, pandas ``str`` (Arrow-backed), ``category``, a
+polars DataFrame and a pyarrow Table: ``CategoricalNB().fit`` and ``predict_proba`` of the
+18,000 rows, one thread, each as a ratio to the int64 numpy time measured in the same run;
+then ``predict_proba`` of one row (int64 numpy, one-row DataFrame of strings) beside
+scikit-learn's OrdinalEncoder + CategoricalNB.
+
+Part 2, streaming: 1,000,000 rows x 20 features (cardinalities up to 100,000) in
+1,000-row batches: the partial_fit stream against one fit and scikit-learn's partial_fit
+stream, the per-call cost around call 100 and call 1,000, and the prequential case
+(predict_proba on each batch before partial_fit) on the first batches.
+
+Part 3, memory: peak resident memory of a fit on string columns from a pyarrow Table, as
+a multiple of the table's Arrow buffers (a fresh process per measurement).
+
+The machine is shared: compare the ratios of one run, not absolute times across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hebnb import CategoricalNB
+
+
+def shared_dataset(name: str) -> pd.DataFrame:
+    for parent in Path(__file__).resolve().parents:
+        path = parent / "shared" / "datasets" / name / "data.csv"
+        if path.is_file():
+            return pd.read_csv(path)
+    raise SystemExit(f"dataset {name!r} not found in a ../shared beside the checkout")
+
+
+def best_of(function, repeats: int) -> float:
+    """Smallest wall-clock seconds of ``repeats`` calls (the least disturbed by load)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def input_forms(repeats: int) -> None:
+    import pyarrow as pa
+
+    frame = shared_dataset("amazon-employee")
+    X = frame.drop(columns="class").to_numpy(dtype=np.int64)[:18_000]
+    y = frame["class"].to_numpy()[:18_000]
+    names = list(frame.columns[:-1])
+    ints = pd.DataFrame(X, columns=names)
+    objects = ints.astype(str).astype(object)
+    forms = {
+        "int64 numpy": X,
+        "int64 DataFrame": ints,
+        "object str DataFrame": objects,
+        "pandas str (Arrow) DataFrame": objects.astype(pd.StringDtype("pyarrow")),
+        "category (str) DataFrame": objects.astype("category"),
+        "pyarrow Table str": pa.table(
+            {n: pa.array(objects[n].to_numpy(), pa.string()) for n in names}
+        ),
+    }
+    try:
+        import polars as pl
+
+        forms["polars str"] = pl.DataFrame({n: objects[n].tolist() for n in names})
+    except ImportError:
+        print("(polars not installed: its row is skipped)")
+    print(f"\n## Input forms: amazon-employee, {X.shape[0]} rows x {X.shape[1]}, one thread")
+    print(
+        f"best of {repeats} rounds, each round timing every form in turn (so that load "
+        "changes hit all forms alike); ratio = time / int64 numpy time\n"
+    )
+    models = {name: CategoricalNB().fit(data, y) for name, data in forms.items()}
+    fit_times = {name: [] for name in forms}
+    predict_times = {name: [] for name in forms}
+    for _ in range(repeats):
+        for name, data in forms.items():
+            start = time.perf_counter()
+            CategoricalNB().fit(data, y)
+            fit_times[name].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            models[name].predict_proba(data)
+            predict_times[name].append(time.perf_counter() - start)
+    print("| input | fit ms | fit ratio | predict_proba ms | predict ratio |")
+    print("|---|---|---|---|---|")
+    base_fit, base_predict = min(fit_times["int64 numpy"]), min(predict_times["int64 numpy"])
+    for name in forms:
+        fit, predict = min(fit_times[name]), min(predict_times[name])
+        print(
+            f"| {name} | {fit * 1e3:.1f} | {fit / base_fit:.2f}x | {predict * 1e3:.1f} | "
+            f"{predict / base_predict:.2f}x |"
+        )
+    one_row(X, y, objects, repeats)
+
+
+def one_row(X, y, objects, repeats) -> None:
+    from sklearn.naive_bayes import CategoricalNB as SkCategoricalNB
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
+    model = CategoricalNB().fit(X, y)
+    strings = CategoricalNB().fit(objects, y)
+    row, string_row = X[:1], objects.iloc[:1]
+    sklearn = make_pipeline(
+        OrdinalEncoder(
+            handle_unknown="use_encoded_value", unknown_value=-1, encoded_missing_value=-1
+        ),
+        SkCategoricalNB(min_categories=None),
+    )
+    sklearn.fit(objects, y)
+    calls = 2000
+    rows = {
+        "hebnb, int64 numpy row": lambda: model.predict_proba(row),
+        "hebnb, one-row DataFrame of strings": lambda: strings.predict_proba(string_row),
+        "scikit-learn OrdinalEncoder + CategoricalNB, one-row DataFrame": lambda: (
+            sklearn.predict_proba(string_row)
+        ),
+    }
+    print("\n## predict_proba of one row (best of 5 runs of the mean of many calls)\n")
+    print("| call | µs |")
+    print("|---|---|")
+    for name, call in rows.items():
+        n = calls if "hebnb" in name else 200
+
+        def many(call=call, n=n):
+            for _ in range(n):
+                call()
+
+        print(f"| {name} | {best_of(many, 5) / n * 1e6:.0f} |")
+
+
+def stream_data(n_rows: int, n_features: int, seed: int = 0):
+    """Zipf-like draws over cardinalities from 2 to 100,000; the label depends on three
+    features."""
+    rng = np.random.default_rng(seed)
+    cardinalities = np.unique(np.geomspace(2, 100_000, n_features).astype(int))
+    cardinalities = np.resize(cardinalities, n_features)
+    X = np.empty((n_rows, n_features), dtype=np.int64)
+    for f, k in enumerate(cardinalities):
+        X[:, f] = np.minimum((rng.pareto(1.2, n_rows) * k / 20).astype(np.int64), k - 1)
+    y = ((X[:, 0] + X[:, 1] + (X[:, 2] % 3) + rng.integers(0, 2, n_rows)) % 2).astype(np.int64)
+    return X, y, cardinalities
+
+
+def streaming(n_rows: int, batch: int, prequential_batches: int) -> None:
+    from sklearn.naive_bayes import CategoricalNB as SkCategoricalNB
+
+    X, y, cardinalities = stream_data(n_rows, 20)
+    n_calls = n_rows // batch
+    print(f"\n## Streaming: {n_rows} rows x 20 features in {batch}-row batches ({n_calls} calls)")
+    print(f"cardinalities {cardinalities.min()}..{cardinalities.max()}, one thread\n")
+
+    start = time.perf_counter()
+    CategoricalNB().fit(X, y)
+    fit = time.perf_counter() - start
+
+    model = CategoricalNB()
+    per_call = np.empty(n_calls)
+    start = time.perf_counter()
+    for i in range(n_calls):
+        t = time.perf_counter()
+        model.partial_fit(
+            X[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch], classes=[0, 1]
+        )
+        per_call[i] = time.perf_counter() - t
+    assert model.concentration_.shape == (2, 20)  # the deferred solve, once, at first use
+    stream = time.perf_counter() - start
+
+    sklearn = SkCategoricalNB(min_categories=cardinalities)
+    start = time.perf_counter()
+    for i in range(n_calls):
+        sklearn.partial_fit(
+            X[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch], classes=[0, 1]
+        )
+    sk_stream = time.perf_counter() - start
+
+    def around(call: int) -> float:
+        window = per_call[max(0, call - 50) : call + 50]
+        return float(np.median(window)) * 1e3
+
+    print("| measure | value |")
+    print("|---|---|")
+    print(f"| one fit of all rows | {fit:.2f} s |")
+    print(f"| hebnb partial_fit stream (+ the solve at first use) | {stream:.2f} s |")
+    print(f"| scikit-learn CategoricalNB partial_fit stream | {sk_stream:.2f} s |")
+    print(f"| stream / one fit | {stream / fit:.2f}x |")
+    print(f"| stream / scikit-learn stream | {stream / sk_stream:.2f}x |")
+    if n_calls >= 100:
+        print(f"| per call, median around call 100 | {around(100):.2f} ms |")
+    print(f"| per call, median around call {n_calls} | {around(n_calls - 1):.2f} ms |")
+    if n_calls >= 100:
+        print(f"| call {n_calls} / call 100 | {around(n_calls - 1) / around(100):.2f}x |")
+
+    # prequential: score every batch before learning it (the solve runs every call)
+    model = CategoricalNB().partial_fit(X[:batch], y[:batch], classes=[0, 1])
+    times = []
+    for i in range(1, prequential_batches + 1):
+        rows = slice(i * batch, (i + 1) * batch)
+        t = time.perf_counter()
+        model.predict_proba(X[rows])
+        model.partial_fit(X[rows], y[rows])
+        times.append(time.perf_counter() - t)
+    print(
+        f"| prequential (predict_proba then partial_fit), calls 1-{prequential_batches}: "
+        f"median per call | {np.median(times) * 1e3:.1f} ms (last 20: "
+        f"{np.median(times[-20:]) * 1e3:.1f} ms) |"
+    )
+
+
+MEMORY_CHILD = """
+import resource, sys, numpy as np, pyarrow as pa
+from hebnb import CategoricalNB
+n, f = int(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(0)
+columns = {}
+for j in range(f):
+    codes = rng.integers(0, 1000, n)
+    dictionary = pa.array([f"value-{j}-{k}" for k in range(1000)], pa.string())
+    columns[f"c{j}"] = dictionary.take(pa.array(codes))
+table = pa.table(columns)
+y = rng.integers(0, 2, n)
+buffers = table.nbytes
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+CategoricalNB().fit(table, y)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(buffers, before, after)
+"""
+
+
+PREDICT_CHILD = """
+import resource, sys, numpy as np
+from hebnb import CategoricalNB
+n, f = int(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(0)
+model = CategoricalNB().fit(rng.integers(0, 1000, (100_000, f)), rng.integers(0, 2, 100_000))
+X = rng.integers(0, 1000, (n, f))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+proba = model.predict_proba(X)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(X.nbytes, proba.nbytes, before, after)
+"""
+
+
+def predict_memory(n_rows: int) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PREDICT_CHILD, str(n_rows), "20"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    data, result, before, after = (int(v) for v in out)
+    print(f"\n## Memory: predict_proba of {n_rows} int64 rows x 20\n")
+    print("| measure | value |")
+    print("|---|---|")
+    print(f"| input | {data / 2**20:.0f} MiB; result {result / 2**20:.0f} MiB |")
+    print(f"| peak resident growth during predict_proba | {(after - before) / 2**20:.0f} MiB |")
+    print(
+        f"| (input + peak growth) / (input + result) | {(data + after - before) / (data + result):.2f}x |"
+    )
+
+
+def memory(n_rows: int) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(n_rows), "20"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    buffers, before, after = (int(v) for v in out)
+    print(f"\n## Memory: fit on {n_rows} rows x 20 string columns (pyarrow Table)\n")
+    print("| measure | value |")
+    print("|---|---|")
+    print(f"| Arrow buffers of the table | {buffers / 2**20:.0f} MiB |")
+    print(f"| peak resident growth during fit | {(after - before) / 2**20:.0f} MiB |")
+    print(f"| peak growth / Arrow buffers | {(after - before) / buffers:.2f}x |")
+    print(f"| peak resident total / Arrow buffers | {after / buffers:.2f}x |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--part", choices=["forms", "stream", "memory", "all"], default="all")
+    parser.add_argument("--memory-rows", type=int, default=None)
+    args = parser.parse_args()
+    print(json.dumps({"quick": args.quick}))
+    if args.part in ("forms", "all"):
+        input_forms(repeats=5 if args.quick else 15)
+    if args.part in ("stream", "all"):
+        streaming(200_000 if args.quick else 1_000_000, 1_000, 50 if args.quick else 200)
+    if args.part in ("memory", "all"):
+        memory(args.memory_rows or (1_000_000 if args.quick else 10_000_000))
+        predict_memory(args.memory_rows or (1_000_000 if args.quick else 10_000_000))
+
+
+if __name__ == "__main__":
+    main()
