@@ -12,7 +12,8 @@
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use crate::error::{check_len, zeroed, HebError, Result};
+use crate::error::{check_len, with_capacity, zeroed, HebError, Result};
+use crate::interrupt;
 use crate::layout::FeatureLayout;
 
 /// The counts of one training set.
@@ -29,19 +30,19 @@ pub struct CategoricalCounts {
 /// # Errors
 /// [`HebError::ClassOutOfRange`] on the first label outside the range.
 pub fn class_indices(labels: ArrayView1<i64>, n_classes: usize) -> Result<Vec<usize>> {
-    labels
-        .iter()
-        .map(|&y| {
-            if y >= 0 && (y as u64) < n_classes as u64 {
-                Ok(y as usize)
-            } else {
-                Err(HebError::ClassOutOfRange {
-                    class: y,
-                    n_classes,
-                })
-            }
-        })
-        .collect()
+    let mut classes = with_capacity(labels.len(), "class indices")?;
+    for (s, &y) in labels.iter().enumerate() {
+        interrupt::check_every(s)?;
+        if y >= 0 && (y as u64) < n_classes as u64 {
+            classes.push(y as usize);
+        } else {
+            return Err(HebError::ClassOutOfRange {
+                class: y,
+                n_classes,
+            });
+        }
+    }
+    Ok(classes)
 }
 
 /// Checks the shapes shared by every kernel that reads coded rows: `codes` is
@@ -91,10 +92,18 @@ pub fn count_categories(
     n_classes: usize,
 ) -> Result<CategoricalCounts> {
     check_rows(codes, labels, weights, layout)?;
-    let classes = class_indices(labels, n_classes)?;
+    // labels are checked once here and read in place below: counting needs no copy of
+    // the rows, whatever their number
     let mut class_totals = vec![0.0; n_classes];
-    for (&c, &w) in classes.iter().zip(weights.iter()) {
-        class_totals[c] += w;
+    for (s, (&y, &w)) in labels.iter().zip(weights.iter()).enumerate() {
+        interrupt::check_every(s)?;
+        if !(y >= 0 && (y as u64) < n_classes as u64) {
+            return Err(HebError::ClassOutOfRange {
+                class: y,
+                n_classes,
+            });
+        }
+        class_totals[y as usize] += w;
     }
 
     let per_feature: Vec<Vec<f64>> = (0..layout.n_features())
@@ -102,7 +111,14 @@ pub fn count_categories(
         .map(|f| {
             let k = layout.cardinality(f);
             let mut block = zeroed(n_classes * k, "category counts")?;
-            for ((&code, &c), &w) in codes.row(f).iter().zip(&classes).zip(weights.iter()) {
+            let rows = codes
+                .row(f)
+                .into_iter()
+                .zip(labels.iter())
+                .zip(weights.iter());
+            for (s, ((&code, &c), &w)) in rows.enumerate() {
+                let c = c as usize;
+                interrupt::check_every(s)?;
                 if code < 0 {
                     continue;
                 }

@@ -43,8 +43,9 @@ use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::class_indices;
-use crate::error::{check_len, HebError, Result};
+use crate::error::{check_len, filled, with_capacity, HebError, Result};
 use crate::gamma_differences::{digamma_difference, ln_gamma_difference};
+use crate::interrupt;
 
 /// Floor of every prior concentration after a step (as bayesianbandits: keeps alpha > 0).
 pub const MIN_CONCENTRATION: f64 = 1e-8;
@@ -89,16 +90,16 @@ fn check_prior(prior: &[f64]) -> Result<()> {
 }
 
 /// The groups with a positive total, as (row index, total).
-fn groups_with_data(counts: ArrayView2<f64>) -> Vec<(usize, f64)> {
-    counts
-        .rows()
-        .into_iter()
-        .enumerate()
-        .filter_map(|(g, row)| {
-            let total: f64 = row.sum();
-            (total > 0.0).then_some((g, total))
-        })
-        .collect()
+fn groups_with_data(counts: ArrayView2<f64>) -> Result<Vec<(usize, f64)>> {
+    let mut groups = with_capacity(counts.nrows(), "groups with data")?;
+    for (g, row) in counts.rows().into_iter().enumerate() {
+        interrupt::check_every(g)?;
+        let total: f64 = row.sum();
+        if total > 0.0 {
+            groups.push((g, total));
+        }
+    }
+    Ok(groups)
 }
 
 /// `sum over chunks of per_group(g, total)` where each call yields a vector of `width`
@@ -107,30 +108,31 @@ fn sum_over_groups(
     groups: &[(usize, f64)],
     width: usize,
     per_group: impl Fn(usize, f64, &mut [f64]) + Sync,
-) -> Vec<f64> {
+) -> Result<Vec<f64>> {
     let partials: Vec<Vec<f64>> = groups
         .par_chunks(GROUP_CHUNK)
         .map(|chunk| {
+            interrupt::check()?;
             let mut sums = vec![0.0; width];
             for &(g, total) in chunk {
                 per_group(g, total, &mut sums);
             }
-            sums
+            Ok(sums)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let mut total = vec![0.0; width];
     for partial in partials {
         for (t, p) in total.iter_mut().zip(partial) {
             *t += p;
         }
     }
-    total
+    Ok(total)
 }
 
 /// The Dirichlet-multinomial log evidence of the groups' counts under `prior`.
-fn log_evidence(counts: ArrayView2<f64>, groups: &[(usize, f64)], prior: &[f64]) -> f64 {
+fn log_evidence(counts: ArrayView2<f64>, groups: &[(usize, f64)], prior: &[f64]) -> Result<f64> {
     let s: f64 = prior.iter().sum();
-    sum_over_groups(groups, 1, |g, total, out| {
+    Ok(sum_over_groups(groups, 1, |g, total, out| {
         let row = counts.row(g);
         let cells: f64 = row
             .iter()
@@ -138,7 +140,7 @@ fn log_evidence(counts: ArrayView2<f64>, groups: &[(usize, f64)], prior: &[f64])
             .map(|(&c, &a)| ln_gamma_difference(a, c))
             .sum();
         out[0] += cells - ln_gamma_difference(s, total);
-    })[0]
+    })?[0])
 }
 
 /// Runs up to `max_iter` (m, s) steps of Minka's fixed point from `prior` on fixed counts
@@ -162,7 +164,7 @@ pub fn fit_dirichlet_prior(
         )));
     }
     let n_classes = prior.len();
-    let groups = groups_with_data(counts);
+    let groups = groups_with_data(counts)?;
     let mut alpha = prior.to_vec();
     if groups.is_empty() {
         let log_evidence = if counts.nrows() == 0 {
@@ -188,7 +190,7 @@ pub fn fit_dirichlet_prior(
                 out[k] += digamma_difference(a, c);
             }
             out[n_classes] += digamma_difference(s, total);
-        });
+        })?;
         let denominator = sums[n_classes];
         if denominator.abs() < MIN_DENOMINATOR {
             converged = true;
@@ -205,14 +207,14 @@ pub fn fit_dirichlet_prior(
             for ((&c, &a), &m) in counts.row(g).iter().zip(&scaled).zip(&mean) {
                 out[0] += m * digamma_difference(a, c);
             }
-        })[0];
+        })?[0];
         let s_new = (s * numerator / denominator).max(MIN_CONCENTRATION);
         for (a, m) in alpha.iter_mut().zip(&mean) {
             *a = (s_new * m).max(MIN_CONCENTRATION);
         }
         n_iter += 1;
         if tol > 0.0 {
-            let evidence = log_evidence(counts, &groups, &alpha);
+            let evidence = log_evidence(counts, &groups, &alpha)?;
             let change = (evidence - previous).abs();
             previous = evidence;
             if change < tol {
@@ -222,7 +224,7 @@ pub fn fit_dirichlet_prior(
         }
     }
     Ok(PriorFit {
-        log_evidence: log_evidence(counts, &groups, &alpha),
+        log_evidence: log_evidence(counts, &groups, &alpha)?,
         prior: alpha,
         n_iter,
         converged,
@@ -258,14 +260,25 @@ pub fn absorb_rows(
     let classes = class_indices(labels, n_classes)?;
     let group_index = class_indices(groups, n_groups)
         .map_err(|_| HebError::InvalidParameter(format!("group index outside 0..{n_groups}")))?;
-    let mut out = counts.to_owned();
+    let mut out = Array2::from_shape_vec(
+        (n_groups, n_classes),
+        filled(n_groups * n_classes, 0.0, "group counts")?,
+    )
+    .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
+    out.assign(&counts);
     if learning_rate == 1.0 {
-        for ((&g, &k), &w) in group_index.iter().zip(&classes).zip(weights.iter()) {
+        for (s, ((&g, &k), &w)) in group_index
+            .iter()
+            .zip(&classes)
+            .zip(weights.iter())
+            .enumerate()
+        {
+            interrupt::check_every(s)?;
             out[[g, k]] += w;
         }
         return Ok(out);
     }
-    let mut rows_in_batch = vec![0_i32; n_groups];
+    let mut rows_in_batch = filled(n_groups, 0_i32, "rows per group")?;
     for &g in &group_index {
         rows_in_batch[g] += 1;
     }
@@ -275,8 +288,14 @@ pub fn absorb_rows(
             out.row_mut(g).mapv_inplace(|c| c * decay);
         }
     }
-    let mut rank = vec![0_i32; n_groups];
-    for ((&g, &k), &w) in group_index.iter().zip(&classes).zip(weights.iter()) {
+    let mut rank = filled(n_groups, 0_i32, "rows per group")?;
+    for (s, ((&g, &k), &w)) in group_index
+        .iter()
+        .zip(&classes)
+        .zip(weights.iter())
+        .enumerate()
+    {
+        interrupt::check_every(s)?;
         rank[g] += 1;
         out[[g, k]] += w * learning_rate.powi(rows_in_batch[g] - rank[g]);
     }

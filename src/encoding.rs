@@ -9,7 +9,7 @@
 use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use rayon::prelude::*;
 
-use crate::error::{HebError, Result};
+use crate::error::{filled, with_capacity, HebError, Result};
 
 /// Code of a missing value.
 pub const MISSING: i32 = -1;
@@ -117,12 +117,16 @@ const TRANSPOSE_BLOCK: usize = 4096;
 /// `values` (F, S) with each feature's values contiguous: a view when they already are,
 /// else a copy made block by block in parallel. Row-major user tables arrive as strided
 /// (F, S) views; reading them feature by feature would stream the whole table F times.
-fn feature_major(values: ArrayView2<'_, i64>) -> CowArray<'_, i64, Ix2> {
+fn feature_major(values: ArrayView2<'_, i64>) -> Result<CowArray<'_, i64, Ix2>> {
     if values.is_standard_layout() {
-        return CowArray::from(values);
+        return Ok(CowArray::from(values));
     }
     let (n_features, n_rows) = values.dim();
-    let mut flat = vec![0_i64; n_features * n_rows];
+    let mut flat = filled(
+        n_features * n_rows,
+        0_i64,
+        "feature-major copy of the values",
+    )?;
     // one list of per-feature destination slices for every block of rows
     let mut blocks: Vec<Vec<&mut [i64]>> = (0..n_rows.div_ceil(TRANSPOSE_BLOCK))
         .map(|_| Vec::with_capacity(n_features))
@@ -143,12 +147,18 @@ fn feature_major(values: ArrayView2<'_, i64>) -> CowArray<'_, i64, Ix2> {
                 }
             }
         });
-    CowArray::from(Array2::from_shape_vec((n_features, n_rows), flat).expect("F x S"))
+    Ok(CowArray::from(
+        Array2::from_shape_vec((n_features, n_rows), flat).expect("F x S"),
+    ))
 }
 
 fn codes_array(rows: Vec<Vec<i32>>, n_rows: usize) -> Result<Array2<i32>> {
     let n_features = rows.len();
-    Array2::from_shape_vec((n_features, n_rows), rows.concat())
+    let mut flat = with_capacity(n_features * n_rows, "category codes")?;
+    for row in rows {
+        flat.extend_from_slice(&row);
+    }
+    Array2::from_shape_vec((n_features, n_rows), flat)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))
 }
 
@@ -163,12 +173,13 @@ pub fn factorize(
     missing: Option<ArrayView2<bool>>,
 ) -> Result<(Array2<i32>, Categories)> {
     check_missing(values, missing)?;
-    let values = feature_major(values);
+    let values = feature_major(values)?;
     let values = values.view();
     let n_rows = values.ncols();
     let per_feature: Vec<(Vec<i32>, Vec<i64>)> = (0..values.nrows())
         .into_par_iter()
         .map(|f| {
+            crate::interrupt::check()?;
             let row = values.row(f);
             let mask = missing.as_ref().map(|m| m.row(f));
             let is_missing = |s: usize| mask.as_ref().is_some_and(|m| m[s]);
@@ -185,17 +196,14 @@ pub fn factorize(
                 )));
             }
             let lookup = RankLookup::new(&categories, n_rows);
-            let codes = row
-                .iter()
-                .enumerate()
-                .map(|(s, &v)| {
-                    if is_missing(s) {
-                        MISSING
-                    } else {
-                        lookup.rank(v)
-                    }
-                })
-                .collect();
+            let mut codes = with_capacity(n_rows, "category codes")?;
+            codes.extend(row.iter().enumerate().map(|(s, &v)| {
+                if is_missing(s) {
+                    MISSING
+                } else {
+                    lookup.rank(v)
+                }
+            }));
             Ok((codes, categories))
         })
         .collect::<Result<_>>()?;
@@ -249,7 +257,7 @@ pub fn encode(
 ) -> Result<Array2<i32>> {
     check_missing(values, missing)?;
     check_categories(categories)?;
-    let values = feature_major(values);
+    let values = feature_major(values)?;
     let values = values.view();
     if categories.offsets.len() != values.nrows() + 1 {
         return Err(HebError::ShapeMismatch {
@@ -261,23 +269,21 @@ pub fn encode(
     let codes: Vec<Vec<i32>> = (0..values.nrows())
         .into_par_iter()
         .map(|f| {
+            crate::interrupt::check()?;
             let known = &categories.values[categories.offsets[f]..categories.offsets[f + 1]];
             let lookup = RankLookup::new(known, values.ncols());
             let mask = missing.as_ref().map(|m| m.row(f));
-            values
-                .row(f)
-                .iter()
-                .enumerate()
-                .map(|(s, &v)| {
-                    if mask.as_ref().is_some_and(|m| m[s]) {
-                        MISSING
-                    } else {
-                        lookup.rank(v)
-                    }
-                })
-                .collect()
+            let mut codes = with_capacity(values.ncols(), "category codes")?;
+            codes.extend(values.row(f).iter().enumerate().map(|(s, &v)| {
+                if mask.as_ref().is_some_and(|m| m[s]) {
+                    MISSING
+                } else {
+                    lookup.rank(v)
+                }
+            }));
+            Ok(codes)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     codes_array(codes, values.ncols())
 }
 

@@ -26,6 +26,8 @@ pub enum HebError {
     Allocation { what: &'static str, bytes: u128 },
     /// The thread pool could not be built.
     ThreadPool(String),
+    /// The caller cancelled the work (Ctrl-C, [`crate::interrupt`]).
+    Interrupted,
 }
 
 impl fmt::Display for HebError {
@@ -53,6 +55,7 @@ impl fmt::Display for HebError {
                 "cannot allocate {bytes} bytes for {what}: the cardinality is beyond what memory allows"
             ),
             HebError::ThreadPool(message) => write!(f, "cannot start the thread pool: {message}"),
+            HebError::Interrupted => write!(f, "interrupted"),
         }
     }
 }
@@ -78,10 +81,22 @@ pub fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()
 /// A zero-filled `Vec<f64>` of `len` elements, or [`HebError::Allocation`] when the
 /// memory cannot be had (instead of aborting the process).
 pub fn zeroed(len: usize, what: &'static str) -> Result<Vec<f64>> {
-    let bytes = (len as u128) * (std::mem::size_of::<f64>() as u128);
-    let mut v: Vec<f64> = Vec::new();
+    filled(len, 0.0, what)
+}
+
+/// A `Vec` of `len` copies of `value`, or [`HebError::Allocation`] when the memory
+/// cannot be had (instead of aborting the process).
+pub fn filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<Vec<T>> {
+    let mut v: Vec<T> = with_capacity(len, what)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// An empty `Vec` with room for `len` items, or [`HebError::Allocation`].
+pub fn with_capacity<T>(len: usize, what: &'static str) -> Result<Vec<T>> {
+    let bytes = (len as u128) * (std::mem::size_of::<T>() as u128);
+    let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(len)
         .map_err(|_| HebError::Allocation { what, bytes })?;
-    v.resize(len, 0.0);
     Ok(v)
 }

@@ -29,6 +29,7 @@ pub mod encoding;
 pub mod error;
 pub mod evidence;
 pub mod gamma_differences;
+pub mod interrupt;
 pub mod layout;
 pub mod multinomial;
 pub mod mutual_information;

@@ -14,6 +14,7 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 
 use crate::error::{check_len, Result};
+use crate::interrupt;
 use crate::layout::FeatureLayout;
 
 /// The plug-in mutual information (nats) of every feature with the class, from the
@@ -27,34 +28,50 @@ pub fn mutual_information(counts: ArrayView2<f64>, layout: &FeatureLayout) -> Re
         layout.n_columns(),
         counts.ncols(),
     )?;
-    let information = (0..layout.n_features())
+    (0..layout.n_features())
         .into_par_iter()
         .map(|f| {
+            interrupt::check()?;
             let columns = layout.columns(f);
+            // MI is a function of the proportions only: divide by the largest count first,
+            // so that no sum overflows (counts near f64::MAX) and tiny counts (weights of
+            // 1e-300) keep their proportions instead of underflowing to zero.
+            let scale = counts
+                .rows()
+                .into_iter()
+                .flat_map(|row| columns.clone().map(move |j| row[j]))
+                .fold(0.0_f64, f64::max);
+            if !(scale > 0.0 && scale.is_finite()) {
+                return Ok(0.0);
+            }
+            let scaled = |n: f64| n / scale;
             let class_totals: Vec<f64> = counts
                 .rows()
                 .into_iter()
-                .map(|row| columns.clone().map(|j| row[j]).sum())
+                .map(|row| columns.clone().map(|j| scaled(row[j])).sum())
                 .collect();
             let total: f64 = class_totals.iter().sum();
-            if total <= 0.0 {
-                return 0.0;
-            }
-            let value_totals: Vec<f64> = columns.clone().map(|j| counts.column(j).sum()).collect();
+            let value_totals: Vec<f64> = columns
+                .clone()
+                .map(|j| counts.column(j).iter().map(|&n| scaled(n)).sum())
+                .collect();
+            let ln_total = total.ln();
             let mut information = 0.0;
             for (row, &class_total) in counts.rows().into_iter().zip(&class_totals) {
                 for (j, &value_total) in columns.clone().zip(&value_totals) {
-                    let n = row[j];
+                    let n = scaled(row[j]);
                     if n > 0.0 {
-                        information += n * (n * total / (class_total * value_total)).ln();
+                        // the log of the ratio as a sum of logs: each factor is finite and
+                        // positive, while their product or quotient could leave the range
+                        let log_ratio = n.ln() + ln_total - class_total.ln() - value_total.ln();
+                        information += (n / total) * log_ratio;
                     }
                 }
             }
             // rounding can leave a tiny negative value for independent features
-            (information / total).max(0.0)
+            Ok(information.max(0.0))
         })
-        .collect();
-    Ok(information)
+        .collect()
 }
 
 #[cfg(test)]
@@ -73,5 +90,21 @@ mod tests {
         let entropy = -(p * p.ln() + q * q.ln());
         assert!((mi[1] - entropy).abs() < 1e-15);
         assert_eq!(mi[2], 0.0);
+    }
+
+    #[test]
+    fn information_does_not_change_when_every_count_is_scaled() {
+        let counts = array![[3.0, 1.0, 0.5], [1.0, 4.0, 2.0]];
+        let layout = FeatureLayout::from_cardinalities(&[3]);
+        let reference = mutual_information(counts.view(), &layout).unwrap()[0];
+        assert!(reference > 0.01);
+        for scale in [1e-300, 1e-170, 1e160, 1e290, 1e307] {
+            let scaled = counts.mapv(|n| n * scale);
+            let mi = mutual_information(scaled.view(), &layout).unwrap()[0];
+            assert!(
+                (mi - reference).abs() < 1e-12 * reference,
+                "scale {scale}: {mi} vs {reference}"
+            );
+        }
     }
 }

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use crate::error::{check_len, zeroed, HebError, Result};
 use crate::evidence::EvidenceTerms;
+use crate::interrupt;
 use crate::layout::FeatureLayout;
 use crate::smoothing::log_smoothed;
 use crate::solver::{maximise_evidence, Solution, SolverSettings};
@@ -105,23 +106,27 @@ pub fn fit_concentrations(
     let solutions: Vec<Solution> = (0..n_classes * n_features)
         .into_par_iter()
         .map(|index| {
+            interrupt::check()?;
             let (c, f) = (index / n_features, index % n_features);
             if layout.cardinality(f) == 0 {
-                return Solution::NOTHING_TO_SMOOTH;
+                return Ok(Solution::NOTHING_TO_SMOOTH);
             }
             if class_totals[c] < min_count {
                 let m = layout.cardinality(f) as f64;
                 let terms = evidence_terms(counts, mean, layout, c, f);
-                return Solution {
+                return Ok(Solution {
                     concentration: m,
                     log_evidence: terms.log_evidence(m),
                     n_iter: 0,
                     converged: true,
-                };
+                });
             }
-            maximise_evidence(&evidence_terms(counts, mean, layout, c, f), settings)
+            Ok(maximise_evidence(
+                &evidence_terms(counts, mean, layout, c, f),
+                settings,
+            ))
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let shape = (n_classes, n_features);
     let pick = |get: fn(&Solution) -> f64| {
         Array2::from_shape_vec(shape, solutions.iter().map(get).collect()).expect("C x F")
@@ -174,7 +179,8 @@ pub fn log_probability_table(
     let mut flat = zeroed(n_classes * width, "log-probability table")?;
     flat.par_chunks_mut(width.max(1))
         .enumerate()
-        .for_each(|(c, out)| {
+        .try_for_each(|(c, out)| -> Result<()> {
+            interrupt::check()?;
             let row = counts.row(c);
             for f in 0..layout.n_features() {
                 let m = concentration[[c, f]];
@@ -184,7 +190,8 @@ pub fn log_probability_table(
                     out[j] = log_smoothed(row[j], total, m, mean[j]);
                 }
             }
-        });
+            Ok(())
+        })?;
     Array2::from_shape_vec((n_classes, width), flat)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))
 }

@@ -259,7 +259,10 @@ pub fn count_pairs(
     let n_features = layout.n_features();
     let grouped: Vec<(Vec<u32>, Vec<usize>)> = (0..n_features)
         .into_par_iter()
-        .map(|f| rows_by_value(codes.row(f), layout.cardinality(f), f))
+        .map(|f| {
+            crate::interrupt::check()?;
+            rows_by_value(codes.row(f), layout.cardinality(f), f)
+        })
         .collect::<Result<_>>()?;
 
     let class_of_row: Vec<u32> = classes.iter().map(|&c| c as u32).collect();
@@ -280,6 +283,7 @@ pub fn count_pairs(
             if !wanted(a, b) {
                 return Ok(block);
             }
+            crate::interrupt::check()?;
             if dense_ready && k_parent * k_child * n_classes <= DENSE_CELLS {
                 let rows = |f: usize| codes.row(f).to_slice().unwrap_or(&[]);
                 let weights = weight_slice.unwrap_or(&[]);

@@ -3,45 +3,146 @@
 //! `n_jobs` exactly.
 //!
 //! Building a pool costs about a millisecond, which dominates small calls (predicting a
-//! few rows), so pools are kept per thread count and reused. A pool's threads do not
-//! survive `fork`: each pool remembers the process that built it, and a forked child
-//! builds its own instead of waiting forever on threads that no longer exist.
+//! few rows), so pools are kept and reused. A call leases a pool of the thread count it
+//! wants for its whole length ([`lease`]): concurrent calls never share one, so each pool's
+//! [`CancelToken`] stops exactly the call that owns it (Ctrl-C, [`crate::interrupt`]).
+//!
+//! Fork safety: a forked child inherits the registry as the parent's threads left it,
+//! possibly with its lock held by a thread that does not exist in the child, and with
+//! pools whose worker threads do not exist either. The registry therefore belongs to
+//! one process: it is reached through an atomic pointer, without a lock, and a process
+//! whose id differs from the registry's builds a fresh registry and never touches the
+//! inherited one. The parent's registry and pools are leaked in the child (never
+//! dropped: dropping a pool would wait on threads that are gone).
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::Mutex;
 
 use rayon::ThreadPool;
 
 use crate::error::{HebError, Result};
+use crate::interrupt::CancelToken;
 
-/// Pools built so far: (process id, thread count, pool).
-static POOLS: Mutex<Vec<(u32, usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
-
-/// The pool of `n_threads` workers of this process, built on first use.
-fn pool(n_threads: usize) -> Result<Arc<ThreadPool>> {
-    let pid = std::process::id();
-    let mut pools = POOLS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    pools.retain(|(owner, _, _)| *owner == pid);
-    if let Some((_, _, pool)) = pools.iter().find(|(_, n, _)| *n == n_threads) {
-        return Ok(Arc::clone(pool));
-    }
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n_threads)
-            .build()
-            .map_err(|e| HebError::ThreadPool(e.to_string()))?,
-    );
-    pools.push((pid, n_threads, Arc::clone(&pool)));
-    Ok(pool)
+/// One pool with its cancellation token; `busy` while a call leases it.
+struct Slot {
+    n_threads: usize,
+    pool: ThreadPool,
+    token: CancelToken,
+    busy: AtomicBool,
 }
 
-/// Runs `work` inside the pool of `n_threads` workers (at least one).
+/// The pools of one process.
+struct Registry {
+    pid: u32,
+    slots: Mutex<Vec<&'static Slot>>,
+}
+
+/// This process's registry (null before the first call).
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The registry of the current process, built on first use and again after a fork.
+fn registry() -> &'static Registry {
+    let pid = std::process::id();
+    loop {
+        let current = REGISTRY.load(Ordering::Acquire);
+        // SAFETY: registries are leaked, never freed, so a non-null pointer stays valid.
+        if let Some(registry) = unsafe { current.as_ref() } {
+            if registry.pid == pid {
+                return registry;
+            }
+        }
+        let fresh = Box::into_raw(Box::new(Registry {
+            pid,
+            slots: Mutex::new(Vec::new()),
+        }));
+        match REGISTRY.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+            // the inherited registry (if any) is leaked on purpose, see the module doc
+            // SAFETY: just published, and leaked from now on.
+            Ok(_) => return unsafe { &*fresh },
+            // another thread of this process published one first: use that
+            // SAFETY: `fresh` was never shared.
+            Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+        }
+    }
+}
+
+/// A pool of `n_threads` workers held by one call; given back when dropped.
+pub struct Lease {
+    slot: &'static Slot,
+}
+
+impl Lease {
+    /// Runs `work` on the pool's threads and waits for it.
+    pub fn install<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        self.slot.pool.install(work)
+    }
+
+    /// The pool itself, to spawn work while the calling thread does something else.
+    pub fn pool(&self) -> &ThreadPool {
+        &self.slot.pool
+    }
+
+    /// The token that cancels the work of this lease.
+    pub fn token(&self) -> &CancelToken {
+        &self.slot.token
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.slot.busy.store(false, Ordering::Release);
+    }
+}
+
+/// Leases an idle pool of `n_threads` workers (at least one), building one when all the
+/// pools of that size are in use. Its token starts cleared.
+///
+/// # Errors
+/// [`HebError::ThreadPool`] when the operating system refuses the threads.
+pub fn lease(n_threads: usize) -> Result<Lease> {
+    let n_threads = n_threads.max(1);
+    let registry = registry();
+    let mut slots = registry
+        .slots
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let idle = slots.iter().find(|slot| {
+        slot.n_threads == n_threads
+            && slot
+                .busy
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    });
+    let slot = match idle {
+        Some(slot) => *slot,
+        None => {
+            let token = CancelToken::new();
+            let watched = token.clone();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n_threads)
+                .start_handler(move |_| watched.watch_on_this_thread())
+                .build()
+                .map_err(|e| HebError::ThreadPool(e.to_string()))?;
+            let slot: &'static Slot = Box::leak(Box::new(Slot {
+                n_threads,
+                pool,
+                token,
+                busy: AtomicBool::new(true),
+            }));
+            slots.push(slot);
+            slot
+        }
+    };
+    slot.token.reset();
+    Ok(Lease { slot })
+}
+
+/// Runs `work` inside a pool of `n_threads` workers (at least one).
 ///
 /// # Errors
 /// [`HebError::ThreadPool`] when the operating system refuses the threads.
 pub fn with_threads<T: Send>(n_threads: usize, work: impl FnOnce() -> T + Send) -> Result<T> {
-    Ok(pool(n_threads.max(1))?.install(work))
+    Ok(lease(n_threads)?.install(work))
 }
 
 #[cfg(test)]
@@ -55,5 +156,26 @@ mod tests {
         }
         // the second call reuses the pool
         assert_eq!(with_threads(2, rayon::current_num_threads).unwrap(), 2);
+    }
+
+    #[test]
+    fn concurrent_leases_get_different_pools_and_a_cancel_stops_only_its_own() {
+        let first = lease(2).unwrap();
+        let second = lease(2).unwrap();
+        assert!(!std::ptr::eq(first.slot, second.slot));
+        first.token().cancel();
+        assert_eq!(
+            first.install(crate::interrupt::check),
+            Err(HebError::Interrupted)
+        );
+        assert!(second.install(crate::interrupt::check).is_ok());
+        let slot = first.slot;
+        drop(first);
+        // given back, then leased again with a cleared token
+        let again = (0..8).map(|_| lease(2).unwrap()).collect::<Vec<_>>();
+        assert!(again.iter().any(|l| std::ptr::eq(l.slot, slot)));
+        assert!(again
+            .iter()
+            .all(|l| l.install(crate::interrupt::check).is_ok()));
     }
 }

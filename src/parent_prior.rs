@@ -46,10 +46,10 @@ pub fn fit_parent_concentrations(
         n_classes,
         class_mean.ncols(),
     )?;
-    Ok((0..layout.n_features())
+    let solutions = (0..layout.n_features())
         .into_par_iter()
         .map(|f| {
-            if layout.cardinality(f) == 0 {
+            if layout.cardinality(f) == 0 || crate::interrupt::cancelled() {
                 return Solution::NOTHING_TO_SMOOTH;
             }
             let mean = class_mean.row(f);
@@ -64,7 +64,9 @@ pub fn fit_parent_concentrations(
             terms.finish();
             maximise_evidence(&terms, settings)
         })
-        .collect())
+        .collect();
+    crate::interrupt::check()?;
+    Ok(solutions)
 }
 
 /// `N_y^(i)`, the class counts of the rows where `x_i` is present, shape (F, C).

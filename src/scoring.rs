@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use crate::counts::check_codes;
 use crate::error::{check_len, zeroed, HebError, Result};
+use crate::interrupt;
 use crate::layout::FeatureLayout;
 
 /// Rows per parallel task.
@@ -46,12 +47,18 @@ pub fn joint_log_likelihood(
     }
     if let Some(w) = feature_weights {
         check_len("feature weights", layout.n_features(), w.len())?;
+        if w.iter().any(|v| !v.is_finite()) {
+            return Err(HebError::InvalidParameter(
+                "feature weights must be finite".into(),
+            ));
+        }
     }
     let n_rows = codes.ncols();
     let mut out = zeroed(n_rows * n_classes, "joint log-likelihood")?;
     out.par_chunks_mut(ROW_CHUNK * n_classes.max(1))
         .enumerate()
         .try_for_each(|(chunk, block)| -> Result<()> {
+            interrupt::check()?;
             let first = chunk * ROW_CHUNK;
             for row in block.chunks_mut(n_classes) {
                 row.copy_from_slice(class_log_prior);
@@ -59,6 +66,11 @@ pub fn joint_log_likelihood(
             for f in 0..layout.n_features() {
                 let (start, k) = (layout.columns(f).start, layout.cardinality(f));
                 let weight = feature_weights.map_or(1.0, |w| w[f]);
+                if weight == 0.0 {
+                    // a feature without weight adds nothing, even where its table holds
+                    // -inf (0 x -inf would be NaN)
+                    continue;
+                }
                 let codes_f = codes.row(f);
                 for (i, row) in block.chunks_mut(n_classes).enumerate() {
                     let code = codes_f[first + i];
@@ -100,7 +112,8 @@ pub fn log_posterior(joint: ArrayView2<f64>) -> Result<Array2<f64>> {
     let width = n_classes.max(1);
     out.par_chunks_mut(ROW_CHUNK * width)
         .enumerate()
-        .for_each(|(chunk, block)| {
+        .try_for_each(|(chunk, block)| -> Result<()> {
+            interrupt::check()?;
             for (i, row) in block.chunks_mut(width).enumerate() {
                 let source = joint.row(chunk * ROW_CHUNK + i);
                 row.iter_mut().zip(source.iter()).for_each(|(v, &s)| *v = s);
@@ -111,7 +124,8 @@ pub fn log_posterior(joint: ArrayView2<f64>) -> Result<Array2<f64>> {
                 let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
                 row.iter_mut().for_each(|v| *v -= log_norm);
             }
-        });
+            Ok(())
+        })?;
     Array2::from_shape_vec((n_rows, n_classes), out)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))
 }

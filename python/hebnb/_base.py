@@ -1,17 +1,22 @@
-"""What every hebnb classifier shares: parameter checks, the thread budget, and
-``predict`` / ``predict_proba`` / ``predict_log_proba`` written once over
-``predict_joint_log_proba``."""
+"""What every hebnb classifier shares: parameter checks, the thread budget, updates that
+are atomic and thread-safe (:class:`ThreadSafeModel`), and ``predict`` /
+``predict_proba`` / ``predict_log_proba`` written once over
+``predict_joint_log_proba``, scoring long tables in chunks of rows."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import numbers
+import os
+import threading
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 from joblib import cpu_count, effective_n_jobs
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -99,7 +104,245 @@ SHARED_CONSTRAINTS: dict[str, list[object]] = {
 }
 
 
-class CategoricalClassifier(ClassifierMixin, BaseEstimator):
+#: Names of the two locks a model keeps in its ``__dict__`` (never pickled or copied):
+#: one serialising its updates, one letting reads share the model while no update runs.
+_UPDATE_LOCK = "_hebnb_update_lock"
+_STATE_LOCK = "_hebnb_state_lock"
+_LOCKS = frozenset({_UPDATE_LOCK, _STATE_LOCK})
+
+#: Methods that change a fitted model, and methods that only read it.
+_UPDATES = ("fit", "partial_fit", "decay")
+_READS = ("predict", "predict_proba", "predict_log_proba", "predict_joint_log_proba", "sample")
+
+#: Per thread: ids of the models this thread is inside a guarded method of.
+_working = threading.local()
+
+
+class SharedLock:
+    """A readers-writer lock: any number of readers at once, or one writer (who waits
+    for the readers inside to leave and lets no new one in). Re-entrant for the thread
+    that holds it for writing."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer: int | None = None
+        self._depth = 0
+        self._writers_waiting = 0
+
+    def acquire_read(self) -> None:
+        me = threading.get_ident()
+        with self._condition:
+            if self._writer == me:
+                self._depth += 1
+                return
+            while self._writer is not None or self._writers_waiting:
+                self._condition.wait()
+            self._readers += 1
+
+    def release_read(self) -> None:
+        me = threading.get_ident()
+        with self._condition:
+            if self._writer == me:
+                self._depth -= 1
+                return
+            self._readers -= 1
+            if not self._readers:
+                self._condition.notify_all()
+
+    def acquire_write(self) -> None:
+        me = threading.get_ident()
+        with self._condition:
+            if self._writer == me:
+                self._depth += 1
+                return
+            self._writers_waiting += 1
+            try:
+                while self._writer is not None or self._readers:
+                    self._condition.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writer, self._depth = me, 1
+
+    def release_write(self) -> None:
+        with self._condition:
+            self._depth -= 1
+            if not self._depth:
+                self._writer = None
+                self._condition.notify_all()
+
+
+def _lock(model: object, name: str) -> Any:
+    """The model's lock ``name`` in this process, created on first use (``setdefault``
+    is atomic). Locks are kept with the id of the process that made them: a child forked
+    while another thread of its parent held one makes its own instead of waiting for a
+    thread that does not exist in it."""
+    pid = os.getpid()
+    entry = model.__dict__.get(name)
+    if entry is None or entry[0] != pid:
+        fresh = (pid, threading.RLock() if name == _UPDATE_LOCK else SharedLock())
+        if entry is None:
+            entry = model.__dict__.setdefault(name, fresh)
+        else:
+            model.__dict__[name] = entry = fresh
+    return entry[1]
+
+
+def without_locks(state: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a model's ``__dict__`` without its locks (for pickling and copies)."""
+    return {key: value for key, value in state.items() if key not in _LOCKS}
+
+
+class _Inside:
+    """Marks this thread as inside a guarded method of ``model``: the model's own
+    guarded methods called from there run directly."""
+
+    def __init__(self, model: object) -> None:
+        self.key = id(model)
+
+    def __enter__(self) -> None:
+        if not hasattr(_working, "ids"):
+            _working.ids = set()
+        _working.ids.add(self.key)
+
+    def __exit__(self, *exc: object) -> None:
+        _working.ids.discard(self.key)
+
+
+def _is_inside(model: object) -> bool:
+    return id(model) in getattr(_working, "ids", ())
+
+
+def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps an updating method: calls on one model run one at a time and exclude
+    readers; each runs on a private copy of the model whose state replaces the model's
+    as a whole when (and only when) the call succeeds. The private copy shares the
+    model's arrays (updates build new ones), except the attributes a class lists in
+    ``_updated_in_place``, which are copied, and a vocabulary that grows in place, which
+    is taken back to its mark on failure. An exception, KeyboardInterrupt included,
+    leaves the model as it was."""
+
+    @functools.wraps(method)
+    def update(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _is_inside(self):
+            return method(self, *args, **kwargs)
+        with _lock(self, _UPDATE_LOCK):
+            state = _lock(self, _STATE_LOCK)
+            state.acquire_write()
+            try:
+                work = object.__new__(type(self))
+                work.__dict__.update(without_locks(self.__dict__))
+                for name in getattr(self, "_updated_in_place", ()):
+                    if name in work.__dict__:
+                        work.__dict__[name] = copy.deepcopy(work.__dict__[name])
+                encoder = self.__dict__.get("_encoder")
+                mark = encoder.mark() if hasattr(encoder, "mark") else None
+                try:
+                    with _Inside(work):
+                        result = method(work, *args, **kwargs)
+                except BaseException:
+                    if mark is not None:
+                        encoder.undo(mark)
+                    raise
+                # the constructor parameters stay the model's own (set_params may have
+                # run meanwhile; an update never changes them)
+                params = set(self._get_param_names())
+                new_state = {k: v for k, v in work.__dict__.items() if k not in params}
+                stale = [k for k in self.__dict__ if k not in new_state and k not in params]
+                for key in stale:
+                    if key not in _LOCKS:
+                        del self.__dict__[key]
+                self.__dict__.update(new_state)
+            finally:
+                state.release_write()
+        return self if result is work else result
+
+    update._hebnb_guarded = True  # type: ignore[attr-defined]
+    return update
+
+
+def _consistent_read(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps a reading method: it runs while no update does (reads share the model), so
+    it never sees a half-replaced state or a vocabulary that is growing."""
+
+    @functools.wraps(method)
+    def read(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _is_inside(self):
+            return method(self, *args, **kwargs)
+        state = _lock(self, _STATE_LOCK)
+        state.acquire_read()
+        try:
+            with _Inside(self):
+                return method(self, *args, **kwargs)
+        finally:
+            state.release_read()
+
+    read._hebnb_guarded = True  # type: ignore[attr-defined]
+    return read
+
+
+class ThreadSafeModel:
+    """Mixin making a model's public methods safe to call from several threads.
+
+    Every ``fit`` / ``partial_fit`` / ``decay`` a subclass defines runs under the
+    model's update lock, excluding readers, on a private copy whose state replaces the
+    model's at the end, so concurrent updates serialise (none is lost) and a failed or
+    interrupted update changes nothing; predictions share the model between updates.
+    The locks live in the instance (created on first use) and are left out of pickles
+    and copies.
+    """
+
+    #: Attributes an update modifies in place (copied for the update's private copy).
+    _updated_in_place: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for names, guard in ((_UPDATES, _atomic_update), (_READS, _consistent_read)):
+            for name in names:
+                method = cls.__dict__.get(name)
+                if callable(method) and not getattr(method, "_hebnb_guarded", False):
+                    setattr(cls, name, guard(method))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return without_locks(super().__getstate__())  # type: ignore[misc]
+
+
+#: Cells (rows x features) scored per chunk by ``predict*``: a chunk's codes and scores
+#: stay a few MiB, so predicting a long table needs its output and little more.
+PREDICT_CHUNK_CELLS = 1 << 20
+
+
+def _rows_in_chunks(X: Any) -> tuple[int | None, Any]:
+    """``(n_rows, [(start, part of X), ...])`` for an array or DataFrame long enough to
+    split by rows, else ``(None, None)`` (score it whole)."""
+    shape = getattr(X, "shape", None)
+    if not (isinstance(X, (np.ndarray, pd.DataFrame)) and shape is not None and len(shape) == 2):
+        return None, None
+    n_rows, n_features = shape
+    step = max(1, PREDICT_CHUNK_CELLS // max(1, n_features))
+    if n_rows <= step:
+        return None, None
+    take = (lambda a, b: X.iloc[a:b]) if isinstance(X, pd.DataFrame) else (lambda a, b: X[a:b])
+    return n_rows, ((start, take(start, start + step)) for start in range(0, n_rows, step))
+
+
+def score_in_chunks(X: Any, score: Callable[[Any], np.ndarray]) -> np.ndarray:
+    """``score(X)`` (one row of output per row of ``X``) computed chunk by chunk of rows
+    into one preallocated output: memory beyond the output stays one chunk's worth."""
+    n_rows, chunks = _rows_in_chunks(X)
+    if chunks is None:
+        return score(X)
+    out: np.ndarray | None = None
+    for start, part in chunks:
+        scored = score(part)
+        if out is None:
+            out = np.empty((n_rows, *scored.shape[1:]), dtype=scored.dtype)
+        out[start : start + scored.shape[0]] = scored
+    assert out is not None
+    return out
+
+
+class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
     """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``
     and declare ``_parameter_constraints`` (checked by ``_fit_context`` before any work).
 
@@ -191,22 +434,27 @@ class CategoricalClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes), columns in the order of ``classes_``.
         """
         check_is_fitted(self)
-        return self._joint_log_likelihood(X)
+        return score_in_chunks(X, self._joint_log_likelihood)
 
     def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Log posterior class probabilities, shape (n_samples, n_classes)."""
-        joint = self.predict_joint_log_proba(X)
-        return _core.log_posterior(joint, n_threads(self.n_jobs))
+        check_is_fitted(self)
+        threads = n_threads(self.n_jobs)
+        return score_in_chunks(
+            X, lambda part: _core.log_posterior(self._joint_log_likelihood(part), threads)
+        )
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
-        proba: np.ndarray = np.exp(self.predict_log_proba(X))
+        log_proba = self.predict_log_proba(X)
+        proba: np.ndarray = np.exp(log_proba, out=log_proba)
         return proba
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Most probable class of each row (ties go to the first class in ``classes_``)."""
-        joint = self.predict_joint_log_proba(X)
-        predicted: np.ndarray = self.classes_[np.argmax(joint, axis=1)]
+        check_is_fitted(self)
+        best = score_in_chunks(X, lambda part: np.argmax(self._joint_log_likelihood(part), axis=1))
+        predicted: np.ndarray = self.classes_[best]
         return predicted
 
     def __sklearn_tags__(self) -> Tags:

@@ -819,6 +819,11 @@ def check_sample_weight(sample_weight: Any, n_samples: int) -> np.ndarray:
     """Float64 weights, one per row, finite and non-negative with a positive sum."""
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64)
+    dtype = getattr(sample_weight, "dtype", None)
+    if dtype is None and isinstance(sample_weight, (list, tuple, complex)):
+        dtype = np.asarray(sample_weight).dtype
+    if getattr(dtype, "kind", None) == "c":  # numpy would drop the imaginary part
+        raise ValueError("sample_weight must hold real numbers, got complex values")
     try:
         if isinstance(sample_weight, numbers.Real):
             weights = np.full(n_samples, float(sample_weight))

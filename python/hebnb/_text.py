@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import check_class_prior, class_log_prior, n_threads
+from ._base import ThreadSafeModel, check_class_prior, class_log_prior, n_threads
 from ._encoding import check_sample_weight, check_table_size, encode_labels
 from ._online import batch_classes
 
@@ -143,7 +143,7 @@ def check_counts(
     return CountMatrix(X, sparse_input=sparse_input)
 
 
-class NaiveBayesClassifier(ClassifierMixin, BaseEstimator):
+class NaiveBayesClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
     """Base of the count, binary, continuous and mixed models: subclasses implement
     ``_joint_log_likelihood``."""
 

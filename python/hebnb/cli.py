@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 
@@ -109,11 +111,13 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
         )
         return 2
     from .evaluation.methods import UnknownMethodError
-    from .evaluation.protocol import DataError
+    from .evaluation.protocol import DataError, check_seed
     from .evaluation.runner import evaluate, evaluate_suite
 
     max_rows = None if args.max_rows <= 0 else args.max_rows
     try:
+        check_seed(args.seed)
+        check_output_folder(args.out)
         if args.suite:
             if args.data:
                 raise DataError("give either DATA or --suite DIR, not both")
@@ -149,7 +153,13 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"hebnb evaluate: error: {error}", file=sys.stderr)
         return 2
     command = "hebnb " + " ".join(shlex.quote(a) for a in argv)
-    report = write_report(result, args.out, command=command)
+    try:
+        report = write_report(result, args.out, command=command)
+    except OSError as error:
+        print(
+            f"hebnb evaluate: error: cannot write into --out {args.out}: {error}", file=sys.stderr
+        )
+        return 2
     failed = int((result.folds["error"] != "").sum())
     print(f"wrote {report} and the CSV files and figures beside it")
     if failed:
@@ -158,12 +168,40 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
+def check_output_folder(out: str) -> None:
+    """Refuses (DataError) an ``--out`` that is a file or that cannot be created, before
+    any work is done; the folder itself is created when the report is written."""
+    from .evaluation.protocol import DataError
+
+    path = Path(out)
+    if path.exists():
+        if not path.is_dir():
+            raise DataError(f"--out {out} exists and is not a folder")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise DataError(f"--out {out} is not writable")
+        return
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise DataError(f"--out {out} cannot be created: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise DataError(f"--out {out} cannot be created: {parent} is not writable")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         from .demo import run_demo
 
+        if not 0 <= args.seed <= 2**32 - 1:
+            print(
+                f"hebnb demo: error: --seed must be an integer from 0 to {2**32 - 1}, "
+                f"got {args.seed}",
+                file=sys.stderr,
+            )
+            return 2
         run_demo(seed=args.seed)
     elif args.command == "evaluate":
         return run_evaluate(args, argv)

@@ -254,6 +254,9 @@ class CategoricalNB(CategoricalClassifier):
     def _deferred_attributes(cls) -> frozenset[str]:
         return cls._SOLVED
 
+    #: ``partial_fit`` adds each batch into these growable tables in place.
+    _updated_in_place = ("_feature_counts",)
+
     def _check_combinations(self) -> None:
         """The checks ``_parameter_constraints`` cannot state: parameters that exclude
         each other."""
@@ -460,7 +463,14 @@ class CategoricalNB(CategoricalClassifier):
         if self.smoothing == "laplace":
             m = k
         elif self.smoothing == "lidstone":
-            m = float(self.alpha) * k
+            with np.errstate(over="ignore"):
+                m = float(self.alpha) * k
+            if not np.all(np.isfinite(m)):
+                f = int(np.argmax(~np.isfinite(m)))
+                raise ValueError(
+                    f"alpha={self.alpha!r} is too large: alpha times the {int(k[f])} "
+                    f"categories of feature {f} overflows float64"
+                )
         elif self.smoothing == "kt":
             m = k / 2.0
         else:

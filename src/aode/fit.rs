@@ -317,6 +317,9 @@ fn fit_children(
                 let pair_cells = &mut cells[cells_range.start * width..cells_range.end * width];
                 let mut unseen_at = unseen_offsets[p] - unseen_start;
                 for side in 0..2 {
+                    if crate::interrupt::cancelled() {
+                        continue;
+                    }
                     let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
                     if !structure.modelled(parent, child) {
                         continue;
@@ -337,6 +340,7 @@ fn fit_children(
             out
         })
         .collect();
+    crate::interrupt::check()?;
 
     let cube = n_classes * n_features * n_features;
     let shape = (n_classes, n_features, n_features);

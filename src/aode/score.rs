@@ -213,6 +213,9 @@ pub fn joint_log_likelihood(
         .par_chunks_mut(chunk_rows * n_classes_nz)
         .enumerate()
         .for_each(|(chunk, block)| {
+            if crate::interrupt::cancelled() {
+                return;
+            }
             let first = chunk * chunk_rows;
             let n = block.len() / n_classes_nz;
             // feature-major: value, whether it qualifies as super-parent, whether it scores
@@ -314,6 +317,7 @@ pub fn joint_log_likelihood(
                 }
             }
         });
+    crate::interrupt::check()?;
     Ok(joint)
 }
 

@@ -3,7 +3,7 @@
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use super::{run, to_py_err, Array1Py, Array2Py};
+use super::{run, Array1Py, Array2Py};
 use crate::dirichlet_groups;
 
 /// Group counts `(G, K)` after a batch of rows with per-group forgetting.
@@ -18,9 +18,9 @@ pub(super) fn absorb_group_rows<'py>(
 ) -> PyResult<Array2Py<'py>> {
     let (counts, groups) = (counts.as_array(), groups.as_array());
     let (labels, weights) = (labels.as_array(), weights.as_array());
-    let out = py
-        .detach(|| dirichlet_groups::absorb_rows(counts, groups, labels, weights, learning_rate))
-        .map_err(to_py_err)?;
+    let out = run(py, 1, || {
+        dirichlet_groups::absorb_rows(counts, groups, labels, weights, learning_rate)
+    })?;
     Ok(out.into_pyarray(py))
 }
 

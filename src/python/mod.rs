@@ -3,13 +3,16 @@
 //! return numpy arrays. No statistics here. One file per family of kernels; this one holds
 //! what they share and registers them.
 
+use std::sync::mpsc;
+use std::time::Duration;
+
 use numpy::{PyArray1, PyArray2};
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::error::HebError;
 use crate::layout::FeatureLayout;
-use crate::parallel::with_threads;
+use crate::parallel::lease;
 
 mod aode;
 mod discriminative;
@@ -26,6 +29,7 @@ pub(super) fn to_py_err(error: HebError) -> PyErr {
     match error {
         HebError::Allocation { .. } => PyMemoryError::new_err(error.to_string()),
         HebError::ThreadPool(_) => PyRuntimeError::new_err(error.to_string()),
+        HebError::Interrupted => PyKeyboardInterrupt::new_err(error.to_string()),
         _ => PyValueError::new_err(error.to_string()),
     }
 }
@@ -34,14 +38,49 @@ pub(super) fn layout(offsets: Vec<usize>) -> PyResult<FeatureLayout> {
     FeatureLayout::from_offsets(offsets).map_err(to_py_err)
 }
 
+/// How often a thread waiting for a kernel takes the GIL back to look for signals.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
 /// Runs a fallible kernel without the GIL in a pool of `n_jobs` threads.
+///
+/// The calling thread waits for the kernel and, every [`SIGNAL_POLL`], briefly takes the
+/// GIL to run Python's signal handlers (`check_signals`). When one raises (Ctrl-C gives
+/// `KeyboardInterrupt`), the kernel is cancelled through its pool's token, its partial
+/// result is dropped once it stops at its next check, and the handler's exception is
+/// raised: nothing the kernel computed reaches Python, so the estimator calling it is
+/// left as it was.
 pub(super) fn run<T: Send>(
     py: Python<'_>,
     n_jobs: usize,
     work: impl FnOnce() -> crate::error::Result<T> + Send,
 ) -> PyResult<T> {
-    py.detach(|| with_threads(n_jobs, work).and_then(|r| r))
-        .map_err(to_py_err)
+    py.detach(|| {
+        let lease = lease(n_jobs).map_err(to_py_err)?;
+        let (done, finished) = mpsc::channel();
+        let mut outcome = None;
+        let mut signal = None;
+        lease.pool().in_place_scope(|scope| {
+            let outcome = &mut outcome;
+            scope.spawn(move |_| {
+                *outcome = Some(work());
+                // the receiver lives until the scope ends
+                let _ = done.send(());
+            });
+            while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(SIGNAL_POLL) {
+                if signal.is_none() {
+                    if let Err(raised) = Python::attach(|py| py.check_signals()) {
+                        lease.token().cancel();
+                        signal = Some(raised);
+                    }
+                }
+            }
+        });
+        match (signal, outcome) {
+            (Some(raised), _) => Err(raised),
+            (None, Some(result)) => result.map_err(to_py_err),
+            (None, None) => Err(PyRuntimeError::new_err("the kernel ended without a result")),
+        }
+    })
 }
 
 pub(super) type Array1Py<'py> = Bound<'py, PyArray1<f64>>;

@@ -201,44 +201,44 @@ impl Vocabulary {
     /// Codes a block of integer columns `values (F, S)` (a strided view is fine),
     /// `missing (F, S)` marking missing cells; grows the vocabularies when `grow`, else
     /// codes unknown values -2. Features in parallel; nothing grows if any fails.
+    ///
+    /// Coding without growing only reads the vocabulary, so it takes a shared borrow:
+    /// several threads can predict with one model at once, and a process forked while
+    /// another thread codes inherits no exclusive borrow.
     #[pyo3(signature = (values, missing, *, grow, n_jobs))]
     fn encode_int_block<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         values: PyReadonlyArray2<'py, i64>,
         missing: Option<PyReadonlyArray2<'py, bool>>,
         grow: bool,
         n_jobs: usize,
     ) -> PyResult<Bound<'py, PyArray2<i32>>> {
+        let py = slf.py();
         let values = values.as_array();
         let missing = missing.as_ref().map(|m| m.as_array());
+        if grow {
+            return slf.borrow_mut().grow_int_block(py, values, missing, n_jobs);
+        }
+        let this = slf.borrow();
+        this.check_block(values, missing)?;
         let (n_features, n_rows) = values.dim();
-        if n_features != self.features.len() {
-            return Err(PyValueError::new_err(format!(
-                "X has {n_features} features, the vocabulary {}",
-                self.features.len()
-            )));
-        }
-        if let Some(mask) = &missing {
-            if mask.dim() != values.dim() {
-                return Err(PyValueError::new_err("missing-value mask of another shape"));
-            }
-        }
-        let mark = self.lengths_now(py);
-        let features = &mut self.features;
-        let encode_feature = |(f, vocabulary): (usize, &mut FeatureVocabulary)| {
-            let row = values.row(f);
-            let mask = missing.as_ref().map(|m| m.row(f));
-            let mut codes = codes_buffer(n_rows)?;
-            for (s, &v) in row.iter().enumerate() {
-                codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
-                    MISSING
-                } else {
-                    vocabulary.code(Key::Int(v), grow)?
-                });
-            }
-            Ok(codes)
-        };
+        let features = &this.features;
+        let encode_feature =
+            |(f, vocabulary): (usize, &FeatureVocabulary)| -> CoreResult<Vec<i32>> {
+                crate::interrupt::check()?;
+                let mask = missing.as_ref().map(|m| m.row(f));
+                let mut codes = codes_buffer(n_rows)?;
+                for (s, &v) in values.row(f).iter().enumerate() {
+                    codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
+                        MISSING
+                    } else {
+                        vocabulary
+                            .get(Key::Int(v))
+                            .map_or(crate::encoding::UNKNOWN, |code| code as i32)
+                    });
+                }
+                Ok(codes)
+            };
         let assemble = |per_feature: Vec<Vec<i32>>| -> CoreResult<ndarray::Array2<i32>> {
             let mut flat = codes_buffer(n_features * n_rows)?;
             for codes in per_feature {
@@ -249,31 +249,25 @@ impl Vocabulary {
         };
         // one thread, or a few rows, are coded on the calling thread: a pool's hand-off
         // costs more (a context switch, milliseconds on a loaded machine)
-        let result = if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
+        let codes = if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
             features
-                .iter_mut()
+                .iter()
                 .enumerate()
                 .map(encode_feature)
                 .collect::<CoreResult<Vec<_>>>()
                 .and_then(assemble)
-                .map_err(to_py_err)
+                .map_err(to_py_err)?
         } else {
             run(py, n_jobs, || {
                 features
-                    .par_iter_mut()
+                    .par_iter()
                     .enumerate()
                     .map(encode_feature)
                     .collect::<CoreResult<Vec<_>>>()
                     .and_then(assemble)
-            })
+            })?
         };
-        match result {
-            Ok(codes) => Ok(codes.into_pyarray(py)),
-            Err(error) => {
-                self.roll_back(py, &mark)?;
-                Err(error)
-            }
-        }
+        Ok(codes.into_pyarray(py))
     }
 
     /// Codes one integer column of feature `feature` (`missing` marks missing cells).
@@ -533,6 +527,91 @@ impl Vocabulary {
         self.object_tokens = object_tokens;
         self.objects = objects;
         Ok(())
+    }
+}
+
+impl Vocabulary {
+    /// Checks a block against the vocabulary: one row per feature, a mask of its shape.
+    fn check_block(
+        &self,
+        values: ndarray::ArrayView2<'_, i64>,
+        missing: Option<ndarray::ArrayView2<'_, bool>>,
+    ) -> PyResult<()> {
+        let n_features = values.nrows();
+        if n_features != self.features.len() {
+            return Err(PyValueError::new_err(format!(
+                "X has {n_features} features, the vocabulary {}",
+                self.features.len()
+            )));
+        }
+        if let Some(mask) = &missing {
+            if mask.dim() != values.dim() {
+                return Err(PyValueError::new_err("missing-value mask of another shape"));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Vocabulary::encode_int_block`] growing the vocabularies.
+    fn grow_int_block<'py>(
+        &mut self,
+        py: Python<'py>,
+        values: ndarray::ArrayView2<'_, i64>,
+        missing: Option<ndarray::ArrayView2<'_, bool>>,
+        n_jobs: usize,
+    ) -> PyResult<Bound<'py, PyArray2<i32>>> {
+        self.check_block(values, missing)?;
+        let (n_features, n_rows) = values.dim();
+        let mark = self.lengths_now(py);
+        let features = &mut self.features;
+        let encode_feature = |(f, vocabulary): (usize, &mut FeatureVocabulary)| {
+            crate::interrupt::check()?;
+            let row = values.row(f);
+            let mask = missing.as_ref().map(|m| m.row(f));
+            let mut codes = codes_buffer(n_rows)?;
+            for (s, &v) in row.iter().enumerate() {
+                codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
+                    MISSING
+                } else {
+                    vocabulary.code(Key::Int(v), true)?
+                });
+            }
+            Ok(codes)
+        };
+        let assemble = |per_feature: Vec<Vec<i32>>| -> CoreResult<ndarray::Array2<i32>> {
+            let mut flat = codes_buffer(n_features * n_rows)?;
+            for codes in per_feature {
+                flat.extend_from_slice(&codes);
+            }
+            ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
+                .map_err(|e| HebError::InvalidParameter(e.to_string()))
+        };
+        // as in `encode_int_block`: small or single-threaded calls stay on this thread
+        let result = if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
+            features
+                .iter_mut()
+                .enumerate()
+                .map(encode_feature)
+                .collect::<CoreResult<Vec<_>>>()
+                .and_then(assemble)
+                .map_err(to_py_err)
+        } else {
+            run(py, n_jobs, || {
+                features
+                    .par_iter_mut()
+                    .enumerate()
+                    .map(encode_feature)
+                    .collect::<CoreResult<Vec<_>>>()
+                    .and_then(assemble)
+            })
+        };
+        match result {
+            Ok(codes) => Ok(codes.into_pyarray(py)),
+            Err(error) => {
+                self.roll_back(py, &mark)?;
+                Err(error)
+            }
+        }
     }
 }
 

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import warnings
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,25 @@ class DataError(ValueError):
     """The input table cannot be evaluated (the message says why)."""
 
 
+#: Seeds numpy's and scikit-learn's generators accept.
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed: object) -> int:
+    """A seed in ``0..2**32 - 1``, or a DataError naming ``--seed``."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        value = int(seed)
+        if 0 <= value <= MAX_SEED:
+            return value
+    raise DataError(f"--seed must be an integer from 0 to {MAX_SEED}, got {seed!r}")
+
+
+def _first_line(error: BaseException) -> str:
+    """An exception's message cut to its first line (parsers add multi-line context)."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Reads a CSV or Parquet file; empty cells become missing values.
 
@@ -75,6 +95,17 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             raise DataError(f"{file}: expected a .csv or .parquet file")
     except pd.errors.EmptyDataError:
         raise DataError(f"{file} is empty") from None
+    except UnicodeDecodeError as error:
+        raise DataError(
+            f"{file} is not UTF-8 text ({error.reason} at byte {error.start}): save it as "
+            "UTF-8 CSV or Parquet"
+        ) from None
+    except pd.errors.ParserError as error:
+        raise DataError(f"{file} is not a well-formed CSV table: {_first_line(error)}") from None
+    except (OSError, EOFError, zlib.error, ValueError) as error:
+        # a corrupt or truncated gzip or Parquet file (pyarrow's errors are ValueError
+        # and OSError subclasses)
+        raise DataError(f"{file} cannot be read: {_first_line(error)}") from None
     if frame.shape[0] == 0:
         raise DataError(f"{file} has a header but no rows")
     return frame
@@ -89,8 +120,21 @@ def read_schema(folder: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(folder) / "schema.json"
     if not path.is_file():
         return {}
-    with path.open() as handle:
-        schema: dict[str, Any] = json.load(handle)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            schema: dict[str, Any] = json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise DataError(f"{path} is not valid JSON: {_first_line(error)}") from None
+    except OSError as error:
+        raise DataError(f"{path} cannot be read: {error.strerror or error}") from None
+    if not isinstance(schema, dict):
+        raise DataError(f"{path} must hold a JSON object, got {type(schema).__name__}")
+    categorical = schema.get("categorical")
+    names = isinstance(categorical, list) and all(isinstance(c, str) for c in categorical)
+    if categorical is not None and not (categorical == "all" or names):
+        raise DataError(
+            f'{path}: "categorical" must be "all" or a list of column names, got {categorical!r}'
+        )
     return schema
 
 
@@ -133,11 +177,19 @@ def split_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, np.nda
 def stratified_subsample(
     X: pd.DataFrame, y: np.ndarray, max_rows: int | None, seed: int
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """At most ``max_rows`` rows, drawn with the class proportions kept."""
+    """At most ``max_rows`` rows, drawn with the class proportions kept (where every
+    class can keep a row on both sides of the draw)."""
+    check_seed(seed)
     if max_rows is None or X.shape[0] <= max_rows:
         return X, y
     _, counts = np.unique(y, return_counts=True)
-    stratify = y if counts.min() >= 2 else None
+    n_classes = counts.shape[0]
+    if max_rows < n_classes:
+        raise DataError(
+            f"--max-rows {max_rows} keeps fewer rows than the {n_classes} classes of the data"
+        )
+    stratifiable = counts.min() >= 2 and X.shape[0] - max_rows >= n_classes
+    stratify = y if stratifiable else None
     X_kept, _, y_kept, _ = train_test_split(
         X, y, train_size=max_rows, stratify=stratify, random_state=seed
     )
@@ -289,6 +341,7 @@ def stratified_folds(y: np.ndarray, n_folds: int, seed: int) -> list[tuple[np.nd
     DataError
         Fewer than two folds, or no class with at least ``n_folds`` rows.
     """
+    check_seed(seed)
     if n_folds < 2:
         raise DataError(f"--folds must be at least 2, got {n_folds}")
     _, counts = np.unique(y, return_counts=True)

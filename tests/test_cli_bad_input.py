@@ -1,0 +1,172 @@
+"""Every bad input of the ``hebnb`` command line is one ``error:`` line on stderr and
+exit status 2 (argparse's convention), never a traceback (issue 11, item 5)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("scikit_posthocs")
+
+GOOD_CSV = "colour,shape,class\n" + "".join(
+    f"{c},{s},{k}\n"
+    for c, s, k in zip("rgbrgbrgbrgbrgbrgbrgbrgbrgbrgb" * 2, [i % 4 for i in range(60)], "ab" * 30)
+)
+
+
+def run_cli(*args, cwd, capsys=None):
+    """Runs ``hebnb``: in this process through ``main`` when ``capsys`` is given (fast;
+    an uncaught exception fails the test), else in a subprocess as a user would.
+    Returns (status, stderr lines, stdout)."""
+    argv = [str(a) for a in args]
+    if capsys is not None:
+        from hebnb.cli import main
+
+        previous = os.getcwd()
+        os.chdir(cwd)
+        try:
+            status = main(argv)
+        except SystemExit as exit:
+            status = exit.code
+        finally:
+            os.chdir(previous)
+        captured = capsys.readouterr()
+        stderr, stdout = captured.err, captured.out
+    else:
+        result = subprocess.run(
+            [sys.executable, "-m", "hebnb", *argv],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            timeout=300,
+            env=dict(os.environ, PYTHONWARNINGS="ignore"),
+        )
+        status, stderr, stdout = result.returncode, result.stderr, result.stdout
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return status, lines, stdout
+
+
+def assert_one_error_line(status, lines, *fragments):
+    assert status == 2, lines
+    assert "Traceback" not in "\n".join(lines), "\n".join(lines)
+    errors = [line for line in lines if "error:" in line]
+    assert len(errors) == 1, lines
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+
+
+def evaluate(tmp_path, data, *extra, capsys=None):
+    return run_cli(
+        "evaluate",
+        data,
+        "--folds",
+        "2",
+        "--methods",
+        "laplace",
+        "--no-progress",
+        "--out",
+        tmp_path / "out",
+        *extra,
+        cwd=tmp_path,
+        capsys=capsys,
+    )
+
+
+BAD_FILES = {
+    "binary.csv": bytes(range(256)) * 40,
+    "latin1.csv": "colour,class\ncaf\xe9,a\nna\xefve,b\n".encode("latin-1") * 20,
+    "ragged.csv": b"a,b,class\n1,2,x\n1,2,3,y\n4,5,x\n",
+    "quote.csv": b'a,class\n"unbalanced,x\n1,y\n2,x\n',
+    "corrupt.parquet": b"PAR1" + bytes(300) + b"PAR1",
+    "truncated.csv.gz": gzip.compress(GOOD_CSV.encode())[:40],
+    "notgzip.csv.gz": b"this is not gzip data at all" * 5,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_unreadable_files_are_one_error_line(tmp_path, capsys, name):
+    path = tmp_path / name
+    path.write_bytes(BAD_FILES[name])
+    # one case as a user runs it (a subprocess), the others in this process
+    status, lines, _ = evaluate(tmp_path, path, capsys=None if name == "binary.csv" else capsys)
+    assert_one_error_line(status, lines, name)
+
+
+@pytest.mark.parametrize(
+    ("option", "fragment"),
+    [
+        (("--max-rows", "1"), "--max-rows"),
+        (("--seed", "-1"), "--seed"),
+        (("--seed", str(2**40)), "--seed"),
+    ],
+)
+def test_bad_options_are_one_error_line(tmp_path, capsys, option, fragment):
+    data = tmp_path / "data.csv"
+    data.write_text(GOOD_CSV)
+    status, lines, _ = evaluate(tmp_path, data, *option, capsys=capsys)
+    assert_one_error_line(status, lines, fragment)
+
+
+def test_out_that_is_a_file_or_cannot_be_created(tmp_path, capsys):
+    data = tmp_path / "data.csv"
+    data.write_text(GOOD_CSV)
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder")
+    for out in (a_file, a_file / "below"):
+        status, lines, _ = run_cli(
+            "evaluate",
+            data,
+            "--folds",
+            "2",
+            "--methods",
+            "laplace",
+            "--no-progress",
+            "--out",
+            out,
+            cwd=tmp_path,
+            capsys=capsys,
+        )
+        assert_one_error_line(status, lines, "--out")
+    assert a_file.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    ['{"categorical": ', "[1, 2]", '{"categorical": 3}', b"\xff\xfe{}"],
+    ids=["truncated", "not-an-object", "bad-categorical", "not-utf8"],
+)
+def test_a_broken_schema_is_one_error_line(tmp_path, capsys, schema):
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "data.csv").write_text(GOOD_CSV)
+    raw = schema if isinstance(schema, bytes) else schema.encode()
+    (folder / "schema.json").write_bytes(raw)
+    status, lines, _ = evaluate(tmp_path, folder / "data.csv", capsys=capsys)
+    assert_one_error_line(status, lines, "schema.json")
+
+
+@pytest.mark.parametrize("seed", ["-5", str(2**33)])
+def test_demo_refuses_a_seed_out_of_range(tmp_path, capsys, seed):
+    status, lines, _ = run_cli("demo", "--seed", seed, cwd=tmp_path, capsys=capsys)
+    assert_one_error_line(status, lines, "--seed")
+
+
+def test_a_good_file_still_evaluates(tmp_path, capsys):
+    """The checks refuse only bad input: the same command on a good table succeeds."""
+    data = tmp_path / "data.csv"
+    data.write_text(GOOD_CSV)
+    (tmp_path / "schema.json").write_text(json.dumps({"categorical": ["shape"]}))
+    status, lines, _ = evaluate(tmp_path, data, "--seed", str(2**32 - 1), capsys=capsys)
+    assert status == 0, lines
+    assert (tmp_path / "out" / "report.md").is_file()
+    frame = pd.read_csv(tmp_path / "out" / "folds.csv", keep_default_na=False)
+    assert np.all(frame["error"] == "")

@@ -1,0 +1,206 @@
+"""Updates of one model from several threads serialise and lose nothing, predictions
+always see one consistent model, and a failed or interrupted update leaves the model as
+it was (issue 11, item 3)."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+from hebnb import AODE, CategoricalNB, EmpiricalBayesDirichletClassifier, _core
+
+N_THREADS, N_BATCHES, BATCH = 2, 50, 200
+
+
+def batches(seed: int, n_features: int):
+    """Per thread, its batches; later batches bring categories the first ones lack, so
+    that the vocabulary (and the table shapes) grows while the threads run."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in range(N_THREADS):
+        mine = []
+        for b in range(N_BATCHES):
+            high = 3 + (t * N_BATCHES + b) // 10
+            X = rng.integers(0, high, size=(BATCH, n_features))
+            y = rng.integers(0, 3, size=BATCH)
+            mine.append((X, y))
+        out.append(mine)
+    return out
+
+
+def run_threads(model, work, reader=None):
+    """Runs ``work[t]`` (a list of batches) in thread t; ``reader`` in one more thread
+    until they finish. Returns the exceptions raised."""
+    errors = []
+    done = threading.Event()
+
+    def update(mine):
+        try:
+            for X, y in mine:
+                model.partial_fit(X, y, classes=[0, 1, 2])
+        except Exception as error:  # noqa: BLE001 (collected, asserted empty below)
+            errors.append(error)
+
+    def read():
+        while not done.is_set():
+            try:
+                reader()
+            except Exception as error:  # noqa: BLE001 (collected, asserted empty)
+                errors.append(error)
+                return
+
+    threads = [threading.Thread(target=update, args=(mine,)) for mine in work]
+    readers = [threading.Thread(target=read)] if reader is not None else []
+    for t in threads + readers:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    for t in readers:
+        t.join()
+    return errors
+
+
+@pytest.mark.parametrize("make", [CategoricalNB, lambda: AODE(n_jobs=2)], ids=["nb", "aode"])
+def test_concurrent_partial_fits_keep_every_row_and_equal_one_fit(make):
+    work = batches(0, 4)
+    model = make()
+    model.partial_fit(work[0][0][0][:3], work[0][0][1][:3], classes=[0, 1, 2])
+    first = (work[0][0][0][:3], work[0][0][1][:3])
+    probe = np.random.default_rng(1).integers(0, 8, size=(64, 4))
+
+    def reader():
+        proba = model.predict_proba(probe)
+        assert proba.shape == (64, 3)
+        assert np.allclose(proba.sum(axis=1), 1.0)
+
+    errors = run_threads(model, work, reader)
+    assert errors == []
+    n_rows = 3 + N_THREADS * N_BATCHES * BATCH
+    assert model.class_count_.sum() == n_rows  # unit weights: exact
+    # counts add up whatever the order of the batches: one fit on all rows agrees
+    X_all = np.vstack([first[0]] + [X for mine in work for X, _ in mine])
+    y_all = np.concatenate([first[1]] + [y for mine in work for _, y in mine])
+    reference = make().fit(X_all, y_all)
+    np.testing.assert_array_equal(model.class_count_, reference.class_count_)
+    if isinstance(model, CategoricalNB):
+        for got, want in zip(model.category_count_, reference.category_count_):
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(
+        model.predict_proba(probe), reference.predict_proba(probe), rtol=1e-9, atol=1e-12
+    )
+
+
+def test_concurrent_partial_fits_of_the_group_classifier_keep_every_row():
+    rng = np.random.default_rng(2)
+    model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0, 2: 1.0})
+    work = [
+        [(rng.integers(0, 50, size=(BATCH, 1)), rng.integers(0, 3, size=BATCH)) for _ in range(30)]
+        for _ in range(N_THREADS)
+    ]
+    errors = []
+
+    def update(mine):
+        try:
+            for X, y in mine:
+                model.partial_fit(X, y)
+        except Exception as error:  # noqa: BLE001 (collected, asserted empty)
+            errors.append(error)
+
+    def read():
+        for _ in range(200):
+            proba = model.predict_proba([[1], [7], [999]])
+            if not np.allclose(proba.sum(axis=1), 1.0):
+                errors.append(AssertionError(proba))
+
+    threads = [threading.Thread(target=update, args=(mine,)) for mine in work]
+    threads.append(threading.Thread(target=read))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert model.group_counts_.sum() == N_THREADS * 30 * BATCH
+    # the counts per group are the plain tallies of every row sent
+    X_all = np.vstack([X for mine in work for X, _ in mine])[:, 0]
+    y_all = np.concatenate([y for mine in work for _, y in mine])
+    tally = np.zeros((50, 3))
+    np.add.at(tally, (X_all, y_all), 1.0)
+    order = np.asarray(model.groups_, dtype=np.int64)
+    np.testing.assert_array_equal(model.group_counts_, tally[order])
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, MemoryError])
+def test_an_update_that_fails_midway_leaves_the_model_as_it_was(monkeypatch, error):
+    rng = np.random.default_rng(3)
+    X, y = rng.integers(0, 4, size=(300, 3)), rng.integers(0, 2, size=300)
+    model = CategoricalNB().fit(X, y).partial_fit(X[:50], y[:50])  # a stream: tables grow
+    model.predict_proba(X[:1])  # in place from here on
+    before = pickle.dumps(model)
+    probe = model.predict_proba(X[:20])
+
+    def fail(*args, **kwargs):
+        raise error("from the core")
+
+    real_add_counts = _core.add_counts
+
+    def add_then_fail(*args, **kwargs):
+        real_add_counts(*args, **kwargs)  # the tables are changed in place, then it fails
+        raise error("from the core")
+
+    monkeypatch.setattr(_core, "fit_concentrations", fail)
+    monkeypatch.setattr(_core, "add_counts", add_then_fail)
+    X_new = np.column_stack([X[:, :2], X[:, 2] + 10])  # new categories: the vocabulary grows
+    with pytest.raises(error):
+        model.partial_fit(X_new, y)
+    with pytest.raises(error):
+        model.fit(X_new, y)
+    monkeypatch.undo()
+    assert pickle.dumps(model) == before
+    np.testing.assert_array_equal(model.predict_proba(X[:20]), probe)
+
+
+def test_locks_are_not_pickled_copied_or_cloned():
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(4)
+    X, y = rng.integers(0, 4, size=(100, 3)), rng.integers(0, 2, size=100)
+    model = CategoricalNB().fit(X, y)
+    assert any("lock" in key for key in vars(model))
+    for other in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model), clone(model)):
+        assert not any("lock" in key for key in vars(other))
+    copied = copy.deepcopy(model)
+    copied.partial_fit(X, y)
+    assert copied.class_count_.sum() == 2 * model.class_count_.sum()
+
+
+@pytest.mark.parametrize("make", [CategoricalNB, AODE])
+def test_threads_predicting_with_one_model_at_once_agree(make):
+    """Coding integer columns runs without the GIL; it used to hold the vocabulary
+    exclusively, so a second thread predicting at the same time got "Already borrowed"."""
+    rng = np.random.default_rng(5)
+    X, y = rng.integers(0, 6, size=(20_000, 5)), rng.integers(0, 3, size=20_000)
+    model = make(n_jobs=2).fit(X, y)
+    expected = model.predict_proba(X)
+    results, errors = [], []
+
+    def predict():
+        try:
+            for _ in range(5):
+                results.append(model.predict_proba(X))
+        except Exception as error:  # noqa: BLE001 (collected, asserted empty)
+            errors.append(error)
+
+    threads = [threading.Thread(target=predict) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(results) == 20
+    for proba in results:
+        np.testing.assert_array_equal(proba, expected)

@@ -1,0 +1,127 @@
+"""Under an address-space limit (``ulimit -v``: containers, shared nodes) hebnb raises
+MemoryError or works; the interpreter never aborts (issue 11, item 1), and scoring a
+long table needs its output and little more, not a multiple of the input.
+
+Each case runs in a subprocess that lowers RLIMIT_AS to what it already uses plus a
+margin, calls hebnb, and reports "ok" or "MemoryError"; an abort (SIGABRT, "memory
+allocation of N bytes failed") shows as a negative return code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+resource = pytest.importorskip("resource")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads /proc/self/status"
+)
+
+HARNESS = textwrap.dedent(
+    """
+    import json, resource
+    import numpy as np
+    from hebnb import CategoricalNB, EmpiricalBayesDirichletClassifier
+
+    def address_space():
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+
+    def under(margin_mib, call):
+        limit = address_space() + margin_mib * 2**20
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        try:
+            call()
+            return "ok"
+        except MemoryError:
+            return "MemoryError"
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+    rng = np.random.default_rng(0)
+    {body}
+    """
+)
+
+
+def run_case(body: str) -> dict:
+    script = HARNESS.format(body=textwrap.dedent(body).strip())
+    result = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, (
+        f"exit status {result.returncode} (negative: killed by a signal)\n"
+        + result.stdout[-2000:]
+        + result.stderr[-2000:]
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_fit_and_predict_under_shrinking_limits_raise_memory_error_or_work():
+    outcome = run_case(
+        """
+        X = rng.integers(0, 50, size=(2_000_000, 4)).astype(np.int8)
+        y = rng.integers(0, 3, size=2_000_000)
+        model = CategoricalNB(n_jobs=2).fit(X[:1000], y[:1000])  # pools and imports warm
+        results = {}
+        for margin in (8, 16, 32, 64, 128, 256, 512):
+            results[f"fit {margin}"] = under(margin, lambda: CategoricalNB(n_jobs=2).fit(X, y))
+            results[f"predict {margin}"] = under(margin, lambda: model.predict_proba(X))
+        print(json.dumps(results))
+        """
+    )
+    assert set(outcome.values()) <= {"ok", "MemoryError"}, outcome
+    assert outcome["fit 8"] == "MemoryError"  # the limit really bites
+    assert outcome["predict 512"] == "ok"
+
+
+def test_predicting_a_long_broadcast_view_needs_only_its_output():
+    outcome = run_case(
+        """
+        X = rng.integers(0, 5, size=(500, 4))
+        y = rng.integers(0, 2, size=500)
+        model = CategoricalNB(n_jobs=2).fit(X, y)
+        model.predict_proba(X)
+        n_rows = 5_000_000  # output: 80 MB; codes, scores and posteriors of the whole
+        long_view = np.broadcast_to(X[:1], (n_rows, 4))  # table would be 4 times that
+        huge_view = np.broadcast_to(X[:1], (100_000_000, 4))  # output alone: 1.6 GB
+        expected = model.predict_proba(X[:1])
+        results = {}
+
+        def long_rows():
+            proba = model.predict_proba(long_view)
+            assert proba.shape == (n_rows, 2)
+            assert np.array_equal(proba[-1], expected[0])
+
+        results["long"] = under(80 + 100, long_rows)
+        results["huge"] = under(1024, lambda: model.predict_proba(huge_view))
+        print(json.dumps(results))
+        """
+    )
+    assert outcome == {"long": "ok", "huge": "MemoryError"}
+
+
+def test_group_classifier_under_a_limit_raises_memory_error_or_works():
+    outcome = run_case(
+        """
+        n = 1_000_000
+        X = rng.integers(0, n, size=(n, 1))
+        y = rng.integers(0, 3, size=n)
+        EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0, 2: 1.0}).fit(X[:100], y[:100])
+        results = {}
+        for margin in (4, 16, 64, 256):
+            model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0, 2: 1.0})
+            results[str(margin)] = under(margin, lambda: model.fit(X, y))
+        print(json.dumps(results))
+        """
+    )
+    assert set(outcome.values()) <= {"ok", "MemoryError"}, outcome
