@@ -162,7 +162,7 @@ def rank_analysis(
         if figures is not None and metric in ("log_loss", "auc_ovr"):
             figures.mkdir(parents=True, exist_ok=True)
             name = f"discriminative-cd-{metric.replace('_', '-')}{suffix}.png"
-            label = f"{metric}, {title}: mean rank over {result.n_datasets} datasets"
+            label = f"{metric}, {title}"
             plot_critical_difference(result, label, figures / name)
             print(f"wrote {figures / name}")
     rank_frame = pd.DataFrame(ranks).reindex(methods)
