@@ -114,20 +114,20 @@ impl SparseMatrix<'_> {
         let n_minor = self.n_minor();
         if let Some(&bad) = self
             .indices
-            .par_iter()
-            .find_first(|&&i| i < 0 || i as u64 >= n_minor as u64)
+            .iter()
+            .find(|&&i| i < 0 || i as u64 >= n_minor as u64)
         {
             return Err(HebError::InvalidParameter(format!(
                 "sparse matrix index {bad} outside 0..{n_minor}"
             )));
         }
-        if let Some(&bad) = self.data.par_iter().find_first(|x| !x.is_finite()) {
+        if let Some(&bad) = self.data.iter().find(|x| !x.is_finite()) {
             return Err(HebError::InvalidParameter(format!(
                 "the input holds a non-finite value ({bad}): counts must be finite"
             )));
         }
         if values == Values::Counts {
-            if let Some(&bad) = self.data.par_iter().find_first(|&&x| x < 0.0) {
+            if let Some(&bad) = self.data.iter().find(|&&x| x < 0.0) {
                 return Err(HebError::InvalidParameter(format!(
                     "negative value {bad} in the input: token counts must be >= 0"
                 )));

@@ -7,7 +7,15 @@ import importlib
 
 import pytest
 
-MODULES_WITH_EXAMPLES = ["hebnb.naive_bayes", "hebnb.aode", "hebnb.dirichlet_groups"]
+MODULES_WITH_EXAMPLES = [
+    "hebnb.naive_bayes",
+    "hebnb.aode",
+    "hebnb.dirichlet_groups",
+    "hebnb.multinomial",
+    "hebnb.bernoulli",
+    "hebnb.gaussian",
+    "hebnb.mixed",
+]
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_EXAMPLES)

@@ -398,6 +398,8 @@ def _encode_arrow(
         if not n:
             return np.empty(0, dtype=np.int32)
         offsets = np.frombuffer(offsets, dtype=width)[start : start + n + 1]
+        # a buffer unpickled from a byte stream (Dask ships partitions so) may be unaligned
+        offsets = np.require(offsets, requirements=["A"])
         data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
         return vocabulary.encode_utf8(feature, offsets, data, bitmap, start, grow=grow, name=name)

@@ -77,6 +77,22 @@ def training_batch(
     return Batch(declared, np.ascontiguousarray(labels, dtype=np.int64), weights)
 
 
+#: Value types taken as they are (converted to float64 when the core reads them, a copy of
+#: the stored values only: scipy's own ``astype`` would also sort every row's indices).
+NUMERIC_DTYPES = [
+    np.float64,
+    np.float32,
+    np.int64,
+    np.int32,
+    np.int16,
+    np.int8,
+    np.uint64,
+    np.uint32,
+    np.uint16,
+    np.uint8,
+]
+
+
 class CountMatrix:
     """A validated batch of counts: a CSR or CSC matrix of float64 values, its arrays
     ready for the core (int64 pointer, int32 indices)."""
@@ -110,7 +126,7 @@ def check_counts(
     """Validates a batch of token counts (or binary features) against the estimator.
 
     Sparse input stays sparse (CSR and CSC as they are, other formats as CSR; the
-    values become float64, a copy of the non-zeros at most). Dense input becomes CSR.
+    values become float64, a copy of the stored values at most). Dense input becomes CSR.
     NaN or infinite values, and a number of features different from the fitted one,
     are ValueErrors (scikit-learn's ``validate_data``). ``binary_threshold`` (Bernoulli)
     turns dense input into its indicator ``X > threshold`` and refuses a negative
@@ -123,15 +139,15 @@ def check_counts(
         estimator,
         X,
         accept_sparse=("csr", "csc"),
-        dtype=np.float64,
+        dtype=NUMERIC_DTYPES,
         reset=reset,
         ensure_non_negative=non_negative,
     )
     sparse_input = sp.issparse(X)
     if not sparse_input:
         if binary_threshold is not None:
-            X = (X > binary_threshold).astype(np.float64)
-        X = sp.csr_matrix(X)
+            X = X > binary_threshold
+        X = sp.csr_matrix(X.astype(np.float64, copy=False))
     elif binary_threshold is not None and binary_threshold < 0:
         raise ValueError(
             f"binarize={binary_threshold} < 0 on a sparse matrix would mark every absent "

@@ -76,6 +76,14 @@ def add_evaluate_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         default=None,
         help="threads per estimator, -1 for all cores (default: 1); results do not depend on it",
     )
+    evaluate.add_argument(
+        "--text",
+        metavar="COLUMN",
+        help=(
+            "evaluate text methods (mnb-*, cnb-*, bnb-*) on this text column, vectorised by "
+            "a CountVectorizer fitted on each training fold"
+        ),
+    )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -134,6 +142,7 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
                 datasets=datasets,
                 n_jobs=args.n_jobs,
                 progress=not args.no_progress,
+                text=args.text,
             )
         else:
             if not args.data:
@@ -148,6 +157,7 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
                 categorical=args.categorical,
                 n_jobs=args.n_jobs,
                 progress=not args.no_progress,
+                text=args.text,
             )
     except (DataError, UnknownMethodError) as error:
         print(f"hebnb evaluate: error: {error}", file=sys.stderr)

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._base import CategoricalClassifier
+from .._text import NaiveBayesClassifier
 from ..aode import AODE
+from ..bernoulli import BernoulliNB
+from ..multinomial import ComplementNB, MultinomialNB
 from ..naive_bayes import CategoricalNB
 
 
@@ -133,11 +136,51 @@ METHODS = {
     )
 }
 
+#: Methods on token counts (``hebnb evaluate --text COLUMN``: a CountVectorizer fitted
+#: on each training fold turns the text column into counts).
+TEXT_METHODS = {
+    method.name: method
+    for method in (
+        Method("mnb-heb-m", "MultinomialNB HEB-M", "MultinomialNB", {"smoothing": "heb-m"}),
+        Method("mnb-heb-u", "MultinomialNB HEB-U", "MultinomialNB", {"smoothing": "heb-u"}),
+        Method(
+            "mnb-laplace",
+            "MultinomialNB Laplace (alpha=1)",
+            "MultinomialNB",
+            {"smoothing": "laplace"},
+        ),
+        Method(
+            "mnb-lidstone",
+            "MultinomialNB Lidstone (alpha=0.1)",
+            "MultinomialNB",
+            {"smoothing": "lidstone", "alpha": 0.1},
+        ),
+        Method("cnb-heb-m", "ComplementNB HEB-M", "ComplementNB", {"smoothing": "heb-m"}),
+        Method(
+            "cnb-laplace",
+            "ComplementNB Laplace (alpha=1)",
+            "ComplementNB",
+            {"smoothing": "laplace"},
+        ),
+        Method("bnb-heb-m", "BernoulliNB HEB-M", "BernoulliNB", {"smoothing": "heb-m"}),
+        Method(
+            "bnb-laplace", "BernoulliNB Laplace (alpha=1)", "BernoulliNB", {"smoothing": "laplace"}
+        ),
+    )
+}
+METHODS.update(TEXT_METHODS)
+
 #: The classes ``Method.estimator`` names.
-ESTIMATORS: dict[str, type[CategoricalClassifier]] = {"CategoricalNB": CategoricalNB, "AODE": AODE}
+ESTIMATORS: dict[str, type[CategoricalClassifier | NaiveBayesClassifier]] = {
+    "CategoricalNB": CategoricalNB,
+    "AODE": AODE,
+    "MultinomialNB": MultinomialNB,
+    "ComplementNB": ComplementNB,
+    "BernoulliNB": BernoulliNB,
+}
 
 #: Methods whose fixed parameter can be set as ``NAME:VALUE``: name -> parameter.
-TUNABLE = {"lidstone": "alpha", "m-estimate": "m", "target-encoding": "m"}
+TUNABLE = {"lidstone": "alpha", "m-estimate": "m", "target-encoding": "m", "mnb-lidstone": "alpha"}
 
 #: The seven smoothers of the paper's main Friedman-Nemenyi comparison (Table 1).
 PAPER_SMOOTHERS = (
@@ -204,7 +247,7 @@ def check_methods(names: str | Sequence[str]) -> list[str]:
     return unique
 
 
-def make_estimator(name: str, **overrides: Any) -> CategoricalClassifier:
+def make_estimator(name: str, **overrides: Any) -> CategoricalClassifier | NaiveBayesClassifier:
     """A new, unfitted estimator for a method name.
 
     Parameters

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from sklearn.feature_extraction.text import CountVectorizer
 
 from .._base import CategoricalClassifier, n_threads
+from .._text import NaiveBayesClassifier
 from ..metrics import all_metrics, reliability_bins
-from .methods import check_methods, make_estimator
+from .methods import TEXT_METHODS, check_methods, make_estimator
 from .protocol import (
     ColumnPlan,
     DataError,
@@ -66,6 +68,8 @@ class PreparedDataset:
         Labelled rows before subsampling.
     notes : list of str
         Warnings raised while preparing it (dropped columns).
+    text : str or None
+        The text column vectorised per fold (``--text``), or None for a categorical table.
     """
 
     name: str
@@ -74,6 +78,7 @@ class PreparedDataset:
     plan: ColumnPlan
     n_rows_total: int
     notes: list[str] = field(default_factory=list)
+    text: str | None = None
 
 
 @dataclass
@@ -108,6 +113,7 @@ def prepare_dataset(
     categorical: str | list[str] | None = None,
     max_rows: int | None = 20_000,
     seed: int = 42,
+    text: str | None = None,
 ) -> PreparedDataset:
     """Loads a table and applies the dataset-level steps of the protocol.
 
@@ -125,6 +131,9 @@ def prepare_dataset(
     max_rows : int or None, default=20000
         Stratified subsample size (None keeps every row).
     seed : int, default=42
+    text : str, optional
+        A text column: the only feature, turned into token counts by a CountVectorizer
+        fitted on each training fold.
 
     Raises
     ------
@@ -144,6 +153,15 @@ def prepare_dataset(
     X, y = split_target(frame, target)
     n_rows_total = X.shape[0]
     X, y = stratified_subsample(X, y, max_rows, seed)
+    if text is not None:
+        if text not in X.columns:
+            raise DataError(
+                f"--text: no column {text!r} (columns: {', '.join(map(str, X.columns))})"
+            )
+        texts = X[[text]].fillna("").astype(str)
+        return PreparedDataset(
+            name or default_name, texts, y, ColumnPlan(categorical=[text]), n_rows_total, text=text
+        )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plan = plan_columns(X, categorical)
@@ -154,7 +172,7 @@ def prepare_dataset(
 
 
 def _proba_over(
-    classes_all: np.ndarray, model: CategoricalClassifier, proba: np.ndarray
+    classes_all: np.ndarray, model: CategoricalClassifier | NaiveBayesClassifier, proba: np.ndarray
 ) -> np.ndarray:
     """Probabilities over every class of the dataset (0 for classes absent from training)."""
     if model.classes_.shape[0] == classes_all.shape[0]:
@@ -180,9 +198,14 @@ def _run_dataset(
         method: np.zeros((3, N_CALIBRATION_BINS)) for method in methods
     }  # rows: count, sum of confidence, sum of correct
     for fold, (train, test) in enumerate(stratified_folds(dataset.y, n_folds, seed)):
-        binner = FoldBinner(dataset.plan).fit(dataset.X.iloc[train])
-        X_train = binner.transform(dataset.X.iloc[train])
-        X_test = binner.transform(dataset.X.iloc[test])
+        if dataset.text is not None:
+            vectorizer = CountVectorizer().fit(dataset.X[dataset.text].iloc[train])
+            X_train = vectorizer.transform(dataset.X[dataset.text].iloc[train])
+            X_test = vectorizer.transform(dataset.X[dataset.text].iloc[test])
+        else:
+            binner = FoldBinner(dataset.plan).fit(dataset.X.iloc[train])
+            X_train = binner.transform(dataset.X.iloc[train])
+            X_test = binner.transform(dataset.X.iloc[test])
         y_train, y_test = dataset.y[train], dataset.y[test]
         for method in methods:
             progress.set_postfix_str(f"{dataset.name} fold {fold + 1} {method}", refresh=False)
@@ -320,6 +343,7 @@ def evaluate(
     name: str | None = None,
     n_jobs: int | None = None,
     progress: bool = True,
+    text: str | None = None,
 ) -> EvaluationResult:
     """Cross-validates Naive Bayes smoothers (and AODE) on one table, as in the paper.
 
@@ -345,6 +369,10 @@ def evaluate(
         Threads of each estimator (None: 1, -1: all cores).
     progress : bool, default=True
         Show a progress bar.
+    text : str, optional
+        Evaluate on a text column instead: a CountVectorizer fitted on each training
+        fold turns it into token counts; ``methods`` must be text methods
+        (:data:`hebnb.evaluation.methods.TEXT_METHODS`).
 
     Returns
     -------
@@ -362,10 +390,13 @@ def evaluate(
     {'heb-m': 3, 'laplace': 3}
     """
     methods = check_methods(methods)
+    check_text_methods(methods, text)
     dataset = prepare_dataset(
-        data, target, name=name, categorical=categorical, max_rows=max_rows, seed=seed
+        data, target, name=name, categorical=categorical, max_rows=max_rows, seed=seed, text=text
     )
     settings = {"target": target, "max_rows": max_rows, "categorical": categorical}
+    if text is not None:
+        settings["text"] = text
     return run_protocol(
         [dataset],
         methods,
@@ -375,6 +406,19 @@ def evaluate(
         progress=progress,
         settings=settings,
     )
+
+
+def check_text_methods(methods: list[str], text: str | None) -> None:
+    """Text methods need ``text`` and the others a table without it."""
+    is_text = [name.partition(":")[0] in TEXT_METHODS for name in methods]
+    if text is not None and not all(is_text):
+        wrong = [m for m, t in zip(methods, is_text) if not t]
+        raise DataError(
+            f"--text needs text methods ({', '.join(TEXT_METHODS)}); got {', '.join(wrong)}"
+        )
+    if text is None and any(is_text):
+        wrong = [m for m, t in zip(methods, is_text) if t]
+        raise DataError(f"method(s) {', '.join(wrong)} need --text COLUMN (token counts)")
 
 
 def find_suite(directory: str | os.PathLike[str]) -> list[Path]:
@@ -405,6 +449,7 @@ def evaluate_suite(
     datasets: Sequence[str] | None = None,
     n_jobs: int | None = None,
     progress: bool = True,
+    text: str | None = None,
 ) -> EvaluationResult:
     """:func:`evaluate` on every ``*/data.csv`` below a folder (one dataset per folder).
 
@@ -413,12 +458,13 @@ def evaluate_suite(
     Parameters
     ----------
     directory : path-like
-    target, methods, folds, max_rows, seed, n_jobs, progress
+    target, methods, folds, max_rows, seed, n_jobs, progress, text
         As in :func:`evaluate`.
     datasets : list of str, optional
         Only these folder names.
     """
     methods = check_methods(methods)
+    check_text_methods(methods, text)
     paths = find_suite(directory)
     if datasets is not None:
         wanted = set(datasets)
@@ -426,8 +472,12 @@ def evaluate_suite(
         missing = wanted - {path.parent.name for path in paths}
         if missing:
             raise DataError(f"datasets not found below {directory}: {', '.join(sorted(missing))}")
-    prepared = [prepare_dataset(path, target, max_rows=max_rows, seed=seed) for path in paths]
+    prepared = [
+        prepare_dataset(path, target, max_rows=max_rows, seed=seed, text=text) for path in paths
+    ]
     settings = {"target": target, "max_rows": max_rows, "suite": str(directory)}
+    if text is not None:
+        settings["text"] = text
     return run_protocol(
         prepared,
         methods,

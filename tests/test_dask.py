@@ -1,0 +1,338 @@
+"""hebnb.dask on a real cluster: a fit on Dask collections is the local fit.
+
+A ``distributed.LocalCluster`` of two worker processes (one thread each) is started once
+for the module. The reference of every fit is the estimator's own ``fit`` on the
+concatenated partitions, and the count tables are checked against ``pandas.crosstab`` of
+the raw rows. The partitions hold strings, missing values, categories that only one
+partition shows, an empty partition and partitions of unequal sizes."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import hebnb.dask as hd
+from hebnb import (
+    AODE,
+    CategoricalNB,
+    ComplementNB,
+    EmpiricalBayesDirichletClassifier,
+    MultinomialNB,
+)
+
+pytestmark = pytest.mark.filterwarnings(
+    # the cluster's own chatter (ports, shutdown of worker processes) is not under test
+    "ignore::ResourceWarning",
+    "ignore::DeprecationWarning",
+    "ignore:.*:UserWarning:distributed",
+    "ignore::pytest.PytestUnraisableExceptionWarning",
+)
+
+SIZES = [37, 0, 120, 5, 64]  # unequal partitions, one empty
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        silence_logs=40,
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+def _partitions(seed=0):
+    """Frames and labels of unequal partitions (one empty): strings with missing values,
+    integers, and categories only one partition shows."""
+    rng = np.random.default_rng(seed)
+    X_parts, y_parts = [], []
+    for p, n in enumerate(SIZES):
+        colour = rng.choice(["red", "green", "blue", None], size=n).astype(object)
+        size = rng.integers(0, 4, size=n).astype(float)
+        size[rng.random(n) < 0.1] = np.nan
+        shape = rng.choice(["square", "round"], size=n).astype(object)
+        if p == 2:
+            shape[: n // 3] = "star"  # only this partition has stars
+        if p == 4:
+            colour[:7] = "violet"  # and only this one violet
+        y = np.where(
+            (size == 2) | (colour == "red"), "yes", np.where(rng.random(n) < 0.3, "maybe", "no")
+        ).astype(object)
+        if p == 3:
+            y[:] = "no"  # a partition seeing one class only
+        index = pd.RangeIndex(sum(SIZES[:p]), sum(SIZES[: p + 1]))
+        X_parts.append(pd.DataFrame({"colour": colour, "size": size, "shape": shape}, index=index))
+        y_parts.append(pd.Series(y, index=index, name="label"))
+    return X_parts, y_parts
+
+
+def _dask(parts, meta):
+    return dd.from_map(lambda i: parts[i], range(len(parts)), meta=meta, enforce_metadata=False)
+
+
+def _collections(X_parts, y_parts):
+    X = _dask(X_parts, X_parts[0].iloc[:0])
+    y = _dask(y_parts, y_parts[0].iloc[:0])
+    return X, y
+
+
+def _test_rows():
+    return pd.DataFrame(
+        {
+            "colour": ["red", "violet", None, "blue", "unseen", "green"],
+            "size": [0.0, 3.0, 1.0, np.nan, 2.0, 9.0],
+            "shape": ["star", "round", "square", "star", None, "round"],
+        }
+    )
+
+
+def _whole(parts):
+    return pd.concat(parts)
+
+
+CATEGORICAL = [
+    CategoricalNB(),
+    CategoricalNB(smoothing="heb-u", min_count=0),
+    CategoricalNB(smoothing="laplace", feature_weighting="sqrt-mi"),
+    AODE(),
+    AODE(smoothing="laplace", prior="pooled", parent_smoothing="heb", max_joint_cells=30),
+    AODE(max_parents=2),
+]
+
+
+@pytest.mark.parametrize("model", CATEGORICAL, ids=lambda m: repr(m))
+def test_a_dask_fit_is_the_local_fit(client, model):
+    X_parts, y_parts = _partitions()
+    X, y = _collections(X_parts, y_parts)
+    local = pytest.importorskip("sklearn.base").clone(model).fit(_whole(X_parts), _whole(y_parts))
+    distant = hd.fit(model, X, y)
+    assert distant is model
+    np.testing.assert_array_equal(distant.classes_, local.classes_)
+    np.testing.assert_array_equal(distant.class_count_, local.class_count_)
+    for a, b in zip(distant.categories_, local.categories_):
+        np.testing.assert_array_equal(a, b)
+    rows = _test_rows()
+    np.testing.assert_allclose(distant.predict_proba(rows), local.predict_proba(rows), atol=1e-10)
+    np.testing.assert_allclose(
+        distant.predict_proba(_whole(X_parts)),
+        local.predict_proba(_whole(X_parts)),
+        atol=1e-10,
+    )
+    np.testing.assert_allclose(distant.concentration_, local.concentration_, rtol=1e-10)
+    if isinstance(model, AODE):
+        assert distant.capped_.tolist() == local.capped_.tolist()
+        assert distant.super_parents_.tolist() == local.super_parents_.tolist()
+        assert distant.pair_counts_.shape == local.pair_counts_.shape
+        np.testing.assert_array_equal(distant.pair_indptr_, local.pair_indptr_)
+        np.testing.assert_array_equal(distant.pair_indices_, local.pair_indices_)
+        np.testing.assert_allclose(distant.pair_counts_, local.pair_counts_, rtol=1e-12)
+
+
+def test_the_count_tables_are_the_crosstabs_of_the_rows(client):
+    X_parts, y_parts = _partitions(seed=3)
+    X, y = _collections(X_parts, y_parts)
+    weights = [pd.Series(np.linspace(0.5, 2.0, len(p)), index=p.index) for p in y_parts]
+    w = _dask(weights, weights[0].iloc[:0])
+    model = hd.fit(CategoricalNB(), X, y, sample_weight=w)
+    whole, labels, weight = _whole(X_parts), _whole(y_parts), _whole(weights)
+    for f, column in enumerate(whole.columns):
+        table = pd.crosstab(labels, whole[column], values=weight, aggfunc="sum").fillna(0.0)
+        table.columns = table.columns.astype(object)
+        expected = table.reindex(columns=list(model.categories_[f])).to_numpy()
+        np.testing.assert_allclose(model.category_count_[f], expected, rtol=1e-12)
+    class_weight = weight.groupby(labels).sum().reindex(model.classes_).to_numpy()
+    np.testing.assert_allclose(model.class_count_, class_weight, rtol=1e-12)
+    local = CategoricalNB().fit(whole, labels, sample_weight=weight)
+    np.testing.assert_allclose(
+        model.predict_proba(_test_rows()), local.predict_proba(_test_rows()), atol=1e-10
+    )
+
+
+def test_dirichlet_groups_fit_is_the_local_fit(client):
+    rng = np.random.default_rng(5)
+    alphas = {"click": 1.0, "skip": 2.0, "buy": 0.5}
+    X_parts, y_parts = [], []
+    for p, n in enumerate(SIZES):
+        groups = rng.choice([f"ad{k}" for k in range(6)] + [f"only{p}"], size=n).astype(object)
+        index = pd.RangeIndex(sum(SIZES[:p]), sum(SIZES[: p + 1]))
+        X_parts.append(pd.DataFrame({"ad": groups}, index=index))
+        y_parts.append(pd.Series(rng.choice(list(alphas), size=n).astype(object), index=index))
+    X, y = _collections(X_parts, y_parts)
+    for learning_rate in (1.0, 0.97):
+        model = EmpiricalBayesDirichletClassifier(alphas, learning_rate=learning_rate)
+        local = EmpiricalBayesDirichletClassifier(alphas, learning_rate=learning_rate)
+        local.fit(_whole(X_parts), _whole(y_parts))
+        hd.fit(model, X, y)
+        np.testing.assert_array_equal(model.groups_, local.groups_)
+        np.testing.assert_allclose(model.group_counts_, local.group_counts_, rtol=1e-12)
+        np.testing.assert_allclose(model.prior_, local.prior_, rtol=1e-10)
+        rows = pd.DataFrame({"ad": ["ad1", "only4", "never"]})
+        np.testing.assert_allclose(model.predict_proba(rows), local.predict_proba(rows), atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "model", [MultinomialNB(), MultinomialNB(smoothing="laplace"), ComplementNB()]
+)
+def test_token_models_fit_is_the_local_fit(client, model):
+    rng = np.random.default_rng(7)
+    n_rows, n_tokens = sum(SIZES), 30
+    counts = rng.poisson(0.4, size=(n_rows, n_tokens)).astype(float)
+    counts[:40, 25:] = 0.0  # tokens the first partitions never show
+    labels = rng.choice([0, 1, 2], size=n_rows)
+    labels[:37] = rng.choice([0, 1], size=37)  # the first partition lacks a class
+    chunks = tuple(SIZES)
+    X = da.from_array(counts, chunks=(chunks, (n_tokens,)))
+    y = da.from_array(labels, chunks=(chunks,))
+    local = pytest.importorskip("sklearn.base").clone(model).fit(counts, labels)
+    hd.fit(model, X, y)
+    np.testing.assert_array_equal(model.classes_, local.classes_)
+    np.testing.assert_allclose(model.feature_count_, local.feature_count_, rtol=1e-12)
+    np.testing.assert_allclose(model.predict_proba(counts), local.predict_proba(counts), atol=1e-10)
+
+
+def test_predict_on_dask_collections(client):
+    X_parts, y_parts = _partitions()
+    X, y = _collections(X_parts, y_parts)
+    model = hd.fit(CategoricalNB(), X, y)
+    whole = _whole(X_parts)
+    proba = hd.predict_proba(model, X)
+    assert list(proba._meta.columns) == list(model.classes_)
+    assert all(proba._meta.dtypes == np.float64)
+    computed = proba.compute()
+    np.testing.assert_allclose(computed.to_numpy(), model.predict_proba(whole), atol=1e-12)
+    assert computed.index.equals(whole.index)
+    labels = hd.predict(model, X)
+    assert labels._meta.dtype == object
+    np.testing.assert_array_equal(labels.compute().to_numpy(), model.predict(whole))
+    log_proba = hd.predict_log_proba(model, X).compute()
+    np.testing.assert_allclose(log_proba.to_numpy(), model.predict_log_proba(whole), atol=1e-10)
+
+    rng = np.random.default_rng(2)
+    counts = rng.poisson(0.5, size=(90, 12)).astype(float)
+    token_model = MultinomialNB().fit(counts, rng.integers(0, 3, size=90))
+    array = da.from_array(counts, chunks=((40, 0, 50), (6, 6)))
+    proba = hd.predict_proba(token_model, array)
+    assert proba.shape == (90, 3) and proba.dtype == np.float64
+    np.testing.assert_allclose(proba.compute(), token_model.predict_proba(counts), atol=1e-12)
+    np.testing.assert_array_equal(
+        hd.predict(token_model, array).compute(), token_model.predict(counts)
+    )
+
+
+def test_partial_fit_streams_the_partitions(client):
+    X_parts, y_parts = _partitions(seed=11)
+    X, y = _collections(X_parts, y_parts)
+    classes = ["maybe", "no", "yes"]
+    for model_type in (CategoricalNB, AODE):
+        stream = model_type(learning_rate=0.99)
+        hd.partial_fit(stream, X, y, classes=classes)
+        local = model_type(learning_rate=0.99)
+        for Xp, yp in zip(X_parts, y_parts):
+            if len(yp):
+                local.partial_fit(Xp, yp, classes=classes)
+        rows = _test_rows()
+        np.testing.assert_allclose(
+            stream.predict_proba(rows), local.predict_proba(rows), atol=1e-10
+        )
+        # at learning_rate=1 the stream is the fit
+        stream = hd.partial_fit(model_type(), X, y, classes=classes)
+        whole = model_type().fit(_whole(X_parts), _whole(y_parts))
+        np.testing.assert_allclose(
+            stream.predict_proba(rows), whole.predict_proba(rows), atol=1e-10
+        )
+
+
+def test_a_bad_partition_is_named(client):
+    X_parts, y_parts = _partitions()
+    y_parts[3] = y_parts[3].copy()
+    y_parts[3].iloc[1] = None
+    X, y = _collections(X_parts, y_parts)
+    with pytest.raises(ValueError, match=r"partition 3 of 5: y contains missing labels"):
+        hd.fit(CategoricalNB(), X, y)
+    X_parts, y_parts = _partitions()
+    X_parts[2] = X_parts[2].copy()
+    X_parts[2].loc[X_parts[2].index[4], "size"] = 1.5
+    X, y = _collections(X_parts, y_parts)
+    with pytest.raises(ValueError) as local:
+        AODE().fit(_whole(X_parts), _whole(y_parts))
+    assert "fractional part" in str(local.value)
+    with pytest.raises(ValueError) as distant:
+        hd.fit(AODE(), X, y)
+    assert str(distant.value) == f"partition 2 of 5: {local.value}"  # the local fit's error
+    with pytest.raises(ValueError, match="smoothing"):
+        hd.fit(CategoricalNB(smoothing="nope"), X, y)  # before any task runs
+    with pytest.raises(ValueError, match="same partitions"):
+        hd.fit(CategoricalNB(), X, y.repartition(npartitions=2))
+    with pytest.raises(TypeError, match="Dask DataFrame"):
+        hd.fit(CategoricalNB(), _whole(X_parts), y)
+
+
+def test_the_graph_has_named_tasks():
+    X_parts, y_parts = _partitions()
+    X, y = _collections(X_parts, y_parts)
+    graph = hd.fit_graph(CategoricalNB(), X, y, split_every=2)
+    names = {str(key).split("-")[0] + "-" + str(key).split("-")[1] for key in graph.dask}
+    assert {"hebnb-count", "hebnb-merge", "hebnb-solve"} <= names
+    counts = [k for k in graph.dask if str(k).startswith("hebnb-count")]
+    assert len(counts) == len(SIZES)
+    # split_every=2 over 5 partitions: 3 + 2 + 1 merges
+    assert len([k for k in graph.dask if str(k).startswith("hebnb-merge")]) == 6
+
+
+def test_the_fitted_model_pickles_across_processes(client):
+    X_parts, y_parts = _partitions()
+    X, y = _collections(X_parts, y_parts)
+    for model in (hd.fit(CategoricalNB(), X, y), hd.fit(AODE(), X, y)):
+        rows = _test_rows()
+        expected = model.predict_proba(rows)
+        on_worker = client.submit(lambda m, r: m.predict_proba(r), model, rows, pure=False)
+        np.testing.assert_allclose(on_worker.result(), expected, atol=0)
+        back = client.submit(lambda m: pickle.dumps(m), model, pure=False).result()
+        np.testing.assert_allclose(pickle.loads(back).predict_proba(rows), expected, atol=0)
+
+
+def _slow(parts, pause):
+    def load(i):
+        time.sleep(pause)
+        return parts[i]
+
+    return load
+
+
+def test_a_worker_killed_mid_fit_changes_nothing(client):
+    X_parts, y_parts = _partitions(seed=21)
+    X_parts, y_parts = X_parts * 4, y_parts * 4  # 20 partitions of 0.3 s each
+    X = dd.from_map(_slow(X_parts, 0.3), range(len(X_parts)), meta=X_parts[0].iloc[:0])
+    y = dd.from_map(_slow(y_parts, 0.0), range(len(y_parts)), meta=y_parts[0].iloc[:0])
+    local = AODE().fit(_whole(X_parts), _whole(y_parts))
+    future = client.compute(hd.fit_graph(AODE(), X, y, split_every=3))
+    deadline = time.monotonic() + 60
+    while not any(
+        str(k).startswith("hebnb-merge") for keys in client.has_what().values() for k in keys
+    ):
+        assert time.monotonic() < deadline, "the fit never got to its reduction"
+        time.sleep(0.05)
+    assert not future.done()
+    victim = max(client.has_what(), key=lambda w: len(client.has_what()[w]))
+    pid = client.run(os.getpid, workers=[victim])[victim]
+    os.kill(pid, signal.SIGKILL)  # the nanny starts a new worker; lost tables are recounted
+    fitted = future.result(timeout=120)
+    rows = _test_rows()
+    np.testing.assert_allclose(fitted.predict_proba(rows), local.predict_proba(rows), atol=1e-10)
+    np.testing.assert_allclose(fitted.pair_counts_, local.pair_counts_, rtol=1e-12)
+    client.wait_for_workers(2, timeout=60)
+    assert pid not in client.run(os.getpid).values()
