@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
-#: ``../shared/datasets`` beside the checkout.
-SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+#: ``../shared/datasets`` beside the checkout, or the folder in ``$HEBNB_SHARED_DATASETS``
+#: (for checkouts elsewhere, such as git worktrees).
+SHARED_DATASETS = Path(
+    os.environ.get(
+        "HEBNB_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    )
+)
 
 
 def load_shared(name: str) -> pd.DataFrame:

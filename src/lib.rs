@@ -24,6 +24,7 @@
 pub mod aode;
 pub mod counts;
 pub mod dirichlet_groups;
+pub mod discriminative;
 pub mod encoding;
 pub mod error;
 pub mod evidence;

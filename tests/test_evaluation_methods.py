@@ -86,3 +86,11 @@ def test_labels_of_tuned_methods():
 
     assert resolve_method("lidstone:0.01").label == "Lidstone (alpha=0.01)"
     assert resolve_method("target-encoding:20").label == "TE (m=20)"
+
+
+def test_discriminative_and_posterior_methods_build_their_estimators():
+    assert make_estimator("heb-m+cll-value").get_params()["weighting"] == "cll-value"
+    assert make_estimator("heb-m+cll-feature").get_params()["weighting"] == "cll-feature"
+    assert make_estimator("laplace+cll-value").get_params()["smoothing"] == "laplace"
+    posterior = make_estimator("heb-m-posterior").get_params()
+    assert posterior["concentration_estimate"] == "posterior-average"

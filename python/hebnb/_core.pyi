@@ -15,6 +15,7 @@ __all__ = [
     "add_counts",
     "aode_joint_log_likelihood",
     "aode_planned_bytes",
+    "conditional_log_likelihood",
     "count_categories",
     "count_pairs",
     "count_tokens",
@@ -86,6 +87,15 @@ def joint_log_likelihood(
     offsets: list[int],
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
+def conditional_log_likelihood(
+    codes: npt.NDArray[np.int32],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    table: npt.NDArray[np.float64],
+    class_scores: npt.NDArray[np.float64],
+    offsets: list[int],
+    n_jobs: int,
+) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def posterior(
     codes: npt.NDArray[np.int32],
     log_table: npt.NDArray[np.float64],

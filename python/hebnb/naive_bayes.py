@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core
+from . import _core, posterior_smoothing, weighting
 from ._base import (
     SHARED_CONSTRAINTS,
     CategoricalClassifier,
@@ -43,6 +43,7 @@ EMPIRICAL_BAYES = {"heb-u", "heb-m"}
 #: Rows scored per block by predict_proba / predict_log_proba on large inputs.
 PREDICT_BLOCK_ROWS = 1 << 16
 FEATURE_WEIGHTINGS = {"sqrt-mi"}
+CONCENTRATION_ESTIMATES = {"type2-ml", "posterior-average"}
 
 
 class CategoricalNB(CategoricalClassifier):
@@ -73,6 +74,13 @@ class CategoricalNB(CategoricalClassifier):
         Classes with fewer (weighted) rows fall back to m = K_f (empirical Bayes only).
     concentration_bounds : (float, float), default=(1e-2, 1e4)
         The interval the Type-II ML concentration is clamped to.
+    concentration_estimate : {"type2-ml", "posterior-average"}, default="type2-ml"
+        How the empirical-Bayes smoothers use the concentration: ``"type2-ml"`` plugs
+        the Type-II ML ``m`` into the predictive; ``"posterior-average"`` averages the
+        predictive over the posterior of ``m`` under the uniform shrinkage prior
+        (:mod:`hebnb.posterior_smoothing`), which keeps a class that puts all its rows
+        on one value from ruling out the others on small data. ``concentration_`` still
+        reports the Type-II ML value.
     fit_prior : bool, default=True
         Learn class priors ((N_c + 1) / (S + C)); if False, use a uniform prior.
     class_prior : array-like of shape (n_classes,), default=None
@@ -99,6 +107,20 @@ class CategoricalNB(CategoricalClassifier):
         every stored count is multiplied by ``gamma ** n`` (the prior pseudo-counts
         ``m * mu`` are not counts and never decay). ``fit`` starts from zero counts, so
         it is unaffected.
+    weighting : {None, "cll-feature", "cll-value"}, default=None
+        Discriminative weights learned on the training rows after the generative fit, by
+        maximising the conditional log-likelihood with a Gaussian penalty toward the
+        generative model (:mod:`hebnb.weighting`, docs/discriminative.md):
+        ``"cll-feature"`` one weight per feature (WANBIA-C), ``"cll-value"`` one per
+        class, feature and value (ALR, a one-hot logistic regression preconditioned by
+        the log-probabilities). Each class's log prior also gets a weight. Not with
+        ``feature_weighting`` or ``partial_fit``.
+    penalty : float or None, default=None
+        Precision of the Gaussian prior ``N(1, 1 / penalty)`` on every discriminative
+        weight (None: ``hebnb.weighting.DEFAULT_PENALTY``; 0: no penalty).
+    weighting_tol : float, default=1e-6
+        The weights are converged when no entry of the objective's gradient, divided by
+        the total sample weight, exceeds it.
 
     Attributes
     ----------
@@ -125,7 +147,15 @@ class CategoricalNB(CategoricalClassifier):
         shape of the evidence certified from the counts, decided without one).
     converged_ : ndarray of shape (n_classes, n_features)
     feature_weights_ : ndarray of shape (n_features,)
-        The weight of each feature's term in the score (all ones without weighting).
+        The weight of each feature's term in the score (all ones without weighting; the
+        learned weights with ``weighting="cll-feature"``).
+    class_weights_ : ndarray of shape (n_classes,)
+        With ``weighting``: the learned weight of each class's log prior.
+    value_weights_ : list of ndarray of shape (n_classes, n_categories_[f])
+        With ``weighting="cll-value"``: the learned weight of every cell of
+        ``feature_log_prob_``.
+    weighting_n_iter_ : int
+        With ``weighting``: L-BFGS-B iterations of the weight fit.
 
     Notes
     -----
@@ -152,6 +182,10 @@ class CategoricalNB(CategoricalClassifier):
         "alpha": [StrictInterval(Real, 0, None, closed="neither")],
         "m": [StrictInterval(Real, 0, None, closed="neither"), None],
         "feature_weighting": [StrOptions(FEATURE_WEIGHTINGS), None],
+        "concentration_estimate": [StrOptions(CONCENTRATION_ESTIMATES)],
+        "weighting": [StrOptions(set(weighting.WEIGHTINGS)), None],
+        "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
+        "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
     }
 
     @keyword_only("smoothing", removed_in="0.3")
@@ -163,6 +197,7 @@ class CategoricalNB(CategoricalClassifier):
         m: float | None = None,
         min_count: float = 10,
         concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        concentration_estimate: str = "type2-ml",
         fit_prior: bool = True,
         class_prior: ArrayLike | None = None,
         handle_unknown: str = "ignore",
@@ -170,12 +205,16 @@ class CategoricalNB(CategoricalClassifier):
         feature_weighting: str | None = None,
         learning_rate: float = 1.0,
         categories: str | list[ArrayLike] = "auto",
+        weighting: str | None = None,
+        penalty: float | None = None,
+        weighting_tol: float = 1e-6,
     ) -> None:
         self.smoothing = smoothing
         self.alpha = alpha
         self.m = m
         self.min_count = min_count
         self.concentration_bounds = concentration_bounds
+        self.concentration_estimate = concentration_estimate
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.handle_unknown = handle_unknown
@@ -183,6 +222,9 @@ class CategoricalNB(CategoricalClassifier):
         self.feature_weighting = feature_weighting
         self.learning_rate = learning_rate
         self.categories = categories
+        self.weighting = weighting
+        self.penalty = penalty
+        self.weighting_tol = weighting_tol
 
     #: codes in order of first appearance: a stream's batches never move old counts
     _code_order = "insertion"
@@ -199,6 +241,9 @@ class CategoricalNB(CategoricalClassifier):
             "converged_",
             "feature_weights_",
             "class_log_prior_",
+            "_score_table",
+            "_class_scores",
+            "_score_feature_weights",
         }
     )
 
@@ -208,6 +253,20 @@ class CategoricalNB(CategoricalClassifier):
 
     #: ``partial_fit`` adds each batch into these growable tables in place.
     _updated_in_place = ("_feature_counts",)
+
+    def _check_combinations(self) -> None:
+        """The checks ``_parameter_constraints`` cannot state: parameters that exclude
+        each other."""
+        if self.concentration_estimate != "type2-ml" and self.smoothing not in EMPIRICAL_BAYES:
+            raise ValueError(
+                f"concentration_estimate={self.concentration_estimate!r} needs an "
+                f"empirical-Bayes smoothing ('heb-m' or 'heb-u'), got {self.smoothing!r}"
+            )
+        if self.weighting is not None and self.feature_weighting is not None:
+            raise ValueError(
+                "weighting and feature_weighting cannot be combined: choose one of "
+                f"weighting={self.weighting!r} and feature_weighting={self.feature_weighting!r}"
+            )
 
     @fit_context
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
@@ -226,6 +285,7 @@ class CategoricalNB(CategoricalClassifier):
         -------
         self
         """
+        self._check_combinations()
         threads = n_threads(self.n_jobs)
         encoder, codes, classes, labels, weights = self._training_data(X, y, sample_weight, threads)
         class_count, counts = _core.count_categories(
@@ -237,6 +297,8 @@ class CategoricalNB(CategoricalClassifier):
         self._unsolved = False
         self._counts = counts
         self._solve(threads)
+        if self.weighting is not None:
+            self._fit_weights(codes, labels, weights, threads)
         return self
 
     @fit_context
@@ -273,6 +335,12 @@ class CategoricalNB(CategoricalClassifier):
         first_call = "_encoder" not in self.__dict__
         if not first_call:  # fit_context checks only the first call; set_params may not
             self._validate_params()
+        self._check_combinations()
+        if self.weighting is not None:
+            raise ValueError(
+                f"partial_fit does not support weighting={self.weighting!r}: the weights are "
+                "learned from the whole training set; use fit"
+            )
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
@@ -356,6 +424,15 @@ class CategoricalNB(CategoricalClassifier):
             n_iter = np.zeros((n_classes, n_features), dtype=np.int64)
             converged = np.ones((n_classes, n_features), dtype=bool)
         table = _core.log_probability_table(self._counts, mean, concentration, offsets, threads)
+        if self.concentration_estimate == "posterior-average":
+            not_low_count = self.class_count_ >= float(self.min_count)
+            table = posterior_smoothing.averaged_log_probability_table(
+                self._counts,
+                mean,
+                list(offsets),
+                np.broadcast_to(not_low_count[:, None], (n_classes, n_features)),
+                table,
+            )
         if self.feature_weighting == "sqrt-mi":
             information = _core.mutual_information(self._counts, offsets, threads)
             self.feature_weights_ = np.sqrt(information)
@@ -370,6 +447,11 @@ class CategoricalNB(CategoricalClassifier):
         self.class_log_prior_ = class_log_prior(
             self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
         )
+        # scoring uses the generative tables until _fit_weights replaces them
+        self._score_table, self._class_scores = self._log_table, self.class_log_prior_
+        self._score_feature_weights: np.ndarray | None = self.feature_weights_
+        for name in ("class_weights_", "value_weights_", "weighting_n_iter_"):
+            self.__dict__.pop(name, None)
 
     def _fixed_concentration(self) -> np.ndarray:
         """m per feature for the fixed smoothers (a row broadcast over classes); NaN for a
@@ -416,6 +498,42 @@ class CategoricalNB(CategoricalClassifier):
         """The prior mean mu_f of each feature's categories."""
         return self._sorted_blocks(self._prior_mean)
 
+    def _fit_weights(
+        self, codes: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, threads: int
+    ) -> None:
+        """Learns the discriminative weights of ``weighting`` on the training rows."""
+        kind = self.weighting
+        if kind is None:
+            return
+        offsets = list(self._encoder.offsets)
+        fitted = weighting.fit_weights(
+            kind,
+            codes,
+            labels,
+            sample_weight,
+            self._log_table,
+            self.class_log_prior_,
+            offsets,
+            penalty=weighting.resolve_penalty(self.penalty),
+            n_threads=threads,
+            tol=float(self.weighting_tol),
+        )
+        self._score_table, self._class_scores = weighting.score_tables(
+            kind,
+            self._log_table,
+            self.class_log_prior_,
+            fitted.class_weights,
+            fitted.table_weights,
+            offsets,
+        )
+        self._score_feature_weights = None  # already in the score table
+        self.class_weights_ = fitted.class_weights
+        self.weighting_n_iter_ = fitted.n_iter
+        if self.weighting == "cll-feature":
+            self.feature_weights_ = fitted.table_weights
+        else:
+            self.value_weights_ = self._sorted_blocks(fitted.table_weights.T)
+
     def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         codes, threads = self._encode(X)
         return _core.joint_log_likelihood(codes, *self._scoring_tables(), threads)
@@ -423,14 +541,15 @@ class CategoricalNB(CategoricalClassifier):
     def _scoring_tables(
         self,
     ) -> tuple[
-        npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], list[int]
+        npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64] | None, list[int]
     ]:
         """What scoring a coded row needs: ``(log table, class log prior, feature weights,
-        offsets)``."""
+        offsets)``; with ``weighting``, the weighted table and class scores (the feature
+        weights are then inside the table)."""
         return (
-            self._log_table,
-            self.class_log_prior_,
-            self.feature_weights_,
+            self._score_table,
+            self._class_scores,
+            self._score_feature_weights,
             self._encoder.offsets,
         )
 

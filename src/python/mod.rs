@@ -15,6 +15,7 @@ use crate::layout::FeatureLayout;
 use crate::parallel::lease;
 
 mod aode;
+mod discriminative;
 mod encoding;
 mod groups;
 mod naive_bayes;
@@ -94,6 +95,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     naive_bayes::register(m)?;
     aode::register(m)?;
     groups::register(m)?;
+    discriminative::register(m)?;
     vocabulary::register(m)?;
     streaming::register(m)?;
     posterior::register(m)?;

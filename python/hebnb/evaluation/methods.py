@@ -84,6 +84,30 @@ METHODS = {
             "CategoricalNB",
             {"smoothing": "heb-m", "feature_weighting": "sqrt-mi"},
         ),
+        Method(
+            "heb-m-posterior",
+            "HEB-M, posterior-averaged concentration",
+            "CategoricalNB",
+            {"smoothing": "heb-m", "concentration_estimate": "posterior-average"},
+        ),
+        Method(
+            "heb-m+cll-feature",
+            "HEB-M + CLL feature weights (WANBIA-C)",
+            "CategoricalNB",
+            {"smoothing": "heb-m", "weighting": "cll-feature"},
+        ),
+        Method(
+            "heb-m+cll-value",
+            "HEB-M + CLL value weights (ALR)",
+            "CategoricalNB",
+            {"smoothing": "heb-m", "weighting": "cll-value"},
+        ),
+        Method(
+            "laplace+cll-value",
+            "Laplace + CLL value weights (ALR)",
+            "CategoricalNB",
+            {"smoothing": "laplace", "weighting": "cll-value"},
+        ),
         Method("aode", "AODE", "AODE", {"smoothing": "laplace"}),
         Method("heb-aode", "HEB-AODE", "AODE", {"smoothing": "heb"}),
         Method(

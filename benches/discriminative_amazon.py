@@ -1,0 +1,152 @@
+"""Discriminatively weighted hebnb models against one-hot logistic regression and CatBoost
+on amazon-employee, in one run on the same folds.
+
+Protocol (issue 13): a 20,000-row subsample stratified on the target (seed 42), stratified
+5-fold cross-validation (seed 42), every column categorical and given as strings; fit
+seconds include encoding the strings. CatBoost (``pip install catboost``) and scikit-learn's
+LogisticRegression are benchmark-only dependencies; a model whose package is missing is
+skipped.
+
+Run from the repository root after ``pip install -e .`` (release build):
+
+    nice -n 10 python benches/discriminative_amazon.py
+    nice -n 10 python benches/discriminative_amazon.py --penalties 0.1 1 10   # penalty sweep
+
+Prints a markdown table of the fold means of log-loss, macro AUC, top-1 ECE (10 bins) and
+fit seconds per fold, and the fit-time ratios of the best hebnb model to the references.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
+from tqdm import tqdm
+
+from common import load_shared
+from hebnb import AODE, CategoricalNB
+from hebnb.metrics import auc_ovr_macro, expected_calibration_error, log_loss
+
+
+def hebnb_models(penalties: list[float] | None) -> dict:
+    """name -> factory of the hebnb models (2 threads, like CatBoost)."""
+    models = {
+        "CategoricalNB (HEB-M)": lambda: CategoricalNB(n_jobs=2),
+        "CategoricalNB posterior-average": lambda: CategoricalNB(
+            concentration_estimate="posterior-average", n_jobs=2
+        ),
+        "CategoricalNB sqrt-MI": lambda: CategoricalNB(feature_weighting="sqrt-mi", n_jobs=2),
+        "AODE(parent_smoothing='heb')": lambda: AODE(parent_smoothing="heb", n_jobs=2),
+    }
+    for penalty in penalties or [None]:
+        suffix = "" if penalty is None else f" penalty={penalty:g}"
+        for kind in ("cll-feature", "cll-value"):
+            models[f"CategoricalNB {kind}{suffix}"] = lambda kind=kind, penalty=penalty: (
+                CategoricalNB(weighting=kind, penalty=penalty, n_jobs=2)
+            )
+        models[f"CategoricalNB laplace + cll-value{suffix}"] = lambda penalty=penalty: (
+            CategoricalNB(smoothing="laplace", weighting="cll-value", penalty=penalty, n_jobs=2)
+        )
+        models[f"CategoricalNB posterior-average + cll-value{suffix}"] = lambda penalty=penalty: (
+            CategoricalNB(
+                concentration_estimate="posterior-average",
+                weighting="cll-value",
+                penalty=penalty,
+                n_jobs=2,
+            )
+        )
+    return models
+
+
+def reference_models() -> dict:
+    """One-hot LogisticRegression(C=1) and CatBoost (300 iterations, 2 threads)."""
+    models = {
+        "one-hot + LogisticRegression(C=1)": lambda: make_pipeline(
+            OneHotEncoder(handle_unknown="ignore"), LogisticRegression(C=1.0, max_iter=1000)
+        )
+    }
+    try:
+        from catboost import CatBoostClassifier
+    except ImportError:
+        print("catboost is not installed: skipping it (pip install catboost)")
+        return models
+    models["CatBoost (300 iterations)"] = lambda: CatBoostClassifier(
+        iterations=300,
+        thread_count=2,
+        verbose=0,
+        random_seed=0,
+        cat_features=list(range(9)),
+        allow_writing_files=False,
+    )
+    return models
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--penalties", type=float, nargs="*", default=None)
+    parser.add_argument("--no-references", action="store_true")
+    args = parser.parse_args()
+
+    data = load_shared("amazon-employee")
+    X_all = data.drop(columns="class").astype(str)
+    y_all = data["class"].to_numpy()
+    X, _, y, _ = train_test_split(
+        X_all, y_all, train_size=args.rows, stratify=y_all, random_state=args.seed
+    )
+    X = X.reset_index(drop=True)
+    models = hebnb_models(args.penalties)
+    if not args.no_references:
+        models.update(reference_models())
+    folds = list(StratifiedKFold(args.folds, shuffle=True, random_state=args.seed).split(X, y))
+    rows = []
+    with tqdm(total=len(folds) * len(models), desc="fits") as progress:
+        for fold, (train, test) in enumerate(folds):
+            for name, make in models.items():
+                model = make()
+                start = time.perf_counter()
+                model.fit(X.iloc[train], y[train])
+                fit_seconds = time.perf_counter() - start
+                proba = model.predict_proba(X.iloc[test])
+                classes = np.asarray(model.classes_)
+                rows.append(
+                    {
+                        "model": name,
+                        "fold": fold,
+                        "log-loss": log_loss(y[test], proba, classes),
+                        "macro AUC": auc_ovr_macro(y[test], proba, classes),
+                        "ECE": expected_calibration_error(y[test], proba, classes),
+                        "fit s / fold": fit_seconds,
+                    }
+                )
+                progress.update(1)
+    means = pd.DataFrame(rows).groupby("model", sort=False).mean().drop(columns="fold")
+    print(
+        f"\namazon-employee: {args.rows} stratified rows, stratified {args.folds}-fold, seed "
+        f"{args.seed}; string columns, fit seconds include encoding\n"
+    )
+    print("| model | log-loss | macro AUC | ECE | fit s / fold |")
+    print("|---|---|---|---|---|")
+    for name, row in means.iterrows():
+        print(
+            f"| {name} | {row['log-loss']:.4f} | {row['macro AUC']:.4f} | {row['ECE']:.4f} | "
+            f"{row['fit s / fold']:.3f} |"
+        )
+    hebnb_names = [name for name in means.index if name.startswith(("Categorical", "AODE"))]
+    best = means.loc[hebnb_names, "log-loss"].idxmin()
+    print(f"\nbest hebnb model by log-loss: {best}")
+    for name in means.index.difference(hebnb_names):
+        ratio = means.loc[name, "fit s / fold"] / means.loc[best, "fit s / fold"]
+        print(f"fit-time ratio {name} / best hebnb: {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Discriminative weighting (``weighting="cll-feature"`` / ``"cll-value"``,
+hebnb.weighting): the weights against the same penalised conditional log-likelihood
+written here in numpy (one-hot matrices) and minimised by scipy, and ``"cll-value"``
+without a penalty on Laplace tables against one-hot logistic regression."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import check_grad, minimize
+from scipy.special import log_softmax
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import OneHotEncoder
+
+from hebnb import CategoricalNB
+
+
+def _data(seed=0, n_rows=300, n_classes=3):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, size=n_rows)
+    strong = (y + (rng.random(n_rows) < 0.4) * rng.integers(0, 3, size=n_rows)) % 4
+    copy = (strong + (rng.random(n_rows) < 0.2)) % 4  # a near-copy: NB double-counts it
+    noise = rng.integers(0, 5, size=n_rows)
+    pair = (y + noise) % 3
+    X = np.column_stack([strong, copy, noise, pair]).astype(float)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    return X, y
+
+
+def _one_hot(model, X):
+    """(S, sum K_f) indicator of each row's category per feature (missing: no column)."""
+    blocks = []
+    for f, categories in enumerate(model.categories_):
+        column = X[:, f]
+        blocks.append((column[:, None] == categories[None, :]).astype(float))
+    return np.hstack(blocks)
+
+
+class Reference:
+    """J(a, w) = -sum_i s_i ln softmax(a * ln pi + Z_i (w * ln theta))_{y_i} + penalty / 2
+    (||a - 1||^2 + ||w - 1||^2) with Z the one-hot matrix; for "cll-value" the cell term is
+    ||(w - 1) * ln theta||^2 (the change of the score entries). In plain numpy."""
+
+    def __init__(self, model, X, y, kind, penalty, sample_weight=None):
+        self.one_hot = _one_hot(model, X)
+        self.log_table = np.hstack(model.feature_log_prob_).T  # (P, C)
+        self.log_prior = model.class_log_prior_
+        self.targets = np.eye(len(model.classes_))[np.searchsorted(model.classes_, y)]
+        self.sample_weight = np.ones(len(y)) if sample_weight is None else sample_weight
+        self.kind = kind
+        self.penalty = penalty
+        self.n_classes = len(model.classes_)
+        sizes = [len(c) for c in model.categories_]
+        # (P, F) indicator of the feature each cell belongs to
+        self.feature_of_cell = np.repeat(np.eye(len(sizes)), sizes, axis=0)
+
+    def cell_weights(self, theta):
+        table_weights = theta[self.n_classes :]
+        if self.kind == "cll-feature":
+            return (self.feature_of_cell @ table_weights)[:, None] * np.ones(self.n_classes)
+        return table_weights.reshape(self.log_table.shape)
+
+    def __call__(self, theta):
+        a = theta[: self.n_classes]
+        scores = a * self.log_prior + self.one_hot @ (self.cell_weights(theta) * self.log_table)
+        log_p = log_softmax(scores, axis=1)
+        loss = -np.sum(self.sample_weight * np.sum(self.targets * log_p, axis=1))
+        residual = self.sample_weight[:, None] * (np.exp(log_p) - self.targets)
+        grad_a = residual.sum(axis=0) * self.log_prior
+        cell_grad = (self.one_hot.T @ residual) * self.log_table
+        if self.kind == "cll-feature":
+            grad_w = self.feature_of_cell.T @ cell_grad.sum(axis=1)
+        else:
+            grad_w = cell_grad.ravel()
+        deviation = theta - 1.0
+        scale = np.ones_like(theta)
+        if self.kind == "cll-value":
+            scale[self.n_classes :] = self.log_table.ravel() ** 2
+        return (
+            loss + 0.5 * self.penalty * deviation @ (scale * deviation),
+            np.concatenate([grad_a, grad_w]) + self.penalty * scale * deviation,
+        )
+
+    def minimise(self):
+        n = self.n_classes + (
+            self.feature_of_cell.shape[1] if self.kind == "cll-feature" else self.log_table.size
+        )
+        start = np.ones(n)
+        assert check_grad(lambda t: self(t)[0], lambda t: self(t)[1], start + 0.1) < 1e-4
+        result = minimize(
+            self, start, jac=True, method="BFGS", options={"gtol": 1e-11, "maxiter": 20000}
+        )
+        return result.x
+
+
+@pytest.mark.parametrize("kind", ["cll-feature", "cll-value"])
+@pytest.mark.parametrize("smoothing,penalty", [("heb-m", 1.0), ("laplace", 0.3)])
+def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, penalty):
+    X, y = _data()
+    sample_weight = np.random.default_rng(5).uniform(0.5, 2.0, size=y.shape[0])
+    model = CategoricalNB(
+        smoothing=smoothing, weighting=kind, penalty=penalty, weighting_tol=1e-12
+    ).fit(X, y, sample_weight=sample_weight)
+    generative = CategoricalNB(smoothing=smoothing).fit(X, y, sample_weight=sample_weight)
+    expected = Reference(generative, X, y, kind, penalty, sample_weight).minimise()
+    n_classes = len(model.classes_)
+    np.testing.assert_allclose(model.class_weights_, expected[:n_classes], atol=1e-6)
+    if kind == "cll-feature":
+        learned = model.feature_weights_
+    else:
+        learned = np.hstack(model.value_weights_).T.ravel()
+    np.testing.assert_allclose(learned, expected[n_classes:], atol=1e-6)
+    # the generative tables are untouched; the scores use the weights
+    for mine, theirs in zip(model.feature_log_prob_, generative.feature_log_prob_):
+        np.testing.assert_array_equal(mine, theirs)
+    reference = Reference(generative, X, y, kind, penalty)
+    scores = model.class_weights_ * reference.log_prior + reference.one_hot @ (
+        reference.cell_weights(expected) * reference.log_table
+    )
+    np.testing.assert_allclose(model.predict_log_proba(X), log_softmax(scores, axis=1), atol=1e-5)
+    assert not np.allclose(learned, 1.0)  # the data moved them
+
+
+def test_unpenalised_cll_value_on_laplace_tables_is_one_hot_logistic_regression():
+    X, y = _data(seed=3, n_rows=400, n_classes=2)
+    X = np.nan_to_num(X, nan=9.0)  # the same columns for both models
+    model = CategoricalNB(
+        smoothing="laplace", weighting="cll-value", penalty=0.0, weighting_tol=1e-10
+    ).fit(X, y)
+    one_hot = OneHotEncoder(sparse_output=False).fit_transform(X)
+    regression = LogisticRegression(C=np.inf, tol=1e-12, max_iter=100_000).fit(one_hot, y)
+    mine = model.predict_proba(X)
+    theirs = regression.predict_proba(one_hot)
+    log_likelihood = np.mean(np.log(mine[np.arange(len(y)), y]))
+    optimum = np.mean(np.log(theirs[np.arange(len(y)), y]))
+    assert log_likelihood == pytest.approx(optimum, abs=1e-7)
+    np.testing.assert_allclose(mine, theirs, atol=1e-4)
+    # and the generative starting point is worse: the weights did the work
+    start = CategoricalNB(smoothing="laplace").fit(X, y).predict_proba(X)
+    assert np.mean(np.log(start[np.arange(len(y)), y])) < optimum - 1e-3
+
+
+@pytest.mark.parametrize("kind", ["cll-feature", "cll-value"])
+def test_weights_do_not_depend_on_n_jobs(kind):
+    X, y = _data(seed=4, n_rows=5000)
+    one = CategoricalNB(weighting=kind, n_jobs=1).fit(X, y)
+    two = CategoricalNB(weighting=kind, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.class_weights_, two.class_weights_)
+    np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+
+
+def test_integer_sample_weights_equal_repeated_rows():
+    X, y = _data(seed=6, n_rows=200)
+    counts = np.random.default_rng(7).integers(1, 4, size=y.shape[0])
+    model = CategoricalNB(weighting="cll-value", weighting_tol=1e-12)
+    weighted = clone(model).fit(X, y, sample_weight=counts.astype(float))
+    repeated = clone(model).fit(np.repeat(X, counts, axis=0), np.repeat(y, counts))
+    np.testing.assert_allclose(weighted.class_weights_, repeated.class_weights_, atol=1e-6)
+    for a, b in zip(weighted.value_weights_, repeated.value_weights_):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_refit_without_weighting_drops_the_weights():
+    X, y = _data(seed=8)
+    model = CategoricalNB(weighting="cll-value").fit(X, y)
+    assert hasattr(model, "value_weights_")
+    model.set_params(weighting=None).fit(X, y)
+    assert not hasattr(model, "value_weights_") and not hasattr(model, "class_weights_")
+    np.testing.assert_array_equal(
+        model.predict_proba(X), CategoricalNB().fit(X, y).predict_proba(X)
+    )
+
+
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"weighting": "cll"}, "'weighting' parameter"),
+        ({"weighting": "cll-value", "penalty": -1.0}, "'penalty' parameter"),
+        ({"weighting": "cll-value", "penalty": float("nan")}, "'penalty' parameter"),
+        ({"weighting": "cll-value", "penalty": True}, "'penalty' parameter"),
+        ({"weighting": "cll-value", "weighting_tol": 0.0}, "'weighting_tol' parameter"),
+        ({"weighting": "cll-feature", "feature_weighting": "sqrt-mi"}, "cannot be combined"),
+        ({"weighting": "cll-value", "class_prior": [1.0, 0.0, 0.0]}, "class prior"),
+    ],
+)
+def test_bad_parameters_are_value_errors(params, message):
+    X, y = _data(seed=9, n_rows=60)
+    with pytest.raises(ValueError, match=message):
+        CategoricalNB(**params).fit(X, y)
+
+
+def test_partial_fit_refuses_weighting():
+    X, y = _data(seed=10, n_rows=60)
+    with pytest.raises(ValueError, match="partial_fit does not support weighting"):
+        CategoricalNB(weighting="cll-feature").partial_fit(X, y, classes=[0, 1, 2])
