@@ -81,8 +81,8 @@ def run_one(name: str, smoothing: str, n_jobs: int) -> dict:
         model.pair_indptr_.nbytes
         + model.pair_indices_.nbytes
         + model.pair_counts_.nbytes
-        + model._model["cell_log_prob"].nbytes
-        + model._model["unseen_log_prob"].nbytes
+        + model._model["dense_log_prob"].nbytes
+        + model._model["sparse_rows"].nbytes
     ) / 2**20
     return {
         "rows": len(y),

@@ -270,115 +270,171 @@ pub fn count_pairs(
     let dense_ready = weight_slice.is_some() && codes.is_standard_layout();
 
     let all_pairs = pairs(n_features);
-    let blocks: Vec<PairBlock> = all_pairs
-        .par_iter()
-        .with_min_len(16)
-        .map(|&(a, b)| {
-            let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
-            let mut block = PairBlock {
-                row_lengths: vec![0; k_parent],
-                indices: Vec::new(),
-                counts: Vec::new(),
-            };
-            if !wanted(a, b) {
-                return Ok(block);
-            }
-            crate::interrupt::check()?;
-            if dense_ready && k_parent * k_child * n_classes <= DENSE_CELLS {
-                let rows = |f: usize| codes.row(f).to_slice().unwrap_or(&[]);
-                let weights = weight_slice.unwrap_or(&[]);
-                count_dense(
-                    &mut block,
-                    rows(a),
-                    rows(b),
-                    &class_of_row,
-                    weights,
-                    k_child,
-                    n_classes,
-                );
-                return Ok(block);
-            }
-            let (order, starts) = &grouped[a];
-            let child_codes = codes.row(b);
-            let mut scratch = vec![0.0; k_child * n_classes];
-            let mut last_group = vec![usize::MAX; k_child];
-            let mut touched: Vec<i32> = Vec::new();
-            for u in 0..k_parent {
-                for &row in &order[starts[u]..starts[u + 1]] {
-                    let row = row as usize;
-                    let v = child_codes[row];
-                    if v < 0 {
-                        continue;
-                    }
-                    if v as usize >= k_child {
-                        return Err(HebError::CodeOutOfRange {
-                            feature: b,
-                            code: v as i64,
-                            n_categories: k_child,
-                        });
-                    }
-                    let v = v as usize;
-                    if last_group[v] != u {
-                        last_group[v] = u;
-                        touched.push(v as i32);
-                    }
-                    scratch[v * n_classes + classes[row]] += weights[row];
+    let count_pair = |&(a, b): &(usize, usize)| {
+        let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
+        let mut block = PairBlock {
+            row_lengths: vec![0; k_parent],
+            indices: Vec::new(),
+            counts: Vec::new(),
+        };
+        if !wanted(a, b) {
+            return Ok(block);
+        }
+        crate::interrupt::check()?;
+        if dense_ready && k_parent * k_child * n_classes <= DENSE_CELLS {
+            let rows = |f: usize| codes.row(f).to_slice().unwrap_or(&[]);
+            let weights = weight_slice.unwrap_or(&[]);
+            count_dense(
+                &mut block,
+                rows(a),
+                rows(b),
+                &class_of_row,
+                weights,
+                k_child,
+                n_classes,
+            );
+            return Ok(block);
+        }
+        let (order, starts) = &grouped[a];
+        let child_codes = codes.row(b);
+        let mut scratch = vec![0.0; k_child * n_classes];
+        let mut last_group = vec![usize::MAX; k_child];
+        let mut touched: Vec<i32> = Vec::new();
+        for u in 0..k_parent {
+            for &row in &order[starts[u]..starts[u + 1]] {
+                let row = row as usize;
+                let v = child_codes[row];
+                if v < 0 {
+                    continue;
                 }
-                touched.sort_unstable();
-                let before = block.indices.len();
-                for &v in &touched {
-                    let cell = &mut scratch[v as usize * n_classes..(v as usize + 1) * n_classes];
-                    if cell.iter().any(|&n| n != 0.0) {
-                        block.indices.push(v);
-                        block.counts.extend_from_slice(cell);
-                    }
-                    cell.iter_mut().for_each(|n| *n = 0.0);
+                if v as usize >= k_child {
+                    return Err(HebError::CodeOutOfRange {
+                        feature: b,
+                        code: v as i64,
+                        n_categories: k_child,
+                    });
                 }
-                touched.clear();
-                block.row_lengths[u] = (block.indices.len() - before) as i64;
+                let v = v as usize;
+                if last_group[v] != u {
+                    last_group[v] = u;
+                    touched.push(v as i32);
+                }
+                scratch[v * n_classes + classes[row]] += weights[row];
             }
-            Ok(block)
-        })
-        .collect::<Result<_>>()?;
+            touched.sort_unstable();
+            let before = block.indices.len();
+            for &v in &touched {
+                let cell = &mut scratch[v as usize * n_classes..(v as usize + 1) * n_classes];
+                if cell.iter().any(|&n| n != 0.0) {
+                    block.indices.push(v);
+                    block.counts.extend_from_slice(cell);
+                }
+                cell.iter_mut().for_each(|n| *n = 0.0);
+            }
+            touched.clear();
+            block.row_lengths[u] = (block.indices.len() - before) as i64;
+        }
+        Ok(block)
+    };
 
-    assemble(blocks, n_classes)
+    // Pairs are counted a group at a time and appended to the tables, so the per-pair
+    // blocks of only one group coexist with the assembled tables (not all of them: on a
+    // table with dense pairs that doubled the peak memory). A group holds up to
+    // GROUP_CELLS cells by the bound min(S, K_a K_b) per pair, and enough pairs to feed
+    // every thread.
+    const GROUP_CELLS: usize = 1 << 20;
+    let min_pairs = 16 * rayon::current_num_threads();
+    let mut assembled =
+        Assembled::new(all_pairs.iter().map(|&(a, _)| layout.cardinality(a)).sum())?;
+    let mut first = 0;
+    while first < all_pairs.len() {
+        let mut last = first;
+        let mut bound = 0usize;
+        while last < all_pairs.len() && (last - first < min_pairs || bound < GROUP_CELLS) {
+            let (a, b) = all_pairs[last];
+            if wanted(a, b) {
+                bound += n_rows.min(layout.cardinality(a) * layout.cardinality(b));
+            }
+            last += 1;
+        }
+        let blocks: Vec<PairBlock> = all_pairs[first..last]
+            .par_iter()
+            .with_min_len(16)
+            .map(count_pair)
+            .collect::<Result<_>>()?;
+        assembled.append(blocks, n_classes)?;
+        first = last;
+    }
+    assembled.finish(n_classes)
 }
 
 /// The CSR assembled from per-pair blocks, with fallible allocations.
 fn assemble(blocks: Vec<PairBlock>, n_classes: usize) -> Result<PairTables> {
-    let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
-    let n_table_rows: usize = blocks.iter().map(|b| b.row_lengths.len()).sum();
-    let mut indptr = Vec::new();
-    let mut indices = Vec::new();
-    let mut counts = Vec::new();
-    let reserve = |bytes: usize| HebError::Allocation {
+    let mut assembled = Assembled::new(blocks.iter().map(|b| b.row_lengths.len()).sum())?;
+    assembled.append(blocks, n_classes)?;
+    assembled.finish(n_classes)
+}
+
+/// The CSR being assembled from per-pair blocks, with fallible allocations.
+struct Assembled {
+    indptr: Vec<i64>,
+    indices: Vec<i32>,
+    counts: Vec<f64>,
+}
+
+fn reserve_error(bytes: usize) -> HebError {
+    HebError::Allocation {
         what: "AODE pair tables",
         bytes: bytes as u128,
-    };
-    indptr
-        .try_reserve_exact(n_table_rows + 1)
-        .map_err(|_| reserve(8 * n_table_rows))?;
-    indices
-        .try_reserve_exact(nnz)
-        .map_err(|_| reserve(4 * nnz))?;
-    counts
-        .try_reserve_exact(nnz * n_classes)
-        .map_err(|_| reserve(8 * nnz * n_classes))?;
-    indptr.push(0i64);
-    for block in blocks {
-        for length in block.row_lengths {
-            indptr.push(indptr.last().copied().unwrap_or(0) + length);
-        }
-        indices.extend_from_slice(&block.indices);
-        counts.extend_from_slice(&block.counts);
     }
-    let counts = Array2::from_shape_vec((nnz, n_classes), counts)
-        .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
-    Ok(PairTables {
-        indptr,
-        indices,
-        counts,
-    })
+}
+
+impl Assembled {
+    fn new(n_table_rows: usize) -> Result<Self> {
+        let mut indptr = Vec::new();
+        indptr
+            .try_reserve_exact(n_table_rows + 1)
+            .map_err(|_| reserve_error(8 * n_table_rows))?;
+        indptr.push(0i64);
+        Ok(Self {
+            indptr,
+            indices: Vec::new(),
+            counts: Vec::new(),
+        })
+    }
+
+    /// Appends the blocks of consecutive pairs (and frees them).
+    fn append(&mut self, blocks: Vec<PairBlock>, n_classes: usize) -> Result<()> {
+        let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
+        self.indices
+            .try_reserve_exact(nnz)
+            .map_err(|_| reserve_error(4 * (self.indices.len() + nnz)))?;
+        self.counts
+            .try_reserve_exact(nnz * n_classes)
+            .map_err(|_| reserve_error(8 * (self.counts.len() + nnz * n_classes)))?;
+        for block in blocks {
+            for length in block.row_lengths {
+                self.indptr
+                    .push(self.indptr.last().copied().unwrap_or(0) + length);
+            }
+            self.indices.extend_from_slice(&block.indices);
+            self.counts.extend_from_slice(&block.counts);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, n_classes: usize) -> Result<PairTables> {
+        self.indices.shrink_to_fit();
+        self.counts.shrink_to_fit();
+        let nnz = self.indices.len();
+        let counts = Array2::from_shape_vec((nnz, n_classes), self.counts)
+            .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
+        Ok(PairTables {
+            indptr: self.indptr,
+            indices: self.indices,
+            counts,
+        })
+    }
 }
 
 /// The pair tables of the stored rows, moved onto a grown vocabulary and multiplied by

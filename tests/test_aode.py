@@ -18,14 +18,14 @@ CARDINALITY = (3, 5, 8, 2)
 N_CLASSES = 3
 
 
-def make_data(seed: int, n_rows: int = 400, missing: float = 0.1):
+def make_data(seed: int, n_rows: int = 400, missing: float = 0.1, cardinality=CARDINALITY):
     """Dependent categorical features (each a noisy function of the previous one and y),
     as floats with NaN for missing values."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, N_CLASSES, n_rows)
-    X = np.empty((n_rows, len(CARDINALITY)))
+    X = np.empty((n_rows, len(cardinality)))
     previous = y
-    for f, k in enumerate(CARDINALITY):
+    for f, k in enumerate(cardinality):
         noise = rng.integers(0, k, n_rows)
         X[:, f] = np.where(rng.random(n_rows) < 0.6, (previous * 2 + y) % k, noise)
         previous = X[:, f].astype(int)
@@ -193,6 +193,63 @@ def test_predict_proba_matches_the_spec(params):
     expected = reference_joint(model, X, y, X_test)
     np.testing.assert_allclose(model.predict_joint_log_proba(X_test), expected, rtol=1e-10)
     np.testing.assert_allclose(model.predict_proba(X_test), softmax(expected), atol=1e-10)
+
+
+# (3, 5): dense tables; (40, 45), (45, 60), (40, 60) with three classes: K_a K_b C > 4096,
+# sparse (evaluated from the pair counts at scoring)
+WIDE_CARDINALITY = (3, 40, 45, 5, 60)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"smoothing": "laplace"},
+        {"smoothing": "heb", "prior": "pooled"},
+        {"smoothing": "heb", "prior": "two-level"},
+        {"smoothing": "heb", "prior": "two-level", "max_parent_cardinality": 50},
+        {"smoothing": "laplace", "max_parent_cardinality": 42, "min_parent_count": 3},
+        {"smoothing": "heb", "prior": "pooled", "max_parents": 2, "parent_smoothing": "heb"},
+    ],
+    ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()),
+)
+def test_dense_and_sparse_pairs_match_the_spec(params):
+    """High-cardinality pairs keep no per-cell log-probabilities (the scorer evaluates them
+    from the pair counts), small ones keep whole dense tables: both give SPEC's numbers,
+    for seen and unseen value pairs, half-capped pairs included."""
+    X, y = make_data(3, n_rows=1500, cardinality=WIDE_CARDINALITY)
+    X_test, _ = make_data(4, n_rows=300, missing=0.2, cardinality=WIDE_CARDINALITY)
+    X_test[:5, 2] = 99  # unknown
+    model = AODE(**params).fit(X, y)
+    expected = reference_joint(model, X, y, X_test)
+    np.testing.assert_allclose(model.predict_joint_log_proba(X_test), expected, rtol=1e-10)
+    layout = _storage(model, len(y))
+    assert layout["dense"] > 0 or "max_parents" in params
+    assert layout["sparse"] > 0
+
+
+def _storage(model, n_rows):
+    """Dense elements and sparse rows a model keeps, by the documented rule: per pair,
+    dense tables (K_a K_b C numbers per modelled orientation) when K_a K_b C <= 4096 and
+    K_a K_b <= 2 cells + 64, else one header row and K_parent rows per modelled orientation."""
+    k = model.n_categories_
+    C = len(model.classes_)
+    F = len(k)
+    modelled = ~model.capped_ & model.super_parents_[:, None]
+    np.fill_diagonal(modelled, False)
+    rows = np.concatenate([[0], np.cumsum([k[a] for a, b in _pairs(F)])])
+    dense = sparse = 0
+    for p, (a, b) in enumerate(_pairs(F)):
+        cells = model.pair_indptr_[rows[p + 1]] - model.pair_indptr_[rows[p]]
+        is_dense = k[a] * k[b] * C <= 4096 and k[a] * k[b] <= 2 * cells + 64
+        for parent, child in [(a, b), (b, a)]:
+            if modelled[parent, child]:
+                if is_dense:
+                    dense += k[a] * k[b] * C
+                else:
+                    sparse += k[parent] + 1
+    assert model._model["dense_log_prob"].shape == (dense,)
+    assert model._model["sparse_rows"].shape == (sparse, C + 1)
+    return {"dense": dense, "sparse": sparse}
 
 
 def test_sample_weights_count_everywhere():
@@ -547,20 +604,24 @@ def _pairs(n):
     return [(a, b) for a in range(n) for b in range(a + 1, n)]
 
 
-def test_a_capped_model_stores_only_what_scoring_reads():
-    """Unseen-cell rows exist only for orientations that read a pair table: K_i rows per
-    modelled (i, j), none for capped ones or non-parents; the planned bytes bound what the
-    model holds."""
+@pytest.mark.parametrize("cardinality", [CARDINALITY, WIDE_CARDINALITY])
+def test_a_capped_model_stores_only_what_scoring_reads(cardinality):
+    """Child tables exist only for orientations that read a pair table (dense tables or
+    sparse rows, by cardinality), none for capped ones or non-parents, so a model whose
+    every pair is capped keeps none; the planned bytes bound what the model holds, within
+    a sane factor."""
     from hebnb import _core
 
-    X, y = make_data(5, n_rows=500)
-    for params in [{}, {"max_parent_cardinality": 4}, {"max_parents": 2}]:
+    X, y = make_data(5, n_rows=500, cardinality=cardinality)
+    cases = [{}, {"max_parent_cardinality": 4}, {"max_parents": 2}, {"max_joint_cells": 1}]
+    for params in cases + [{"max_parent_cardinality": 42}]:
         model = AODE(**params).fit(X, y)
+        stored = _storage(model, len(y))
+        if "max_joint_cells" in params:  # every pair capped
+            assert model.capped_.sum() == len(cardinality) * (len(cardinality) - 1)
+            assert stored == {"dense": 0, "sparse": 0}
+            assert model.pair_indices_.size == 0
         k = model.n_categories_
-        modelled = ~model.capped_ & model.super_parents_[:, None]
-        np.fill_diagonal(modelled, False)
-        expected_rows = sum(k[i] for i in range(len(k)) for j in range(len(k)) if modelled[i, j])
-        assert model._model["unseen_log_prob"].shape[0] == expected_rows
         planned = _core.aode_planned_bytes(
             offsets=list(np.concatenate([[0], np.cumsum(k)])),
             capped=model.capped_,
@@ -575,6 +636,9 @@ def test_a_capped_model_stores_only_what_scoring_reads():
             + [v for v in model._model.values() if isinstance(v, np.ndarray)]
         )
         assert planned["total"] >= held
+        # an upper bound, not a gross overestimate of what is kept (the scorer's
+        # per-thread buffers are a fixed allowance)
+        assert planned["total"] - planned["scoring"] <= 40 * held + 2**20
 
 
 def test_an_allocation_beyond_the_address_space_is_a_memory_error(tmp_path):
@@ -618,3 +682,33 @@ def test_an_allocation_beyond_the_address_space_is_a_memory_error(tmp_path):
     )
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
     assert "MemoryError: cannot allocate" in result.stdout, result.stdout
+
+
+def test_the_benchmarks_numpy_laplace_aode_is_the_same_model():
+    """benches/numpy_aode.py, the plain-numpy Laplace AODE that benches/aode_dense_tables.py
+    times hebnb against, gives hebnb's probabilities to 1e-12 (dense and sparse pairs in
+    both, unknown values at predict)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+    try:
+        from numpy_aode import NumpyLaplaceAODE
+    finally:
+        sys.path.pop(0)
+    rng = np.random.default_rng(7)
+    for cardinality in [(3, 5, 8, 2), (60, 200, 4, 150)]:
+        X = np.stack([rng.integers(0, k, 2000) for k in cardinality], axis=1)
+        y = (X[:, 0] + X[:, 1] * (X[:, 2] + 1) + rng.integers(0, 3, 2000)) % 3
+        X_test = np.stack([rng.integers(0, k + 2, 300) for k in cardinality], axis=1)
+        ours = AODE(smoothing="laplace").fit(X, y)
+        theirs = NumpyLaplaceAODE().fit(X, y)
+        np.testing.assert_allclose(
+            ours.predict_joint_log_proba(X_test),
+            theirs.joint_log_likelihood(X_test),
+            rtol=1e-12,
+            atol=1e-12,
+        )
+        np.testing.assert_allclose(
+            ours.predict_proba(X_test), theirs.predict_proba(X_test), rtol=0, atol=1e-12
+        )

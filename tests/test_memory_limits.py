@@ -125,3 +125,60 @@ def test_group_classifier_under_a_limit_raises_memory_error_or_works():
         """
     )
     assert set(outcome.values()) <= {"ok", "MemoryError"}, outcome
+
+
+def run_aode_case(n_rows: int, n_features: int, limit_gib: int, params: str) -> dict:
+    """``AODE(**params).fit`` on unique values (every row its own category in every column)
+    under an absolute address-space limit, as in issue 11; then predict a few rows."""
+    return run_case(
+        f"""
+        from hebnb import AODE
+        X = np.stack([rng.permutation({n_rows}) for _ in range({n_features})], axis=1)
+        y = rng.integers(0, 2, size={n_rows})
+        AODE(n_jobs=2).fit(X[:50, :3], y[:50])  # pools and imports warm
+        limit = {limit_gib} * 2**30
+        resource.setrlimit(resource.RLIMIT_AS, (min(limit, hard) if hard >= 0 else limit, hard))
+        outcome = {{}}
+        try:
+            model = AODE(n_jobs=2, {params}).fit(X, y)
+            model.predict_proba(X[:1000])
+            outcome["fit"] = "ok"
+            outcome["kept"] = int(
+                sum(a.nbytes for a in model._pair_tables().values())
+                + sum(v.nbytes for v in model._model.values() if hasattr(v, "nbytes"))
+            )
+            outcome["row pointers"] = int(model.pair_indptr_.nbytes)
+            outcome["cells"] = int(model.pair_indices_.size)
+            outcome["child tables"] = int(
+                model._model["dense_log_prob"].nbytes + model._model["sparse_rows"].nbytes
+            )
+        except MemoryError:
+            outcome["fit"] = "MemoryError"
+        print(json.dumps(outcome))
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    ("n_rows", "n_features", "limit_gib", "params"),
+    [
+        (200_000, 15, 4, ""),
+        (100_000, 16, 2, ""),
+        (100_000, 50, 6, "max_parent_cardinality=200"),
+    ],
+    ids=["200000x15-4GB", "100000x16-2GB", "100000x50-capped-6GB"],
+)
+def test_aode_on_unique_values_under_a_limit_raises_memory_error_or_works(
+    n_rows, n_features, limit_gib, params
+):
+    """Issue 11's AODE cases: MemoryError or a fitted model, never an abort; a model whose
+    every pair is capped keeps no pair cells and no child tables, and apart from the pair
+    tables' row pointers (one per parent value of every pair, still laid out for every
+    pair: see docs/aode.md) only its per-category tables, a few bytes per category."""
+    outcome = run_aode_case(n_rows, n_features, limit_gib, params)
+    assert outcome["fit"] in {"ok", "MemoryError"}, outcome
+    if params:
+        assert outcome["fit"] == "ok", outcome
+        assert outcome["cells"] == 0 and outcome["child tables"] == 0, outcome
+        n_categories = n_rows * n_features
+        assert outcome["kept"] - outcome["row pointers"] <= 100 * n_categories, outcome

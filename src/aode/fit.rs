@@ -11,20 +11,20 @@
 //! its own slice of the output tables, so results do not depend on the thread count.
 //!
 //! # What is stored
-//! For every stored cell and both orientations, `ln P(child | c, parent)` (an (nnz, 2 C)
-//! table; NaN in an orientation that is not modelled); for every parent value of every
-//! modelled orientation the "unseen cell" part `ln m + ln(two-level weight) - ln(N_{c,u}
-//! + m)`, to which the scorer adds `ln mu_{j,v}`.
+//! Only the modelled orientations, dense or sparse by cardinality ([`super::storage`]):
+//! a dense pair's whole `ln P(child | c, parent)` table, or a sparse pair's per-parent-value
+//! rows (log denominators) from which the scorer evaluates a cell.
 
 use ndarray::{Array2, Array3, ArrayView2};
 use rayon::prelude::*;
 
+use super::storage::{sparse_width, ChildTables, Placement, TablePlan};
 use super::{AodeParams, ChildSmoothing, ParentSmoothing, Structure};
-use crate::error::{check_len, HebError, Result};
+use crate::error::{check_len, with_capacity, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::naive_bayes::{self, prior_mean, PriorMean};
-use crate::pair_counts::{pair_row_offsets, pairs, PairTablesView};
+use crate::pair_counts::{pair_row_offsets, PairTablesView};
 use crate::parent_prior;
 use crate::small_solver::{maximise_small, SmallEvidence, MAX_CELLS, MAX_DOCUMENTS};
 use crate::smoothing::log_smoothed;
@@ -52,14 +52,12 @@ pub struct AodeFit {
     pub n_iter: Array3<i64>,
     /// Whether each solve met its stopping rule, shape (C, F, F).
     pub converged: Array3<bool>,
-    /// `ln P(child | c, parent)` of every stored cell, shape (nnz, 2 C): columns `0..C`
-    /// have the pair's first feature as parent, `C..2C` the second.
-    pub cell_log_prob: Array2<f64>,
-    /// Per modelled orientation and parent value ([`Structure::unseen_row_offsets`]),
-    /// shape (rows, C): the log probability of an unseen cell less `ln mu_{j,v}`.
-    pub unseen_log_prob: Array2<f64>,
-    /// `ln mu_{j,v}` of the child mean (uniform for Laplace), per category; `-inf` marks
-    /// a category that never scores (zero mean, SPEC).
+    /// The child conditionals of every modelled orientation, dense or sparse by
+    /// cardinality ([`super::storage`]).
+    pub child_tables: ChildTables,
+    /// `mu_{j,v}` of the child mean (uniform for Laplace), per category.
+    pub child_mean: Vec<f64>,
+    /// `ln mu_{j,v}`; `-inf` marks a category that never scores (zero mean, SPEC).
     pub log_child_mean: Vec<f64>,
     /// The Naive Bayes child's `m_{c,j}`, shape (C, F).
     pub marginal_concentration: Array2<f64>,
@@ -209,10 +207,14 @@ pub fn fit(
         .map(|j| counts.counts.column(j).sum())
         .collect();
 
+    let log_child_mean: Vec<f64> = child_mean
+        .iter()
+        .map(|&mu| if mu > 0.0 { mu.ln() } else { f64::NEG_INFINITY })
+        .collect();
     let children = fit_children(
         pair_tables,
         counts.counts,
-        &child_mean,
+        (&child_mean, &log_child_mean),
         layout,
         structure,
         params,
@@ -223,12 +225,9 @@ pub fn fit(
         log_evidence: children.log_evidence,
         n_iter: children.n_iter,
         converged: children.converged,
-        cell_log_prob: children.cell_log_prob,
-        unseen_log_prob: children.unseen_log_prob,
-        log_child_mean: child_mean
-            .iter()
-            .map(|&mu| if mu > 0.0 { mu.ln() } else { f64::NEG_INFINITY })
-            .collect(),
+        child_tables: children.tables,
+        child_mean,
+        log_child_mean,
         marginal_concentration,
         marginal_converged,
         marginal_log_prob,
@@ -247,8 +246,7 @@ struct Children {
     log_evidence: Array3<f64>,
     n_iter: Array3<i64>,
     converged: Array3<bool>,
-    cell_log_prob: Array2<f64>,
-    unseen_log_prob: Array2<f64>,
+    tables: ChildTables,
 }
 
 /// Pairs per parallel task: consecutive pairs share a slice of the output tables.
@@ -262,78 +260,77 @@ type OrientationResult = (usize, usize, Vec<Solution>, Option<f64>);
 fn fit_children(
     pair_tables: PairTablesView,
     category_counts: ArrayView2<f64>,
-    child_mean: &[f64],
+    (child_mean, log_child_mean): (&[f64], &[f64]),
     layout: &FeatureLayout,
     structure: &Structure,
     params: &AodeParams,
 ) -> Result<Children> {
     let n_classes = category_counts.nrows();
     let n_features = layout.n_features();
+    let plan = TablePlan::new(layout, structure, pair_tables, n_classes)?;
     let row_offsets = pair_row_offsets(layout);
-    let unseen_offsets = structure.unseen_row_offsets(layout);
-    let all_pairs = pairs(n_features);
-    let nnz = pair_tables.indices.len();
-    let width = 2 * n_classes;
-    let mut cell_log_prob = filled(nnz * width, f64::NAN, "AODE cell log-probabilities")?;
-    let unseen_rows = *unseen_offsets.last().unwrap_or(&0);
-    let mut unseen_log_prob = filled(
-        unseen_rows * n_classes,
+    // the pairs in table order, allocated fallibly (F (F - 1) / 2 of them)
+    let mut all_pairs = with_capacity(plan.dense.len(), "AODE pair list")?;
+    all_pairs.extend((0..n_features).flat_map(|a| (a + 1..n_features).map(move |b| (a, b))));
+    let width = sparse_width(n_classes);
+    let mut dense = filled(plan.dense_len(), f64::NAN, "AODE dense child tables")?;
+    let mut sparse = filled(
+        plan.sparse_rows() * width,
         f64::NAN,
-        "AODE unseen-cell log-probabilities",
+        "AODE sparse child tables",
     )?;
 
     // cut the output tables into one slice per chunk of pairs
-    let cell_of_pair = |p: usize| pair_tables.indptr[row_offsets[p]] as usize;
     let mut tasks = Vec::new();
-    let (mut cells_rest, mut unseen_rest) = (&mut cell_log_prob[..], &mut unseen_log_prob[..]);
+    let (mut dense_rest, mut sparse_rest) = (&mut dense[..], &mut sparse[..]);
     for first in (0..all_pairs.len()).step_by(PAIRS_PER_TASK) {
         let last = (first + PAIRS_PER_TASK).min(all_pairs.len());
-        let n_cells = cell_of_pair(last) - cell_of_pair(first);
-        let n_unseen = unseen_offsets[last] - unseen_offsets[first];
-        let (cells, rest) = std::mem::take(&mut cells_rest).split_at_mut(n_cells * width);
-        cells_rest = rest;
-        let (unseen, rest) = std::mem::take(&mut unseen_rest).split_at_mut(n_unseen * n_classes);
-        unseen_rest = rest;
-        tasks.push((first..last, cells, unseen));
+        let n_dense = plan.dense_start[last] - plan.dense_start[first];
+        let n_sparse = plan.sparse_start[last] - plan.sparse_start[first];
+        let (dense_part, rest) = std::mem::take(&mut dense_rest).split_at_mut(n_dense);
+        dense_rest = rest;
+        let (sparse_part, rest) = std::mem::take(&mut sparse_rest).split_at_mut(n_sparse * width);
+        sparse_rest = rest;
+        tasks.push((first..last, dense_part, sparse_part));
     }
 
     let context = Context {
         pair_tables,
         category_counts,
         child_mean,
+        log_child_mean,
         layout,
         params,
         row_offsets: &row_offsets,
     };
     let results: Vec<Vec<OrientationResult>> = tasks
         .into_par_iter()
-        .map_init(Scratch::default, |scratch, (range, cells, unseen)| {
-            let cell_start = cell_of_pair(range.start);
-            let unseen_start = unseen_offsets[range.start];
+        .map_init(Scratch::default, |scratch, (range, dense, sparse)| {
+            let dense_start = plan.dense_start[range.start];
+            let sparse_start = plan.sparse_start[range.start];
             let mut out = Vec::new();
             for p in range {
                 let (a, b) = all_pairs[p];
-                let cells_range = cell_of_pair(p) - cell_start..cell_of_pair(p + 1) - cell_start;
-                let pair_cells = &mut cells[cells_range.start * width..cells_range.end * width];
-                let mut unseen_at = unseen_offsets[p] - unseen_start;
                 for side in 0..2 {
                     if crate::interrupt::cancelled() {
                         continue;
                     }
                     let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
-                    if !structure.modelled(parent, child) {
-                        continue;
-                    }
                     let k_parent = layout.cardinality(parent);
-                    let rows = unseen_at..unseen_at + k_parent;
-                    unseen_at += k_parent;
-                    let (solutions, pooled) = context.fit_orientation(
-                        scratch,
-                        p,
-                        side,
-                        pair_cells,
-                        &mut unseen[rows.start * n_classes..rows.end * n_classes],
-                    );
+                    let target = match plan.placement(p, side, (a, b), structure, layout, n_classes)
+                    {
+                        Placement::None => continue,
+                        Placement::Dense(at) => {
+                            let at = at - dense_start;
+                            let len = k_parent * layout.cardinality(child) * n_classes;
+                            Target::Dense(&mut dense[at..at + len])
+                        }
+                        Placement::Sparse(row) => {
+                            let at = (row - sparse_start) * width;
+                            Target::Sparse(&mut sparse[at..at + (k_parent + 1) * width])
+                        }
+                    };
+                    let (solutions, pooled) = context.fit_orientation(scratch, p, side, target);
                     out.push((p, side, solutions, pooled));
                 }
             }
@@ -375,8 +372,10 @@ fn fit_children(
         log_evidence,
         n_iter,
         converged,
-        cell_log_prob: shaped((nnz, width), cell_log_prob)?,
-        unseen_log_prob: shaped((unseen_rows, n_classes), unseen_log_prob)?,
+        tables: ChildTables {
+            dense,
+            sparse: shaped((plan.sparse_rows(), width), sparse)?,
+        },
     })
 }
 
@@ -397,21 +396,28 @@ struct Context<'a, 't> {
     pair_tables: PairTablesView<'t>,
     category_counts: ArrayView2<'a, f64>,
     child_mean: &'a [f64],
+    log_child_mean: &'a [f64],
     layout: &'a FeatureLayout,
     params: &'a AodeParams,
     row_offsets: &'a [usize],
 }
 
+/// Where one orientation's fitted tables go ([`super::storage`]).
+enum Target<'o> {
+    /// The whole `(K_parent, K_child, C)` table.
+    Dense(&'o mut [f64]),
+    /// The header row and one row per parent value, `C + 1` columns each.
+    Sparse(&'o mut [f64]),
+}
+
 impl Context<'_, '_> {
-    /// Fits one orientation of pair `p` and writes its log probabilities into the pair's
-    /// cells (`(cells, 2 C)`) and its unseen rows (`(K_parent, C)`).
+    /// Fits one orientation of pair `p` and writes its tables into `target`.
     fn fit_orientation(
         &self,
         scratch: &mut Scratch,
         p: usize,
         side: usize,
-        cell_log_prob: &mut [f64],
-        unseen_log_prob: &mut [f64],
+        target: Target,
     ) -> (Vec<Solution>, Option<f64>) {
         let layout = self.layout;
         let n_classes = self.category_counts.nrows();
@@ -527,27 +533,54 @@ impl Context<'_, '_> {
                 (s.documents[index] + solutions[index % n_classes].concentration).ln()
             }),
         );
-        for (k, cell) in counts.outer_iter().enumerate() {
-            let u = s.parent_of[k];
-            let out = &mut cell_log_prob[k * 2 * n_classes + side * n_classes..][..n_classes];
-            for (c, solution) in solutions.iter().enumerate() {
-                out[c] = log_smoothed(
-                    cell[c],
-                    s.documents[u * n_classes + c],
-                    solution.concentration,
-                    s.cell_mean[k],
-                );
-            }
-        }
-        for u in 0..k_parent {
-            // unseen cell: ln(m mu_{u,v}) - ln(N_{c,u} + m), less ln mu_{j,v}
+        // unseen cell: ln(m mu_{u,v}) - ln(N_{c,u} + m), less ln mu_{j,v}
+        let unseen = |u: usize, c: usize| {
             let level = match pooled {
                 Some(a) => a.ln() - (s.pooled_documents[u] + a).ln(),
                 None => 0.0,
             };
-            for (c, solution) in solutions.iter().enumerate() {
-                unseen_log_prob[u * n_classes + c] =
-                    solution.concentration.ln() + level - s.log_denominator[u * n_classes + c];
+            solutions[c].concentration.ln() + level - s.log_denominator[u * n_classes + c]
+        };
+        match target {
+            Target::Dense(table) => {
+                let k_child = layout.cardinality(child);
+                let log_mean = &self.log_child_mean[child_start..child_start + k_child];
+                for u in 0..k_parent {
+                    for c in 0..n_classes {
+                        let unseen_uc = unseen(u, c);
+                        for (v, &log_mean) in log_mean.iter().enumerate() {
+                            table[(u * k_child + v) * n_classes + c] = unseen_uc + log_mean;
+                        }
+                    }
+                }
+                for (k, cell) in counts.outer_iter().enumerate() {
+                    let u = s.parent_of[k];
+                    let at = (u * k_child + s.child_of[k]) * n_classes;
+                    for (c, solution) in solutions.iter().enumerate() {
+                        table[at + c] = log_smoothed(
+                            cell[c],
+                            s.documents[u * n_classes + c],
+                            solution.concentration,
+                            s.cell_mean[k],
+                        );
+                    }
+                }
+            }
+            Target::Sparse(rows) => {
+                let width = sparse_width(n_classes);
+                for (c, solution) in solutions.iter().enumerate() {
+                    rows[c] = solution.concentration;
+                }
+                rows[n_classes] = pooled.unwrap_or(f64::NAN);
+                for u in 0..k_parent {
+                    let row = &mut rows[(u + 1) * width..(u + 2) * width];
+                    row[..n_classes]
+                        .copy_from_slice(&s.log_denominator[u * n_classes..(u + 1) * n_classes]);
+                    row[n_classes] = match pooled {
+                        Some(a) => s.pooled_documents[u] + a,
+                        None => f64::NAN,
+                    };
+                }
             }
         }
         (solutions, pooled)

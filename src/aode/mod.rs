@@ -26,12 +26,14 @@
 //!
 //! [`fit()`] assembles the whole model in one call ([`fit`](mod@fit)): the Naive Bayes child
 //! (fallback rows, capped orientations), the parent term ([`crate::parent_prior`]) and
-//! every child table; [`score`](mod@score) scores rows with it. Which orientations are
+//! every child table, stored dense or sparse by cardinality ([`storage`]);
+//! [`score`](mod@score) scores rows with it, parent by parent. Which orientations are
 //! modelled is the [`Structure`]: super-parents (all features, or the `max_parents`
 //! with the highest mutual information with the class) and the paper's memory cap.
 
 pub mod fit;
 pub mod score;
+pub mod storage;
 
 use crate::error::{check_len, Result};
 use crate::layout::FeatureLayout;
@@ -108,23 +110,6 @@ impl Structure<'_> {
     pub fn wanted(&self, a: usize, b: usize) -> bool {
         self.modelled(a, b) || self.modelled(b, a)
     }
-
-    /// First row of each pair in the unseen-cell table (length P + 1): pair `(a, b)` owns
-    /// `K_a` rows when (a, b) is modelled, followed by `K_b` rows when (b, a) is.
-    pub fn unseen_row_offsets(&self, layout: &FeatureLayout) -> Vec<usize> {
-        let mut offsets = vec![0];
-        let mut last = 0;
-        for (a, b) in pairs(layout.n_features()) {
-            if self.modelled(a, b) {
-                last += layout.cardinality(a);
-            }
-            if self.modelled(b, a) {
-                last += layout.cardinality(b);
-            }
-            offsets.push(last);
-        }
-        offsets
-    }
 }
 
 /// What a fit will hold at its peak, in bytes, by part ([`planned_bytes`]).
@@ -133,16 +118,17 @@ pub struct PlannedBytes {
     /// Pair tables (child value and class counts per cell, CSR row pointers), counted
     /// twice: the per-pair blocks and the assembled table coexist while counting.
     pub pair_tables: u128,
-    /// The fitted child tables: `ln P` of every cell in both orientations and the
-    /// unseen-cell rows of every modelled orientation.
+    /// The fitted child tables of the modelled orientations ([`storage`]): a dense
+    /// pair's whole tables, a sparse pair's per-parent-value rows.
     pub child_tables: u128,
     /// Per-(class, parent, child) diagnostics: concentration, log evidence, steps,
     /// convergence, and the two-level concentration.
     pub diagnostics: u128,
     /// Per-category tables: counts, child mean, Naive Bayes and parent log-probabilities.
     pub category_tables: u128,
-    /// The scorer's direct (u, v) index of dense-enough pairs.
-    pub scoring_index: u128,
+    /// The scorer's plan of where each pair's tables live, its direct index of sparse
+    /// pairs and its per-chunk buffers.
+    pub scoring: u128,
 }
 
 impl PlannedBytes {
@@ -152,7 +138,7 @@ impl PlannedBytes {
             + self.child_tables
             + self.diagnostics
             + self.category_tables
-            + self.scoring_index
+            + self.scoring
     }
 }
 
@@ -171,34 +157,50 @@ pub fn planned_bytes(
     let c = n_classes as u128;
     let mut cells: u128 = stored_cells as u128;
     let mut table_rows: u128 = 0;
-    let mut unseen_rows: u128 = 0;
+    let mut child_tables: u128 = 0;
     let mut index: u128 = 0;
+    let n_pairs = n_features * n_features.saturating_sub(1) / 2;
+    let sparse_width = storage::sparse_width(n_classes) as u128;
     for (a, b) in pairs(layout.n_features()) {
-        let (k_a, k_b) = (layout.cardinality(a) as u128, layout.cardinality(b) as u128);
-        table_rows += k_a;
+        let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
+        table_rows += k_a as u128;
         if !structure.wanted(a, b) {
             continue;
         }
+        let (k_a, k_b) = (k_a as u128, k_b as u128);
         let pair_cells = (n_rows as u128).min(k_a * k_b);
         cells += pair_cells;
-        if structure.modelled(a, b) {
-            unseen_rows += k_a;
-        }
-        if structure.modelled(b, a) {
-            unseen_rows += k_b;
-        }
-        // the scorer's direct index: 4 bytes per (u, v) where K_a K_b <= 4 cells + 64
-        if k_a * k_b <= 4 * pair_cells + 64 {
+        // dense tables where they may be chosen, else the sparse rows: at most the larger
+        let may_be_dense = storage::dense_pair(
+            k_a as usize,
+            k_b as usize,
+            n_classes,
+            pair_cells.min(usize::MAX as u128) as usize,
+        );
+        // the scorer's direct index of a sparse pair: 4 bytes per (u, v) where
+        // K_a K_b <= 4 cells + 64
+        if !may_be_dense && k_a * k_b <= 4 * pair_cells + 64 {
             index += 4 * k_a * k_b;
+        }
+        for (parent, child, k_parent) in [(a, b, k_a), (b, a, k_b)] {
+            if structure.modelled(parent, child) {
+                let sparse = 8 * (k_parent + 1) * sparse_width;
+                let dense = if may_be_dense { 8 * k_a * k_b * c } else { 0 };
+                child_tables += sparse.max(dense);
+            }
         }
     }
     let width = layout.n_columns() as u128;
+    // the direct index, the plan (a flag and two offsets per pair, an index per pair)
+    // and each thread's chunk of per-parent terms (about 8 MB, see
+    // `score::rows_per_chunk`)
+    let threads = rayon::current_num_threads().max(1) as u128;
     PlannedBytes {
         pair_tables: 2 * cells * (4 + 8 * c) + 8 * (table_rows + 1),
-        child_tables: cells * 16 * c + unseen_rows * 8 * c,
+        child_tables,
         diagnostics: n_features * n_features * (25 * c + 8),
-        category_tables: width * (8 * c * 4 + 16),
-        scoring_index: index,
+        category_tables: width * (8 * c * 5 + 16),
+        scoring: index + 41 * n_pairs + threads * (9 << 20),
     }
 }
 

@@ -5,33 +5,39 @@
 //!              exp[ ln P(y, x_i) + sum over j != i of ln P(x_j | y, x_i) ])
 //! ```
 //!
-//! Child terms come from the fitted cell table (one lookup per unordered pair and row:
-//! a direct (u, v) index where a pair's table is dense enough, else a binary search in
-//! its CSR row), from the unseen-cell row plus `ln mu_{j,v}` for a value pair never seen,
-//! or from the Naive Bayes table for a capped orientation. No logarithm is taken per
-//! lookup. Rows without a qualifying super-parent keep the Naive Bayes score.
+//! Parent-major and vectorised over rows: a chunk of rows is scored one super-parent at a
+//! time, and for each child j the rows where that parent qualifies are looked up in one
+//! tight loop over the orientation's table ([`super::storage`]): a dense table is indexed
+//! directly at `(u K_j + v) C`; a sparse pair's cell is found by a binary search in its CSR
+//! row and evaluated from its counts (unseen cells: the stored unseen part plus
+//! `ln mu_{j,v}`); a capped orientation reads the Naive Bayes table. Children are added
+//! in feature order, so every parent's sum, and the result, does not depend on the
+//! chunking or the thread count. Rows without a qualifying super-parent keep the Naive
+//! Bayes score.
 
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 use super::fit::AodeFit;
+use super::storage::{sparse_width, Placement, TablePlan};
 use super::Structure;
 use crate::counts::check_codes;
-use crate::error::{check_len, HebError, Result};
+use crate::error::{check_len, filled, HebError, Result};
 use crate::layout::FeatureLayout;
-use crate::pair_counts::{pair_row_offsets, pairs, PairTablesView};
+use crate::pair_counts::{pair_index, pair_row_offsets, PairTablesView};
 use crate::scoring;
 
 /// Everything the scorer reads, all fitted.
 #[derive(Debug, Clone, Copy)]
 pub struct AodeModel<'a> {
     pub pair_tables: PairTablesView<'a>,
-    /// [`AodeFit::cell_log_prob`], (nnz, 2 C).
-    pub cell_log_prob: ArrayView2<'a, f64>,
-    /// [`AodeFit::unseen_log_prob`].
-    pub unseen_log_prob: ArrayView2<'a, f64>,
-    /// `ln mu_{j,v}` of the child mean used by the fit (uniform for Laplace), per category;
-    /// `-inf` marks a category that never scores (zero mean, SPEC).
+    /// [`ChildTables::dense`](super::storage::ChildTables::dense).
+    pub dense: &'a [f64],
+    /// [`ChildTables::sparse`](super::storage::ChildTables::sparse), (rows, C + 1).
+    pub sparse: ArrayView2<'a, f64>,
+    /// `mu_{j,v}` of the child mean used by the fit (uniform for Laplace), per category.
+    pub child_mean: &'a [f64],
+    /// `ln mu_{j,v}`; `-inf` marks a category that never scores (zero mean, SPEC).
     pub log_child_mean: &'a [f64],
     /// Which orientations read the pair tables, and which features are super-parents.
     pub structure: Structure<'a>,
@@ -57,8 +63,9 @@ impl AodeFit {
     ) -> AodeModel<'a> {
         AodeModel {
             pair_tables,
-            cell_log_prob: self.cell_log_prob.view(),
-            unseen_log_prob: self.unseen_log_prob.view(),
+            dense: &self.child_tables.dense,
+            sparse: self.child_tables.sparse.view(),
+            child_mean: &self.child_mean,
             log_child_mean: &self.log_child_mean,
             structure,
             parent_log_prob: self.parent_log_prob.view(),
@@ -70,17 +77,31 @@ impl AodeFit {
     }
 }
 
-/// Rows per parallel scoring task. A chunk is scored pair by pair, so each pair's cells
-/// are fetched once per chunk and serve all its rows: on wide data the cell tables are far
-/// larger than the caches, and chunks of a few thousand rows are three times faster than
-/// chunks of 128. The chunk's per-parent terms (`F x rows x C` numbers) are kept near
-/// 8 MB, and every thread gets about four chunks. A row's score does not depend on the
-/// chunking, so results stay identical for any thread count.
-fn rows_per_chunk(n_rows: usize, n_features: usize, n_classes: usize) -> usize {
+/// Rows per parallel scoring task. The chunk's per-parent terms (`parents x rows x C`
+/// numbers) are kept near 8 MB, and every thread gets about four chunks. A row's score
+/// does not depend on the chunking, so results stay identical for any thread count.
+fn rows_per_chunk(n_rows: usize, n_parents: usize, n_classes: usize) -> usize {
     const TERMS_BYTES: usize = 8 << 20;
-    let by_memory = TERMS_BYTES / (n_features.max(1) * n_classes.max(1) * 8);
+    let by_memory = TERMS_BYTES / (n_parents.max(1) * n_classes.max(1) * 8);
     let by_threads = n_rows.div_ceil(4 * rayon::current_num_threads());
     by_memory.min(by_threads).clamp(64, 4096)
+}
+
+/// Adds `table[at..at + C]` to `term[..C]`, unrolled for two and three classes.
+#[inline(always)]
+fn add_into(term: &mut [f64], table: &[f64]) {
+    match (term.len(), table.len()) {
+        (2, 2) => {
+            term[0] += table[0];
+            term[1] += table[1];
+        }
+        (3, 3) => {
+            term[0] += table[0];
+            term[1] += table[1];
+            term[2] += table[2];
+        }
+        _ => term.iter_mut().zip(table).for_each(|(t, &lp)| *t += lp),
+    }
 }
 
 /// The joint log-likelihood `ln P(y, x)` of every row (eq. 7), shape (S, C).
@@ -100,33 +121,21 @@ pub fn joint_log_likelihood(
     let n_features = layout.n_features();
     model.pair_tables.check(layout, n_classes)?;
     let width = layout.n_columns();
-    check_len(
-        "cell log-probability rows",
-        model.pair_tables.indices.len(),
-        model.cell_log_prob.nrows(),
-    )?;
-    check_len(
-        "cell log-probability columns",
-        2 * n_classes,
-        model.cell_log_prob.ncols(),
-    )?;
-    let cell_log_prob = model.cell_log_prob.as_slice().ok_or_else(|| {
-        HebError::InvalidParameter("cell log-probability table must be C-contiguous".into())
-    })?;
     model.structure.check(n_features)?;
-    let unseen_offsets = model.structure.unseen_row_offsets(layout);
-    let unseen_rows = *unseen_offsets.last().unwrap_or(&0);
+    let plan = TablePlan::new(layout, &model.structure, model.pair_tables, n_classes)?;
+    check_len("dense child tables", plan.dense_len(), model.dense.len())?;
     check_len(
-        "unseen-cell table rows",
-        unseen_rows,
-        model.unseen_log_prob.nrows(),
+        "sparse child table rows",
+        plan.sparse_rows(),
+        model.sparse.nrows(),
     )?;
     check_len(
-        "unseen-cell table columns",
-        n_classes,
-        model.unseen_log_prob.ncols(),
+        "sparse child table columns",
+        sparse_width(n_classes),
+        model.sparse.ncols(),
     )?;
-    check_len("child mean", width, model.log_child_mean.len())?;
+    check_len("child mean", width, model.child_mean.len())?;
+    check_len("log child mean", width, model.log_child_mean.len())?;
     check_len("parent counts", width, model.parent_count.len())?;
     for (what, table) in [
         ("parent log-probability table", model.parent_log_prob),
@@ -148,166 +157,204 @@ pub fn joint_log_likelihood(
         None,
         layout,
     )?;
+    if n_classes == 0 || codes.ncols() == 0 {
+        return Ok(joint);
+    }
     let row_offsets = pair_row_offsets(layout);
-    let all_pairs = pairs(n_features);
     let starts: Vec<usize> = (0..n_features).map(|f| layout.columns(f).start).collect();
     let marginal = contiguous(model.marginal_log_prob, "marginal log-probability table")?;
-    let unseen = contiguous(model.unseen_log_prob, "unseen-cell table")?;
+    let sparse = model.sparse.as_slice().ok_or_else(|| {
+        HebError::InvalidParameter("sparse child table must be C-contiguous".into())
+    })?;
     let parent_log_prob = contiguous(model.parent_log_prob, "parent log-probability table")?;
-    let n_classes_nz = n_classes.max(1);
-    // Where a pair's table is dense enough (K_a K_b <= 4 cells + 64), a direct
-    // (u, v) -> cell index replaces the binary search; it costs at most 16 bytes per cell.
-    let direct: Vec<Option<Vec<u32>>> = all_pairs
+    let counts = model.pair_tables.counts.as_slice().ok_or_else(|| {
+        HebError::InvalidParameter("pair table counts must be C-contiguous".into())
+    })?;
+    let super_parents: Vec<usize> = (0..n_features)
+        .filter(|&f| model.structure.parents[f])
+        .collect();
+    let n_parents = super_parents.len();
+
+    // A sparse pair whose table is not mostly empty (K_a K_b <= 4 cells + 64) gets a
+    // direct (u, v) -> cell index for this call (at most 16 bytes per cell), so that a
+    // lookup costs one load instead of a binary search; the others search their CSR row.
+    let indptr = model.pair_tables.indptr;
+    let too_many_cells = indptr[indptr.len() - 1] >= u32::MAX as i64;
+    let mut sparse_pairs: Vec<(usize, usize, usize)> = Vec::new();
+    let mut p = 0;
+    for a in 0..n_features {
+        for b in a + 1..n_features {
+            if !plan.dense[p] && model.structure.wanted(a, b) {
+                sparse_pairs
+                    .try_reserve(1)
+                    .map_err(|_| HebError::Allocation {
+                        what: "AODE scoring index",
+                        bytes: 24 * (sparse_pairs.len() as u128 + 1),
+                    })?;
+                sparse_pairs.push((p, a, b));
+            }
+            p += 1;
+        }
+    }
+    let direct: Vec<Option<Vec<u32>>> = sparse_pairs
         .par_iter()
-        .enumerate()
-        .map(|(p, &(a, b))| {
+        .map(|&(p, a, b)| {
             let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
             let rows = row_offsets[p]..row_offsets[p] + k_a;
-            let indptr = model.pair_tables.indptr;
             let cells = (indptr[rows.end] - indptr[rows.start]) as usize;
-            if !model.structure.wanted(a, b)
-                || k_a * k_b > 4 * cells + 64
-                || indptr[indptr.len() - 1] >= u32::MAX as i64
-            {
-                return None;
+            if k_a * k_b > 4 * cells + 64 || too_many_cells {
+                return Ok(None);
             }
-            let mut index = vec![0u32; k_a * k_b];
+            let mut index = filled(k_a * k_b, 0u32, "AODE scoring index")?;
             for (u, row) in rows.enumerate() {
                 for k in indptr[row] as usize..indptr[row + 1] as usize {
                     index[u * k_b + model.pair_tables.indices[k] as usize] = k as u32 + 1;
                 }
             }
-            Some(index)
+            Ok(Some(index))
+        })
+        .collect::<Result<_>>()?;
+
+    // How each super-parent reads each of its children, in feature order, as runs of
+    // children read the same way.
+    let readers: Vec<Vec<Run>> = super_parents
+        .par_iter()
+        .map(|&i| {
+            let mut runs: Vec<Run> = Vec::new();
+            for j in (0..n_features).filter(|&j| j != i) {
+                let (a, b) = (i.min(j), i.max(j));
+                let p = pair_index(a, b, n_features);
+                let side = usize::from(i > j);
+                let k_j = layout.cardinality(j);
+                let placement =
+                    plan.placement(p, side, (a, b), &model.structure, layout, n_classes);
+                let lookup = |offset: usize, stride: usize| Lookup {
+                    child: j,
+                    stride,
+                    offset,
+                };
+                match (placement, runs.last_mut()) {
+                    (Placement::None, Some(Run::Marginal(run))) => {
+                        run.push(lookup(starts[j] * n_classes, 0));
+                    }
+                    (Placement::None, _) => {
+                        runs.push(Run::Marginal(vec![lookup(starts[j] * n_classes, 0)]));
+                    }
+                    (Placement::Dense(offset), Some(Run::Dense(run))) => {
+                        run.push(lookup(offset, k_j));
+                    }
+                    (Placement::Dense(offset), _) => {
+                        runs.push(Run::Dense(vec![lookup(offset, k_j)]));
+                    }
+                    (Placement::Sparse(header), last) => {
+                        let slot = sparse_pairs
+                            .binary_search_by_key(&p, |&(q, _, _)| q)
+                            .expect("every sparse pair a parent reads is listed");
+                        let child = SparseChild {
+                            child: j,
+                            k_child: k_j,
+                            header,
+                            pair: p,
+                            slot,
+                            parent_first: a == i,
+                        };
+                        match last {
+                            Some(Run::Sparse(run)) => run.push(child),
+                            _ => runs.push(Run::Sparse(vec![child])),
+                        }
+                    }
+                }
+            }
+            runs
         })
         .collect();
-
-    // Adds one child factor ln P(x_j | y, x_i) to a super-parent's class terms.
-    let add_child = |term: &mut [f64],
-                     capped: bool,
-                     side: usize,
-                     cell: Option<usize>,
-                     child_column: usize,
-                     unseen_row: usize| {
-        if capped {
-            let lp = &marginal[child_column * n_classes..(child_column + 1) * n_classes];
-            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
-        } else if let Some(k) = cell {
-            let start = (k * 2 + side) * n_classes;
-            let lp = &cell_log_prob[start..start + n_classes];
-            term.iter_mut().zip(lp).for_each(|(t, &lp)| *t += lp);
-        } else {
-            let log_mean = model.log_child_mean[child_column];
-            let lp = &unseen[unseen_row * n_classes..(unseen_row + 1) * n_classes];
-            term.iter_mut()
-                .zip(lp)
-                .for_each(|(t, &lp)| *t += lp + log_mean);
-        }
+    let context = ScoringContext {
+        model,
+        n_classes,
+        n_features,
+        starts: &starts,
+        parent_log_prob,
+        marginal,
+        sparse,
+        counts,
+        row_offsets: &row_offsets,
+        direct: &direct,
+        layout,
     };
 
-    // A chunk of rows is scored pair by pair (not row by row), so that one pair's table
-    // stays in cache while the chunk's rows look it up.
-    let chunk_rows = rows_per_chunk(codes.ncols(), n_features, n_classes);
+    let chunk_rows = rows_per_chunk(codes.ncols(), n_parents, n_classes);
     joint
         .as_slice_mut()
         .expect("freshly allocated")
-        .par_chunks_mut(chunk_rows * n_classes_nz)
+        .par_chunks_mut(chunk_rows * n_classes)
         .enumerate()
         .for_each(|(chunk, block)| {
             if crate::interrupt::cancelled() {
                 return;
             }
             let first = chunk * chunk_rows;
-            let n = block.len() / n_classes_nz;
-            // feature-major: value, whether it qualifies as super-parent, whether it scores
-            let mut value = vec![-1i32; n_features * n];
-            let mut qualifies = vec![false; n_features * n];
-            let mut child_ok = vec![false; n_features * n];
-            let mut n_parents = vec![0usize; n];
-            // (parent, row, class): each parent's terms are one run over the chunk's rows
-            let mut terms = vec![0.0; n_features * n * n_classes];
-            for (f, &feature_start) in starts.iter().enumerate() {
+            let n = block.len() / n_classes;
+            // row-major: each row's value of every feature as a child (-1: missing or a
+            // category that never scores)
+            let mut child_value = vec![-1i32; n * n_features];
+            for f in 0..n_features {
                 let codes_f = codes.row(f);
                 for r in 0..n {
                     let v = codes_f[first + r];
-                    let at = f * n + r;
-                    value[at] = v;
-                    if v < 0 {
-                        continue;
-                    }
                     // codes were range-checked by the Naive Bayes pass above
-                    let column = feature_start + v as usize;
-                    child_ok[at] = model.log_child_mean[column] > f64::NEG_INFINITY;
-                    qualifies[at] = model.structure.parents[f]
-                        && model.parent_count[column] >= model.min_parent_count;
-                    if qualifies[at] {
-                        n_parents[r] += 1;
-                        let term = at * n_classes;
-                        terms[term..term + n_classes].copy_from_slice(
-                            &parent_log_prob[column * n_classes..(column + 1) * n_classes],
-                        );
+                    if v >= 0 && model.log_child_mean[starts[f] + v as usize] > f64::NEG_INFINITY {
+                        child_value[r * n_features + f] = v;
                     }
                 }
             }
-            for (p, &(a, b)) in all_pairs.iter().enumerate() {
-                if !(model.structure.parents[a] || model.structure.parents[b]) {
-                    continue; // neither is a super-parent: the pair never scores
-                }
-                let capped_a = !model.structure.modelled(a, b);
-                let capped_b = !model.structure.modelled(b, a);
-                let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
-                // side b's unseen rows follow side a's when side a is modelled
-                let rows_a = if capped_a { 0 } else { k_a };
+            // (parent rank, row, class) terms of the qualifying rows
+            let mut terms = vec![0.0; n_parents * n * n_classes];
+            let mut qualifies = vec![false; n_parents * n];
+            let mut n_qualifying = vec![0usize; n];
+            let mut rows: Vec<u32> = Vec::with_capacity(n);
+            for (rank, &i) in super_parents.iter().enumerate() {
+                let codes_i = codes.row(i);
+                rows.clear();
                 for r in 0..n {
-                    let (at_a, at_b) = (a * n + r, b * n + r);
-                    let wanted_a = qualifies[at_a] && child_ok[at_b];
-                    let wanted_b = qualifies[at_b] && child_ok[at_a];
-                    if !(wanted_a || wanted_b) {
-                        continue;
+                    let u = codes_i[first + r];
+                    if u >= 0
+                        && model.parent_count[starts[i] + u as usize] >= model.min_parent_count
+                    {
+                        rows.push(r as u32);
+                        qualifies[rank * n + r] = true;
+                        n_qualifying[r] += 1;
                     }
-                    let (u, v) = (value[at_a], value[at_b]);
-                    let cell = if (wanted_a && !capped_a) || (wanted_b && !capped_b) {
-                        match &direct[p] {
-                            Some(index) => match index[u as usize * k_b + v as usize] {
-                                0 => None,
-                                k => Some(k as usize - 1),
-                            },
-                            None => model.pair_tables.find(row_offsets[p], u as usize, v),
-                        }
-                    } else {
-                        None
-                    };
-                    if wanted_a {
-                        add_child(
-                            &mut terms[at_a * n_classes..(at_a + 1) * n_classes],
-                            capped_a,
-                            0,
-                            cell,
-                            starts[b] + v as usize,
-                            unseen_offsets[p] + u as usize,
-                        );
-                    }
-                    if wanted_b {
-                        add_child(
-                            &mut terms[at_b * n_classes..(at_b + 1) * n_classes],
-                            capped_b,
-                            1,
-                            cell,
-                            starts[a] + u as usize,
-                            unseen_offsets[p] + rows_a + v as usize,
-                        );
-                    }
+                }
+                // rows in order of the parent's value: their lookups share table rows (a
+                // row's result does not depend on the order)
+                if layout.cardinality(i) >= 16 {
+                    rows.sort_by_key(|&r| codes_i[first + r as usize]);
+                }
+                let terms = &mut terms[rank * n * n_classes..(rank + 1) * n * n_classes];
+                let parent = ParentRows {
+                    parent: i,
+                    readers: &readers[rank],
+                    rows: &rows,
+                    parent_values: codes_i.slice(ndarray::s![first..first + n]),
+                    child_value: &child_value,
+                };
+                match n_classes {
+                    2 => context.score_parent::<2>(&parent, terms),
+                    3 => context.score_parent::<3>(&parent, terms),
+                    4 => context.score_parent::<4>(&parent, terms),
+                    _ => context.score_parent::<0>(&parent, terms),
                 }
             }
             // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
-            for (r, out) in block.chunks_mut(n_classes_nz).enumerate() {
-                if n_parents[r] == 0 {
+            for (r, out) in block.chunks_mut(n_classes).enumerate() {
+                if n_qualifying[r] == 0 {
                     continue;
                 }
-                let log_q = (n_parents[r] as f64).ln();
+                let log_q = (n_qualifying[r] as f64).ln();
                 for (c, slot) in out.iter_mut().enumerate() {
-                    let parent_terms = (0..n_features)
-                        .filter(|&f| qualifies[f * n + r])
-                        .map(|f| terms[(f * n + r) * n_classes + c]);
+                    let parent_terms = (0..n_parents)
+                        .filter(|&rank| qualifies[rank * n + r])
+                        .map(|rank| terms[(rank * n + r) * n_classes + c]);
                     let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
                     *slot = if max.is_finite() {
                         max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
@@ -326,4 +373,220 @@ fn contiguous<'a>(table: ArrayView2<'a, f64>, what: &str) -> Result<&'a [f64]> {
     table
         .to_slice()
         .ok_or_else(|| HebError::InvalidParameter(format!("{what} must be C-contiguous")))
+}
+
+/// A child read by direct indexing: `table[offset + (u stride + v) C ..]` (a dense
+/// table: stride `K_j`; the Naive Bayes table: stride 0, offset of the child's columns).
+#[derive(Debug, Clone, Copy)]
+struct Lookup {
+    child: usize,
+    stride: usize,
+    offset: usize,
+}
+
+/// A child of a sparse pair: its orientation's header row, the pair, and whether the
+/// parent is the pair's first feature (whose values are the CSR rows).
+#[derive(Debug, Clone, Copy)]
+struct SparseChild {
+    child: usize,
+    k_child: usize,
+    header: usize,
+    pair: usize,
+    /// Its entry in the scorer's list of sparse pairs (and direct indexes).
+    slot: usize,
+    parent_first: bool,
+}
+
+/// Consecutive children (in feature order) of a super-parent read the same way.
+#[derive(Debug, Clone)]
+enum Run {
+    /// Capped orientations: the Naive Bayes table.
+    Marginal(Vec<Lookup>),
+    /// Dense tables.
+    Dense(Vec<Lookup>),
+    /// Sparse pairs.
+    Sparse(Vec<SparseChild>),
+}
+
+/// One super-parent's qualifying rows in a chunk.
+struct ParentRows<'c> {
+    parent: usize,
+    readers: &'c [Run],
+    rows: &'c [u32],
+    /// The parent's codes of the chunk's rows.
+    parent_values: ndarray::ArrayView1<'c, i32>,
+    /// Row-major (row, feature) child values, -1 where the child does not score.
+    child_value: &'c [i32],
+}
+
+/// What every chunk reads.
+struct ScoringContext<'m, 'a> {
+    model: &'m AodeModel<'a>,
+    n_classes: usize,
+    n_features: usize,
+    starts: &'m [usize],
+    parent_log_prob: &'m [f64],
+    marginal: &'m [f64],
+    sparse: &'m [f64],
+    counts: &'m [f64],
+    row_offsets: &'m [usize],
+    direct: &'m [Option<Vec<u32>>],
+    layout: &'m FeatureLayout,
+}
+
+impl ScoringContext<'_, '_> {
+    /// Adds every child factor to the parent's terms of its qualifying rows, row by row
+    /// (a row's C sums stay in registers), children in feature order. `C` is the number
+    /// of classes, or 0 for any other number.
+    fn score_parent<const C: usize>(&self, parent: &ParentRows, terms: &mut [f64]) {
+        let nc = if C == 0 { self.n_classes } else { C };
+        let k_parent = self.layout.cardinality(parent.parent);
+        let parent_column = self.starts[parent.parent];
+        let mut acc_dynamic = vec![0.0; if C == 0 { nc } else { 0 }];
+        let mut acc_fixed = [0.0f64; C];
+        let mut scratch = vec![0.0; 2 * nc];
+        for &r in parent.rows {
+            let r = r as usize;
+            let u = parent.parent_values[r] as usize;
+            let acc: &mut [f64] = if C == 0 {
+                &mut acc_dynamic
+            } else {
+                &mut acc_fixed
+            };
+            // ln P(y, x_i = u), then the children
+            let column = parent_column + u;
+            acc.copy_from_slice(&self.parent_log_prob[column * nc..(column + 1) * nc]);
+            let values = &parent.child_value[r * self.n_features..(r + 1) * self.n_features];
+            for run in parent.readers {
+                match run {
+                    Run::Dense(children) => lookups(acc, self.model.dense, children, values, u),
+                    Run::Marginal(children) => lookups(acc, self.marginal, children, values, u),
+                    Run::Sparse(children) => {
+                        for child in children {
+                            let v = values[child.child];
+                            if v >= 0 {
+                                self.sparse_child(
+                                    acc,
+                                    child,
+                                    u,
+                                    v as usize,
+                                    k_parent,
+                                    &mut scratch,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            terms[r * nc..(r + 1) * nc].copy_from_slice(acc);
+        }
+    }
+
+    /// Adds a sparse pair's `ln P(x_j = v | y, x_i = u)` to `acc`: the cell found by the
+    /// direct index or a binary search, evaluated from its counts ([`sparse_cell`]).
+    #[inline]
+    fn sparse_child(
+        &self,
+        acc: &mut [f64],
+        child: &SparseChild,
+        u: usize,
+        v: usize,
+        k_parent: usize,
+        scratch: &mut [f64],
+    ) {
+        let nc = acc.len();
+        let width = sparse_width(nc);
+        let (lp, log_concentration) = scratch.split_at_mut(nc);
+        let header = child.header;
+        let head = &self.sparse[header * width..(header + 1) * width];
+        let row = &self.sparse[(header + 1 + u) * width..(header + 2 + u) * width];
+        // the pair's CSR rows are the values of its first feature
+        let (first_value, second_value, k_second) = if child.parent_first {
+            (u, v, child.k_child)
+        } else {
+            (v, u, k_parent)
+        };
+        let cell = match &self.direct[child.slot] {
+            Some(index) => match index[first_value * k_second + second_value] {
+                0 => None,
+                k => Some(k as usize - 1),
+            },
+            None => self.model.pair_tables.find(
+                self.row_offsets[child.pair],
+                first_value,
+                second_value as i32,
+            ),
+        };
+        sparse_cell(
+            self.model,
+            cell.map(|k| &self.counts[k * nc..(k + 1) * nc]),
+            head,
+            row,
+            self.starts[child.child] + v,
+            lp,
+            log_concentration,
+        );
+        add_into(acc, lp);
+    }
+}
+
+/// Adds `table[offset + (u stride + v) C ..]` of every child with a value to `acc`.
+#[inline(always)]
+fn lookups(acc: &mut [f64], table: &[f64], children: &[Lookup], values: &[i32], u: usize) {
+    let nc = acc.len();
+    for child in children {
+        let v = values[child.child];
+        if v >= 0 {
+            let at = child.offset + (u * child.stride + v as usize) * nc;
+            add_into(acc, &table[at..at + nc]);
+        }
+    }
+}
+
+/// `ln P(x_j = v | y = c, x_i = u)` of a sparse orientation into `lp`, with the fit's
+/// operations: a seen cell's `ln(N + m mu) - ln(N_{c,u} + m)` from its class counts `cell`,
+/// or the unseen `ln m + ln(a / (N_u + a)) - ln(N_{c,u} + m) + ln mu_{j,v}`. `head` is the
+/// orientation's header row (`m_c`, then the two-level `a` or NaN), `row` parent value
+/// u's row (`ln(N_{c,u} + m_c)`, then `N_u + a`).
+#[inline]
+fn sparse_cell(
+    model: &AodeModel,
+    cell: Option<&[f64]>,
+    head: &[f64],
+    row: &[f64],
+    child_column: usize,
+    lp: &mut [f64],
+    log_concentration: &mut [f64],
+) {
+    let nc = lp.len();
+    let pooled = head[nc];
+    match cell {
+        Some(cell) => {
+            // the fit's cell mean: the child mean, or the two-level class-pooled one
+            let mean = model.child_mean[child_column];
+            let mean = if pooled.is_nan() {
+                mean
+            } else {
+                let pooled_cell = cell.iter().fold(0.0, |sum, &n| sum + n);
+                (pooled_cell + pooled * mean) / row[nc]
+            };
+            for c in 0..nc {
+                lp[c] = (cell[c] + head[c] * mean).ln() - row[c];
+            }
+        }
+        None => {
+            let level = if pooled.is_nan() {
+                0.0
+            } else {
+                pooled.ln() - row[nc].ln()
+            };
+            for (log_m, &m) in log_concentration.iter_mut().zip(&head[..nc]) {
+                *log_m = m.ln();
+            }
+            let log_mean = model.log_child_mean[child_column];
+            for c in 0..nc {
+                lp[c] = (log_concentration[c] + level - row[c]) + log_mean;
+            }
+        }
+    }
 }

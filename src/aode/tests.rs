@@ -108,6 +108,10 @@ fn random_table(n_rows: usize, cardinality: &[usize], seed: u64) -> (Array2<i32>
 }
 
 /// NaN != NaN: compare bit patterns.
+fn bits1(a: &[f64]) -> Vec<u64> {
+    a.iter().map(|x| x.to_bits()).collect()
+}
+
 fn bits<D: ndarray::Dimension>(a: &ndarray::Array<f64, D>) -> Vec<u64> {
     a.iter().map(|v| v.to_bits()).collect()
 }
@@ -147,7 +151,14 @@ fn results_do_not_depend_on_the_thread_count() {
     let (one, two) = (fit_with(1), fit_with(2));
     assert_eq!(one.0, two.0);
     assert_eq!(bits(&one.1.concentration), bits(&two.1.concentration));
-    assert_eq!(bits(&one.1.cell_log_prob), bits(&two.1.cell_log_prob));
+    assert_eq!(
+        bits1(&one.1.child_tables.dense),
+        bits1(&two.1.child_tables.dense)
+    );
+    assert_eq!(
+        bits(&one.1.child_tables.sparse),
+        bits(&two.1.child_tables.sparse)
+    );
     assert_eq!(bits(&one.2), bits(&two.2));
     assert!(one.1.n_iter.iter().any(|&n| n > 0));
 }
@@ -175,8 +186,9 @@ fn low_counts_fall_back_to_the_child_cardinality() {
         assert_eq!(fit.n_iter[[c, 0, 1]], 0);
         assert!(fit.concentration[[c, 1, 0]].is_nan(), "capped orientation");
     }
-    // only the modelled orientation keeps unseen-cell rows: K_0 = 4 of them
-    assert_eq!(fit.unseen_log_prob.nrows(), 4);
+    // only the modelled orientation keeps a table: dense, K_0 K_1 C = 72 numbers
+    assert_eq!(fit.child_tables.dense.len(), 4 * 6 * 3);
+    assert_eq!(fit.child_tables.sparse.nrows(), 0);
 }
 
 #[test]
@@ -198,7 +210,9 @@ fn a_feature_that_is_not_a_super_parent_stores_nothing_and_never_averages() {
         pairs.indptr[offsets[2]], pairs.indptr[offsets[3]],
         "no cells for (1, 2)"
     );
-    assert_eq!(fit.unseen_log_prob.nrows(), 3 + 3);
+    // dense tables of (0, 1) and (0, 2) with parent 0 only
+    assert_eq!(fit.child_tables.dense.len(), (3 * 4 + 3 * 5) * 3);
+    assert_eq!(fit.child_tables.sparse.nrows(), 0);
     assert!(fit.concentration[[0, 1, 0]].is_nan());
     // by hand: ln P(y, x_0) + sum_j ln P(x_j | y, x_0) with Laplace children
     let joint = joint_log_likelihood(
@@ -263,7 +277,7 @@ fn planned_bytes_bound_what_the_fit_holds() {
     let planned = planned_bytes(&layout, &structure, 2000, 3, 0);
     let held = |a: usize| a as u128;
     let tables = held(pairs.indices.len() * 4 + pairs.counts.len() * 8 + pairs.indptr.len() * 8);
-    let children = held((fit.cell_log_prob.len() + fit.unseen_log_prob.len()) * 8);
+    let children = held((fit.child_tables.dense.len() + fit.child_tables.sparse.len()) * 8);
     let diagnostics = held(
         fit.concentration.len() * 8
             + fit.log_evidence.len() * 8

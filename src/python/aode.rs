@@ -156,7 +156,7 @@ pub(super) fn aode_planned_bytes<'py>(
     out.set_item("child_tables", planned.child_tables as f64)?;
     out.set_item("diagnostics", planned.diagnostics as f64)?;
     out.set_item("category_tables", planned.category_tables as f64)?;
-    out.set_item("scoring_index", planned.scoring_index as f64)?;
+    out.set_item("scoring", planned.scoring as f64)?;
     out.set_item("total", planned.total() as f64)?;
     Ok(out)
 }
@@ -235,8 +235,9 @@ pub(super) fn fit_aode<'py>(
     out.set_item("log_evidence", fit.log_evidence.into_pyarray(py))?;
     out.set_item("n_iter", fit.n_iter.into_pyarray(py))?;
     out.set_item("converged", fit.converged.into_pyarray(py))?;
-    out.set_item("cell_log_prob", fit.cell_log_prob.into_pyarray(py))?;
-    out.set_item("unseen_log_prob", fit.unseen_log_prob.into_pyarray(py))?;
+    out.set_item("dense_log_prob", fit.child_tables.dense.into_pyarray(py))?;
+    out.set_item("sparse_rows", fit.child_tables.sparse.into_pyarray(py))?;
+    out.set_item("child_mean", fit.child_mean.into_pyarray(py))?;
     out.set_item("log_child_mean", fit.log_child_mean.into_pyarray(py))?;
     out.set_item(
         "marginal_concentration",
@@ -270,8 +271,9 @@ pub(super) fn aode_joint_log_likelihood<'py>(
 ) -> PyResult<Bound<'py, numpy::PyArray2<f64>>> {
     let layout = layout(offsets)?;
     let tables = PairArrays::from_dict(&pair_tables)?;
-    let cell_log_prob: PyReadonlyArray2<f64> = item(&model, "cell_log_prob")?;
-    let unseen_log_prob: PyReadonlyArray2<f64> = item(&model, "unseen_log_prob")?;
+    let dense: PyReadonlyArray1<f64> = item(&model, "dense_log_prob")?;
+    let sparse: PyReadonlyArray2<f64> = item(&model, "sparse_rows")?;
+    let child_mean: PyReadonlyArray1<f64> = item(&model, "child_mean")?;
     let log_child_mean: PyReadonlyArray1<f64> = item(&model, "log_child_mean")?;
     let parent_log_prob: PyReadonlyArray2<f64> = item(&model, "parent_log_prob")?;
     let parent_count: PyReadonlyArray1<f64> = item(&model, "parent_count")?;
@@ -281,8 +283,9 @@ pub(super) fn aode_joint_log_likelihood<'py>(
     let parents: PyReadonlyArray1<bool> = item(&model, "parents")?;
     let model = aode::AodeModel {
         pair_tables: tables.view()?,
-        cell_log_prob: cell_log_prob.as_array(),
-        unseen_log_prob: unseen_log_prob.as_array(),
+        dense: dense.as_slice()?,
+        sparse: sparse.as_array(),
+        child_mean: child_mean.as_slice()?,
         log_child_mean: log_child_mean.as_slice()?,
         structure: structure(&capped, &parents, layout.n_features())?,
         parent_log_prob: parent_log_prob.as_array(),
