@@ -26,6 +26,7 @@ __all__ = [
     "fit_concentrations",
     "fit_dirichlet_prior",
     "fit_token_distributions",
+    "first_appearance",
     "joint_log_likelihood",
     "log_posterior",
     "log_probability_table",
@@ -57,6 +58,9 @@ def count_categories(
     n_classes: int,
     n_jobs: int,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def first_appearance(
+    codes: npt.NDArray[np.int64], /, *, n_categories: int
+) -> npt.NDArray[np.int64]: ...
 def prior_mean(
     counts: npt.NDArray[np.float64], offsets: list[int], kind: str
 ) -> npt.NDArray[np.float64]: ...
@@ -224,6 +228,7 @@ class Vocabulary:
         *,
         grow: bool,
         name: str,
+        positions: npt.NDArray[np.int64] | None = None,
     ) -> npt.NDArray[np.int32]: ...
     def encode_objects(
         self,

@@ -322,46 +322,64 @@ def _category_map(
     rows join in order of first appearance, as the values themselves would, and then the
     declared ones never used (``declared``) in their order."""
     n = len(categories)
-    if not grow:
-        order = np.arange(n)
-    else:
-        present = codes[codes >= 0]
-        used = pd.unique(present) if present.size else np.empty(0, dtype=np.int64)
-        order = np.asarray(used, dtype=np.int64)
-        if declared:
-            unused = np.ones(n, dtype=bool)
-            unused[order] = False
-            order = np.concatenate([order, np.flatnonzero(unused)])
     mapped = np.full(n, UNKNOWN, dtype=np.int32)
+    if not grow:
+        if n:
+            mapped[:] = _encode_column(vocabulary, feature, _values_column(categories), grow, name)
+        return mapped
+    order = _core.first_appearance(np.asarray(codes, dtype=np.int64), n_categories=n)
+    if declared:
+        unused = np.ones(n, dtype=bool)
+        unused[order] = False
+        order = np.concatenate([order, np.flatnonzero(unused)])
     if order.size:
-        column = _values_column(categories, order)
-        mapped[order] = _encode_column(vocabulary, feature, column, grow, name)
+        mapped[order] = _encode_column(
+            vocabulary, feature, _values_column(categories), grow, name, positions=order
+        )
     return mapped
 
 
-def _values_column(categories: Any, order: np.ndarray) -> ColumnSpec:
-    """The column spec of ``categories[order]`` (a pandas Index or an Arrow array)."""
+def _values_column(categories: Any) -> ColumnSpec:
+    """The column spec of the categories of a pandas ``category`` column (an Index) or of
+    an Arrow dictionary (an array)."""
     if isinstance(categories, pd.Index):
-        return _pandas_column(pd.Series(categories.take(order)))
-    return ("arrow", _chunked(categories.take(order)))
+        return _pandas_column(pd.Series(categories, copy=False))
+    return ("arrow", _chunked(categories))
 
 
 def _encode_column(
-    vocabulary: _core.Vocabulary, feature: int, column: ColumnSpec, grow: bool, name: str
+    vocabulary: _core.Vocabulary,
+    feature: int,
+    column: ColumnSpec,
+    grow: bool,
+    name: str,
+    *,
+    positions: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Vocabulary codes (int32) of one column spec: -1 missing, -2 unknown (not growing)."""
+    """Vocabulary codes (int32) of one column spec: -1 missing, -2 unknown (not growing);
+    only of the rows ``positions`` (int64), in that order, when given."""
     kind = column[0]
     if kind == "ints":
-        return vocabulary.encode_ints(feature, column[1], column[2], grow=grow)
+        values, missing = column[1], column[2]
+        if positions is not None:
+            values = values[positions]
+            missing = None if missing is None else missing[positions]
+        return vocabulary.encode_ints(feature, values, missing, grow=grow)
     if kind == "objects":
-        return vocabulary.encode_objects(feature, column[1], _normalize, grow=grow, name=name)
+        values = column[1] if positions is None else column[1][positions]
+        return vocabulary.encode_objects(feature, values, _normalize, grow=grow, name=name)
     if kind == "category":
-        codes = np.asarray(column[1], dtype=np.int64)
+        codes = np.asarray(column[1])
+        if positions is not None:
+            codes = codes[positions]
         mapped = _category_map(vocabulary, feature, column[2], codes, grow, name, declared=True)
-        out = mapped[np.maximum(codes, 0)]
-        out[codes < 0] = MISSING_CODE
-        return out
-    chunks = [_encode_arrow(vocabulary, feature, chunk, grow, name) for chunk in column[1].chunks]
+        # code -1 (missing) takes the last entry, MISSING_CODE
+        return np.append(mapped, np.int32(MISSING_CODE))[codes]
+    chunked = column[1]
+    if positions is not None:
+        chunk = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+        return _encode_arrow(vocabulary, feature, chunk, grow, name, positions=positions)
+    chunks = [_encode_arrow(vocabulary, feature, chunk, grow, name) for chunk in chunked.chunks]
     if not chunks:
         return np.empty(0, dtype=np.int32)
     return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
@@ -372,13 +390,22 @@ UNKNOWN = -2
 
 
 def _encode_arrow(
-    vocabulary: _core.Vocabulary, feature: int, chunk: Any, grow: bool, name: str
+    vocabulary: _core.Vocabulary,
+    feature: int,
+    chunk: Any,
+    grow: bool,
+    name: str,
+    *,
+    positions: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Codes one Arrow array: strings straight from its buffers, dictionaries through
-    their (small) dictionary, integers as int64 with the validity as missing."""
+    """Codes one Arrow array (only the rows ``positions``, in that order, when given):
+    strings straight from its buffers, dictionaries through their (small) dictionary,
+    integers as int64 with the validity as missing."""
     pa = _pyarrow("Arrow columns")
     types = pa.types
     kind = chunk.type
+    if positions is not None and not (types.is_string(kind) or types.is_large_string(kind)):
+        chunk = chunk.take(positions)
     if types.is_dictionary(kind):
         missing = np.asarray(chunk.is_null(), dtype=bool)
         indices = np.asarray(chunk.indices.fill_null(0), dtype=np.int64)
@@ -386,9 +413,7 @@ def _encode_arrow(
         mapped = _category_map(
             vocabulary, feature, chunk.dictionary, indices, grow, name, declared=False
         )
-        out = mapped[np.maximum(indices, 0)]
-        out[missing] = MISSING_CODE
-        return out
+        return np.append(mapped, np.int32(MISSING_CODE))[indices]
     if types.is_string_view(kind):
         chunk, kind = chunk.cast(pa.large_string()), pa.large_string()
     if types.is_string(kind) or types.is_large_string(kind):
@@ -405,7 +430,9 @@ def _encode_arrow(
         offsets = np.require(offsets, requirements=["A"])
         data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
-        return vocabulary.encode_utf8(feature, offsets, data, bitmap, start, grow=grow, name=name)
+        return vocabulary.encode_utf8(
+            feature, offsets, data, bitmap, start, grow=grow, name=name, positions=positions
+        )
     if types.is_integer(kind):
         if types.is_uint64(kind) and len(chunk) and (pa.compute.max(chunk).as_py() or 0) >= 2**63:
             return _encode_column(

@@ -295,8 +295,9 @@ impl Vocabulary {
 
     /// Codes one Arrow string (or binary-as-text) array of feature `feature` from its
     /// buffers: `offsets` (int32 or int64, length + 1 entries from the array's offset),
-    /// `data` (uint8), `validity` (uint8 bitmap or None) starting at bit `bit_offset`.
-    #[pyo3(signature = (feature, offsets, data, validity, bit_offset, *, grow, name))]
+    /// `data` (uint8), `validity` (uint8 bitmap or None) starting at bit `bit_offset`;
+    /// only the strings at `positions`, in that order, when given.
+    #[pyo3(signature = (feature, offsets, data, validity, bit_offset, *, grow, name, positions=None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_utf8<'py>(
         &mut self,
@@ -308,6 +309,7 @@ impl Vocabulary {
         bit_offset: usize,
         grow: bool,
         name: &str,
+        positions: Option<PyReadonlyArray1<'py, i64>>,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         self.check_feature(feature)?;
         let data = data.as_slice()?;
@@ -315,14 +317,18 @@ impl Vocabulary {
             Some(v) => Some((v.as_slice()?, bit_offset)),
             None => None,
         };
+        let positions = match &positions {
+            Some(p) => Some(p.as_slice()?),
+            None => None,
+        };
         let vocabulary = &mut self.features[feature];
         let codes = if let Ok(small) = offsets.extract::<PyReadonlyArray1<'py, i32>>() {
             let small = small.as_slice()?;
-            py.detach(|| vocabulary.encode_utf8(small, data, validity, grow, name))
+            py.detach(|| vocabulary.encode_utf8(small, data, validity, positions, grow, name))
         } else {
             let large = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
             let large = large.as_slice()?;
-            py.detach(|| vocabulary.encode_utf8(large, data, validity, grow, name))
+            py.detach(|| vocabulary.encode_utf8(large, data, validity, positions, grow, name))
         }
         .map_err(to_py_err)?;
         Ok(codes_to_array(py, codes))
@@ -615,8 +621,27 @@ impl Vocabulary {
     }
 }
 
+/// The distinct codes of a category column (`-1` missing) in order of first appearance
+/// (`crate::vocabulary::first_appearance`).
+#[pyfunction]
+#[pyo3(signature = (codes, /, *, n_categories))]
+fn first_appearance<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray1<'py, i64>,
+    n_categories: usize,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let codes = codes.as_array();
+    let order = match codes.as_slice() {
+        Some(codes) => crate::vocabulary::first_appearance(codes, n_categories),
+        None => crate::vocabulary::first_appearance(&codes.to_vec(), n_categories),
+    }
+    .map_err(to_py_err)?;
+    Ok(order.into_pyarray(py))
+}
+
 /// Adds the class to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Vocabulary>()?;
+    m.add_function(wrap_pyfunction!(first_appearance, m)?)?;
     Ok(())
 }
