@@ -139,6 +139,65 @@ def test_every_form_is_bit_identical_to_the_int64_path(estimator, form, data):
         assert list(model.categories_[f]) == expected_categories
 
 
+def mixed_frame(codes):
+    """Strings, a pandas ``str`` column, a category column and whole floats side by side."""
+    frame = object_frame(codes)
+    frame["b"] = frame["b"].astype(pd.StringDtype("pyarrow"))
+    frame["c"] = frame["c"].astype("category")
+    frame["d"] = as_float(codes)[:, 3]
+    return frame
+
+
+def mixed_frame_int_column(codes):
+    """An int64 column (no missing values) beside strings."""
+    frame = object_frame(codes)
+    frame["d"] = np.maximum(codes[:, 3], 0)
+    return frame
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize(
+    "form", [*FORMS, mixed_frame, mixed_frame_int_column], ids=lambda f: f.__name__
+)
+def test_a_few_rows_are_scored_as_the_whole_table(estimator, form, data):
+    """Scoring one row or a few (the small-table path: one object block, a category
+    column through the rows' own values) gives the rows of the whole table's result."""
+    codes, y = data
+    if form is mixed_frame_int_column:
+        codes = codes.copy()
+        codes[:, 3] = np.maximum(codes[:, 3], 0)
+    reference = estimator().fit(as_float(codes), y)
+    expected = reference.predict_proba(as_float(codes))
+    X = form(codes)
+    model = estimator().fit(X, y)
+    missing_rows = np.flatnonzero((codes < 0).any(axis=1))[:3]
+    for rows in ([0], [5, 6, 7], list(missing_rows), list(range(64)), list(range(65))):
+        part = X[rows] if isinstance(X, np.ndarray) else _rows(X, rows)
+        np.testing.assert_array_equal(model.predict_proba(part), expected[rows])
+
+
+def _rows(X, rows):
+    if isinstance(X, pd.DataFrame):
+        return X.iloc[rows]
+    if isinstance(X, pa.Table):  # (no take kernel for string_view)
+        return pa.concat_tables([X.slice(r, 1) for r in rows])
+    return X[rows]  # polars
+
+
+def test_category_columns_with_few_rows_map_unknown_and_missing_values():
+    """A category column scored with fewer rows than categories: unknown categories
+    (declared by the dtype, never seen) and missing values are -1 codes."""
+    X = pd.DataFrame({"a": ["x", "y", "x", "z"]})
+    y = [0, 1, 0, 1]
+    model = CategoricalNB().fit(X, y)
+    dtype = pd.CategoricalDtype(["w", "x", "y", "z", "q", "r"])
+    rows = pd.DataFrame({"a": pd.Categorical(["q", None, "z"], dtype=dtype)})
+    encoded = model._encoder.transform(rows).codes
+    expected = model._encoder.transform(pd.DataFrame({"a": [None, None, "z"]})).codes
+    np.testing.assert_array_equal(encoded, expected)
+    assert encoded[0, 0] == -1 and encoded[0, 2] >= 0
+
+
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
 def test_named_forms_record_and_check_their_column_names(form, data):
     codes, y = data

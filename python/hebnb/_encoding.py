@@ -107,11 +107,10 @@ def _read_table(X: Any, *, known: bool = False) -> _Table:
     without rows or without columns. ``known``: the table is coded against a vocabulary
     that will not grow (declared categories of a ``category`` column do not matter)."""
     if known and isinstance(X, pd.DataFrame) and 0 < X.shape[0] <= SMALL_FRAME_ROWS:
-        labels = X.columns.tolist()
-        values = X.to_numpy(dtype=object)
-        columns = [("objects", values[:, j]) for j in range(values.shape[1])]
+        labels, names = _labels_of(X.columns)
+        columns = [_small_column(array) for array in _column_arrays(X)]
         floats = [False] * len(columns)
-        return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
+        return _Table(columns, None, labels, names, X.shape[0], floats)
     table = _split_table(X)
     if table.n_rows == 0:
         raise ValueError(
@@ -123,6 +122,104 @@ def _read_table(X: Any, *, known: bool = False) -> _Table:
             f"0 feature(s) (shape=({table.n_rows}, 0)) while a minimum of 1 is required."
         )
     return table
+
+
+#: The column labels last read by ``_labels_of``: (Index, labels, names).
+_LAST_LABELS: dict[str, tuple[pd.Index, list[Any], np.ndarray | None]] = {}
+
+
+def _labels_of(columns: pd.Index) -> tuple[list[Any], np.ndarray | None]:
+    """``(labels, feature names)`` of a DataFrame's columns, reusing those of the last
+    call for equal columns: scoring rows one at a time reads the same labels each time,
+    and listing a pandas 3 ``str`` Index costs tens of microseconds."""
+    cached = _LAST_LABELS.get("last")
+    if cached is not None and (
+        columns is cached[0] or (columns.dtype == cached[0].dtype and columns.equals(cached[0]))
+    ):
+        return cached[1], cached[2]
+    labels = columns.tolist()
+    names = _column_names(labels)
+    _LAST_LABELS["last"] = (columns, labels, names)
+    return labels, names
+
+
+def _column_arrays(X: pd.DataFrame) -> list[Any]:
+    """The arrays (numpy or pandas extension arrays) of a DataFrame's columns, without a
+    Series per column where pandas allows it."""
+    iterate = getattr(X, "_iter_column_arrays", None)  # pandas 1.3 to 3: no Series built
+    if iterate is not None:
+        try:
+            return list(iterate())
+        except Exception:  # noqa: BLE001 - a private pandas method: fall back to the public path
+            pass
+    return [column.array for _, column in X.items()]
+
+
+def _small_column(array: Any) -> ColumnSpec:
+    """The column spec of one column array of a small DataFrame being scored (see
+    ``_read_table``): numpy, categorical and Arrow-backed arrays as they are, other
+    extension arrays through a Series."""
+    if isinstance(array, np.ndarray):
+        return _array_column(array, -1)
+    if isinstance(array, pd.Categorical):
+        return ("category", array.codes, array.categories)
+    arrow = _arrow_text(array)
+    if arrow is not None:  # a few strings: as Python objects, cheaper than their buffers
+        values = np.empty(len(arrow), dtype=object)
+        values[:] = arrow.to_pylist()
+        return ("objects", values)
+    return _pandas_column(pd.Series(array, copy=False))
+
+
+def _small_objects(column: ColumnSpec) -> np.ndarray | None:
+    """The values of a column spec of a few rows as Python objects (None missing), coded
+    as the spec itself would be; None for a spec read otherwise."""
+    kind = column[0]
+    if kind == "objects":
+        return np.asarray(column[1])
+    values = np.empty(len(column[1]), dtype=object)
+    if kind == "ints":
+        values[:] = column[1].tolist()
+        if column[2] is not None:
+            values[column[2]] = None
+        return values
+    if kind != "category":
+        return None
+    codes, categories = np.asarray(column[1]), column[2]
+    array = categories.array
+    text = _arrow_text(array)
+    if text is not None:
+        values[:] = [text[k].as_py() if k >= 0 else None for k in codes.tolist()]
+        return values
+    if isinstance(array, np.ndarray) and array.dtype.kind in "iuOU":
+        values[:] = array[np.maximum(codes, 0)].tolist()
+        values[codes < 0] = None
+        return values
+    return None
+
+
+def _arrow_text(array: Any) -> Any:
+    """The Arrow (chunked) array of an Arrow-backed pandas array or Index values of
+    strings, else None."""
+    to_arrow = getattr(array, "__arrow_array__", None)
+    if to_arrow is None:
+        return None
+    dtype = array.dtype
+    if getattr(dtype, "storage", None) != "pyarrow" and not isinstance(dtype, pd.ArrowDtype):
+        return None
+    arrow = to_arrow()
+    return arrow if arrow.type.id in _text_type_ids() else None
+
+
+def _text_type_ids() -> set[int]:
+    """Arrow type ids of utf8, large_utf8 and string_view."""
+    if not _TEXT_TYPE_IDS:
+        pa = _pyarrow("Arrow columns")
+        _TEXT_TYPE_IDS.update(t.id for t in (pa.string(), pa.large_string(), pa.string_view()))
+    return _TEXT_TYPE_IDS
+
+
+_TEXT_TYPE_IDS: set[int] = set()
 
 
 def _column_names(labels: list[Any]) -> np.ndarray | None:
@@ -307,6 +404,38 @@ def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None
     return block, (missing if missing.any() else None)
 
 
+def _encode_category_codes(
+    vocabulary: _core.Vocabulary,
+    feature: int,
+    categories: Any,
+    codes: np.ndarray,
+    grow: bool,
+    name: str,
+    declared: bool,
+) -> np.ndarray:
+    """Vocabulary codes of a column given as category codes (-1 missing) into
+    ``categories`` (a pandas ``category`` column or an Arrow dictionary): through the
+    categories' own codes, or, scoring fewer rows than there are categories, through
+    the rows' values alone."""
+    if not grow and codes.size < len(categories):
+        rows = np.maximum(codes, 0).astype(np.int64)
+        text = _arrow_text(categories.array if isinstance(categories, pd.Index) else None)
+        if text is not None and codes.size <= SMALL_FRAME_ROWS:
+            values = np.empty(codes.size, dtype=object)  # a few rows: their strings
+            values[:] = [text[k].as_py() for k in rows.tolist()]
+            column: ColumnSpec = ("objects", values)
+            out = _encode_column(vocabulary, feature, column, False, name)
+        else:
+            column = _values_column(categories)
+            out = _encode_column(vocabulary, feature, column, False, name, positions=rows)
+        out[codes < 0] = MISSING_CODE
+        return out
+    mapped = _category_map(vocabulary, feature, categories, codes, grow, name, declared=declared)
+    # code -1 (missing) takes the last entry, MISSING_CODE
+    out: np.ndarray = np.append(mapped, np.int32(MISSING_CODE))[codes]
+    return out
+
+
 def _category_map(
     vocabulary: _core.Vocabulary,
     feature: int,
@@ -343,7 +472,10 @@ def _values_column(categories: Any) -> ColumnSpec:
     """The column spec of the categories of a pandas ``category`` column (an Index) or of
     an Arrow dictionary (an array)."""
     if isinstance(categories, pd.Index):
-        return _pandas_column(pd.Series(categories, copy=False))
+        array = categories.array
+        if isinstance(array, np.ndarray):
+            return _array_column(array, -1)
+        return _pandas_column(pd.Series(array, copy=False))
     return ("arrow", _chunked(categories))
 
 
@@ -372,9 +504,7 @@ def _encode_column(
         codes = np.asarray(column[1])
         if positions is not None:
             codes = codes[positions]
-        mapped = _category_map(vocabulary, feature, column[2], codes, grow, name, declared=True)
-        # code -1 (missing) takes the last entry, MISSING_CODE
-        return np.append(mapped, np.int32(MISSING_CODE))[codes]
+        return _encode_category_codes(vocabulary, feature, column[2], codes, grow, name, True)
     chunked = column[1]
     if positions is not None:
         chunk = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
@@ -410,10 +540,9 @@ def _encode_arrow(
         missing = np.asarray(chunk.is_null(), dtype=bool)
         indices = np.asarray(chunk.indices.fill_null(0), dtype=np.int64)
         indices[missing] = -1
-        mapped = _category_map(
-            vocabulary, feature, chunk.dictionary, indices, grow, name, declared=False
+        return _encode_category_codes(
+            vocabulary, feature, chunk.dictionary, indices, grow, name, False
         )
-        return np.append(mapped, np.int32(MISSING_CODE))[indices]
     if types.is_string_view(kind):
         chunk, kind = chunk.cast(pa.large_string()), pa.large_string()
     if types.is_string(kind) or types.is_large_string(kind):
@@ -643,6 +772,15 @@ class CategoryEncoder:
         if table.block is not None:
             values, missing = table.block
             return self.vocabulary.encode_int_block(values, missing, grow=grow, n_jobs=n_threads)
+        if not grow and table.n_rows <= SMALL_FRAME_ROWS:
+            # a few rows (a row of a DataFrame): as Python objects, in one call
+            objects = [_small_objects(column) for column in table.columns]
+            if all(column is not None for column in objects):
+                values = np.empty((table.n_features, table.n_rows), dtype=object)
+                for f, column in enumerate(objects):
+                    values[f] = column
+                names = [_name(table, f) for f in range(table.n_features)]
+                return self.vocabulary.encode_object_block(values, _normalize, names=names)
         codes = np.empty((table.n_features, table.n_rows), dtype=np.int32)
         for f, column in enumerate(table.columns):
             codes[f] = _encode_column(self.vocabulary, f, column, grow, _name(table, f))
@@ -722,7 +860,8 @@ class CategoryEncoder:
         if (
             self.feature_names is not None
             and names is not None
-            and not np.array_equal(names, self.feature_names)
+            and names is not self.feature_names
+            and names.tolist() != self.feature_names.tolist()
         ):
             raise ValueError(
                 "The feature names should match those that were passed during fit: "

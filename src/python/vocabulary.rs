@@ -135,6 +135,43 @@ impl Vocabulary {
         Ok(Some(token))
     }
 
+    /// Codes of one column of Python objects of `feature` (see `encode_objects`); on an
+    /// error the caller rolls back what joined.
+    fn code_objects(
+        &mut self,
+        py: Python<'_>,
+        feature: usize,
+        values: ndarray::ArrayView1<'_, Py<PyAny>>,
+        normalize: &Bound<'_, PyAny>,
+        grow: bool,
+        name: &str,
+    ) -> PyResult<Vec<i32>> {
+        let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
+        for value in values.iter() {
+            let value = value.bind(py);
+            let normalized;
+            let mut cell = classify(value, name)?;
+            if matches!(cell, Cell::Other) {
+                normalized = normalize.call1((value,))?;
+                cell = classify(&normalized, name)?;
+                if matches!(cell, Cell::Other) {
+                    match self.object_token(py, feature, &normalized, grow, name)? {
+                        Some(token) => cell = Cell::Key(Key::Object(token)),
+                        None => {
+                            codes.push(crate::encoding::UNKNOWN);
+                            continue;
+                        }
+                    }
+                }
+            }
+            codes.push(match cell {
+                Cell::Key(key) => self.features[feature].code(key, grow).map_err(to_py_err)?,
+                _ => MISSING,
+            });
+        }
+        Ok(codes)
+    }
+
     fn lengths_now(&self, py: Python<'_>) -> Vec<(usize, usize)> {
         (0..self.features.len())
             .map(|f| (self.features[f].len(), self.objects[f].bind(py).len()))
@@ -349,39 +386,44 @@ impl Vocabulary {
         name: &str,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         self.check_feature(feature)?;
-        let values = values.as_array();
         let mark = self.lengths_now(py);
-        let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
-        let result = (|| -> PyResult<()> {
-            for value in values.iter() {
-                let value = value.bind(py);
-                let normalized;
-                let mut cell = classify(value, name)?;
-                if matches!(cell, Cell::Other) {
-                    normalized = normalize.call1((value,))?;
-                    cell = classify(&normalized, name)?;
-                    if matches!(cell, Cell::Other) {
-                        match self.object_token(py, feature, &normalized, grow, name)? {
-                            Some(token) => cell = Cell::Key(Key::Object(token)),
-                            None => {
-                                codes.push(crate::encoding::UNKNOWN);
-                                continue;
-                            }
-                        }
-                    }
-                }
-                codes.push(match cell {
-                    Cell::Key(key) => self.features[feature].code(key, grow).map_err(to_py_err)?,
-                    _ => MISSING,
-                });
+        match self.code_objects(py, feature, values.as_array(), normalize, grow, name) {
+            Ok(codes) => Ok(codes_to_array(py, codes)),
+            Err(error) => {
+                self.roll_back(py, &mark)?;
+                Err(error)
             }
-            Ok(())
-        })();
-        if let Err(error) = result {
-            self.roll_back(py, &mark)?;
-            return Err(error);
         }
-        Ok(codes_to_array(py, codes))
+    }
+
+    /// Codes a block of object columns `values (F, S)` against the vocabulary without
+    /// growing it (-2 unknown): scoring a few rows of a DataFrame in one call instead of
+    /// one per column. `names` names each feature in errors; `normalize` as in
+    /// `encode_objects`.
+    #[pyo3(signature = (values, normalize, *, names))]
+    fn encode_object_block<'py>(
+        &mut self,
+        py: Python<'py>,
+        values: PyReadonlyArray2<'py, Py<PyAny>>,
+        normalize: &Bound<'py, PyAny>,
+        names: Vec<String>,
+    ) -> PyResult<Bound<'py, PyArray2<i32>>> {
+        let values = values.as_array();
+        let (n_features, n_rows) = values.dim();
+        if n_features != self.features.len() || names.len() != n_features {
+            return Err(PyValueError::new_err(format!(
+                "{n_features} object columns and {} names for a vocabulary of {} features",
+                names.len(),
+                self.features.len()
+            )));
+        }
+        let mut flat = codes_buffer(n_features * n_rows).map_err(to_py_err)?;
+        for (f, name) in names.iter().enumerate() {
+            flat.extend(self.code_objects(py, f, values.row(f), normalize, false, name)?);
+        }
+        let codes = ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(codes.into_pyarray(py))
     }
 
     /// The categories of `feature` in insertion order, as Python values.
