@@ -148,10 +148,9 @@ def _column_arrays(X: pd.DataFrame) -> list[Any]:
     Series per column where pandas allows it."""
     iterate = getattr(X, "_iter_column_arrays", None)  # pandas 1.3 to 3: no Series built
     if iterate is not None:
-        try:
-            return list(iterate())
-        except Exception:  # noqa: BLE001 - a private pandas method: fall back to the public path
-            pass
+        arrays = list(iterate())
+        if len(arrays) == X.shape[1]:
+            return arrays
     return [column.array for _, column in X.items()]
 
 
