@@ -352,6 +352,55 @@ def test_deferred_solve_is_exact_and_pickles(data):
         )
 
 
+def overdispersed_stream(n_rows=3000, n_features=5, seed=3):
+    """Rows whose per-class category probabilities are Dirichlet draws around a shared
+    mean (concentration 30): the Type-II ML concentrations lie inside the bounds, where
+    the solver refines them by Newton steps."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n_rows)
+    X = np.empty((n_rows, n_features), dtype=np.int64)
+    for f in range(n_features):
+        k = 4 + 3 * f
+        mean = rng.dirichlet(np.full(k, 2.0))
+        for c in range(3):
+            p = rng.dirichlet(30 * mean)
+            rows = y == c
+            X[rows, f] = rng.choice(k, size=rows.sum(), p=p)
+    return X, y
+
+
+def test_a_warm_started_stream_solves_as_a_cold_solve():
+    """Prequential stream (score each batch, then learn it): every solve after the first
+    starts from the previous concentrations; each must be the cold solve's maximiser to
+    the solver's tolerance, with fewer Newton steps in total."""
+    X, y = overdispersed_stream()
+    model = CategoricalNB()
+    warm_steps = cold_steps = 0
+    for start in range(0, 3000, 250):
+        rows = slice(start, start + 250)
+        if start:
+            model.predict_proba(X[rows])  # solves, then the batch joins warm
+        model.partial_fit(X[rows], y[rows], classes=[0, 1, 2])
+        cold = CategoricalNB().fit(X[: start + 250], y[: start + 250])
+        np.testing.assert_allclose(model.concentration_, cold.concentration_, rtol=1e-9)
+        np.testing.assert_allclose(model.log_evidence_, cold.log_evidence_, rtol=1e-12)
+        if start:
+            warm_steps += int(model.n_iter_.sum())
+            cold_steps += int(cold.n_iter_.sum())
+    inside = (cold.concentration_ > 0.011) & (cold.concentration_ < 9999)
+    assert inside.sum() >= 10  # the refinement is exercised
+    assert warm_steps < cold_steps
+
+
+def test_a_warm_start_of_another_shape_or_no_start_is_ignored():
+    X, y = overdispersed_stream(600)
+    model = CategoricalNB().partial_fit(X[:300], y[:300], classes=[0, 1, 2])
+    model._warm_start = np.ones((2, 2))  # not (classes, features): no guess
+    model.partial_fit(X[300:], y[300:])
+    cold = CategoricalNB().fit(X, y)
+    np.testing.assert_allclose(model.concentration_, cold.concentration_, rtol=1e-9)
+
+
 def test_pickle_round_trip_of_a_vocabulary_of_a_million_values():
     n = 1_000_000
     column = np.array([f"id{k}" for k in range(n)], dtype=object)

@@ -73,6 +73,8 @@ def fit_concentrations(
     min_concentration: float,
     max_concentration: float,
     n_jobs: int,
+    *,
+    start: npt.NDArray[np.float64] | None = None,
 ) -> tuple[
     npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.bool_]
 ]: ...
