@@ -425,13 +425,31 @@ fn pack_window(window: &[u8], len: usize) -> u128 {
     (word & mask) | ((len as u128) << (8 * SHORT))
 }
 
-/// [`pack`] of at most [`SHORT`] bytes.
+/// [`pack`] of at most [`SHORT`] bytes, by (overlapping) word loads rather than a copy
+/// through the stack, which would stall the load that reads the copy back.
 #[inline]
 fn pack_bytes(bytes: &[u8]) -> u128 {
-    let mut packed = [0_u8; 16];
-    packed[..bytes.len()].copy_from_slice(bytes);
-    packed[SHORT] = bytes.len() as u8;
-    u128::from_le_bytes(packed)
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("4 bytes"),
+        ))
+    };
+    let (lo, hi) = if n > 8 {
+        // bytes 8..n are the top n - 8 bytes of the last word
+        (word(0), word(n - 8) >> (8 * (16 - n)))
+    } else if n == 8 {
+        (word(0), 0)
+    } else if n >= 4 {
+        (half(0) | (half(n - 4) << (8 * (n - 4))), 0)
+    } else if n > 0 {
+        let byte = |i: usize| u64::from(bytes[i]) << (8 * i);
+        (byte(0) | byte(n / 2) | byte(n - 1), 0)
+    } else {
+        (0, 0)
+    };
+    u128::from(lo) | (u128::from(hi) << 64) | ((n as u128) << (8 * SHORT))
 }
 
 fn allocation_error(n: usize) -> HebError {
