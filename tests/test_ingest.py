@@ -5,6 +5,7 @@ Unicode, pickles with a format version, streams, and refuses what is not categor
 from __future__ import annotations
 
 import pickle
+import sys
 
 import numpy as np
 import pandas as pd
@@ -196,6 +197,21 @@ def test_category_columns_with_few_rows_map_unknown_and_missing_values():
     expected = model._encoder.transform(pd.DataFrame({"a": [None, None, "z"]})).codes
     np.testing.assert_array_equal(encoded, expected)
     assert encoded[0, 0] == -1 and encoded[0, 2] >= 0
+
+
+@pytest.mark.parametrize("form", [polars_frame, polars_categorical], ids=lambda f: f.__name__)
+def test_polars_without_pyarrow_gives_the_same_probabilities(form, data, monkeypatch):
+    """polars without pyarrow installed (simulated: importing pyarrow fails) reads its
+    columns through numpy and still gives the int64 path's probabilities."""
+    codes, y = data
+    X = form(codes)
+    expected = CategoricalNB().fit(as_float(codes), y).predict_proba(as_float(codes))
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ImportError):
+        import pyarrow  # noqa: F401
+    model = CategoricalNB().fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
+    assert list(model.feature_names_in_) == NAMES
 
 
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)

@@ -31,6 +31,11 @@ pub(super) struct Vocabulary {
 /// Most cells coded on the calling thread instead of the pool.
 const INLINE_CELLS: usize = 1 << 14;
 
+/// Slots of the cache of str objects already coded in one column (a power of two).
+const SEEN_SLOTS: usize = 1 << 12;
+/// Columns shorter than this skip that cache (setting it up would cost more).
+const SEEN_MIN_ROWS: usize = 256;
+
 /// One feature's saved state: `(kinds, ints, text, text_offsets, objects)`.
 type SavedFeature<'py> = (
     Vec<u8>,
@@ -147,10 +152,35 @@ impl Vocabulary {
         name: &str,
     ) -> PyResult<Vec<i32>> {
         let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
+        // Equal strings are often one object (pandas' CSV reader shares them within a
+        // column): a direct-mapped cache from a str object's address to its code skips
+        // reading and hashing it again. The array holds every value for the whole call,
+        // so an address names one immutable string throughout.
+        let mut seen: Vec<(usize, i32)> = if values.len() >= SEEN_MIN_ROWS {
+            vec![(0, 0); SEEN_SLOTS]
+        } else {
+            Vec::new()
+        };
         for value in values.iter() {
             let value = value.bind(py);
+            let address = value.as_ptr() as usize;
+            let slot = (address >> 4) & (SEEN_SLOTS - 1);
+            if let Some(&(known, code)) = seen.get(slot) {
+                if known == address {
+                    codes.push(code);
+                    continue;
+                }
+            }
             let normalized;
             let mut cell = classify(value, name)?;
+            if let (Cell::Key(key @ Key::Str(_)), true) = (&cell, slot < seen.len()) {
+                if value.is_exact_instance_of::<PyString>() {
+                    let code = self.features[feature].code(*key, grow).map_err(to_py_err)?;
+                    seen[slot] = (address, code);
+                    codes.push(code);
+                    continue;
+                }
+            }
             if matches!(cell, Cell::Other) {
                 normalized = normalize.call1((value,))?;
                 cell = classify(&normalized, name)?;
