@@ -24,6 +24,7 @@ The machine is shared: compare the ratios of one run, not absolute times across 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import subprocess
 import sys
@@ -56,7 +57,10 @@ def input_forms(repeats: int) -> None:
     forms = {
         "int64 numpy": X,
         "int64 DataFrame": ints,
-        "object str DataFrame": objects,
+        "object str DataFrame (astype(str): one object per cell)": objects,
+        "object str DataFrame (read_csv(dtype=object): equal strings shared)": pd.read_csv(
+            io.StringIO(objects.to_csv(index=False)), dtype=object
+        ),
         "pandas str (Arrow) DataFrame": objects.astype(pd.StringDtype("pyarrow")),
         "category (str) DataFrame": objects.astype("category"),
         "pyarrow Table str": pa.table(
