@@ -431,8 +431,8 @@ def _encode_category_codes(
         return out
     mapped = _category_map(vocabulary, feature, categories, codes, grow, name, declared=declared)
     # code -1 (missing) takes the last entry, MISSING_CODE
-    out: np.ndarray = np.append(mapped, np.int32(MISSING_CODE))[codes]
-    return out
+    coded: np.ndarray = np.append(mapped, np.int32(MISSING_CODE))[codes]
+    return coded
 
 
 def _category_map(
@@ -773,11 +773,11 @@ class CategoryEncoder:
             return self.vocabulary.encode_int_block(values, missing, grow=grow, n_jobs=n_threads)
         if not grow and table.n_rows <= SMALL_FRAME_ROWS:
             # a few rows (a row of a DataFrame): as Python objects, in one call
-            objects = [_small_objects(column) for column in table.columns]
-            if all(column is not None for column in objects):
+            objects = [_small_objects(spec) for spec in table.columns]
+            if all(small is not None for small in objects):
                 values = np.empty((table.n_features, table.n_rows), dtype=object)
-                for f, column in enumerate(objects):
-                    values[f] = column
+                for f, small in enumerate(objects):
+                    values[f] = small
                 names = [_name(table, f) for f in range(table.n_features)]
                 return self.vocabulary.encode_object_block(values, _normalize, names=names)
         codes = np.empty((table.n_features, table.n_rows), dtype=np.int32)
