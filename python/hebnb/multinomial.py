@@ -117,6 +117,7 @@ class DiscreteNB(NaiveBayesClassifier):
         self.class_count_ = class_count
         self.feature_count_ = feature_count
         self._solve()
+        self._fit_rows(matrix, batch)
         return self
 
     @fit_context
@@ -164,7 +165,11 @@ class DiscreteNB(NaiveBayesClassifier):
         self.class_count_ = class_count
         self.feature_count_ = feature_count
         self._solve()
+        self._fit_rows(matrix, batch)
         return self
+
+    def _fit_rows(self, matrix: CountMatrix, batch: Batch) -> None:
+        """What a fit learns from the rows beyond their counts (nothing here)."""
 
     def _alpha(self) -> float | None:
         """The fixed pseudo-count per cell, or None for Type-II ML."""
@@ -233,7 +238,8 @@ _PARAMETERS_DOC = """
 
 
 class MultinomialNB(DiscreteNB):
-    """Multinomial Naive Bayes for token counts, with smoothing learned from the data.
+    """Multinomial Naive Bayes for token counts, with smoothing and calibration learned
+    from the data.
 
     Each class has one categorical distribution over the vocabulary, smoothed toward a
     prior mean ``mu`` with a concentration ``m_c``::
@@ -244,7 +250,24 @@ class MultinomialNB(DiscreteNB):
     Dirichlet-multinomial evidence of the class's summed counts (the same solver as
     :class:`hebnb.CategoricalNB`; O(non-zero counts) per step), so there is no ``alpha``
     to tune. ``"laplace"`` and ``"lidstone"`` give scikit-learn's ``MultinomialNB``.
+
+    The class posterior raises the likelihood to a power ``tau`` (``likelihood_power_``)::
+
+        ln P(c | x) = ln pi[c] + tau * sum_v x[v] ln theta[c, v] - ln Z(x)
+
+    With the empirical-Bayes smoothers ``tau`` maximises the leave-one-out conditional
+    log-likelihood of the training labels, in closed form from the counts (each row
+    removed from its class's counts, the pooled mean and the class prior; O(non-zeros)
+    for ``"heb-u"``, O(non-zeros x classes) for ``"heb-m"``). Naive Bayes treats the
+    tokens of a document as independent draws; they are not, and ``tau < 1`` undoes the
+    overconfidence that follows. ``likelihood_power=1.0`` gives the untempered model.
     {parameters}
+    likelihood_power : "auto", "loo" or float > 0, default="auto"
+        ``"loo"``: fitted by leave-one-out as above; a number: that power; ``"auto"``:
+        ``"loo"`` for ``"heb-m"``/``"heb-u"`` and 1 for ``"laplace"``/``"lidstone"`` (so
+        that they equal scikit-learn). ``partial_fit`` fits it on the rows of the
+        latest batch (each left out of all the counts so far).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -262,6 +285,11 @@ class MultinomialNB(DiscreteNB):
     log_evidence_ : ndarray of shape (n_classes,)
         The Dirichlet-multinomial log evidence at ``concentration_`` (NaN for the fixed
         smoothers).
+    likelihood_power_ : float
+        The power ``tau`` of the likelihood in the class posterior.
+    leave_one_out_log_loss_ : float
+        The leave-one-out log-loss of the training rows at ``likelihood_power_`` (NaN
+        when the power is fixed).
     n_iter_ : ndarray of shape (n_classes,)
     converged_ : ndarray of shape (n_classes,)
     n_features_in_ : int
@@ -287,13 +315,24 @@ class MultinomialNB(DiscreteNB):
     (2, 2)
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **DiscreteNB._parameter_constraints,
+        "likelihood_power": [
+            StrOptions({"auto", "loo"}),
+            StrictInterval(Real, 0, None, closed="neither"),
+        ],
+    }
+
+    likelihood_power: Any
+
     def __init__(
         self,
         *,
-        smoothing: str = "heb-m",
+        smoothing: str = "heb-u",
         alpha: float = 1.0,
         min_count: float = 10,
         concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        likelihood_power: Any = "auto",
         fit_prior: bool = True,
         class_prior: Any = None,
         n_jobs: int | None = None,
@@ -302,9 +341,53 @@ class MultinomialNB(DiscreteNB):
         self.alpha = alpha
         self.min_count = min_count
         self.concentration_bounds = concentration_bounds
+        self.likelihood_power = likelihood_power
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.n_jobs = n_jobs
+
+    def _power_needs_rows(self) -> bool:
+        """Whether the likelihood power is fitted from the rows (not only the counts)."""
+        return self._fixed_power() is None
+
+    def _fixed_power(self) -> float | None:
+        """The likelihood power when it is fixed; None when leave-one-out fits it."""
+        power = self.likelihood_power
+        if power == "loo" or (power == "auto" and self.smoothing in EMPIRICAL_BAYES):
+            return None
+        return 1.0 if power == "auto" else float(power)
+
+    def _set_power(self, power: float, log_loss: float) -> None:
+        self.likelihood_power_ = power
+        self.leave_one_out_log_loss_ = log_loss
+        self._score_table = power * self._log_probability_by_token
+
+    def _fit_rows(self, matrix: CountMatrix, batch: Batch) -> None:
+        """The leave-one-out likelihood power of the batch's rows (see the class notes)."""
+        if self._fixed_power() is not None:
+            return
+        rows = matrix.rows()
+        if not rows.matrix.has_canonical_format:
+            # a row leaves its whole count of a token: duplicate entries summed first
+            canonical = rows.matrix.copy()
+            canonical.sum_duplicates()
+            rows = CountMatrix(canonical, sparse_input=rows.sparse_input)
+        frequencies = self.class_prior is None and self.fit_prior
+        fit = _core.fit_likelihood_power(
+            rows.indptr,
+            rows.indices,
+            rows.data,
+            batch.labels,
+            batch.weights,
+            self.feature_count_,
+            self.concentration_,
+            self._log_probability_by_token,
+            pooled_mean=SMOOTHERS[self.smoothing] == "marginal",
+            class_counts=self.class_count_ if frequencies else None,
+            class_log_prior=self.class_log_prior_,
+            n_jobs=self._threads(),
+        )
+        self._set_power(float(fit["power"]), float(fit["log_loss"]))
 
     def _solve(self) -> None:
         fit = _core.fit_token_distributions(
@@ -328,7 +411,11 @@ class MultinomialNB(DiscreteNB):
         self.class_log_prior_ = empirical_class_log_prior(
             self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
         )
-        self._score_table = np.ascontiguousarray(self.feature_log_prob_.T)
+        # solving from counts alone (hebnb.dask) cannot leave rows out: until _fit_rows
+        # sees them, a power to be fitted is 1 (the untempered model)
+        self._log_probability_by_token = np.ascontiguousarray(self.feature_log_prob_.T)
+        fixed = self._fixed_power()
+        self._set_power(1.0 if fixed is None else fixed, float("nan"))
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
         return self._score(X, self._score_table, self.class_log_prior_)
@@ -435,7 +522,9 @@ class ComplementNB(DiscreteNB):
         return self._score(X, self._score_table, np.zeros(self.classes_.shape[0]))
 
 
-MultinomialNB.__doc__ = (MultinomialNB.__doc__ or "").replace("{parameters}", _PARAMETERS_DOC)
+MultinomialNB.__doc__ = (MultinomialNB.__doc__ or "").replace(
+    "{parameters}", _PARAMETERS_DOC.replace('default="heb-m"', 'default="heb-u"').rstrip() + "\n"
+)
 ComplementNB.__doc__ = (ComplementNB.__doc__ or "").replace(
     "{parameters}", _PARAMETERS_DOC.rstrip() + "\n"
 )
