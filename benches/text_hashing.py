@@ -1,7 +1,7 @@
 """Throughput and memory of MultinomialNB on hashed text (issue 12): generated documents
 (Zipf-distributed words, two classes with different topic words), HashingVectorizer with
 2^18 features, then fit and predict_proba of hebnb MultinomialNB (the default heb-u with
-the leave-one-out likelihood power, heb-u untempered, laplace) and scikit-learn's
+the leave-one-out posterior power, heb-u untempered, laplace) and scikit-learn's
 MultinomialNB side by side in one run: the models alternate (A B C D A B C D ...) for
 ``--rounds`` rounds and the tables report medians of wall and CPU (process) seconds.
 
@@ -107,7 +107,7 @@ def main() -> None:
     )
     models = {
         "hebnb MultinomialNB default (heb-u, LOO power)": hebnb.MultinomialNB(),
-        "hebnb MultinomialNB heb-u tau=1": hebnb.MultinomialNB(likelihood_power=1.0),
+        "hebnb MultinomialNB heb-u tau=1": hebnb.MultinomialNB(posterior_power=1.0),
         "hebnb MultinomialNB laplace": hebnb.MultinomialNB(smoothing="laplace"),
         "sklearn MultinomialNB alpha=1": skl.MultinomialNB(),
     }

@@ -1,30 +1,33 @@
-//! The likelihood power of Multinomial NB, chosen by its leave-one-out conditional
+//! The posterior power of Multinomial NB, chosen by its leave-one-out conditional
 //! likelihood (an extension of SPEC "Other Naive Bayes variants", docs/math.md
 //! "Tempered Multinomial NB").
 //!
 //! Naive Bayes multiplies one factor per token, as if the tokens of a document were
 //! independent draws; they are not (words repeat and come together), so the class
-//! posterior is far too confident. The tempered posterior raises the likelihood to a
-//! power `tau` (a "learning rate" of generalised Bayes, Grünwald's SafeBayes):
+//! posterior is far too confident. The tempered posterior raises the joint probability
+//! to a power `tau` (temperature scaling with temperature `1 / tau`), which keeps the
+//! model's decisions (the argmax does not move) and calibrates its probabilities:
 //!
-//! `ln P_tau(c | x) = ln pi_c + tau sum_v x_v ln theta_{c,v} - ln Z(x)`.
+//! `ln P_tau(c | x) = tau (ln pi_c + sum_v x_v ln theta_{c,v}) - ln Z(x)`.
 //!
 //! `tau` maximises the leave-one-out conditional log-likelihood of the training labels,
 //!
 //! `L(tau) = sum_d w_d ln P_tau^{(-d)}(y_d | x_d)`,
 //!
-//! where the model `(-d)` is the fit without document d: its weighted counts leave its
-//! class's table (`n_{y,v} - w_d x_{d,v}`, `n_y - w_d n_d`), the pooled prior mean
-//! (`mu_v = (N_v - w_d x_{d,v}) / (N - w_d n_d)`, when the mean is pooled) and the class
+//! where the model `(-d)` is the fit without one observation of document d: with
+//! `u_d = min(w_d, 1)` (one copy of a row of integer weight, as sample weights count
+//! repetitions; all of a lighter row), its counts leave its class's table
+//! (`n_{y,v} - u_d x_{d,v}`, `n_y - u_d n_d`), the pooled prior mean
+//! (`mu_v = (N_v - u_d x_{d,v}) / (N - u_d n_d)`, when the mean is pooled) and the class
 //! frequencies of the prior (when it is learned); the concentrations `m_c` keep their
 //! full-data Type-II ML values. Each leave-one-out score is closed form:
 //!
-//! `s_{d,c} = sum_v x_{d,v} ln((n_{c,v} - [c = y_d] w_d x_{d,v} + m_c mu_v)
-//!                             / (n_c - [c = y_d] w_d n_d + m_c))`,
+//! `s_{d,c} = sum_v x_{d,v} ln((n_{c,v} - [c = y_d] u_d x_{d,v} + m_c mu_v)
+//!                             / (n_c - [c = y_d] u_d n_d + m_c))`,
 //!
 //! O(non-zeros) for a uniform prior mean (only the document's own class changes) and
 //! O(non-zeros x C) for the pooled one. `L` is concave in `tau`
-//! (`L'' = -sum_d w_d Var_{P_tau}[s_{d,.}] <= 0`), so a safeguarded Newton iteration in a
+//! (`L'' = -sum_d w_d Var_{P_tau}[ln pi_. + s_{d,.}] <= 0`), so a safeguarded Newton iteration in a
 //! shrinking bracket finds its maximiser on [`POWER_BOUNDS`].
 //!
 //! Rows are processed in fixed chunks whose partial sums are added in chunk order, so the
@@ -36,7 +39,7 @@ use rayon::prelude::*;
 use crate::error::{check_len, zeroed, HebError, Result};
 use crate::sparse_rows::{Major, SparseMatrix, Values};
 
-/// The interval the likelihood power is searched in.
+/// The interval the posterior power is searched in.
 pub const POWER_BOUNDS: (f64, f64) = (1e-3, 1e2);
 
 /// Rows per parallel task (fixed, so sums do not depend on the thread count).
@@ -136,7 +139,8 @@ pub fn leave_one_out_log_likelihood(
                 let mut log_denominator = vec![0.0; n_classes];
                 for (r, row_out) in out.chunks_mut(n_classes).enumerate() {
                     let s = chunk * ROWS_PER_TASK + r;
-                    let (own, w) = (classes[s], weights[s]);
+                    // one observation of the row leaves the counts
+                    let (own, w) = (classes[s], weights[s].min(1.0));
                     let range = matrix.indptr[s] as usize..matrix.indptr[s + 1] as usize;
                     let length: f64 = matrix.data[range.clone()].iter().sum();
                     let pooled_rest = grand_total - w * length;
@@ -194,16 +198,17 @@ pub fn leave_one_out_log_likelihood(
 /// The class prior of the leave-one-out models.
 #[derive(Debug, Clone, Copy)]
 pub enum LeaveOneOutPrior<'a> {
-    /// The class frequencies `N_c / S` (scikit-learn's prior); row d leaves its class:
-    /// `(N_c - [c = y_d] w_d) / (S - w_d)`. Holds the `N_c`.
+    /// The class frequencies `N_c / S` (scikit-learn's prior); one observation of row d
+    /// leaves its class: `(N_c - [c = y_d] u_d) / (S - u_d)`, `u_d = min(w_d, 1)`.
+    /// Holds the `N_c`.
     Frequencies(&'a [f64]),
     /// A prior that does not depend on the rows (uniform or the user's): `ln pi_c`.
     Fixed(&'a [f64]),
 }
 
-/// The fitted likelihood power.
+/// The fitted posterior power.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LikelihoodPower {
+pub struct PosteriorPower {
     /// `tau`, the maximiser of `L` on [`POWER_BOUNDS`].
     pub power: f64,
     /// `-L(tau) / sum_d w_d` over the rows that enter `L`: the leave-one-out log-loss.
@@ -231,7 +236,8 @@ fn objective(
         .into_par_iter()
         .map(|chunk| {
             let mut acc = [0.0; 4];
-            let mut z = vec![0.0; n_classes];
+            // r_c = ln pi_c^(-d) + s_{d,c}, the leave-one-out joint log-likelihood
+            let mut joint = vec![0.0; n_classes];
             let end = ((chunk + 1) * ROWS_PER_TASK).min(n_rows);
             for s in chunk * ROWS_PER_TASK..end {
                 let (own, w) = (classes[s], weights[s]);
@@ -239,11 +245,12 @@ fn objective(
                     continue;
                 }
                 let row = scores.row(s);
-                for (c, slot) in z.iter_mut().enumerate() {
+                for (c, slot) in joint.iter_mut().enumerate() {
                     let log_prior = match prior {
                         LeaveOneOutPrior::Frequencies(counts) => {
-                            let left = if c == own { w } else { 0.0 };
-                            let rest = total_weight - w;
+                            let unit = w.min(1.0);
+                            let left = if c == own { unit } else { 0.0 };
+                            let rest = total_weight - unit;
                             let count = counts[c] - left;
                             if rest > 0.0 && count > 0.0 {
                                 count.ln() - rest.ln()
@@ -253,31 +260,31 @@ fn objective(
                         }
                         LeaveOneOutPrior::Fixed(log_prior) => log_prior[c],
                     };
-                    *slot = log_prior + power * row[c];
+                    *slot = log_prior + row[c];
                 }
-                if !z[own].is_finite() {
+                if !joint[own].is_finite() {
                     // no leave-one-out model can predict this row's class (it is the
                     // only row of its class, or the prior excludes it): L does not
                     // depend on tau through it
                     continue;
                 }
-                let top = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let top = power * joint.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let mut norm = 0.0;
                 let mut mean = 0.0;
                 let mut second = 0.0;
-                for (c, &zc) in z.iter().enumerate() {
-                    if zc == f64::NEG_INFINITY {
+                for &r in &joint {
+                    if r == f64::NEG_INFINITY {
                         continue;
                     }
-                    let p = (zc - top).exp();
+                    let p = (power * r - top).exp();
                     norm += p;
-                    mean += p * row[c];
-                    second += p * row[c] * row[c];
+                    mean += p * r;
+                    second += p * r * r;
                 }
                 mean /= norm;
                 let variance = (second / norm - mean * mean).max(0.0);
-                acc[0] += w * (z[own] - top - norm.ln());
-                acc[1] += w * (row[own] - mean);
+                acc[0] += w * (power * joint[own] - top - norm.ln());
+                acc[1] += w * (joint[own] - mean);
                 acc[2] += w * variance;
                 acc[3] += w;
             }
@@ -289,7 +296,7 @@ fn objective(
     })
 }
 
-/// The likelihood power `tau` that maximises the leave-one-out conditional
+/// The posterior power `tau` that maximises the leave-one-out conditional
 /// log-likelihood `L(tau)` of the training labels, given the leave-one-out scores of
 /// [`leave_one_out_log_likelihood`].
 ///
@@ -298,12 +305,12 @@ fn objective(
 ///
 /// # Errors
 /// Inconsistent shapes, class indices out of range, or non-finite scores.
-pub fn fit_likelihood_power(
+pub fn fit_posterior_power(
     scores: ArrayView2<'_, f64>,
     classes: &[usize],
     weights: &[f64],
     prior: &LeaveOneOutPrior<'_>,
-) -> Result<LikelihoodPower> {
+) -> Result<PosteriorPower> {
     let n_classes = scores.ncols();
     check_len("labels (one per row)", scores.nrows(), classes.len())?;
     check_len(
@@ -357,7 +364,7 @@ pub fn fit_likelihood_power(
         }
     }
     let (value, _, _, weight) = objective(scores, classes, weights, prior, power);
-    Ok(LikelihoodPower {
+    Ok(PosteriorPower {
         power,
         log_loss: if weight > 0.0 {
             -value / weight
@@ -387,13 +394,16 @@ mod tests {
         let mut table = vec![0.0; width];
         let mut pool = vec![0.0; width];
         for (s, row) in dense.iter().enumerate() {
-            if s == d {
-                continue;
-            }
+            // one observation of row d (all of it when it weighs less) is left out
+            let weight = if s == d {
+                weights[s] - weights[s].min(1.0)
+            } else {
+                weights[s]
+            };
             for v in 0..width {
-                pool[v] += weights[s] * row[v];
+                pool[v] += weight * row[v];
                 if classes[s] == c {
-                    table[v] += weights[s] * row[v];
+                    table[v] += weight * row[v];
                 }
             }
         }
@@ -428,7 +438,7 @@ mod tests {
             vec![1.0, 1.0, 0.0, 0.0],
         ];
         let classes = [0, 1, 0, 1, 1];
-        let weights = [1.0, 2.0, 0.5, 1.0, 1.5];
+        let weights = [1.0, 2.0, 0.5, 1.0, 3.0];
         let m = [3.0, 0.7];
         let (mut indptr, mut indices, mut data) = (vec![0i64], vec![], vec![]);
         for row in &dense {
@@ -495,7 +505,7 @@ mod tests {
         let weights = [1.0, 1.0, 2.0, 1.0, 1.0];
         let log_prior = [0.4f64.ln(), 0.6f64.ln()];
         let prior = LeaveOneOutPrior::Fixed(&log_prior);
-        let fit = fit_likelihood_power(scores.view(), &classes, &weights, &prior).unwrap();
+        let fit = fit_posterior_power(scores.view(), &classes, &weights, &prior).unwrap();
         let value = |t: f64| objective(scores.view(), &classes, &weights, &prior, t).0;
         let best = value(fit.power);
         for t in [0.5, 0.9, 0.99, 1.01, 1.1, 2.0].map(|f| f * fit.power) {
@@ -509,7 +519,7 @@ mod tests {
         let scores = array![[-1.0, -1.0], [-2.0, -2.0]];
         let counts = [1.0, 1.0];
         let prior = LeaveOneOutPrior::Frequencies(&counts);
-        let fit = fit_likelihood_power(scores.view(), &[0, 1], &[1.0, 1.0], &prior).unwrap();
+        let fit = fit_posterior_power(scores.view(), &[0, 1], &[1.0, 1.0], &prior).unwrap();
         assert_eq!(fit.power, 1.0);
     }
 }

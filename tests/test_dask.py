@@ -186,7 +186,7 @@ def test_dirichlet_groups_fit_is_the_local_fit(client):
 
 @pytest.mark.parametrize(
     "model",
-    [MultinomialNB(likelihood_power=0.4), MultinomialNB(smoothing="laplace"), ComplementNB()],
+    [MultinomialNB(posterior_power=0.4), MultinomialNB(smoothing="laplace"), ComplementNB()],
 )
 def test_token_models_fit_is_the_local_fit(client, model):
     rng = np.random.default_rng(7)
@@ -211,10 +211,10 @@ def test_a_leave_one_out_power_is_not_fitted_from_count_tables(client):
     labels = rng.integers(0, 2, size=120)
     X = da.from_array(counts, chunks=((60, 60), (20,)))
     y = da.from_array(labels, chunks=((60, 60),))
-    with pytest.warns(UserWarning, match="likelihood power is 1"):
+    with pytest.warns(UserWarning, match="posterior power is 1"):
         model = hd.fit(MultinomialNB(), X, y)
-    local = MultinomialNB(likelihood_power=1.0).fit(counts, labels)
-    assert model.likelihood_power_ == 1.0
+    local = MultinomialNB(posterior_power=1.0).fit(counts, labels)
+    assert model.posterior_power_ == 1.0
     np.testing.assert_allclose(model.predict_proba(counts), local.predict_proba(counts), atol=1e-10)
 
 

@@ -117,7 +117,7 @@ def test_mixed_equals_the_sum_of_its_parts():
         ),
         GaussianNB().fit(X[["size", "weight"]], y, sample_weight=weights),
         # MixedNB fits its parts under a uniform class prior, which the leave-one-out
-        # likelihood power of a MultinomialNB part sees too
+        # posterior power of a MultinomialNB part sees too
         MultinomialNB(smoothing="heb-u", fit_prior=False).fit(
             X[["tok_a", "tok_b"]], y, sample_weight=weights
         ),
@@ -154,7 +154,7 @@ def test_mixed_partial_fit_equals_fit_and_pickles():
         ("cat", CategoricalNB(), ["colour", "code"]),
         ("gauss", GaussianNB(), ["size"]),
         # the leave-one-out power follows the latest batch: compare the untempered model
-        ("tokens", MultinomialNB(likelihood_power=1.0), ["tok_a", "tok_b"]),
+        ("tokens", MultinomialNB(posterior_power=1.0), ["tok_a", "tok_b"]),
     ]
     whole = MixedNB(models=models).fit(X, y)
     online = MixedNB(models=models)

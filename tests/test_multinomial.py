@@ -122,7 +122,7 @@ def test_heb_scores_skip_tokens_no_class_counted():
     flp = np.where(np.isfinite(model.feature_log_prob_), model.feature_log_prob_, 0.0)
     np.testing.assert_allclose(
         model.predict_joint_log_proba(X_test),
-        model.likelihood_power_ * X_test @ flp.T + model.class_log_prior_,
+        model.posterior_power_ * (X_test @ flp.T + model.class_log_prior_),
         rtol=1e-12,
     )
 
@@ -161,7 +161,7 @@ def test_partial_fit_equals_fit():
     X, y = token_data(seed=2, n_rows=500)
     weights = np.random.default_rng(0).uniform(0.1, 2.0, size=500)
     # the leave-one-out power is fitted on the latest batch (test_multinomial_tempering)
-    for make in (lambda: MultinomialNB(likelihood_power=1.0), ComplementNB):
+    for make in (lambda: MultinomialNB(posterior_power=1.0), ComplementNB):
         whole = make().fit(X, y, sample_weight=weights)
         online = make()
         for start in range(0, 500, 120):
@@ -255,7 +255,9 @@ def test_an_all_zero_row_scores_the_class_prior():
     X, y = token_data()
     model = MultinomialNB().fit(X, y)
     empty = sp.csr_matrix((1, X.shape[1]))
-    np.testing.assert_allclose(model.predict_joint_log_proba(empty)[0], model.class_log_prior_)
+    np.testing.assert_allclose(
+        model.predict_joint_log_proba(empty)[0], model.posterior_power_ * model.class_log_prior_
+    )
 
 
 @pytest.mark.parametrize("cls", [MultinomialNB, ComplementNB])

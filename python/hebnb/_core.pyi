@@ -314,7 +314,7 @@ def fit_binary_features(
 ) -> dict[str, npt.NDArray[Any]]:
     """Bernoulli NB from (C, F) per-class document frequencies."""
 
-def fit_likelihood_power(
+def fit_posterior_power(
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int32],
     data: npt.NDArray[np.float64],
@@ -330,7 +330,7 @@ def fit_likelihood_power(
     class_log_prior: npt.NDArray[np.float64],
     n_jobs: int,
 ) -> dict[str, Any]:
-    """Multinomial NB's likelihood power by leave-one-out (log_probability (V, C)):
+    """Multinomial NB's posterior power by leave-one-out (log_probability (V, C)):
     power, log_loss, n_iter."""
 
 def leave_one_out_log_likelihood(

@@ -686,14 +686,14 @@ ComplementNB
     partition becomes a count table on its worker (its own vocabulary, classes and
     counts); the tables are added in a tree reduction and the model is solved once,
     in one task, with ``n_jobs`` threads. The count tables do not hold the rows, so a
-    ``MultinomialNB`` whose likelihood power is fitted by leave-one-out (its default)
-    is fitted untempered (``likelihood_power_ = 1``), with a warning; pass a number as
-    ``likelihood_power`` to choose it.
+    ``MultinomialNB`` whose posterior power is fitted by leave-one-out (its default)
+    is fitted untempered (``posterior_power_ = 1``), with a warning; pass a number as
+    ``posterior_power`` to choose it.
     """
     if getattr(estimator, "_power_needs_rows", lambda: False)():
         warnings.warn(
             "hebnb.dask fits MultinomialNB from count tables, which cannot leave rows out: "
-            "its likelihood power is 1 (untempered); set likelihood_power to a number to "
+            "its posterior power is 1 (untempered); set posterior_power to a number to "
             "choose it",
             UserWarning,
             stacklevel=2,

@@ -251,18 +251,21 @@ class MultinomialNB(DiscreteNB):
     :class:`hebnb.CategoricalNB`; O(non-zero counts) per step), so there is no ``alpha``
     to tune. ``"laplace"`` and ``"lidstone"`` give scikit-learn's ``MultinomialNB``.
 
-    The class posterior raises the likelihood to a power ``tau`` (``likelihood_power_``)::
+    The class posterior raises the joint probability to a power ``tau``
+    (``posterior_power_``; temperature scaling with temperature ``1 / tau``)::
 
-        ln P(c | x) = ln pi[c] + tau * sum_v x[v] ln theta[c, v] - ln Z(x)
+        ln P(c | x) = tau * (ln pi[c] + sum_v x[v] ln theta[c, v]) - ln Z(x)
 
-    With the empirical-Bayes smoothers ``tau`` maximises the leave-one-out conditional
-    log-likelihood of the training labels, in closed form from the counts (each row
-    removed from its class's counts, the pooled mean and the class prior; O(non-zeros)
-    for ``"heb-u"``, O(non-zeros x classes) for ``"heb-m"``). Naive Bayes treats the
-    tokens of a document as independent draws; they are not, and ``tau < 1`` undoes the
-    overconfidence that follows. ``likelihood_power=1.0`` gives the untempered model.
+    which leaves ``predict`` unchanged and calibrates the probabilities. With the
+    empirical-Bayes smoothers ``tau`` maximises the leave-one-out conditional
+    log-likelihood of the training labels, in closed form from the counts (one
+    observation of each row removed from its class's counts, the pooled mean and the
+    class prior; O(non-zeros) for ``"heb-u"``, O(non-zeros x classes) for ``"heb-m"``).
+    Naive Bayes treats the tokens of a document as independent draws; they are not, and
+    ``tau < 1`` undoes the overconfidence that follows. ``posterior_power=1.0`` gives the
+    untempered model.
     {parameters}
-    likelihood_power : "auto", "loo" or float > 0, default="auto"
+    posterior_power : "auto", "loo" or float > 0, default="auto"
         ``"loo"``: fitted by leave-one-out as above; a number: that power; ``"auto"``:
         ``"loo"`` for ``"heb-m"``/``"heb-u"`` and 1 for ``"laplace"``/``"lidstone"`` (so
         that they equal scikit-learn). ``partial_fit`` fits it on the rows of the
@@ -285,10 +288,11 @@ class MultinomialNB(DiscreteNB):
     log_evidence_ : ndarray of shape (n_classes,)
         The Dirichlet-multinomial log evidence at ``concentration_`` (NaN for the fixed
         smoothers).
-    likelihood_power_ : float
-        The power ``tau`` of the likelihood in the class posterior.
+    posterior_power_ : float
+        The power ``tau`` of the joint probability in the class posterior
+        (``predict_joint_log_proba`` returns the tempered ``tau * ln P(c, x)``).
     leave_one_out_log_loss_ : float
-        The leave-one-out log-loss of the training rows at ``likelihood_power_`` (NaN
+        The leave-one-out log-loss of the training rows at ``posterior_power_`` (NaN
         when the power is fixed).
     n_iter_ : ndarray of shape (n_classes,)
     converged_ : ndarray of shape (n_classes,)
@@ -317,13 +321,13 @@ class MultinomialNB(DiscreteNB):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **DiscreteNB._parameter_constraints,
-        "likelihood_power": [
+        "posterior_power": [
             StrOptions({"auto", "loo"}),
             StrictInterval(Real, 0, None, closed="neither"),
         ],
     }
 
-    likelihood_power: Any
+    posterior_power: Any
 
     def __init__(
         self,
@@ -332,7 +336,7 @@ class MultinomialNB(DiscreteNB):
         alpha: float = 1.0,
         min_count: float = 10,
         concentration_bounds: tuple[float, float] = (1e-2, 1e4),
-        likelihood_power: Any = "auto",
+        posterior_power: Any = "auto",
         fit_prior: bool = True,
         class_prior: Any = None,
         n_jobs: int | None = None,
@@ -341,29 +345,30 @@ class MultinomialNB(DiscreteNB):
         self.alpha = alpha
         self.min_count = min_count
         self.concentration_bounds = concentration_bounds
-        self.likelihood_power = likelihood_power
+        self.posterior_power = posterior_power
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.n_jobs = n_jobs
 
     def _power_needs_rows(self) -> bool:
-        """Whether the likelihood power is fitted from the rows (not only the counts)."""
+        """Whether the posterior power is fitted from the rows (not only the counts)."""
         return self._fixed_power() is None
 
     def _fixed_power(self) -> float | None:
-        """The likelihood power when it is fixed; None when leave-one-out fits it."""
-        power = self.likelihood_power
+        """The posterior power when it is fixed; None when leave-one-out fits it."""
+        power = self.posterior_power
         if power == "loo" or (power == "auto" and self.smoothing in EMPIRICAL_BAYES):
             return None
         return 1.0 if power == "auto" else float(power)
 
     def _set_power(self, power: float, log_loss: float) -> None:
-        self.likelihood_power_ = power
+        self.posterior_power_ = power
         self.leave_one_out_log_loss_ = log_loss
         self._score_table = power * self._log_probability_by_token
+        self._score_bias = power * self.class_log_prior_
 
     def _fit_rows(self, matrix: CountMatrix, batch: Batch) -> None:
-        """The leave-one-out likelihood power of the batch's rows (see the class notes)."""
+        """The leave-one-out posterior power of the batch's rows (see the class notes)."""
         if self._fixed_power() is not None:
             return
         rows = matrix.rows()
@@ -373,7 +378,7 @@ class MultinomialNB(DiscreteNB):
             canonical.sum_duplicates()
             rows = CountMatrix(canonical, sparse_input=rows.sparse_input)
         frequencies = self.class_prior is None and self.fit_prior
-        fit = _core.fit_likelihood_power(
+        fit = _core.fit_posterior_power(
             rows.indptr,
             rows.indices,
             rows.data,
@@ -418,7 +423,7 @@ class MultinomialNB(DiscreteNB):
         self._set_power(1.0 if fixed is None else fixed, float("nan"))
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
-        return self._score(X, self._score_table, self.class_log_prior_)
+        return self._score(X, self._score_table, self._score_bias)
 
 
 class ComplementNB(DiscreteNB):

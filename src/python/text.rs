@@ -196,7 +196,7 @@ pub(super) fn fit_binary_features<'py>(
     Ok(out)
 }
 
-/// The likelihood power of Multinomial NB chosen by the leave-one-out conditional
+/// The posterior power of Multinomial NB chosen by the leave-one-out conditional
 /// likelihood of the training rows (a CSR matrix with their labels and weights): a dict of
 /// `power`, `log_loss` (the leave-one-out log-loss at it) and `n_iter`. `class_counts`
 /// given: the prior is the class frequencies, left one row out; else `class_log_prior`
@@ -204,7 +204,7 @@ pub(super) fn fit_binary_features<'py>(
 #[pyfunction]
 #[pyo3(signature = (indptr, indices, data, labels, weights, counts, concentration, log_probability, /, *, pooled_mean, class_counts, class_log_prior, n_jobs))]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn fit_likelihood_power<'py>(
+pub(super) fn fit_posterior_power<'py>(
     py: Python<'py>,
     indptr: PyReadonlyArray1<'py, i64>,
     indices: PyReadonlyArray1<'py, i32>,
@@ -248,7 +248,7 @@ pub(super) fn fit_likelihood_power<'py>(
     };
     let fit = run(py, n_jobs, || {
         let scores = tempering::leave_one_out_log_likelihood(&matrix, &classes, weights, &model)?;
-        tempering::fit_likelihood_power(scores.view(), &classes, weights, &prior)
+        tempering::fit_posterior_power(scores.view(), &classes, weights, &prior)
     })?;
     let out = PyDict::new(py);
     out.set_item("power", fit.power)?;
@@ -305,7 +305,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(score_rows, m)?)?;
     m.add_function(wrap_pyfunction!(fit_token_distributions, m)?)?;
     m.add_function(wrap_pyfunction!(fit_binary_features, m)?)?;
-    m.add_function(wrap_pyfunction!(fit_likelihood_power, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_posterior_power, m)?)?;
     m.add_function(wrap_pyfunction!(leave_one_out_log_likelihood, m)?)?;
     Ok(())
 }
