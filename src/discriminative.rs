@@ -32,6 +32,7 @@ use rayon::prelude::*;
 
 use crate::counts::check_rows;
 use crate::error::{check_len, zeroed, HebError, Result};
+use crate::interrupt;
 use crate::layout::FeatureLayout;
 
 /// Rows per parallel task (fixed: the reduction order must not depend on the threads).
@@ -96,6 +97,9 @@ pub fn conditional_log_likelihood(
         .par_chunks_mut(ROW_CHUNK * n_classes.max(1))
         .enumerate()
         .map(|(chunk, block)| {
+            if interrupt::cancelled() {
+                return (0.0, Vec::new()); // dropped: the check below returns Interrupted
+            }
             let first = chunk * ROW_CHUNK;
             let mut loss = 0.0;
             let mut class_sums = vec![0.0; n_classes];
@@ -130,6 +134,7 @@ pub fn conditional_log_likelihood(
             (loss, class_sums)
         })
         .collect();
+    interrupt::check()?;
     let mut negative_log_likelihood = 0.0;
     let mut class_residuals = vec![0.0; n_classes];
     for (loss, sums) in &chunk_sums {
@@ -151,6 +156,9 @@ pub fn conditional_log_likelihood(
     slices.into_par_iter().for_each(|(f, cells)| {
         let start = layout.columns(f).start;
         for (r, &code) in codes.row(f).iter().enumerate() {
+            if r % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
+                return;
+            }
             if code < 0 || table[[start + code as usize, 0]] == f64::NEG_INFINITY {
                 continue;
             }
@@ -159,6 +167,7 @@ pub fn conditional_log_likelihood(
             cell.iter_mut().zip(residual).for_each(|(a, b)| *a += b);
         }
     });
+    interrupt::check()?;
     let table_residuals = Array2::from_shape_vec((layout.n_columns(), n_classes), table_residuals)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
     Ok(ConditionalLikelihood {
@@ -197,6 +206,26 @@ mod tests {
             loss -= weights[r] * (s[labels[r] as usize] - z.ln());
         }
         loss
+    }
+
+    #[test]
+    fn a_cancelled_call_stops_with_interrupted() {
+        let layout = FeatureLayout::from_cardinalities(&[2]);
+        let codes = array![[0, 1, 1]];
+        let table = array![[-0.3, -1.2], [-1.1, -0.4]];
+        let lease = crate::parallel::lease(2).unwrap();
+        lease.token().cancel();
+        let fit = lease.install(|| {
+            conditional_log_likelihood(
+                codes.view(),
+                Array1::from(vec![0_i64, 1, 0]).view(),
+                Array1::from(vec![1.0; 3]).view(),
+                table.view(),
+                &[-0.7, -0.7],
+                &layout,
+            )
+        });
+        assert!(matches!(fit, Err(HebError::Interrupted)));
     }
 
     #[test]

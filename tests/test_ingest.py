@@ -452,7 +452,10 @@ def test_long_columns_are_coded_by_blocks_with_the_codes_of_one_call(monkeypatch
     X = rng.integers(-5, 40, size=(5_000, 3))
     objects = pd.DataFrame({"s": rng.integers(0, 30, 5_000).astype(str).astype(object)})
     y = rng.integers(0, 2, size=5_000)
-    tables = [X, objects]
+    strings = pa.table(
+        {"s": pa.chunked_array([objects["s"][:2_345].tolist(), objects["s"][2_345:].tolist()])}
+    )
+    tables = [X, objects, strings]
     whole = [CategoricalNB().fit(table, y) for table in tables]
     monkeypatch.setattr(encoding, "ENCODE_BLOCK_CELLS", 300)
     monkeypatch.setattr(encoding, "ENCODE_BLOCK_ROWS", 70)

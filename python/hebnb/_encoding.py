@@ -361,38 +361,63 @@ def _encode_column(
 ) -> np.ndarray:
     """Vocabulary codes (int32) of one column spec: -1 missing, -2 unknown (not growing).
 
-    Integer and object columns longer than ``ENCODE_BLOCK_ROWS`` are coded by blocks of
-    rows (the core holds the GIL while it codes them); on an error or Ctrl-C between
-    blocks the vocabulary keeps none of the column's categories."""
+    Integer, object and Arrow columns are coded by blocks of at most ``ENCODE_BLOCK_ROWS``
+    rows written into one output (the core holds the GIL, or cannot see Ctrl-C, while it
+    codes a block); on an error or Ctrl-C between blocks the vocabulary keeps none of the
+    column's categories."""
     kind = column[0]
-    if kind in ("ints", "objects") and column[1].shape[0] > ENCODE_BLOCK_ROWS:
-        n_rows = column[1].shape[0]
-        mark = vocabulary.mark() if grow else None
-        try:
-            codes = np.empty(n_rows, dtype=np.int32)
-            for start in range(0, n_rows, ENCODE_BLOCK_ROWS):
-                rows = slice(start, start + ENCODE_BLOCK_ROWS)
-                part = tuple(a[rows] if isinstance(a, np.ndarray) else a for a in column)
-                codes[rows] = _encode_column(vocabulary, feature, part, grow, name)
-        except BaseException:
-            if mark is not None:
-                vocabulary.truncate(mark)
-            raise
-        return codes
-    if kind == "ints":
-        return vocabulary.encode_ints(feature, column[1], column[2], grow=grow)
-    if kind == "objects":
-        return vocabulary.encode_objects(feature, column[1], _normalize, grow=grow, name=name)
     if kind == "category":
         codes = np.asarray(column[1], dtype=np.int64)
         mapped = _category_map(vocabulary, feature, column[2], codes, grow, name, declared=True)
         out = mapped[np.maximum(codes, 0)]
         out[codes < 0] = MISSING_CODE
         return out
-    chunks = [_encode_arrow(vocabulary, feature, chunk, grow, name) for chunk in column[1].chunks]
-    if not chunks:
-        return np.empty(0, dtype=np.int32)
-    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+    if kind == "arrow":
+        pieces = [
+            chunk.slice(start, ENCODE_BLOCK_ROWS)
+            for chunk in column[1].chunks
+            for start in range(0, len(chunk), ENCODE_BLOCK_ROWS)
+        ]
+        lengths = [len(piece) for piece in pieces]
+    else:
+        n_rows = column[1].shape[0]
+        pieces = [
+            tuple(
+                a[start : start + ENCODE_BLOCK_ROWS] if isinstance(a, np.ndarray) else a
+                for a in column
+            )
+            for start in range(0, n_rows, ENCODE_BLOCK_ROWS)
+        ]
+        lengths = [
+            min(ENCODE_BLOCK_ROWS, n_rows - start) for start in range(0, n_rows, ENCODE_BLOCK_ROWS)
+        ]
+    if len(pieces) == 1:
+        return _encode_piece(vocabulary, feature, kind, pieces[0], grow, name)
+    mark = vocabulary.mark() if grow else None
+    try:
+        codes = np.empty(sum(lengths), dtype=np.int32)
+        start = 0
+        for piece, length in zip(pieces, lengths):
+            codes[start : start + length] = _encode_piece(
+                vocabulary, feature, kind, piece, grow, name
+            )
+            start += length
+    except BaseException:
+        if mark is not None:
+            vocabulary.truncate(mark)
+        raise
+    return codes
+
+
+def _encode_piece(
+    vocabulary: _core.Vocabulary, feature: int, kind: str, piece: Any, grow: bool, name: str
+) -> np.ndarray:
+    """Codes of one block of a column: an Arrow array, or an ``ints`` / ``objects`` spec."""
+    if kind == "ints":
+        return vocabulary.encode_ints(feature, piece[1], piece[2], grow=grow)
+    if kind == "objects":
+        return vocabulary.encode_objects(feature, piece[1], _normalize, grow=grow, name=name)
+    return _encode_arrow(vocabulary, feature, piece, grow, name)
 
 
 MISSING_CODE = -1
