@@ -305,31 +305,32 @@ mod tests {
         (vec![0, 2, 2, 4], vec![2, 0, 1, 2], vec![2.0, 1.0, 3.0, 1.0])
     }
 
+    /// The same matrix by columns: column 0 rows [0], column 1 rows [2], column 2 rows [2, 0].
+    fn example_by_columns() -> (Vec<i64>, Vec<i32>, Vec<f64>) {
+        (vec![0, 1, 2, 4], vec![0, 2, 2, 0], vec![1.0, 3.0, 1.0, 2.0])
+    }
+
+    /// The 3 x 3 matrix of `(indptr, indices, data)` stored by rows or by columns.
+    fn matrix(parts: &(Vec<i64>, Vec<i32>, Vec<f64>), major: Major) -> SparseMatrix<'_> {
+        SparseMatrix {
+            indptr: &parts.0,
+            indices: &parts.1,
+            data: &parts.2,
+            n_rows: 3,
+            n_columns: 3,
+            major,
+        }
+    }
+
     fn dense() -> [[f64; 3]; 3] {
         [[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 1.0]]
     }
 
     #[test]
     fn csr_and_csc_counts_agree_with_the_dense_sum() {
-        let (indptr, indices, data) = example();
-        let csr = SparseMatrix {
-            indptr: &indptr,
-            indices: &indices,
-            data: &data,
-            n_rows: 3,
-            n_columns: 3,
-            major: Major::Rows,
-        };
-        // the same matrix by columns: column 0 rows [0], column 1 rows [2], column 2 rows [2, 0]
-        let (cp, ci, cd) = (vec![0, 1, 2, 4], vec![0, 2, 2, 0], vec![1.0, 3.0, 1.0, 2.0]);
-        let csc = SparseMatrix {
-            indptr: &cp,
-            indices: &ci,
-            data: &cd,
-            n_rows: 3,
-            n_columns: 3,
-            major: Major::Columns,
-        };
+        let (by_rows, by_columns) = (example(), example_by_columns());
+        let csr = matrix(&by_rows, Major::Rows);
+        let csc = matrix(&by_columns, Major::Columns);
         let classes = [0, 1, 0];
         let weights = [1.0, 2.0, 0.5];
         for matrix in [csr, csc] {
@@ -349,24 +350,9 @@ mod tests {
 
     #[test]
     fn a_cancelled_call_stops_with_interrupted() {
-        let (indptr, indices, data) = example();
-        let (cp, ci, cd) = (vec![0, 1, 2, 4], vec![0, 2, 2, 0], vec![1.0, 3.0, 1.0, 2.0]);
-        let csr = SparseMatrix {
-            indptr: &indptr,
-            indices: &indices,
-            data: &data,
-            n_rows: 3,
-            n_columns: 3,
-            major: Major::Rows,
-        };
-        let csc = SparseMatrix {
-            indptr: &cp,
-            indices: &ci,
-            data: &cd,
-            n_rows: 3,
-            n_columns: 3,
-            major: Major::Columns,
-        };
+        let (by_rows, by_columns) = (example(), example_by_columns());
+        let csr = matrix(&by_rows, Major::Rows);
+        let csc = matrix(&by_columns, Major::Columns);
         let lease = crate::parallel::lease(2).unwrap();
         lease.token().cancel();
         for matrix in [&csr, &csc] {
