@@ -152,42 +152,30 @@ impl PairTablesView<'_> {
 pub const DENSE_CELLS: usize = 4096;
 
 /// Counts one pair densely (see [`DENSE_CELLS`]) from the codes of its two features
-/// (-1: missing; range-checked by the caller), the class of every row and the weights
-/// (`None`: every weight is 1), in `scratch` (at least [`DENSE_CELLS`] long).
-#[allow(clippy::too_many_arguments)]
+/// (-1: missing; range-checked by the caller), the class of every row and the weights.
 fn count_dense(
     block: &mut PairBlock,
-    scratch: &mut [f64],
     parent_codes: &[i32],
     child_codes: &[i32],
     classes: &[u32],
-    weights: Option<&[f64]>,
+    weights: &[f64],
     k_child: usize,
     n_classes: usize,
 ) {
     let k_parent = block.row_lengths.len();
-    // only the pair's cells are cleared: a whole 32 KB scratch per pair would cost more
-    // than counting a few thousand rows
-    let scratch = &mut scratch[..k_parent * k_child * n_classes];
-    scratch.fill(0.0);
+    // only the pair's cells: a zeroed 32 KB scratch per pair costs more than counting
+    // a few thousand rows
+    let mut scratch = vec![0.0f64; k_parent * k_child * n_classes];
     let (k_child_u, n_classes_u) = (k_child as u32, n_classes as u32);
-    let rows = parent_codes.iter().zip(child_codes).zip(classes);
-    match weights {
-        Some(weights) => {
-            for (((&u, &v), &c), &weight) in rows.zip(weights) {
-                if (u | v) >= 0 {
-                    let cell = ((u as u32 * k_child_u + v as u32) * n_classes_u + c) as usize;
-                    scratch[cell] += weight;
-                }
-            }
-        }
-        None => {
-            for ((&u, &v), &c) in rows {
-                if (u | v) >= 0 {
-                    let cell = ((u as u32 * k_child_u + v as u32) * n_classes_u + c) as usize;
-                    scratch[cell] += 1.0;
-                }
-            }
+    for (((&u, &v), &c), &weight) in parent_codes
+        .iter()
+        .zip(child_codes)
+        .zip(classes)
+        .zip(weights)
+    {
+        if (u | v) >= 0 {
+            let cell = ((u as u32 * k_child_u + v as u32) * n_classes_u + c) as usize;
+            scratch[cell] += weight;
         }
     }
     for u in 0..k_parent {
@@ -283,13 +271,11 @@ pub fn count_pairs(
     let weight_slice = weights.as_slice();
     let dense_ready = weight_slice.is_some() && codes.is_standard_layout();
 
-    let unit_weights = weight_slice.is_some_and(|w| w.iter().all(|&x| x == 1.0));
-
     let all_pairs = pairs(n_features);
     let blocks: Vec<PairBlock> = all_pairs
         .par_iter()
         .with_min_len(16)
-        .map_init(Vec::new, |dense_scratch: &mut Vec<f64>, &(a, b)| {
+        .map(|&(a, b)| {
             let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
             let mut block = PairBlock {
                 row_lengths: vec![0; k_parent],
@@ -302,13 +288,9 @@ pub fn count_pairs(
             crate::interrupt::check()?;
             if dense_ready && k_parent * k_child * n_classes <= DENSE_CELLS {
                 let rows = |f: usize| codes.row(f).to_slice().unwrap_or(&[]);
-                let weights = (!unit_weights).then_some(weight_slice.unwrap_or(&[]));
-                if dense_scratch.is_empty() {
-                    dense_scratch.resize(DENSE_CELLS, 0.0);
-                }
+                let weights = weight_slice.unwrap_or(&[]);
                 count_dense(
                     &mut block,
-                    dense_scratch,
                     rows(a),
                     rows(b),
                     &class_of_row,
