@@ -29,17 +29,9 @@ use crate::solver::{
     at_end, better, maximise_by_search, newton_in_bracket, Evidence, Solution, SolverSettings,
 };
 
-/// Most unit intervals the shape certificate walks exactly, and most pieces it bounds,
-/// before it gives up (then the bound search decides).
+/// Most unit intervals the shape certificate walks exactly before it gives up (then the
+/// bound search decides).
 const CERTIFICATE_UNITS: usize = 48;
-const CERTIFICATE_PIECES: usize = 96;
-
-/// The sign of `V` over a piece of the pole axis, as far as the smooth bounds tell.
-enum PieceSign {
-    NonNegative,
-    NonPositive,
-    Unclear,
-}
 
 /// Largest number of non-zero cells on the fast path.
 pub const MAX_CELLS: usize = 48;
@@ -286,135 +278,188 @@ impl SmallEvidence {
         (v, w)
     }
 
-    /// The sign of `V` on `[a, b]` from smooth bounds. A staircase integral is
-    /// `x^2 / 2 + x / 2` below its last step plus `f (1 - f) / 2` (f the fractional part
-    /// of x, so between 0 and 1/8), and linear beyond: between the breakpoints `n / mu`
-    /// and `N` both bounds of `V` are quadratics in `q`, `1 / (8 mu)` per unsaturated cell
-    /// apart from the smooth part above and `1/8` per unsaturated document below.
-    fn piece_sign(&self, a: f64, b: f64, tolerance: f64) -> PieceSign {
-        let middle = 0.5 * (a + b);
-        let (mut alpha, mut beta, mut gamma, mut above, mut below) = (0.0, 0.0, 0.0, 0.0, 0.0);
-        for (n, mu) in self.cells() {
-            if middle * mu < n {
-                alpha += 0.5 * mu;
-                beta += 0.5;
-                above += 0.125 / mu;
-            } else {
-                beta += n;
-                gamma -= n * (n - 1.0) / (2.0 * mu);
-            }
-        }
-        for &total in self.totals() {
-            if middle < total {
-                alpha -= 0.5;
-                beta -= 0.5;
-                below += 0.125;
-            } else {
-                beta -= total;
-                gamma += total * (total - 1.0) / 2.0;
-            }
-        }
-        let smooth = |q: f64| (alpha * q + beta) * q + gamma;
-        let (mut low, mut high) = (smooth(a).min(smooth(b)), smooth(a).max(smooth(b)));
-        let vertex = -beta / (2.0 * alpha);
-        if alpha != 0.0 && vertex > a && vertex < b {
-            if alpha > 0.0 {
-                low = low.min(smooth(vertex));
-            } else {
-                high = high.max(smooth(vertex));
-            }
-        }
-        if low - below > tolerance {
-            PieceSign::NonNegative
-        } else if high + above < -tolerance {
-            PieceSign::NonPositive
-        } else {
-            PieceSign::Unclear
-        }
-    }
-
     /// What the signs of `l'` over `m > 0` can be (Karlin's certificate of
-    /// [`crate::sign_changes`]) in O(terms) work per piece: between the breakpoints
-    /// `n / mu` and `N` the smooth bounds of [`Self::piece_sign`] decide most of the pole
-    /// axis; a piece they leave unclear is halved, and below two units walked exactly,
-    /// between consecutive integers, with [`SignChanges::observe_convex_piece`] on the
-    /// closed-form `V` of [`Self::pole_integral`]. Beyond the last breakpoint `V` is the
-    /// constant `sum_d N_d (N_d - 1) / 2 - sum_cells n (n - 1) / (2 mu)`. Gives up
-    /// ([`GradientShape::Unknown`]) beyond [`CERTIFICATE_PIECES`] pieces or
-    /// [`CERTIFICATE_UNITS`] unit intervals.
+    /// [`crate::sign_changes`]) in O(terms log terms) work, whatever the counts.
+    ///
+    /// On `[0, 1]` only the step-0 poles act: `V = (cells - documents) q >= 0`. Beyond,
+    /// a staircase integral `∫_0^x min(n, floor(s) + 1) ds` is `x^2 / 2 + x / 2` plus
+    /// `f (1 - f) / 2` (f the fractional part of `x`, between 0 and 1/8) below its last
+    /// step `x = n` and linear beyond, so between consecutive breakpoints `n / mu` and `N`
+    /// the smooth part `s(q)` of `V` is a quadratic, and `V` lies between `s - 1/8` per
+    /// unsaturated document and `s + 1 / (8 mu)` per unsaturated cell. Where `s` clears
+    /// those margins its sign is `V`'s; the roots of `s` at the margins cut out the band
+    /// where it does not, which is walked exactly between consecutive integers with
+    /// [`SignChanges::observe_convex_piece`] on the closed-form `V` of
+    /// [`Self::pole_integral`]. Beyond the last breakpoint `V` is the constant
+    /// `sum_d N_d (N_d - 1) / 2 - sum_cells n (n - 1) / (2 mu)`. Gives up
+    /// ([`GradientShape::Unknown`]) beyond [`CERTIFICATE_UNITS`] unit intervals.
     pub fn gradient_shape(&self) -> GradientShape {
-        if self.is_flat() {
+        if self.is_flat() || self.n_cells <= self.n_documents {
             return GradientShape::Unknown;
         }
-        let mut breakpoints = [0.0; MAX_CELLS + MAX_DOCUMENTS + 1];
-        let mut n_breakpoints = 0;
+        // breakpoints with the term that saturates there (cells first, then documents)
+        let mut breakpoints = [(0.0, 0usize); MAX_CELLS + MAX_DOCUMENTS];
+        let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, 0.0);
+        let (mut above, mut below) = (0.0, 0.0);
         let mut scale = 1.0;
         let mut limit = 0.0;
-        for (n, mu) in self.cells() {
-            breakpoints[n_breakpoints] = n / mu;
-            n_breakpoints += 1;
+        for (i, (n, mu)) in self.cells().enumerate() {
+            breakpoints[i] = (n / mu, i);
+            alpha += 0.5 * mu;
+            beta += 0.5;
+            above += 0.125 / mu;
             scale += n * n / mu;
             limit -= n * (n - 1.0) / (2.0 * mu);
         }
-        for &total in self.totals() {
-            breakpoints[n_breakpoints] = total;
-            n_breakpoints += 1;
+        for (d, &total) in self.totals().iter().enumerate() {
+            breakpoints[self.n_cells + d] = (total, self.n_cells + d);
+            alpha -= 0.5;
+            beta -= 0.5;
+            below += 0.125;
             scale += total * total;
             limit += total * (total - 1.0) / 2.0;
         }
-        let breakpoints = &mut breakpoints[..n_breakpoints];
-        breakpoints.sort_unstable_by(f64::total_cmp);
+        let breakpoints = &mut breakpoints[..self.n_cells + self.n_documents];
+        breakpoints.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
         let tolerance = 1e-11 * scale;
         let mut signs = SignChanges::new();
-        let (mut pieces, mut units) = (0, 0);
-        let mut stack = [(0.0, 0.0); 64];
-        let mut from = 0.0;
-        for &to in breakpoints.iter() {
-            if to <= from {
-                continue;
-            }
-            stack[0] = (from, to);
-            let mut depth = 1;
-            while depth > 0 {
-                depth -= 1;
-                let (a, b) = stack[depth];
-                pieces += 1;
-                if pieces > CERTIFICATE_PIECES {
+        // [0, 1]: V = (cells - documents) q > 0
+        signs.observe_sign(true, false);
+        let mut units = 0;
+        // the first cell pole beyond 0 is 1 / mu >= 1 for a mean up to 1
+        let largest_mean = self.mean[..self.n_cells]
+            .iter()
+            .fold(0.0, |m: f64, &x| m.max(x));
+        let mut from = 1.0f64.min(1.0 / largest_mean);
+        for &(to, term) in breakpoints.iter() {
+            if to > from {
+                let smooth = Quadratic { alpha, beta, gamma };
+                let segment = (from, to);
+                let margins = (below, above);
+                if !self
+                    .observe_segment(&mut signs, smooth, margins, tolerance, segment, &mut units)
+                {
                     return GradientShape::Unknown;
                 }
-                match self.piece_sign(a, b, tolerance) {
-                    PieceSign::NonNegative => signs.observe_sign(true, false),
-                    PieceSign::NonPositive => signs.observe_sign(false, true),
-                    PieceSign::Unclear if b - a > 2.0 => {
-                        if depth + 2 > stack.len() {
-                            return GradientShape::Unknown;
-                        }
-                        // the left half on top: the pieces are observed in order
-                        let middle = 0.5 * (a + b);
-                        stack[depth] = (middle, b);
-                        stack[depth + 1] = (a, middle);
-                        depth += 2;
-                    }
-                    PieceSign::Unclear => {
-                        let (mut q, (mut v, mut w)) = (a, self.pole_integral(a));
-                        while q < b {
-                            units += 1;
-                            if units > CERTIFICATE_UNITS {
-                                return GradientShape::Unknown;
-                            }
-                            // no document pole strictly inside: V is convex on [q, next]
-                            let next = (q.floor() + 1.0).min(b);
-                            let (next_v, next_w) = self.pole_integral(next);
-                            signs.observe_convex_piece(v, w, next - q, next_v, tolerance);
-                            (q, v, w) = (next, next_v, next_w);
-                        }
-                    }
-                }
+                from = to;
             }
-            from = to;
+            // the term saturates: its quadratic part becomes linear
+            if term < self.n_cells {
+                let (n, mu) = (self.count[term], self.mean[term]);
+                alpha -= 0.5 * mu;
+                beta += n - 0.5;
+                gamma -= n * (n - 1.0) / (2.0 * mu);
+                above -= 0.125 / mu;
+            } else {
+                let total = self.total[term - self.n_cells];
+                alpha += 0.5;
+                beta += 0.5 - total;
+                gamma += total * (total - 1.0) / 2.0;
+                below -= 0.125;
+            }
         }
         signs.observe(limit, tolerance);
         signs.shape()
+    }
+
+    /// Observes the signs of `V` over `[a, b]`, between two consecutive breakpoints where
+    /// `s - below <= V <= s + above` (`margins`); false when the exact walk would exceed
+    /// its budget.
+    fn observe_segment(
+        &self,
+        signs: &mut SignChanges,
+        smooth: Quadratic,
+        (below, above): (f64, f64),
+        tolerance: f64,
+        (a, b): (f64, f64),
+        units: &mut usize,
+    ) -> bool {
+        // cut [a, b] where s crosses a margin (a tolerance beyond it): between the cuts s
+        // is above the upper level, below the lower one, or in the band between them
+        let (upper, lower) = (below + tolerance, -above - tolerance);
+        let mut cuts = [a; 6];
+        let mut n_cuts = 1;
+        for level in [upper, lower] {
+            for root in smooth.roots(level) {
+                if root > a && root < b {
+                    cuts[n_cuts] = root;
+                    n_cuts += 1;
+                }
+            }
+        }
+        cuts[n_cuts] = b;
+        let cuts = &mut cuts[..=n_cuts];
+        cuts.sort_unstable_by(f64::total_cmp);
+        for piece in cuts.windows(2) {
+            let (p, q) = (piece[0], piece[1]);
+            if q <= p {
+                continue;
+            }
+            // s keeps its side of a level between the cuts; the ends are checked at half
+            // the tolerance against a rounded root
+            let (at_p, at_middle, at_q) = (smooth.at(p), smooth.at(0.5 * (p + q)), smooth.at(q));
+            let slack = 0.5 * tolerance;
+            if at_middle >= upper && at_p.min(at_q) >= upper - slack {
+                signs.observe_sign(true, false);
+            } else if at_middle <= lower && at_p.max(at_q) <= lower + slack {
+                signs.observe_sign(false, true);
+            } else if !self.walk_exactly(signs, p, q, tolerance, units) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Walks `V` exactly over `[a, b]` between consecutive integers (no document pole
+    /// inside: `V` convex on each piece); false beyond the budget.
+    fn walk_exactly(
+        &self,
+        signs: &mut SignChanges,
+        a: f64,
+        b: f64,
+        tolerance: f64,
+        units: &mut usize,
+    ) -> bool {
+        let (mut q, (mut v, mut w)) = (a, self.pole_integral(a));
+        while q < b {
+            *units += 1;
+            if *units > CERTIFICATE_UNITS {
+                return false;
+            }
+            let next = (q.floor() + 1.0).min(b);
+            let (next_v, next_w) = self.pole_integral(next);
+            signs.observe_convex_piece(v, w, next - q, next_v, tolerance);
+            (q, v, w) = (next, next_v, next_w);
+        }
+        true
+    }
+}
+
+/// `alpha q^2 + beta q + gamma`.
+#[derive(Debug, Clone, Copy)]
+struct Quadratic {
+    alpha: f64,
+    beta: f64,
+    gamma: f64,
+}
+
+impl Quadratic {
+    fn at(&self, q: f64) -> f64 {
+        (self.alpha * q + self.beta) * q + self.gamma
+    }
+
+    /// The real roots of `self = level` (NaN where there is none), by the stable formula.
+    fn roots(&self, level: f64) -> [f64; 2] {
+        let (a, b, c) = (self.alpha, self.beta, self.gamma - level);
+        if a == 0.0 {
+            return [if b != 0.0 { -c / b } else { f64::NAN }, f64::NAN];
+        }
+        let discriminant = b * b - 4.0 * a * c;
+        if discriminant < 0.0 {
+            return [f64::NAN; 2];
+        }
+        let half = -0.5 * (b + discriminant.sqrt().copysign(b));
+        [half / a, if half != 0.0 { c / half } else { f64::NAN }]
     }
 }
 
@@ -620,7 +665,11 @@ mod tests {
         assert!(both_certain > 500, "{both_certain}");
     }
 
-    fn assert_same(small: &SmallEvidence, general: &EvidenceTerms, settings: &SolverSettings) -> usize {
+    fn assert_same(
+        small: &SmallEvidence,
+        general: &EvidenceTerms,
+        settings: &SolverSettings,
+    ) -> usize {
         let fast = maximise_small(small, settings, 1.0);
         let reference = maximise_evidence_from(general, settings, 1.0);
         let scale = reference.log_evidence.abs().max(1.0);
