@@ -221,11 +221,11 @@ pub fn scaled_digamma_excess(a: f64, n: f64) -> f64 {
     } else {
         (q.ln_1p() - q) / q
     };
-    let log_ratio = q.ln_1p();
     let mut value = n * h + n / (2.0 * (a + n));
     if n >= PLAIN_SERIES_FROM {
         return value + a * (digamma_series(a) - digamma_series(a + n));
     }
+    let log_ratio = q.ln_1p();
     for (i, b) in BERNOULLI.iter().enumerate() {
         let k = (i + 1) as f64;
         value += a * b / (2.0 * k) * power_difference(a, log_ratio, 2 * i as i32 + 2);
@@ -309,9 +309,15 @@ mod tests {
                 let plain = log_gamma_series(x) - log_gamma_series(x + n);
                 // against the smallest leading term of the results the series correct
                 let (leading_log_gamma, leading_digamma) = (n * x.ln(), log_ratio);
-                assert!((plain - log_gamma).abs() <= 1e-16 * leading_log_gamma, "{x} {n}");
+                assert!(
+                    (plain - log_gamma).abs() <= 1e-16 * leading_log_gamma,
+                    "{x} {n}"
+                );
                 let plain = digamma_series(x) - digamma_series(x + n);
-                assert!((plain - digamma).abs() <= 1e-16 * leading_digamma, "{x} {n}");
+                assert!(
+                    (plain - digamma).abs() <= 1e-16 * leading_digamma,
+                    "{x} {n}"
+                );
                 // the scaled excess: its result is ~ n^2 / x
                 let excess = x * (plain - digamma);
                 assert!(excess.abs() <= 1e-15 * n * n / x, "{x} {n}");

@@ -45,7 +45,11 @@ pub struct Bucket {
 /// document pole: `weight_at_zero` is the weight of the step-0 poles at `q = 0` (cells
 /// less documents), `tail_area` is `sum (q - last)` over the cell poles beyond the last
 /// bucket (after which `W` is 0 and `V` constant).
-pub fn shape_from_buckets(buckets: &[Bucket], weight_at_zero: f64, tail_area: f64) -> GradientShape {
+pub fn shape_from_buckets(
+    buckets: &[Bucket],
+    weight_at_zero: f64,
+    tail_area: f64,
+) -> GradientShape {
     let mut w = weight_at_zero;
     let mut v = 0.0;
     let mut magnitude = 0.0;

@@ -257,7 +257,7 @@ impl SmallEvidence {
             third -= three;
         }
         let root = -second / first - third / second;
-        (first < 0.0 && second > 0.0 && root > 4.0 * largest_pole).then_some(root)
+        (first < 0.0 && second > 0.0 && root > largest_pole).then_some(root)
     }
 
     /// `V(q)` of [`crate::sign_changes`] exactly, and its right slope `W(q+)`: each cell's
