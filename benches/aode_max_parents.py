@@ -7,10 +7,10 @@ Run from the repository root (needs ../shared/datasets):
     python benches/aode_max_parents.py
     python benches/aode_max_parents.py --datasets optdigits --k 1 2 5 10 20 40 0
 
-(k = 0 means every feature.) Numeric columns (anneal's carbon, hardness, strength, thick,
-width, len and bore) are cut into ``--bins`` quantile bins learned on each training fold
-(scikit-learn's ``KBinsDiscretizer``); the other columns, '?' included, are categories as
-they are.
+(k = 0 means every feature.) Numeric columns with more distinct values than ``--bins``
+(anneal's carbon, hardness, strength, thick, width and len) are cut into ``--bins``
+quantile bins learned on each training fold (scikit-learn's ``KBinsDiscretizer``); the
+other columns, '?' and anneal's three-valued bore included, are categories as they are.
 """
 
 from __future__ import annotations
