@@ -50,6 +50,7 @@ HEBNB_METHODS = [
     "laplace+cll-value",
     "heb-aode",
     "heb-aode-eb-parent",
+    "heb-aode+cll-feature",
 ]
 REFERENCES = ["onehot-lr", "catboost"]
 #: metric -> higher is better

@@ -117,6 +117,12 @@ METHODS = {
             {"smoothing": "heb", "parent_smoothing": "heb"},
         ),
         Method(
+            "heb-aode+cll-feature",
+            "HEB-AODE (EB parent term) + CLL super-parent weights",
+            "AODE",
+            {"smoothing": "heb", "parent_smoothing": "heb", "weighting": "cll-feature"},
+        ),
+        Method(
             "aode-capped",
             "AODE (paper's cap)",
             "AODE",
