@@ -24,6 +24,7 @@ The machine is shared: compare the ratios of one run, not absolute times across 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import subprocess
 import sys
@@ -44,16 +45,6 @@ def shared_dataset(name: str) -> pd.DataFrame:
     raise SystemExit(f"dataset {name!r} not found in a ../shared beside the checkout")
 
 
-def best_of(function, repeats: int) -> float:
-    """Smallest wall-clock seconds of ``repeats`` calls (the least disturbed by load)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def input_forms(repeats: int) -> None:
     import pyarrow as pa
 
@@ -66,7 +57,10 @@ def input_forms(repeats: int) -> None:
     forms = {
         "int64 numpy": X,
         "int64 DataFrame": ints,
-        "object str DataFrame": objects,
+        "object str DataFrame (astype(str): one object per cell)": objects,
+        "object str DataFrame (read_csv(dtype=object): equal strings shared)": pd.read_csv(
+            io.StringIO(objects.to_csv(index=False)), dtype=object
+        ),
         "pandas str (Arrow) DataFrame": objects.astype(pd.StringDtype("pyarrow")),
         "category (str) DataFrame": objects.astype("category"),
         "pyarrow Table str": pa.table(
@@ -81,29 +75,39 @@ def input_forms(repeats: int) -> None:
         print("(polars not installed: its row is skipped)")
     print(f"\n## Input forms: amazon-employee, {X.shape[0]} rows x {X.shape[1]}, one thread")
     print(
-        f"best of {repeats} rounds, each round timing every form in turn (so that load "
-        "changes hit all forms alike); ratio = time / int64 numpy time\n"
+        f"median of {repeats} rounds, each round timing every form in turn (so that load "
+        "changes hit all forms alike), wall and CPU (process_time) time; ratio = time / "
+        "int64 numpy time\n"
     )
     models = {name: CategoricalNB().fit(data, y) for name, data in forms.items()}
-    fit_times = {name: [] for name in forms}
-    predict_times = {name: [] for name in forms}
+    times = {(name, kind): [] for name in forms for kind in ("fit", "predict")}
+    cpu = {(name, kind): [] for name in forms for kind in ("fit", "predict")}
     for _ in range(repeats):
         for name, data in forms.items():
-            start = time.perf_counter()
-            CategoricalNB().fit(data, y)
-            fit_times[name].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            models[name].predict_proba(data)
-            predict_times[name].append(time.perf_counter() - start)
-    print("| input | fit ms | fit ratio | predict_proba ms | predict ratio |")
+            for kind, call in (
+                ("fit", lambda data=data: CategoricalNB().fit(data, y)),
+                ("predict", lambda name=name, data=data: models[name].predict_proba(data)),
+            ):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                call()
+                times[name, kind].append(time.perf_counter() - start)
+                cpu[name, kind].append(time.process_time() - start_cpu)
+    print(
+        "| input | fit ms (CPU) | fit ratio (CPU) | predict_proba ms (CPU) | predict ratio (CPU) |"
+    )
     print("|---|---|---|---|---|")
-    base_fit, base_predict = min(fit_times["int64 numpy"]), min(predict_times["int64 numpy"])
-    for name in forms:
-        fit, predict = min(fit_times[name]), min(predict_times[name])
-        print(
-            f"| {name} | {fit * 1e3:.1f} | {fit / base_fit:.2f}x | {predict * 1e3:.1f} | "
-            f"{predict / base_predict:.2f}x |"
+
+    def cell(name, kind):
+        wall, used = np.median(times[name, kind]), np.median(cpu[name, kind])
+        base_wall = np.median(times["int64 numpy", kind])
+        base_cpu = np.median(cpu["int64 numpy", kind])
+        return (
+            f"{wall * 1e3:.1f} ({used * 1e3:.1f}) | "
+            f"{wall / base_wall:.2f}x ({used / base_cpu:.2f}x)"
         )
+
+    for name in forms:
+        print(f"| {name} | {cell(name, 'fit')} | {cell(name, 'predict')} |")
     one_row(X, y, objects, repeats)
 
 
@@ -114,6 +118,10 @@ def one_row(X, y, objects, repeats) -> None:
 
     model = CategoricalNB().fit(X, y)
     strings = CategoricalNB().fit(objects, y)
+    arrow_strings = objects.astype(pd.StringDtype("pyarrow"))
+    categories = objects.astype("category")
+    arrow_model = CategoricalNB().fit(arrow_strings, y)
+    category_model = CategoricalNB().fit(categories, y)
     row, string_row = X[:1], objects.iloc[:1]
     sklearn = make_pipeline(
         OrdinalEncoder(
@@ -122,25 +130,34 @@ def one_row(X, y, objects, repeats) -> None:
         SkCategoricalNB(min_categories=None),
     )
     sklearn.fit(objects, y)
-    calls = 2000
+    calls = 1000
     rows = {
         "hebnb, int64 numpy row": lambda: model.predict_proba(row),
-        "hebnb, one-row DataFrame of strings": lambda: strings.predict_proba(string_row),
+        "hebnb, one-row DataFrame of object strings": lambda: strings.predict_proba(string_row),
+        "hebnb, one-row DataFrame of pandas str (Arrow)": lambda: arrow_model.predict_proba(
+            arrow_strings.iloc[:1]
+        ),
+        "hebnb, one-row DataFrame of category": lambda: category_model.predict_proba(
+            categories.iloc[:1]
+        ),
         "scikit-learn OrdinalEncoder + CategoricalNB, one-row DataFrame": lambda: (
             sklearn.predict_proba(string_row)
         ),
     }
-    print("\n## predict_proba of one row (best of 5 runs of the mean of many calls)\n")
-    print("| call | µs |")
+    print(f"\n## predict_proba of one row (median of {repeats} rounds of the mean of many calls)\n")
+    print("| call | µs (CPU µs) |")
     print("|---|---|")
-    for name, call in rows.items():
-        n = calls if "hebnb" in name else 200
-
-        def many(call=call, n=n):
+    results = {name: ([], []) for name in rows}
+    for _ in range(repeats):
+        for name, call in rows.items():
+            n = calls if "hebnb" in name else 20
+            start, start_cpu = time.perf_counter(), time.process_time()
             for _ in range(n):
                 call()
-
-        print(f"| {name} | {best_of(many, 5) / n * 1e6:.0f} |")
+            results[name][0].append((time.perf_counter() - start) / n)
+            results[name][1].append((time.process_time() - start_cpu) / n)
+    for name, (wall, used) in results.items():
+        print(f"| {name} | {np.median(wall) * 1e6:.0f} ({np.median(used) * 1e6:.0f}) |")
 
 
 def stream_data(n_rows: int, n_features: int, seed: int = 0):
@@ -205,19 +222,33 @@ def streaming(n_rows: int, batch: int, prequential_batches: int) -> None:
     if n_calls >= 100:
         print(f"| call {n_calls} / call 100 | {around(n_calls - 1) / around(100):.2f}x |")
 
-    # prequential: score every batch before learning it (the solve runs every call)
-    model = CategoricalNB().partial_fit(X[:batch], y[:batch], classes=[0, 1])
-    times = []
+    # prequential: score every batch before learning it (the solve runs every call);
+    # "warm" starts each solve from the previous concentrations, "cold" (the warm start
+    # dropped before each call) solves from scratch; the two alternate call by call
+    models = {
+        "warm": CategoricalNB().partial_fit(X[:batch], y[:batch], classes=[0, 1]),
+        "cold": CategoricalNB().partial_fit(X[:batch], y[:batch], classes=[0, 1]),
+    }
+    times = {name: ([], []) for name in models}
     for i in range(1, prequential_batches + 1):
         rows = slice(i * batch, (i + 1) * batch)
-        t = time.perf_counter()
-        model.predict_proba(X[rows])
-        model.partial_fit(X[rows], y[rows])
-        times.append(time.perf_counter() - t)
+        for name, model in models.items():
+            if name == "cold":
+                model.__dict__.pop("_warm_start", None)
+            start, start_cpu = time.perf_counter(), time.process_time()
+            model.predict_proba(X[rows])
+            model.partial_fit(X[rows], y[rows])
+            times[name][0].append(time.perf_counter() - start)
+            times[name][1].append(time.process_time() - start_cpu)
+    for name, (wall, used) in times.items():
+        print(
+            f"| prequential ({name} solve), calls 1-{prequential_batches}: median per call "
+            f"(CPU) | {np.median(wall) * 1e3:.1f} ms ({np.median(used) * 1e3:.1f} ms); last 20: "
+            f"{np.median(wall[-20:]) * 1e3:.1f} ms |"
+        )
+    warm, cold = (np.asarray(models[name].concentration_) for name in ("warm", "cold"))
     print(
-        f"| prequential (predict_proba then partial_fit), calls 1-{prequential_batches}: "
-        f"median per call | {np.median(times) * 1e3:.1f} ms (last 20: "
-        f"{np.median(times[-20:]) * 1e3:.1f} ms) |"
+        f"| warm / cold concentrations, largest relative gap | {np.nanmax(np.abs(warm / cold - 1)):.1e} |"
     )
 
 

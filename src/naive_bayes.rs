@@ -17,7 +17,7 @@ use crate::evidence::EvidenceTerms;
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 use crate::smoothing::log_smoothed;
-use crate::solver::{maximise_evidence, Solution, SolverSettings};
+use crate::solver::{maximise_evidence, maximise_evidence_from, Solution, SolverSettings};
 
 /// Which prior mean a smoother shrinks toward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,9 +100,45 @@ pub fn fit_concentrations(
     min_count: f64,
     settings: &SolverSettings,
 ) -> Result<ConcentrationFit> {
+    fit_concentrations_from(
+        counts,
+        class_totals,
+        mean,
+        layout,
+        min_count,
+        settings,
+        None,
+    )
+}
+
+/// [`fit_concentrations`] warm-started: the refinement of each (class, feature) starts
+/// at `start[c, f]` (the concentration of the same distribution before a streaming
+/// batch joined, say) instead of the middle of its bracket. The bracket search is the
+/// same, so the maximiser is the same to the solver's tolerance; only Newton steps are
+/// saved. A start that is not a positive number is no guess.
+///
+/// # Errors
+/// As [`fit_concentrations`]; a `start` that is not `(C, F)`.
+pub fn fit_concentrations_from(
+    counts: ArrayView2<f64>,
+    class_totals: &[f64],
+    mean: &[f64],
+    layout: &FeatureLayout,
+    min_count: f64,
+    settings: &SolverSettings,
+    start: Option<ArrayView2<f64>>,
+) -> Result<ConcentrationFit> {
     check_table(counts, layout, class_totals.len())?;
     check_len("prior mean", layout.n_columns(), mean.len())?;
     let (n_classes, n_features) = (class_totals.len(), layout.n_features());
+    if let Some(start) = start {
+        if start.dim() != (n_classes, n_features) {
+            return Err(HebError::InvalidParameter(format!(
+                "start concentrations of shape {:?}, expected ({n_classes}, {n_features})",
+                start.dim()
+            )));
+        }
+    }
     let solutions: Vec<Solution> = (0..n_classes * n_features)
         .into_par_iter()
         .map(|index| {
@@ -121,10 +157,11 @@ pub fn fit_concentrations(
                     converged: true,
                 });
             }
-            Ok(maximise_evidence(
-                &evidence_terms(counts, mean, layout, c, f),
-                settings,
-            ))
+            let terms = evidence_terms(counts, mean, layout, c, f);
+            Ok(match start {
+                Some(start) => maximise_evidence_from(&terms, settings, start[(c, f)]),
+                None => maximise_evidence(&terms, settings),
+            })
         })
         .collect::<Result<_>>()?;
     let shape = (n_classes, n_features);

@@ -79,13 +79,7 @@ const SHORT: usize = 15;
 #[inline]
 fn pack(s: &str) -> Option<u128> {
     let bytes = s.as_bytes();
-    if bytes.len() > SHORT {
-        return None;
-    }
-    let mut packed = [0_u8; 16];
-    packed[..bytes.len()].copy_from_slice(bytes);
-    packed[SHORT] = bytes.len() as u8;
-    Some(u128::from_le_bytes(packed))
+    (bytes.len() <= SHORT).then(|| pack_bytes(bytes))
 }
 
 /// Most categories one feature may hold: codes are `i32`.
@@ -129,6 +123,24 @@ impl FeatureVocabulary {
         if let Some(code) = self.get(key) {
             return Ok(code);
         }
+        self.insert_new(key)
+    }
+
+    /// Room for `additional` more strings without rehashing (categories about to join).
+    ///
+    /// # Errors
+    /// No memory for them.
+    pub fn reserve_strings(&mut self, additional: usize) -> Result<()> {
+        self.values
+            .try_reserve(additional)
+            .map_err(|_| allocation_error(self.values.len() + additional))?;
+        self.short_strs
+            .try_reserve(additional)
+            .map_err(|_| allocation_error(self.values.len() + additional))
+    }
+
+    /// [`FeatureVocabulary::insert`] of a key known not to be in the vocabulary.
+    fn insert_new(&mut self, key: Key<'_>) -> Result<u32> {
         if self.values.len() >= MAX_CATEGORIES {
             return Err(HebError::InvalidParameter(format!(
                 "a feature has more than {MAX_CATEGORIES} categories"
@@ -176,7 +188,7 @@ impl FeatureVocabulary {
     pub fn code(&mut self, key: Key<'_>, grow: bool) -> Result<i32> {
         match self.get(key) {
             Some(code) => Ok(code as i32),
-            None if grow => Ok(self.insert(key)? as i32),
+            None if grow => Ok(self.insert_new(key)? as i32),
             None => Ok(UNKNOWN),
         }
     }
@@ -262,10 +274,18 @@ impl FeatureVocabulary {
         offsets: &[O],
         data: &[u8],
         validity: Option<(&[u8], usize)>,
+        positions: Option<&[i64]>,
         grow: bool,
         name: &str,
     ) -> Result<Vec<i32>> {
         let n = offsets.len().saturating_sub(1);
+        if let Some(positions) = positions {
+            if positions.iter().any(|&k| !(0..n as i64).contains(&k)) {
+                return Err(HebError::InvalidParameter(format!(
+                    "{name}: a position outside the {n} strings"
+                )));
+            }
+        }
         if let Some((bitmap, bit_offset)) = validity {
             if bitmap.len() * 8 < bit_offset + n {
                 return Err(HebError::InvalidParameter(format!(
@@ -273,10 +293,40 @@ impl FeatureVocabulary {
                 )));
             }
         }
-        let mut codes = codes_buffer(n)?;
+        match positions {
+            Some(positions) => {
+                if grow {
+                    // the categories of a dictionary or pandas category column, all new
+                    // on a first fit
+                    self.reserve_strings(positions.len())?;
+                }
+                self.encode_utf8_rows(
+                    offsets,
+                    data,
+                    validity,
+                    positions.iter().map(|&k| k as usize),
+                    grow,
+                    name,
+                )
+            }
+            None => self.encode_utf8_rows(offsets, data, validity, 0..n, grow, name),
+        }
+    }
+
+    /// [`FeatureVocabulary::encode_utf8`] of the strings `rows` (checked to be in range).
+    fn encode_utf8_rows<O: Copy + TryInto<usize>>(
+        &mut self,
+        offsets: &[O],
+        data: &[u8],
+        validity: Option<(&[u8], usize)>,
+        rows: impl ExactSizeIterator<Item = usize>,
+        grow: bool,
+        name: &str,
+    ) -> Result<Vec<i32>> {
+        let mut codes = codes_buffer(rows.len())?;
         let bad =
             || HebError::InvalidParameter(format!("{name}: Arrow string offsets out of range"));
-        for s in 0..n {
+        for s in rows {
             if let Some((bitmap, bit_offset)) = validity {
                 let bit = bit_offset + s;
                 if bitmap[bit / 8] & (1 << (bit % 8)) == 0 {
@@ -287,13 +337,119 @@ impl FeatureVocabulary {
             let start: usize = offsets[s].try_into().map_err(|_| bad())?;
             let end: usize = offsets[s + 1].try_into().map_err(|_| bad())?;
             let bytes = data.get(start..end).ok_or_else(bad)?;
-            let text = std::str::from_utf8(bytes).map_err(|_| {
-                HebError::InvalidParameter(format!("{name} holds text that is not UTF-8"))
-            })?;
-            codes.push(self.code(Key::Str(text), grow)?);
+            codes.push(self.code_utf8(bytes, data.get(start..start + 16), grow, name)?);
         }
         Ok(codes)
     }
+
+    /// The coded cell of one string given as bytes (see [`FeatureVocabulary::code`]);
+    /// `window`, when the buffer holds 16 bytes from the string's start, lets a short
+    /// string be packed with one unaligned load instead of a copy.
+    ///
+    /// A short string is looked up by its packed bytes without checking them: a known
+    /// value was checked as UTF-8 when it joined, and equal bytes are that same text.
+    /// Only a new or long string is checked.
+    ///
+    /// # Errors
+    /// Bytes that are not UTF-8; as [`FeatureVocabulary::insert`].
+    #[inline]
+    pub fn code_utf8(
+        &mut self,
+        bytes: &[u8],
+        window: Option<&[u8]>,
+        grow: bool,
+        name: &str,
+    ) -> Result<i32> {
+        let not_utf8 =
+            || HebError::InvalidParameter(format!("{name} holds text that is not UTF-8"));
+        if bytes.len() <= SHORT {
+            let packed = match window {
+                Some(window) => pack_window(window, bytes.len()),
+                None => pack_bytes(bytes),
+            };
+            if let Some(&code) = self.short_strs.get(&packed) {
+                return Ok(code as i32);
+            }
+            if !grow {
+                return Ok(UNKNOWN);
+            }
+            let text = std::str::from_utf8(bytes).map_err(|_| not_utf8())?;
+            return Ok(self.insert_new(Key::Str(text))? as i32);
+        }
+        let text = std::str::from_utf8(bytes).map_err(|_| not_utf8())?;
+        self.code(Key::Str(text), grow)
+    }
+}
+
+/// The distinct values of `codes` (each in `-1..n`, -1 missing and skipped) in order of
+/// first appearance: the order in which a category column's categories join the
+/// vocabulary, as its values would one row at a time.
+///
+/// # Errors
+/// A code outside `-1..n`.
+pub fn first_appearance(codes: &[i64], n: usize) -> Result<Vec<i64>> {
+    let mut seen = Vec::new();
+    seen.try_reserve_exact(n).map_err(|_| allocation_error(n))?;
+    seen.resize(n, false);
+    let mut order = Vec::new();
+    for &code in codes {
+        if code == -1 {
+            continue;
+        }
+        let k = usize::try_from(code)
+            .ok()
+            .filter(|&k| k < n)
+            .ok_or_else(|| {
+                HebError::InvalidParameter(format!("category code {code} outside -1..{n}"))
+            })?;
+        if !seen[k] {
+            seen[k] = true;
+            order.push(code);
+        }
+    }
+    Ok(order)
+}
+
+/// [`pack`] of the first `len` (at most [`SHORT`]) bytes of a 16-byte window: one load,
+/// a mask, the length in the last byte.
+#[inline]
+fn pack_window(window: &[u8], len: usize) -> u128 {
+    let mut word = [0_u8; 16];
+    word.copy_from_slice(&window[..16]);
+    let word = u128::from_le_bytes(word);
+    let mask = if len == 0 {
+        0
+    } else {
+        u128::MAX >> (8 * (16 - len))
+    };
+    (word & mask) | ((len as u128) << (8 * SHORT))
+}
+
+/// [`pack`] of at most [`SHORT`] bytes, by (overlapping) word loads rather than a copy
+/// through the stack, which would stall the load that reads the copy back.
+#[inline]
+fn pack_bytes(bytes: &[u8]) -> u128 {
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("4 bytes"),
+        ))
+    };
+    let (lo, hi) = if n > 8 {
+        // bytes 8..n are the top n - 8 bytes of the last word
+        (word(0), word(n - 8) >> (8 * (16 - n)))
+    } else if n == 8 {
+        (word(0), 0)
+    } else if n >= 4 {
+        (half(0) | (half(n - 4) << (8 * (n - 4))), 0)
+    } else if n > 0 {
+        let byte = |i: usize| u64::from(bytes[i]) << (8 * i);
+        (byte(0) | byte(n / 2) | byte(n - 1), 0)
+    } else {
+        (0, 0)
+    };
+    u128::from(lo) | (u128::from(hi) << 64) | ((n as u128) << (8 * SHORT))
 }
 
 fn allocation_error(n: usize) -> HebError {
@@ -421,6 +577,41 @@ mod tests {
     }
 
     #[test]
+    fn a_window_packs_as_a_copy_does() {
+        let buffer = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        for start in 0..4 {
+            for len in 0..=SHORT {
+                let bytes = &buffer[start..start + len];
+                let window = &buffer[start..start + 16];
+                assert_eq!(pack_window(window, len), pack_bytes(bytes), "{start} {len}");
+            }
+        }
+        let mut v = FeatureVocabulary::default();
+        let data = b"ab\xffcd__________________";
+        assert_eq!(v.code_utf8(b"ab", Some(&data[..16]), true, "f").unwrap(), 0);
+        assert_eq!(v.code_utf8(b"ab", None, true, "f").unwrap(), 0);
+        assert!(v
+            .code_utf8(&data[..3], Some(&data[..16]), true, "f")
+            .is_err());
+        assert_eq!(
+            v.code_utf8(&data[..3], Some(&data[..16]), false, "f")
+                .unwrap(),
+            UNKNOWN
+        );
+        assert_eq!(v.len(), 1);
+    }
+
+    #[test]
+    fn categories_join_in_order_of_first_use() {
+        assert_eq!(
+            first_appearance(&[2, -1, 0, 2, 1, 0], 4).unwrap(),
+            vec![2, 0, 1]
+        );
+        assert!(first_appearance(&[4], 4).is_err());
+        assert!(first_appearance(&[-2], 4).is_err());
+    }
+
+    #[test]
     fn short_and_long_strings_are_told_apart() {
         let mut v = FeatureVocabulary::default();
         let long = "0123456789abcdef"; // 16 bytes: kept unpacked
@@ -459,15 +650,40 @@ mod tests {
         let offsets: Vec<i32> = vec![0, 2, 4, 4, 8, 10, 10];
         let validity = [0b0011_1011_u8];
         let codes = v
-            .encode_utf8(&offsets, data, Some((&validity, 0)), true, "feature 0")
+            .encode_utf8(
+                &offsets,
+                data,
+                Some((&validity, 0)),
+                None,
+                true,
+                "feature 0",
+            )
             .unwrap();
         assert_eq!(codes, vec![0, 1, MISSING, 2, 1, 3]);
         assert_eq!(v.get(Key::Str("")), Some(3));
         let bad: Vec<i32> = vec![0, 20];
-        assert!(v.encode_utf8(&bad, data, None, true, "f").is_err());
+        assert!(v.encode_utf8(&bad, data, None, None, true, "f").is_err());
         let not_utf8 = [0xff_u8];
         assert!(v
-            .encode_utf8(&[0_i64, 1], &not_utf8, None, true, "f")
+            .encode_utf8(&[0_i64, 1], &not_utf8, None, None, true, "f")
+            .is_err());
+        // chosen positions, in the order given: "😀" joins before "é" would have
+        let mut w = FeatureVocabulary::default();
+        let chosen = [3_i64, 2, 0, 3];
+        let codes = w
+            .encode_utf8(
+                &offsets,
+                data,
+                Some((&validity, 0)),
+                Some(&chosen),
+                true,
+                "f",
+            )
+            .unwrap();
+        assert_eq!(codes, vec![0, MISSING, 1, 0]);
+        assert_eq!(w.get(Key::Str("\u{1F600}")), Some(0));
+        assert!(w
+            .encode_utf8(&offsets, data, None, Some(&[6]), true, "f")
             .is_err());
     }
 

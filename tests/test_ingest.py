@@ -5,6 +5,7 @@ Unicode, pickles with a format version, streams, and refuses what is not categor
 from __future__ import annotations
 
 import pickle
+import sys
 
 import numpy as np
 import pandas as pd
@@ -137,6 +138,80 @@ def test_every_form_is_bit_identical_to_the_int64_path(estimator, form, data):
     for f in range(codes.shape[1]):
         expected_categories = [f"v{v:03d}" for v in reference.categories_[f].astype(int)]
         assert list(model.categories_[f]) == expected_categories
+
+
+def mixed_frame(codes):
+    """Strings, a pandas ``str`` column, a category column and whole floats side by side."""
+    frame = object_frame(codes)
+    frame["b"] = frame["b"].astype(pd.StringDtype("pyarrow"))
+    frame["c"] = frame["c"].astype("category")
+    frame["d"] = as_float(codes)[:, 3]
+    return frame
+
+
+def mixed_frame_int_column(codes):
+    """An int64 column (no missing values) beside strings."""
+    frame = object_frame(codes)
+    frame["d"] = np.maximum(codes[:, 3], 0)
+    return frame
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize(
+    "form", [*FORMS, mixed_frame, mixed_frame_int_column], ids=lambda f: f.__name__
+)
+def test_a_few_rows_are_scored_as_the_whole_table(estimator, form, data):
+    """Scoring one row or a few (the small-table path: one object block, a category
+    column through the rows' own values) gives the rows of the whole table's result."""
+    codes, y = data
+    if form is mixed_frame_int_column:
+        codes = codes.copy()
+        codes[:, 3] = np.maximum(codes[:, 3], 0)
+    reference = estimator().fit(as_float(codes), y)
+    expected = reference.predict_proba(as_float(codes))
+    X = form(codes)
+    model = estimator().fit(X, y)
+    missing_rows = np.flatnonzero((codes < 0).any(axis=1))[:3]
+    for rows in ([0], [5, 6, 7], list(missing_rows), list(range(64)), list(range(65))):
+        part = X[rows] if isinstance(X, np.ndarray) else _rows(X, rows)
+        np.testing.assert_array_equal(model.predict_proba(part), expected[rows])
+
+
+def _rows(X, rows):
+    if isinstance(X, pd.DataFrame):
+        return X.iloc[rows]
+    if isinstance(X, pa.Table):  # (no take kernel for string_view)
+        return pa.concat_tables([X.slice(r, 1) for r in rows])
+    return X[rows]  # polars
+
+
+def test_category_columns_with_few_rows_map_unknown_and_missing_values():
+    """A category column scored with fewer rows than categories: unknown categories
+    (declared by the dtype, never seen) and missing values are -1 codes."""
+    X = pd.DataFrame({"a": ["x", "y", "x", "z"]})
+    y = [0, 1, 0, 1]
+    model = CategoricalNB().fit(X, y)
+    dtype = pd.CategoricalDtype(["w", "x", "y", "z", "q", "r"])
+    rows = pd.DataFrame({"a": pd.Categorical(["q", None, "z"], dtype=dtype)})
+    encoded = model._encoder.transform(rows).codes
+    expected = model._encoder.transform(pd.DataFrame({"a": [None, None, "z"]})).codes
+    np.testing.assert_array_equal(encoded, expected)
+    assert encoded[0, 0] == -1 and encoded[0, 2] >= 0
+
+
+@pytest.mark.parametrize("form", [polars_frame, polars_categorical], ids=lambda f: f.__name__)
+def test_polars_without_pyarrow_gives_the_same_probabilities(form, data, monkeypatch):
+    """polars without pyarrow installed (simulated: importing pyarrow fails) reads its
+    columns through numpy and still gives the int64 path's probabilities."""
+    codes, y = data
+    X = form(codes)
+    expected = CategoricalNB().fit(as_float(codes), y).predict_proba(as_float(codes))
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ImportError):
+        import pyarrow  # noqa: F401
+    model = CategoricalNB().fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
+    assert list(model.feature_names_in_) == NAMES
 
 
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
@@ -291,6 +366,55 @@ def test_deferred_solve_is_exact_and_pickles(data):
         np.testing.assert_allclose(
             model.predict_proba(as_float(codes)), full.predict_proba(as_float(codes)), atol=1e-10
         )
+
+
+def overdispersed_stream(n_rows=3000, n_features=5, seed=3):
+    """Rows whose per-class category probabilities are Dirichlet draws around a shared
+    mean (concentration 30): the Type-II ML concentrations lie inside the bounds, where
+    the solver refines them by Newton steps."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n_rows)
+    X = np.empty((n_rows, n_features), dtype=np.int64)
+    for f in range(n_features):
+        k = 4 + 3 * f
+        mean = rng.dirichlet(np.full(k, 2.0))
+        for c in range(3):
+            p = rng.dirichlet(30 * mean)
+            rows = y == c
+            X[rows, f] = rng.choice(k, size=rows.sum(), p=p)
+    return X, y
+
+
+def test_a_warm_started_stream_solves_as_a_cold_solve():
+    """Prequential stream (score each batch, then learn it): every solve after the first
+    starts from the previous concentrations; each must be the cold solve's maximiser to
+    the solver's tolerance, with fewer Newton steps in total."""
+    X, y = overdispersed_stream()
+    model = CategoricalNB()
+    warm_steps = cold_steps = 0
+    for start in range(0, 3000, 250):
+        rows = slice(start, start + 250)
+        if start:
+            model.predict_proba(X[rows])  # solves, then the batch joins warm
+        model.partial_fit(X[rows], y[rows], classes=[0, 1, 2])
+        cold = CategoricalNB().fit(X[: start + 250], y[: start + 250])
+        np.testing.assert_allclose(model.concentration_, cold.concentration_, rtol=1e-9)
+        np.testing.assert_allclose(model.log_evidence_, cold.log_evidence_, rtol=1e-12)
+        if start:
+            warm_steps += int(model.n_iter_.sum())
+            cold_steps += int(cold.n_iter_.sum())
+    inside = (cold.concentration_ > 0.011) & (cold.concentration_ < 9999)
+    assert inside.sum() >= 10  # the refinement is exercised
+    assert warm_steps < cold_steps
+
+
+def test_a_warm_start_of_another_shape_or_no_start_is_ignored():
+    X, y = overdispersed_stream(600)
+    model = CategoricalNB().partial_fit(X[:300], y[:300], classes=[0, 1, 2])
+    model._warm_start = np.ones((2, 2))  # not (classes, features): no guess
+    model.partial_fit(X[300:], y[300:])
+    cold = CategoricalNB().fit(X, y)
+    np.testing.assert_allclose(model.concentration_, cold.concentration_, rtol=1e-9)
 
 
 def test_pickle_round_trip_of_a_vocabulary_of_a_million_values():

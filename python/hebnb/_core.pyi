@@ -21,6 +21,7 @@ __all__ = [
     "count_tokens",
     "encode_integers",
     "factorize_integers",
+    "first_appearance",
     "fit_aode",
     "fit_binary_features",
     "fit_concentrations",
@@ -57,6 +58,9 @@ def count_categories(
     n_classes: int,
     n_jobs: int,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def first_appearance(
+    codes: npt.NDArray[np.int64], /, *, n_categories: int
+) -> npt.NDArray[np.int64]: ...
 def prior_mean(
     counts: npt.NDArray[np.float64], offsets: list[int], kind: str
 ) -> npt.NDArray[np.float64]: ...
@@ -69,6 +73,8 @@ def fit_concentrations(
     min_concentration: float,
     max_concentration: float,
     n_jobs: int,
+    *,
+    start: npt.NDArray[np.float64] | None = None,
 ) -> tuple[
     npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.bool_]
 ]: ...
@@ -230,6 +236,7 @@ class Vocabulary:
         *,
         grow: bool,
         name: str,
+        positions: npt.NDArray[np.int64] | None = None,
     ) -> npt.NDArray[np.int32]: ...
     def encode_objects(
         self,
@@ -239,6 +246,13 @@ class Vocabulary:
         *,
         grow: bool,
         name: str,
+    ) -> npt.NDArray[np.int32]: ...
+    def encode_object_block(
+        self,
+        values: npt.NDArray[np.object_],
+        normalize: Callable[[object], object],
+        *,
+        names: list[str],
     ) -> npt.NDArray[np.int32]: ...
     def values(self, feature: int) -> list[object]: ...
     def int_values(self, feature: int) -> npt.NDArray[np.int64] | None: ...

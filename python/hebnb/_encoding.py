@@ -107,11 +107,10 @@ def _read_table(X: Any, *, known: bool = False) -> _Table:
     without rows or without columns. ``known``: the table is coded against a vocabulary
     that will not grow (declared categories of a ``category`` column do not matter)."""
     if known and isinstance(X, pd.DataFrame) and 0 < X.shape[0] <= SMALL_FRAME_ROWS:
-        labels = X.columns.tolist()
-        values = X.to_numpy(dtype=object)
-        columns = [("objects", values[:, j]) for j in range(values.shape[1])]
+        labels, names = _labels_of(X.columns)
+        columns = [_small_column(array) for array in _column_arrays(X)]
         floats = [False] * len(columns)
-        return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
+        return _Table(columns, None, labels, names, X.shape[0], floats)
     table = _split_table(X)
     if table.n_rows == 0:
         raise ValueError(
@@ -123,6 +122,103 @@ def _read_table(X: Any, *, known: bool = False) -> _Table:
             f"0 feature(s) (shape=({table.n_rows}, 0)) while a minimum of 1 is required."
         )
     return table
+
+
+#: The column labels last read by ``_labels_of``: (Index, labels, names).
+_LAST_LABELS: dict[str, tuple[pd.Index, list[Any], np.ndarray | None]] = {}
+
+
+def _labels_of(columns: pd.Index) -> tuple[list[Any], np.ndarray | None]:
+    """``(labels, feature names)`` of a DataFrame's columns, reusing those of the last
+    call for equal columns: scoring rows one at a time reads the same labels each time,
+    and listing a pandas 3 ``str`` Index costs tens of microseconds."""
+    cached = _LAST_LABELS.get("last")
+    if cached is not None and (
+        columns is cached[0] or (columns.dtype == cached[0].dtype and columns.equals(cached[0]))
+    ):
+        return cached[1], cached[2]
+    labels = columns.tolist()
+    names = _column_names(labels)
+    _LAST_LABELS["last"] = (columns, labels, names)
+    return labels, names
+
+
+def _column_arrays(X: pd.DataFrame) -> list[Any]:
+    """The arrays (numpy or pandas extension arrays) of a DataFrame's columns, without a
+    Series per column where pandas allows it."""
+    iterate = getattr(X, "_iter_column_arrays", None)  # pandas 1.3 to 3: no Series built
+    if iterate is not None:
+        arrays = list(iterate())
+        if len(arrays) == X.shape[1]:
+            return arrays
+    return [column.array for _, column in X.items()]
+
+
+def _small_column(array: Any) -> ColumnSpec:
+    """The column spec of one column array of a small DataFrame being scored (see
+    ``_read_table``): numpy, categorical and Arrow-backed arrays as they are, other
+    extension arrays through a Series."""
+    if isinstance(array, np.ndarray):
+        return _array_column(array, -1)
+    if isinstance(array, pd.Categorical):
+        return ("category", array.codes, array.categories)
+    arrow = _arrow_text(array)
+    if arrow is not None:  # a few strings: as Python objects, cheaper than their buffers
+        values = np.empty(len(arrow), dtype=object)
+        values[:] = arrow.to_pylist()
+        return ("objects", values)
+    return _pandas_column(pd.Series(array, copy=False))
+
+
+def _small_objects(column: ColumnSpec) -> np.ndarray | None:
+    """The values of a column spec of a few rows as Python objects (None missing), coded
+    as the spec itself would be; None for a spec read otherwise."""
+    kind = column[0]
+    if kind == "objects":
+        return np.asarray(column[1])
+    values = np.empty(len(column[1]), dtype=object)
+    if kind == "ints":
+        values[:] = column[1].tolist()
+        if column[2] is not None:
+            values[column[2]] = None
+        return values
+    if kind != "category":
+        return None
+    codes, categories = np.asarray(column[1]), column[2]
+    array = categories.array
+    text = _arrow_text(array)
+    if text is not None:
+        values[:] = [text[k].as_py() if k >= 0 else None for k in codes.tolist()]
+        return values
+    if isinstance(array, np.ndarray) and array.dtype.kind in "iuOU":
+        values[:] = array[np.maximum(codes, 0)].tolist()
+        values[codes < 0] = None
+        return values
+    return None
+
+
+def _arrow_text(array: Any) -> Any:
+    """The Arrow (chunked) array of an Arrow-backed pandas array or Index values of
+    strings, else None."""
+    to_arrow = getattr(array, "__arrow_array__", None)
+    if to_arrow is None:
+        return None
+    dtype = array.dtype
+    if getattr(dtype, "storage", None) != "pyarrow" and not isinstance(dtype, pd.ArrowDtype):
+        return None
+    arrow = to_arrow()
+    return arrow if arrow.type.id in _text_type_ids() else None
+
+
+def _text_type_ids() -> set[int]:
+    """Arrow type ids of utf8, large_utf8 and string_view."""
+    if not _TEXT_TYPE_IDS:
+        pa = _pyarrow("Arrow columns")
+        _TEXT_TYPE_IDS.update(t.id for t in (pa.string(), pa.large_string(), pa.string_view()))
+    return _TEXT_TYPE_IDS
+
+
+_TEXT_TYPE_IDS: set[int] = set()
 
 
 def _column_names(labels: list[Any]) -> np.ndarray | None:
@@ -307,6 +403,38 @@ def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None
     return block, (missing if missing.any() else None)
 
 
+def _encode_category_codes(
+    vocabulary: _core.Vocabulary,
+    feature: int,
+    categories: Any,
+    codes: np.ndarray,
+    grow: bool,
+    name: str,
+    declared: bool,
+) -> np.ndarray:
+    """Vocabulary codes of a column given as category codes (-1 missing) into
+    ``categories`` (a pandas ``category`` column or an Arrow dictionary): through the
+    categories' own codes, or, scoring fewer rows than there are categories, through
+    the rows' values alone."""
+    if not grow and codes.size < len(categories):
+        rows = np.maximum(codes, 0).astype(np.int64)
+        text = _arrow_text(categories.array if isinstance(categories, pd.Index) else None)
+        if text is not None and codes.size <= SMALL_FRAME_ROWS:
+            values = np.empty(codes.size, dtype=object)  # a few rows: their strings
+            values[:] = [text[k].as_py() for k in rows.tolist()]
+            column: ColumnSpec = ("objects", values)
+            out = _encode_column(vocabulary, feature, column, False, name)
+        else:
+            column = _values_column(categories)
+            out = _encode_column(vocabulary, feature, column, False, name, positions=rows)
+        out[codes < 0] = MISSING_CODE
+        return out
+    mapped = _category_map(vocabulary, feature, categories, codes, grow, name, declared=declared)
+    # code -1 (missing) takes the last entry, MISSING_CODE
+    coded: np.ndarray = np.append(mapped, np.int32(MISSING_CODE))[codes]
+    return coded
+
+
 def _category_map(
     vocabulary: _core.Vocabulary,
     feature: int,
@@ -322,46 +450,65 @@ def _category_map(
     rows join in order of first appearance, as the values themselves would, and then the
     declared ones never used (``declared``) in their order."""
     n = len(categories)
-    if not grow:
-        order = np.arange(n)
-    else:
-        present = codes[codes >= 0]
-        used = pd.unique(present) if present.size else np.empty(0, dtype=np.int64)
-        order = np.asarray(used, dtype=np.int64)
-        if declared:
-            unused = np.ones(n, dtype=bool)
-            unused[order] = False
-            order = np.concatenate([order, np.flatnonzero(unused)])
     mapped = np.full(n, UNKNOWN, dtype=np.int32)
+    if not grow:
+        if n:
+            mapped[:] = _encode_column(vocabulary, feature, _values_column(categories), grow, name)
+        return mapped
+    order = _core.first_appearance(np.asarray(codes, dtype=np.int64), n_categories=n)
+    if declared:
+        unused = np.ones(n, dtype=bool)
+        unused[order] = False
+        order = np.concatenate([order, np.flatnonzero(unused)])
     if order.size:
-        column = _values_column(categories, order)
-        mapped[order] = _encode_column(vocabulary, feature, column, grow, name)
+        mapped[order] = _encode_column(
+            vocabulary, feature, _values_column(categories), grow, name, positions=order
+        )
     return mapped
 
 
-def _values_column(categories: Any, order: np.ndarray) -> ColumnSpec:
-    """The column spec of ``categories[order]`` (a pandas Index or an Arrow array)."""
+def _values_column(categories: Any) -> ColumnSpec:
+    """The column spec of the categories of a pandas ``category`` column (an Index) or of
+    an Arrow dictionary (an array)."""
     if isinstance(categories, pd.Index):
-        return _pandas_column(pd.Series(categories.take(order)))
-    return ("arrow", _chunked(categories.take(order)))
+        array = categories.array
+        if isinstance(array, np.ndarray):
+            return _array_column(array, -1)
+        return _pandas_column(pd.Series(array, copy=False))
+    return ("arrow", _chunked(categories))
 
 
 def _encode_column(
-    vocabulary: _core.Vocabulary, feature: int, column: ColumnSpec, grow: bool, name: str
+    vocabulary: _core.Vocabulary,
+    feature: int,
+    column: ColumnSpec,
+    grow: bool,
+    name: str,
+    *,
+    positions: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Vocabulary codes (int32) of one column spec: -1 missing, -2 unknown (not growing)."""
+    """Vocabulary codes (int32) of one column spec: -1 missing, -2 unknown (not growing);
+    only of the rows ``positions`` (int64), in that order, when given."""
     kind = column[0]
     if kind == "ints":
-        return vocabulary.encode_ints(feature, column[1], column[2], grow=grow)
+        values, missing = column[1], column[2]
+        if positions is not None:
+            values = values[positions]
+            missing = None if missing is None else missing[positions]
+        return vocabulary.encode_ints(feature, values, missing, grow=grow)
     if kind == "objects":
-        return vocabulary.encode_objects(feature, column[1], _normalize, grow=grow, name=name)
+        values = column[1] if positions is None else column[1][positions]
+        return vocabulary.encode_objects(feature, values, _normalize, grow=grow, name=name)
     if kind == "category":
-        codes = np.asarray(column[1], dtype=np.int64)
-        mapped = _category_map(vocabulary, feature, column[2], codes, grow, name, declared=True)
-        out = mapped[np.maximum(codes, 0)]
-        out[codes < 0] = MISSING_CODE
-        return out
-    chunks = [_encode_arrow(vocabulary, feature, chunk, grow, name) for chunk in column[1].chunks]
+        codes = np.asarray(column[1])
+        if positions is not None:
+            codes = codes[positions]
+        return _encode_category_codes(vocabulary, feature, column[2], codes, grow, name, True)
+    chunked = column[1]
+    if positions is not None:
+        chunk = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+        return _encode_arrow(vocabulary, feature, chunk, grow, name, positions=positions)
+    chunks = [_encode_arrow(vocabulary, feature, chunk, grow, name) for chunk in chunked.chunks]
     if not chunks:
         return np.empty(0, dtype=np.int32)
     return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
@@ -372,23 +519,29 @@ UNKNOWN = -2
 
 
 def _encode_arrow(
-    vocabulary: _core.Vocabulary, feature: int, chunk: Any, grow: bool, name: str
+    vocabulary: _core.Vocabulary,
+    feature: int,
+    chunk: Any,
+    grow: bool,
+    name: str,
+    *,
+    positions: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Codes one Arrow array: strings straight from its buffers, dictionaries through
-    their (small) dictionary, integers as int64 with the validity as missing."""
+    """Codes one Arrow array (only the rows ``positions``, in that order, when given):
+    strings straight from its buffers, dictionaries through their (small) dictionary,
+    integers as int64 with the validity as missing."""
     pa = _pyarrow("Arrow columns")
     types = pa.types
     kind = chunk.type
+    if positions is not None and not (types.is_string(kind) or types.is_large_string(kind)):
+        chunk = chunk.take(positions)
     if types.is_dictionary(kind):
         missing = np.asarray(chunk.is_null(), dtype=bool)
         indices = np.asarray(chunk.indices.fill_null(0), dtype=np.int64)
         indices[missing] = -1
-        mapped = _category_map(
-            vocabulary, feature, chunk.dictionary, indices, grow, name, declared=False
+        return _encode_category_codes(
+            vocabulary, feature, chunk.dictionary, indices, grow, name, False
         )
-        out = mapped[np.maximum(indices, 0)]
-        out[missing] = MISSING_CODE
-        return out
     if types.is_string_view(kind):
         chunk, kind = chunk.cast(pa.large_string()), pa.large_string()
     if types.is_string(kind) or types.is_large_string(kind):
@@ -405,7 +558,9 @@ def _encode_arrow(
         offsets = np.require(offsets, requirements=["A"])
         data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
-        return vocabulary.encode_utf8(feature, offsets, data, bitmap, start, grow=grow, name=name)
+        return vocabulary.encode_utf8(
+            feature, offsets, data, bitmap, start, grow=grow, name=name, positions=positions
+        )
     if types.is_integer(kind):
         if types.is_uint64(kind) and len(chunk) and (pa.compute.max(chunk).as_py() or 0) >= 2**63:
             return _encode_column(
@@ -616,6 +771,15 @@ class CategoryEncoder:
         if table.block is not None:
             values, missing = table.block
             return self.vocabulary.encode_int_block(values, missing, grow=grow, n_jobs=n_threads)
+        if not grow and table.n_rows <= SMALL_FRAME_ROWS:
+            # a few rows (a row of a DataFrame): as Python objects, in one call
+            objects = [_small_objects(spec) for spec in table.columns]
+            if all(small is not None for small in objects):
+                values = np.empty((table.n_features, table.n_rows), dtype=object)
+                for f, small in enumerate(objects):
+                    values[f] = small
+                names = [_name(table, f) for f in range(table.n_features)]
+                return self.vocabulary.encode_object_block(values, _normalize, names=names)
         codes = np.empty((table.n_features, table.n_rows), dtype=np.int32)
         for f, column in enumerate(table.columns):
             codes[f] = _encode_column(self.vocabulary, f, column, grow, _name(table, f))
@@ -695,7 +859,8 @@ class CategoryEncoder:
         if (
             self.feature_names is not None
             and names is not None
-            and not np.array_equal(names, self.feature_names)
+            and names is not self.feature_names
+            and names.tolist() != self.feature_names.tolist()
         ):
             raise ValueError(
                 "The feature names should match those that were passed during fit: "

@@ -305,6 +305,7 @@ class CategoricalNB(CategoricalClassifier):
         self._learn_vocabulary(encoder, classes)
         self.class_count_ = class_count
         self.__dict__.pop("_feature_counts", None)
+        self.__dict__.pop("_warm_start", None)
         self._unsolved = False
         self._counts = counts
         self._solve(threads)
@@ -382,6 +383,9 @@ class CategoricalNB(CategoricalClassifier):
         self._learn_vocabulary(encoder, declared)
         self.class_count_ = class_count
         self._feature_counts = tables
+        if "concentration_" in self.__dict__:
+            # the next solve starts each refinement here (the same maximiser, fewer steps)
+            self._warm_start = self.__dict__["concentration_"]
         for name in self._SOLVED:
             self.__dict__.pop(name, None)
         self._unsolved = True  # solved from the counts when a fitted attribute is used
@@ -400,7 +404,9 @@ class CategoricalNB(CategoricalClassifier):
     def _solve(self, threads: int) -> None:
         """Prior means, concentrations and log-probability tables from the counts."""
         offsets = self._encoder.offsets
+        start = None
         if self.__dict__.get("_unsolved"):
+            start = self.__dict__.get("_warm_start")
             sizes = np.diff(offsets)
             self._counts = np.concatenate(
                 [t[:, :k] for t, k in zip(self._feature_counts, sizes)], axis=1
@@ -419,6 +425,9 @@ class CategoricalNB(CategoricalClassifier):
                 low,
                 high,
                 threads,
+                start=start
+                if start is not None and start.shape == (n_classes, n_features)
+                else None,
             )
             if not converged.all():
                 warnings.warn(

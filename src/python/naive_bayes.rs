@@ -60,8 +60,13 @@ pub(super) fn prior_mean<'py>(
     Ok(naive_bayes::prior_mean(counts.as_array(), &layout, kind).into_pyarray(py))
 }
 
-/// Type-II ML concentrations: `(concentration, log_evidence, n_iter, converged)`, each (C, F).
+/// Type-II ML concentrations: `(concentration, log_evidence, n_iter, converged)`, each
+/// (C, F); `start` (C, F) warm-starts each refinement (`fit_concentrations_from`).
 #[pyfunction]
+#[pyo3(signature = (
+    counts, class_totals, prior_mean, offsets, min_count, min_concentration,
+    max_concentration, n_jobs, *, start=None
+))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub(super) fn fit_concentrations<'py>(
     py: Python<'py>,
@@ -73,6 +78,7 @@ pub(super) fn fit_concentrations<'py>(
     min_concentration: f64,
     max_concentration: f64,
     n_jobs: usize,
+    start: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<(
     Array2Py<'py>,
     Array2Py<'py>,
@@ -84,14 +90,16 @@ pub(super) fn fit_concentrations<'py>(
     let counts = counts.as_array();
     let class_totals = class_totals.as_slice()?;
     let prior_mean = prior_mean.as_slice()?;
+    let start = start.as_ref().map(|s| s.as_array());
     let fit = run(py, n_jobs, || {
-        naive_bayes::fit_concentrations(
+        naive_bayes::fit_concentrations_from(
             counts,
             class_totals,
             prior_mean,
             &layout,
             min_count,
             &settings,
+            start,
         )
     })?;
     Ok((

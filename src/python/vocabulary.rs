@@ -31,6 +31,11 @@ pub(super) struct Vocabulary {
 /// Most cells coded on the calling thread instead of the pool.
 const INLINE_CELLS: usize = 1 << 14;
 
+/// Slots of the cache of str objects already coded in one column (a power of two).
+const SEEN_SLOTS: usize = 1 << 12;
+/// Columns shorter than this skip that cache (setting it up would cost more).
+const SEEN_MIN_ROWS: usize = 256;
+
 /// One feature's saved state: `(kinds, ints, text, text_offsets, objects)`.
 type SavedFeature<'py> = (
     Vec<u8>,
@@ -133,6 +138,68 @@ impl Vocabulary {
         tokens.set_item(value, token)?;
         objects.append(value)?;
         Ok(Some(token))
+    }
+
+    /// Codes of one column of Python objects of `feature` (see `encode_objects`); on an
+    /// error the caller rolls back what joined.
+    fn code_objects(
+        &mut self,
+        py: Python<'_>,
+        feature: usize,
+        values: ndarray::ArrayView1<'_, Py<PyAny>>,
+        normalize: &Bound<'_, PyAny>,
+        grow: bool,
+        name: &str,
+    ) -> PyResult<Vec<i32>> {
+        let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
+        // Equal strings are often one object (pandas' CSV reader shares them within a
+        // column): a direct-mapped cache from a str object's address to its code skips
+        // reading and hashing it again. The array holds every value for the whole call,
+        // so an address names one immutable string throughout.
+        let mut seen: Vec<(usize, i32)> = if values.len() >= SEEN_MIN_ROWS {
+            vec![(0, 0); SEEN_SLOTS]
+        } else {
+            Vec::new()
+        };
+        for value in values.iter() {
+            let value = value.bind(py);
+            let address = value.as_ptr() as usize;
+            let slot = (address >> 4) & (SEEN_SLOTS - 1);
+            if let Some(&(known, code)) = seen.get(slot) {
+                if known == address {
+                    codes.push(code);
+                    continue;
+                }
+            }
+            let normalized;
+            let mut cell = classify(value, name)?;
+            if let (Cell::Key(key @ Key::Str(_)), true) = (&cell, slot < seen.len()) {
+                if value.is_exact_instance_of::<PyString>() {
+                    let code = self.features[feature].code(*key, grow).map_err(to_py_err)?;
+                    seen[slot] = (address, code);
+                    codes.push(code);
+                    continue;
+                }
+            }
+            if matches!(cell, Cell::Other) {
+                normalized = normalize.call1((value,))?;
+                cell = classify(&normalized, name)?;
+                if matches!(cell, Cell::Other) {
+                    match self.object_token(py, feature, &normalized, grow, name)? {
+                        Some(token) => cell = Cell::Key(Key::Object(token)),
+                        None => {
+                            codes.push(crate::encoding::UNKNOWN);
+                            continue;
+                        }
+                    }
+                }
+            }
+            codes.push(match cell {
+                Cell::Key(key) => self.features[feature].code(key, grow).map_err(to_py_err)?,
+                _ => MISSING,
+            });
+        }
+        Ok(codes)
     }
 
     fn lengths_now(&self, py: Python<'_>) -> Vec<(usize, usize)> {
@@ -295,8 +362,9 @@ impl Vocabulary {
 
     /// Codes one Arrow string (or binary-as-text) array of feature `feature` from its
     /// buffers: `offsets` (int32 or int64, length + 1 entries from the array's offset),
-    /// `data` (uint8), `validity` (uint8 bitmap or None) starting at bit `bit_offset`.
-    #[pyo3(signature = (feature, offsets, data, validity, bit_offset, *, grow, name))]
+    /// `data` (uint8), `validity` (uint8 bitmap or None) starting at bit `bit_offset`;
+    /// only the strings at `positions`, in that order, when given.
+    #[pyo3(signature = (feature, offsets, data, validity, bit_offset, *, grow, name, positions=None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_utf8<'py>(
         &mut self,
@@ -308,6 +376,7 @@ impl Vocabulary {
         bit_offset: usize,
         grow: bool,
         name: &str,
+        positions: Option<PyReadonlyArray1<'py, i64>>,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         self.check_feature(feature)?;
         let data = data.as_slice()?;
@@ -315,14 +384,18 @@ impl Vocabulary {
             Some(v) => Some((v.as_slice()?, bit_offset)),
             None => None,
         };
+        let positions = match &positions {
+            Some(p) => Some(p.as_slice()?),
+            None => None,
+        };
         let vocabulary = &mut self.features[feature];
         let codes = if let Ok(small) = offsets.extract::<PyReadonlyArray1<'py, i32>>() {
             let small = small.as_slice()?;
-            py.detach(|| vocabulary.encode_utf8(small, data, validity, grow, name))
+            py.detach(|| vocabulary.encode_utf8(small, data, validity, positions, grow, name))
         } else {
             let large = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
             let large = large.as_slice()?;
-            py.detach(|| vocabulary.encode_utf8(large, data, validity, grow, name))
+            py.detach(|| vocabulary.encode_utf8(large, data, validity, positions, grow, name))
         }
         .map_err(to_py_err)?;
         Ok(codes_to_array(py, codes))
@@ -343,39 +416,44 @@ impl Vocabulary {
         name: &str,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         self.check_feature(feature)?;
-        let values = values.as_array();
         let mark = self.lengths_now(py);
-        let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
-        let result = (|| -> PyResult<()> {
-            for value in values.iter() {
-                let value = value.bind(py);
-                let normalized;
-                let mut cell = classify(value, name)?;
-                if matches!(cell, Cell::Other) {
-                    normalized = normalize.call1((value,))?;
-                    cell = classify(&normalized, name)?;
-                    if matches!(cell, Cell::Other) {
-                        match self.object_token(py, feature, &normalized, grow, name)? {
-                            Some(token) => cell = Cell::Key(Key::Object(token)),
-                            None => {
-                                codes.push(crate::encoding::UNKNOWN);
-                                continue;
-                            }
-                        }
-                    }
-                }
-                codes.push(match cell {
-                    Cell::Key(key) => self.features[feature].code(key, grow).map_err(to_py_err)?,
-                    _ => MISSING,
-                });
+        match self.code_objects(py, feature, values.as_array(), normalize, grow, name) {
+            Ok(codes) => Ok(codes_to_array(py, codes)),
+            Err(error) => {
+                self.roll_back(py, &mark)?;
+                Err(error)
             }
-            Ok(())
-        })();
-        if let Err(error) = result {
-            self.roll_back(py, &mark)?;
-            return Err(error);
         }
-        Ok(codes_to_array(py, codes))
+    }
+
+    /// Codes a block of object columns `values (F, S)` against the vocabulary without
+    /// growing it (-2 unknown): scoring a few rows of a DataFrame in one call instead of
+    /// one per column. `names` names each feature in errors; `normalize` as in
+    /// `encode_objects`.
+    #[pyo3(signature = (values, normalize, *, names))]
+    fn encode_object_block<'py>(
+        &mut self,
+        py: Python<'py>,
+        values: PyReadonlyArray2<'py, Py<PyAny>>,
+        normalize: &Bound<'py, PyAny>,
+        names: Vec<String>,
+    ) -> PyResult<Bound<'py, PyArray2<i32>>> {
+        let values = values.as_array();
+        let (n_features, n_rows) = values.dim();
+        if n_features != self.features.len() || names.len() != n_features {
+            return Err(PyValueError::new_err(format!(
+                "{n_features} object columns and {} names for a vocabulary of {} features",
+                names.len(),
+                self.features.len()
+            )));
+        }
+        let mut flat = codes_buffer(n_features * n_rows).map_err(to_py_err)?;
+        for (f, name) in names.iter().enumerate() {
+            flat.extend(self.code_objects(py, f, values.row(f), normalize, false, name)?);
+        }
+        let codes = ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(codes.into_pyarray(py))
     }
 
     /// The categories of `feature` in insertion order, as Python values.
@@ -615,8 +693,27 @@ impl Vocabulary {
     }
 }
 
+/// The distinct codes of a category column (`-1` missing) in order of first appearance
+/// (`crate::vocabulary::first_appearance`).
+#[pyfunction]
+#[pyo3(signature = (codes, /, *, n_categories))]
+fn first_appearance<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray1<'py, i64>,
+    n_categories: usize,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let codes = codes.as_array();
+    let order = match codes.as_slice() {
+        Some(codes) => crate::vocabulary::first_appearance(codes, n_categories),
+        None => crate::vocabulary::first_appearance(&codes.to_vec(), n_categories),
+    }
+    .map_err(to_py_err)?;
+    Ok(order.into_pyarray(py))
+}
+
 /// Adds the class to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Vocabulary>()?;
+    m.add_function(wrap_pyfunction!(first_appearance, m)?)?;
     Ok(())
 }
