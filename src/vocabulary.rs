@@ -74,6 +74,10 @@ pub struct FeatureVocabulary {
 /// Longest string kept packed in a `u128`: its bytes, then its length in the last byte.
 const SHORT: usize = 15;
 
+/// Bytes of one Arrow string view, and the longest string a view holds inline.
+const VIEW: usize = 16;
+const INLINE_VIEW: usize = 12;
+
 /// A string of at most [`SHORT`] bytes packed into an integer (distinct strings give
 /// distinct integers: the length is part of it).
 #[inline]
@@ -338,6 +342,77 @@ impl FeatureVocabulary {
             let end: usize = offsets[s + 1].try_into().map_err(|_| bad())?;
             let bytes = data.get(start..end).ok_or_else(bad)?;
             codes.push(self.code_utf8(bytes, data.get(start..start + 16), grow, name)?);
+        }
+        Ok(codes)
+    }
+
+    /// Codes an Arrow string_view array from its buffers: `views` (16 bytes a string,
+    /// from the array's offset on: the length, then the string itself when it fits in 12
+    /// bytes, else a 4-byte prefix, the index of its data buffer and its offset there),
+    /// the variadic data `buffers`, and the validity bitmap with its bit offset; only the
+    /// strings at `positions`, in that order, when given.
+    ///
+    /// # Errors
+    /// A views buffer that is not whole views, a negative length, a buffer index or
+    /// range outside the buffers, text that is not UTF-8; as
+    /// [`FeatureVocabulary::insert`].
+    pub fn encode_utf8_views(
+        &mut self,
+        views: &[u8],
+        buffers: &[&[u8]],
+        validity: Option<(&[u8], usize)>,
+        positions: Option<&[i64]>,
+        grow: bool,
+        name: &str,
+    ) -> Result<Vec<i32>> {
+        let bad =
+            |why: &str| HebError::InvalidParameter(format!("{name}: Arrow string views {why}"));
+        if views.len() % VIEW != 0 {
+            return Err(bad("are not whole 16-byte views"));
+        }
+        let n = views.len() / VIEW;
+        if let Some((bitmap, bit_offset)) = validity {
+            if bitmap.len() * 8 < bit_offset + n {
+                return Err(bad("have a validity bitmap shorter than the array"));
+            }
+        }
+        if let Some(positions) = positions {
+            if positions.iter().any(|&k| !(0..n as i64).contains(&k)) {
+                return Err(bad("are chosen at a position outside the array"));
+            }
+        }
+        let count = positions.map_or(n, <[i64]>::len);
+        let mut codes = codes_buffer(count)?;
+        let field = |view: &[u8], at: usize| {
+            i32::from_le_bytes(view[at..at + 4].try_into().expect("4 bytes"))
+        };
+        for k in 0..count {
+            let s = positions.map_or(k, |p| p[k] as usize);
+            if let Some((bitmap, bit_offset)) = validity {
+                let bit = bit_offset + s;
+                if bitmap[bit / 8] & (1 << (bit % 8)) == 0 {
+                    codes.push(MISSING);
+                    continue;
+                }
+            }
+            let view = &views[VIEW * s..VIEW * (s + 1)];
+            let len = usize::try_from(field(view, 0)).map_err(|_| bad("hold a negative length"))?;
+            let code = if len <= INLINE_VIEW {
+                self.code_utf8(&view[4..4 + len], None, grow, name)?
+            } else {
+                let buffer = usize::try_from(field(view, 8))
+                    .ok()
+                    .and_then(|b| buffers.get(b))
+                    .ok_or_else(|| bad("point outside their data buffers"))?;
+                let start = usize::try_from(field(view, 12))
+                    .map_err(|_| bad("point outside their data buffers"))?;
+                let bytes = start
+                    .checked_add(len)
+                    .and_then(|end| buffer.get(start..end))
+                    .ok_or_else(|| bad("point outside their data buffers"))?;
+                self.code_utf8(bytes, buffer.get(start..start + 16), grow, name)?
+            };
+            codes.push(code);
         }
         Ok(codes)
     }
@@ -684,6 +759,82 @@ mod tests {
         assert_eq!(w.get(Key::Str("\u{1F600}")), Some(0));
         assert!(w
             .encode_utf8(&offsets, data, None, Some(&[6]), true, "f")
+            .is_err());
+    }
+
+    /// One string view: inline when at most 12 bytes, else (prefix, buffer, offset).
+    fn view(text: &[u8], buffer: i32, offset: i32) -> Vec<u8> {
+        let mut v = (text.len() as i32).to_le_bytes().to_vec();
+        if text.len() <= 12 {
+            v.extend_from_slice(text);
+            v.resize(16, 0);
+        } else {
+            v.extend_from_slice(&text[..4]);
+            v.extend_from_slice(&buffer.to_le_bytes());
+            v.extend_from_slice(&offset.to_le_bytes());
+        }
+        v
+    }
+
+    #[test]
+    fn arrow_string_views_inline_and_in_buffers() {
+        let long = "a string of more than twelve bytes".as_bytes();
+        let other = "another long string, é included".as_bytes();
+        let mut second = b"xx".to_vec();
+        second.extend_from_slice(other);
+        let buffers: Vec<&[u8]> = vec![long, &second];
+        let mut views = Vec::new();
+        for v in [
+            view(b"short", 0, 0),
+            view(long, 0, 0),
+            view(b"", 0, 0),
+            view(other, 1, 2),
+            view(b"short", 0, 0),
+            view(b"null", 0, 0),
+        ] {
+            views.extend(v);
+        }
+        let validity = [0b0001_1111_u8];
+        let mut v = FeatureVocabulary::default();
+        let codes = v
+            .encode_utf8_views(&views, &buffers, Some((&validity, 0)), None, true, "f")
+            .unwrap();
+        assert_eq!(codes, vec![0, 1, 2, 3, 0, MISSING]);
+        assert_eq!(v.get(Key::Str("another long string, é included")), Some(3));
+        assert_eq!(
+            v.get(Key::Str("a string of more than twelve bytes")),
+            Some(1)
+        );
+        // the same strings from offsets and data code alike
+        let chosen = [3_i64, 0];
+        let picked = v
+            .encode_utf8_views(&views, &buffers, None, Some(&chosen), false, "f")
+            .unwrap();
+        assert_eq!(picked, vec![3, 0]);
+        // broken views are errors, never a panic
+        let mut w = FeatureVocabulary::default();
+        assert!(w
+            .encode_utf8_views(&views[..20], &buffers, None, None, true, "f")
+            .is_err());
+        let outside = view(long, 2, 0);
+        assert!(w
+            .encode_utf8_views(&outside, &buffers, None, None, true, "f")
+            .is_err());
+        let past_end = view(long, 0, 30);
+        assert!(w
+            .encode_utf8_views(&past_end, &buffers, None, None, true, "f")
+            .is_err());
+        let mut negative = view(b"x", 0, 0);
+        negative[..4].copy_from_slice(&(-3_i32).to_le_bytes());
+        assert!(w
+            .encode_utf8_views(&negative, &buffers, None, None, true, "f")
+            .is_err());
+        let not_utf8 = view(&[0xff, 0xfe], 0, 0);
+        assert!(w
+            .encode_utf8_views(&not_utf8, &buffers, None, None, true, "f")
+            .is_err());
+        assert!(w
+            .encode_utf8_views(&views, &buffers, None, Some(&[6]), true, "f")
             .is_err());
     }
 

@@ -214,6 +214,51 @@ def test_polars_without_pyarrow_gives_the_same_probabilities(form, data, monkeyp
     assert list(model.feature_names_in_) == NAMES
 
 
+def test_long_string_views_in_several_buffers_read_as_their_text(data):
+    """string_view columns read from their views in Rust: strings inline (up to 12
+    bytes) and in data buffers, sliced chunks, nulls, a dictionary of views; the same
+    probabilities and categories as the object frame of the same strings."""
+    codes, y = data
+    text = words(codes)
+    long = np.where(
+        pd.isna(text),
+        None,
+        np.char.add("a category name longer than twelve bytes ", text.astype(str)),
+    )
+    long[:, 1] = text[:, 1]  # short (inline) strings next to long ones
+    reference = CategoricalNB().fit(pd.DataFrame(long, columns=NAMES), y)
+    expected = reference.predict_proba(pd.DataFrame(long, columns=NAMES))
+    columns = {}
+    for j, n in enumerate(NAMES):
+        values = list(long[:, j])
+        chunks = [
+            pa.array(["pad"] + values[:150], type=pa.string_view()).slice(1),
+            pa.array(values[150:], type=pa.string_view()),
+        ]
+        columns[n] = pa.chunked_array(chunks)
+    table = pa.table(columns)
+    assert table.column(0).chunk(1).buffers()[2:]  # data buffers exist
+    model = CategoricalNB().fit(table, y)
+    np.testing.assert_array_equal(model.predict_proba(table), expected)
+    for a, b in zip(model.categories_, reference.categories_):
+        np.testing.assert_array_equal(a, b)
+    dictionary = pa.table(
+        {
+            n: pa.DictionaryArray.from_arrays(
+                pa.array(np.unique(long[:, j].astype(str), return_inverse=True)[1]),
+                pa.array(np.unique(long[:, j].astype(str)), type=pa.string_view()),
+            )
+            for j, n in enumerate(NAMES)
+        }
+    )
+    by_dictionary = CategoricalNB().fit(dictionary, y)
+    no_missing = pd.DataFrame(long.astype(str), columns=NAMES)
+    np.testing.assert_array_equal(
+        by_dictionary.predict_proba(dictionary),
+        CategoricalNB().fit(no_missing, y).predict_proba(no_missing),
+    )
+
+
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
 def test_named_forms_record_and_check_their_column_names(form, data):
     codes, y = data

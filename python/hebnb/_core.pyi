@@ -238,6 +238,18 @@ class Vocabulary:
         name: str,
         positions: npt.NDArray[np.int64] | None = None,
     ) -> npt.NDArray[np.int32]: ...
+    def encode_utf8_views(
+        self,
+        feature: int,
+        views: npt.NDArray[np.uint8],
+        buffers: list[npt.NDArray[np.uint8]],
+        validity: npt.NDArray[np.uint8] | None,
+        bit_offset: int,
+        *,
+        grow: bool,
+        name: str,
+        positions: npt.NDArray[np.int64] | None = None,
+    ) -> npt.NDArray[np.int32]: ...
     def encode_objects(
         self,
         feature: int,

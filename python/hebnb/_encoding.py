@@ -347,7 +347,12 @@ def _polars_column(series: Any) -> ColumnSpec:
         import pyarrow  # noqa: F401
     except ImportError:
         return _array_column(np.asarray(series.to_numpy()), -1)
-    return ("arrow", _chunked(series.to_arrow()))
+    import polars
+
+    # polars' own layout (string views): no copy, where the default converts to large_string
+    newest = getattr(getattr(polars, "CompatLevel", None), "newest", None)
+    arrow = series.to_arrow() if newest is None else series.to_arrow(compat_level=newest())
+    return ("arrow", _chunked(arrow))
 
 
 def _integer_values(
@@ -533,17 +538,31 @@ def _encode_arrow(
     pa = _pyarrow("Arrow columns")
     types = pa.types
     kind = chunk.type
-    if positions is not None and not (types.is_string(kind) or types.is_large_string(kind)):
+    text = types.is_string(kind) or types.is_large_string(kind) or types.is_string_view(kind)
+    if positions is not None and not text:
         chunk = chunk.take(positions)
     if types.is_dictionary(kind):
-        missing = np.asarray(chunk.is_null(), dtype=bool)
+        # (int64 indices come as a read-only view of the Arrow buffer)
         indices = np.asarray(chunk.indices.fill_null(0), dtype=np.int64)
-        indices[missing] = -1
+        if chunk.null_count:
+            indices = np.where(np.asarray(chunk.is_null(), dtype=bool), -1, indices)
         return _encode_category_codes(
             vocabulary, feature, chunk.dictionary, indices, grow, name, False
         )
     if types.is_string_view(kind):
-        chunk, kind = chunk.cast(pa.large_string()), pa.large_string()
+        start, n = chunk.offset, len(chunk)
+        if not n:
+            return np.empty(0, dtype=np.int32)
+        validity, view_buffer, *data_buffers = chunk.buffers()
+        views = np.frombuffer(view_buffer, dtype=np.uint8)[16 * start : 16 * (start + n)]
+        buffers = [
+            np.frombuffer(b, dtype=np.uint8) if b is not None else np.empty(0, np.uint8)
+            for b in data_buffers
+        ]
+        bitmap = np.frombuffer(validity, dtype=np.uint8) if chunk.null_count else None
+        return vocabulary.encode_utf8_views(
+            feature, views, buffers, bitmap, start, grow=grow, name=name, positions=positions
+        )
     if types.is_string(kind) or types.is_large_string(kind):
         validity, offset_buffer, data = chunk.buffers()[:3]
         start, n = chunk.offset, len(chunk)

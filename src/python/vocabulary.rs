@@ -401,6 +401,47 @@ impl Vocabulary {
         Ok(codes_to_array(py, codes))
     }
 
+    /// Codes one Arrow string_view array of feature `feature` from its buffers: `views`
+    /// (uint8, 16 bytes a string from the array's offset), the variadic data `buffers`
+    /// (uint8 each), `validity` (uint8 bitmap or None) starting at bit `bit_offset`; only
+    /// the strings at `positions`, in that order, when given.
+    #[pyo3(signature = (feature, views, buffers, validity, bit_offset, *, grow, name, positions=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_utf8_views<'py>(
+        &mut self,
+        py: Python<'py>,
+        feature: usize,
+        views: PyReadonlyArray1<'py, u8>,
+        buffers: Vec<PyReadonlyArray1<'py, u8>>,
+        validity: Option<PyReadonlyArray1<'py, u8>>,
+        bit_offset: usize,
+        grow: bool,
+        name: &str,
+        positions: Option<PyReadonlyArray1<'py, i64>>,
+    ) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        self.check_feature(feature)?;
+        let views = views.as_slice()?;
+        let buffers = buffers
+            .iter()
+            .map(|b| b.as_slice())
+            .collect::<Result<Vec<_>, _>>()?;
+        let validity = match &validity {
+            Some(v) => Some((v.as_slice()?, bit_offset)),
+            None => None,
+        };
+        let positions = match &positions {
+            Some(p) => Some(p.as_slice()?),
+            None => None,
+        };
+        let vocabulary = &mut self.features[feature];
+        let codes = py
+            .detach(|| {
+                vocabulary.encode_utf8_views(views, &buffers, validity, positions, grow, name)
+            })
+            .map_err(to_py_err)?;
+        Ok(codes_to_array(py, codes))
+    }
+
     /// Codes one column of Python objects. `normalize` maps a value that is not a str,
     /// bytes, bool, int, float or None to one of those (a numpy scalar to its Python
     /// value, pandas NA to None) or returns it as is (then it is coded as an object).
