@@ -44,6 +44,7 @@ pub mod smoothing;
 pub mod solver;
 pub mod sparse_rows;
 pub mod streaming;
+pub mod tempering;
 pub mod vocabulary;
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ impl SparseMatrix<'_> {
         }
         if let Some(&bad) = self.data.iter().find(|x| !x.is_finite()) {
             return Err(HebError::InvalidParameter(format!(
-                "the input holds a non-finite value ({bad}): counts must be finite"
+                "the input holds NaN or infinity ({bad}): counts must be finite"
             )));
         }
         if values == Values::Counts {

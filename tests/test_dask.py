@@ -185,7 +185,8 @@ def test_dirichlet_groups_fit_is_the_local_fit(client):
 
 
 @pytest.mark.parametrize(
-    "model", [MultinomialNB(), MultinomialNB(smoothing="laplace"), ComplementNB()]
+    "model",
+    [MultinomialNB(posterior_power=0.4), MultinomialNB(smoothing="laplace"), ComplementNB()],
 )
 def test_token_models_fit_is_the_local_fit(client, model):
     rng = np.random.default_rng(7)
@@ -201,6 +202,19 @@ def test_token_models_fit_is_the_local_fit(client, model):
     hd.fit(model, X, y)
     np.testing.assert_array_equal(model.classes_, local.classes_)
     np.testing.assert_allclose(model.feature_count_, local.feature_count_, rtol=1e-12)
+    np.testing.assert_allclose(model.predict_proba(counts), local.predict_proba(counts), atol=1e-10)
+
+
+def test_a_leave_one_out_power_is_not_fitted_from_count_tables(client):
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(0.4, size=(120, 20)).astype(float)
+    labels = rng.integers(0, 2, size=120)
+    X = da.from_array(counts, chunks=((60, 60), (20,)))
+    y = da.from_array(labels, chunks=((60, 60),))
+    with pytest.warns(UserWarning, match="posterior power is 1"):
+        model = hd.fit(MultinomialNB(), X, y)
+    local = MultinomialNB(posterior_power=1.0).fit(counts, labels)
+    assert model.posterior_power_ == 1.0
     np.testing.assert_allclose(model.predict_proba(counts), local.predict_proba(counts), atol=1e-10)
 
 

@@ -26,8 +26,10 @@ __all__ = [
     "fit_binary_features",
     "fit_concentrations",
     "fit_dirichlet_prior",
+    "fit_posterior_power",
     "fit_token_distributions",
     "joint_log_likelihood",
+    "leave_one_out_log_likelihood",
     "log_posterior",
     "log_probability_table",
     "merge_pair_tables",
@@ -345,3 +347,39 @@ def fit_binary_features(
     n_jobs: int,
 ) -> dict[str, npt.NDArray[Any]]:
     """Bernoulli NB from (C, F) per-class document frequencies."""
+
+def fit_posterior_power(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    data: npt.NDArray[np.float64],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    counts: npt.NDArray[np.float64],
+    concentration: npt.NDArray[np.float64],
+    log_probability: npt.NDArray[np.float64],
+    /,
+    *,
+    pooled_mean: bool,
+    class_counts: npt.NDArray[np.float64] | None,
+    class_log_prior: npt.NDArray[np.float64],
+    n_jobs: int,
+) -> dict[str, Any]:
+    """Multinomial NB's posterior power by leave-one-out (log_probability (V, C)):
+    power, log_loss, n_iter."""
+
+def leave_one_out_log_likelihood(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    data: npt.NDArray[np.float64],
+    labels: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    counts: npt.NDArray[np.float64],
+    concentration: npt.NDArray[np.float64],
+    log_probability: npt.NDArray[np.float64],
+    /,
+    *,
+    pooled_mean: bool,
+    n_jobs: int,
+) -> npt.NDArray[np.float64]:
+    """Leave-one-out class log-likelihoods (S, C) of the training rows
+    (log_probability (V, C))."""

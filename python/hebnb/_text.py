@@ -128,20 +128,25 @@ def check_counts(
     Sparse input stays sparse (CSR and CSC as they are, other formats as CSR; the
     values become float64, a copy of the stored values at most). Dense input becomes CSR.
     NaN or infinite values, and a number of features different from the fitted one,
-    are ValueErrors (scikit-learn's ``validate_data``). ``binary_threshold`` (Bernoulli)
+    are ValueErrors (scikit-learn's ``validate_data`` for dense input; the core, which
+    reads every stored value anyway, for a sparse matrix). ``binary_threshold`` (Bernoulli)
     turns dense input into its indicator ``X > threshold`` and refuses a negative
     threshold on sparse input, which would make every absent entry present.
     ``non_negative`` refuses negative values (token counts).
     ``canonical`` sums duplicate entries of a sparse matrix (on a copy) so that each
     (row, feature) is one stored value.
     """
+    # A sparse matrix's values are checked by the core as it reads them (finite, and
+    # non-negative for counts): checking them here as well would read them twice.
+    core_checks_values = sp.issparse(X)
     X = validate_data(
         estimator,
         X,
         accept_sparse=("csr", "csc"),
         dtype=NUMERIC_DTYPES,
         reset=reset,
-        ensure_non_negative=non_negative,
+        ensure_all_finite=not core_checks_values,
+        ensure_non_negative=non_negative and not core_checks_values,
     )
     sparse_input = sp.issparse(X)
     if not sparse_input:

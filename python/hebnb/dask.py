@@ -29,6 +29,7 @@ Supported: :class:`~hebnb.CategoricalNB`, :class:`~hebnb.AODE`,
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -684,8 +685,19 @@ ComplementNB
     Uses the current Dask scheduler (a ``distributed.Client`` if one is active). Each
     partition becomes a count table on its worker (its own vocabulary, classes and
     counts); the tables are added in a tree reduction and the model is solved once,
-    in one task, with ``n_jobs`` threads.
+    in one task, with ``n_jobs`` threads. The count tables do not hold the rows, so a
+    ``MultinomialNB`` whose posterior power is fitted by leave-one-out (its default)
+    is fitted untempered (``posterior_power_ = 1``), with a warning; pass a number as
+    ``posterior_power`` to choose it.
     """
+    if getattr(estimator, "_power_needs_rows", lambda: False)():
+        warnings.warn(
+            "hebnb.dask fits MultinomialNB from count tables, which cannot leave rows out: "
+            "its posterior power is 1 (untempered); set posterior_power to a number to "
+            "choose it",
+            UserWarning,
+            stacklevel=2,
+        )
     graph: Any = fit_graph(estimator, X, y, sample_weight, split_every=split_every)
     fitted = graph.compute()
     return _adopt(estimator, fitted)

@@ -117,6 +117,7 @@ class DiscreteNB(NaiveBayesClassifier):
         self.class_count_ = class_count
         self.feature_count_ = feature_count
         self._solve()
+        self._fit_rows(matrix, batch)
         return self
 
     @fit_context
@@ -164,7 +165,11 @@ class DiscreteNB(NaiveBayesClassifier):
         self.class_count_ = class_count
         self.feature_count_ = feature_count
         self._solve()
+        self._fit_rows(matrix, batch)
         return self
+
+    def _fit_rows(self, matrix: CountMatrix, batch: Batch) -> None:
+        """What a fit learns from the rows beyond their counts (nothing here)."""
 
     def _alpha(self) -> float | None:
         """The fixed pseudo-count per cell, or None for Type-II ML."""
@@ -233,7 +238,8 @@ _PARAMETERS_DOC = """
 
 
 class MultinomialNB(DiscreteNB):
-    """Multinomial Naive Bayes for token counts, with smoothing learned from the data.
+    """Multinomial Naive Bayes for token counts, with smoothing and calibration learned
+    from the data.
 
     Each class has one categorical distribution over the vocabulary, smoothed toward a
     prior mean ``mu`` with a concentration ``m_c``::
@@ -244,7 +250,27 @@ class MultinomialNB(DiscreteNB):
     Dirichlet-multinomial evidence of the class's summed counts (the same solver as
     :class:`hebnb.CategoricalNB`; O(non-zero counts) per step), so there is no ``alpha``
     to tune. ``"laplace"`` and ``"lidstone"`` give scikit-learn's ``MultinomialNB``.
+
+    The class posterior raises the joint probability to a power ``tau``
+    (``posterior_power_``; temperature scaling with temperature ``1 / tau``)::
+
+        ln P(c | x) = tau * (ln pi[c] + sum_v x[v] ln theta[c, v]) - ln Z(x)
+
+    which leaves ``predict`` unchanged and calibrates the probabilities. With the
+    empirical-Bayes smoothers ``tau`` maximises the leave-one-out conditional
+    log-likelihood of the training labels, in closed form from the counts (one
+    observation of each row removed from its class's counts, the pooled mean and the
+    class prior; O(non-zeros) for ``"heb-u"``, O(non-zeros x classes) for ``"heb-m"``).
+    Naive Bayes treats the tokens of a document as independent draws; they are not, and
+    ``tau < 1`` undoes the overconfidence that follows. ``posterior_power=1.0`` gives the
+    untempered model.
     {parameters}
+    posterior_power : "auto", "loo" or float > 0, default="auto"
+        ``"loo"``: fitted by leave-one-out as above; a number: that power; ``"auto"``:
+        ``"loo"`` for ``"heb-m"``/``"heb-u"`` and 1 for ``"laplace"``/``"lidstone"`` (so
+        that they equal scikit-learn). ``partial_fit`` fits it on the rows of the
+        latest batch (each left out of all the counts so far).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -262,6 +288,12 @@ class MultinomialNB(DiscreteNB):
     log_evidence_ : ndarray of shape (n_classes,)
         The Dirichlet-multinomial log evidence at ``concentration_`` (NaN for the fixed
         smoothers).
+    posterior_power_ : float
+        The power ``tau`` of the joint probability in the class posterior
+        (``predict_joint_log_proba`` returns the tempered ``tau * ln P(c, x)``).
+    leave_one_out_log_loss_ : float
+        The leave-one-out log-loss of the training rows at ``posterior_power_`` (NaN
+        when the power is fixed).
     n_iter_ : ndarray of shape (n_classes,)
     converged_ : ndarray of shape (n_classes,)
     n_features_in_ : int
@@ -287,13 +319,24 @@ class MultinomialNB(DiscreteNB):
     (2, 2)
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **DiscreteNB._parameter_constraints,
+        "posterior_power": [
+            StrOptions({"auto", "loo"}),
+            StrictInterval(Real, 0, None, closed="neither"),
+        ],
+    }
+
+    posterior_power: Any
+
     def __init__(
         self,
         *,
-        smoothing: str = "heb-m",
+        smoothing: str = "heb-u",
         alpha: float = 1.0,
         min_count: float = 10,
         concentration_bounds: tuple[float, float] = (1e-2, 1e4),
+        posterior_power: Any = "auto",
         fit_prior: bool = True,
         class_prior: Any = None,
         n_jobs: int | None = None,
@@ -302,9 +345,54 @@ class MultinomialNB(DiscreteNB):
         self.alpha = alpha
         self.min_count = min_count
         self.concentration_bounds = concentration_bounds
+        self.posterior_power = posterior_power
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.n_jobs = n_jobs
+
+    def _power_needs_rows(self) -> bool:
+        """Whether the posterior power is fitted from the rows (not only the counts)."""
+        return self._fixed_power() is None
+
+    def _fixed_power(self) -> float | None:
+        """The posterior power when it is fixed; None when leave-one-out fits it."""
+        power = self.posterior_power
+        if power == "loo" or (power == "auto" and self.smoothing in EMPIRICAL_BAYES):
+            return None
+        return 1.0 if power == "auto" else float(power)
+
+    def _set_power(self, power: float, log_loss: float) -> None:
+        self.posterior_power_ = power
+        self.leave_one_out_log_loss_ = log_loss
+        self._score_table = power * self._log_probability_by_token
+        self._score_bias = power * self.class_log_prior_
+
+    def _fit_rows(self, matrix: CountMatrix, batch: Batch) -> None:
+        """The leave-one-out posterior power of the batch's rows (see the class notes)."""
+        if self._fixed_power() is not None:
+            return
+        rows = matrix.rows()
+        if not rows.matrix.has_canonical_format:
+            # a row leaves its whole count of a token: duplicate entries summed first
+            canonical = rows.matrix.copy()
+            canonical.sum_duplicates()
+            rows = CountMatrix(canonical, sparse_input=rows.sparse_input)
+        frequencies = self.class_prior is None and self.fit_prior
+        fit = _core.fit_posterior_power(
+            rows.indptr,
+            rows.indices,
+            rows.data,
+            batch.labels,
+            batch.weights,
+            self.feature_count_,
+            self.concentration_,
+            self._log_probability_by_token,
+            pooled_mean=SMOOTHERS[self.smoothing] == "marginal",
+            class_counts=self.class_count_ if frequencies else None,
+            class_log_prior=self.class_log_prior_,
+            n_jobs=self._threads(),
+        )
+        self._set_power(float(fit["power"]), float(fit["log_loss"]))
 
     def _solve(self) -> None:
         fit = _core.fit_token_distributions(
@@ -328,10 +416,14 @@ class MultinomialNB(DiscreteNB):
         self.class_log_prior_ = empirical_class_log_prior(
             self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
         )
-        self._score_table = np.ascontiguousarray(self.feature_log_prob_.T)
+        # solving from counts alone (hebnb.dask) cannot leave rows out: until _fit_rows
+        # sees them, a power to be fitted is 1 (the untempered model)
+        self._log_probability_by_token = np.ascontiguousarray(self.feature_log_prob_.T)
+        fixed = self._fixed_power()
+        self._set_power(1.0 if fixed is None else fixed, float("nan"))
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
-        return self._score(X, self._score_table, self.class_log_prior_)
+        return self._score(X, self._score_table, self._score_bias)
 
 
 class ComplementNB(DiscreteNB):
@@ -435,7 +527,9 @@ class ComplementNB(DiscreteNB):
         return self._score(X, self._score_table, np.zeros(self.classes_.shape[0]))
 
 
-MultinomialNB.__doc__ = (MultinomialNB.__doc__ or "").replace("{parameters}", _PARAMETERS_DOC)
+MultinomialNB.__doc__ = (MultinomialNB.__doc__ or "").replace(
+    "{parameters}", _PARAMETERS_DOC.replace('default="heb-m"', 'default="heb-u"').rstrip() + "\n"
+)
 ComplementNB.__doc__ = (ComplementNB.__doc__ or "").replace(
     "{parameters}", _PARAMETERS_DOC.rstrip() + "\n"
 )

@@ -12,6 +12,7 @@ use crate::multinomial::{self, SmoothedFit, Smoothing};
 use crate::naive_bayes::PriorMean;
 use crate::solver::SolverSettings;
 use crate::sparse_rows::{self, Major, SparseMatrix, Values};
+use crate::tempering::{self, LeaveOneOutPrior, TokenModel};
 
 fn values(binarize: Option<f64>) -> Values {
     binarize.map_or(Values::Counts, Values::Binarize)
@@ -195,11 +196,116 @@ pub(super) fn fit_binary_features<'py>(
     Ok(out)
 }
 
+/// The posterior power of Multinomial NB chosen by the leave-one-out conditional
+/// likelihood of the training rows (a CSR matrix with their labels and weights): a dict of
+/// `power`, `log_loss` (the leave-one-out log-loss at it) and `n_iter`. `class_counts`
+/// given: the prior is the class frequencies, left one row out; else `class_log_prior`
+/// is fixed.
+#[pyfunction]
+#[pyo3(signature = (indptr, indices, data, labels, weights, counts, concentration, log_probability, /, *, pooled_mean, class_counts, class_log_prior, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fit_posterior_power<'py>(
+    py: Python<'py>,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i32>,
+    data: PyReadonlyArray1<'py, f64>,
+    labels: PyReadonlyArray1<'py, i64>,
+    weights: PyReadonlyArray1<'py, f64>,
+    counts: PyReadonlyArray2<'py, f64>,
+    concentration: PyReadonlyArray1<'py, f64>,
+    log_probability: PyReadonlyArray2<'py, f64>,
+    pooled_mean: bool,
+    class_counts: Option<PyReadonlyArray1<'py, f64>>,
+    class_log_prior: PyReadonlyArray1<'py, f64>,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let indptr = indptr.as_slice()?;
+    let counts = counts.as_array();
+    let matrix = SparseMatrix {
+        indptr,
+        indices: indices.as_slice()?,
+        data: data.as_slice()?,
+        n_rows: indptr.len().saturating_sub(1),
+        n_columns: counts.ncols(),
+        major: Major::Rows,
+    };
+    let classes = class_indices(labels.as_array(), counts.nrows()).map_err(to_py_err)?;
+    let weights = weights.as_slice()?;
+    let model = TokenModel {
+        counts,
+        concentration: concentration.as_slice()?,
+        log_probability_by_token: log_probability.as_slice()?,
+        pooled_mean,
+    };
+    let frequencies = match &class_counts {
+        Some(array) => Some(array.as_slice()?),
+        None => None,
+    };
+    let log_prior = class_log_prior.as_slice()?;
+    let prior = match frequencies {
+        Some(counts) => LeaveOneOutPrior::Frequencies(counts),
+        None => LeaveOneOutPrior::Fixed(log_prior),
+    };
+    let fit = run(py, n_jobs, || {
+        let scores = tempering::leave_one_out_log_likelihood(&matrix, &classes, weights, &model)?;
+        tempering::fit_posterior_power(scores.view(), &classes, weights, &prior)
+    })?;
+    let out = PyDict::new(py);
+    out.set_item("power", fit.power)?;
+    out.set_item("log_loss", fit.log_loss)?;
+    out.set_item("n_iter", fit.n_iter)?;
+    Ok(out)
+}
+
+/// The leave-one-out class log-likelihoods `(S, C)` of the training rows (a CSR matrix),
+/// exposed for tests against an independent computation.
+#[pyfunction]
+#[pyo3(signature = (indptr, indices, data, labels, weights, counts, concentration, log_probability, /, *, pooled_mean, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn leave_one_out_log_likelihood<'py>(
+    py: Python<'py>,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i32>,
+    data: PyReadonlyArray1<'py, f64>,
+    labels: PyReadonlyArray1<'py, i64>,
+    weights: PyReadonlyArray1<'py, f64>,
+    counts: PyReadonlyArray2<'py, f64>,
+    concentration: PyReadonlyArray1<'py, f64>,
+    log_probability: PyReadonlyArray2<'py, f64>,
+    pooled_mean: bool,
+    n_jobs: usize,
+) -> PyResult<Array2Py<'py>> {
+    let indptr = indptr.as_slice()?;
+    let counts = counts.as_array();
+    let matrix = SparseMatrix {
+        indptr,
+        indices: indices.as_slice()?,
+        data: data.as_slice()?,
+        n_rows: indptr.len().saturating_sub(1),
+        n_columns: counts.ncols(),
+        major: Major::Rows,
+    };
+    let classes = class_indices(labels.as_array(), counts.nrows()).map_err(to_py_err)?;
+    let weights = weights.as_slice()?;
+    let model = TokenModel {
+        counts,
+        concentration: concentration.as_slice()?,
+        log_probability_by_token: log_probability.as_slice()?,
+        pooled_mean,
+    };
+    let scores = run(py, n_jobs, || {
+        tempering::leave_one_out_log_likelihood(&matrix, &classes, weights, &model)
+    })?;
+    Ok(scores.into_pyarray(py))
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(score_rows, m)?)?;
     m.add_function(wrap_pyfunction!(fit_token_distributions, m)?)?;
     m.add_function(wrap_pyfunction!(fit_binary_features, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_posterior_power, m)?)?;
+    m.add_function(wrap_pyfunction!(leave_one_out_log_likelihood, m)?)?;
     Ok(())
 }

@@ -312,15 +312,25 @@ def write_report(
     if command:
         lines += ["Command:", "", "```", command, "```", ""]
     settings = result.settings
+    if settings.get("text"):
+        preparation = (
+            f"the text column {settings['text']!r} turned into token counts by scikit-learn's "
+            "CountVectorizer (default settings) fitted on each training fold; the other "
+            "columns are not used"
+        )
+    else:
+        preparation = (
+            "numeric columns with more than 20 distinct values cut into 10 quantile bins "
+            "fitted on each training fold; missing values are not imputed (the estimators "
+            "skip them when counting and scoring)"
+        )
     lines += [
         (
             f"Protocol: stratified {settings['folds']}-fold cross-validation, seed "
             f"{settings['seed']}, at most {settings.get('max_rows')} rows per dataset "
-            "(stratified subsample); numeric columns with more than 20 distinct values cut "
-            "into 10 quantile bins fitted on each training fold; missing values are not "
-            "imputed (the estimators skip them when counting and scoring). Brier is the "
-            "multi-class score (sum over classes); the paper's macro one-vs-rest Brier is it "
-            "divided by the number of classes, so ranks are the same."
+            f"(stratified subsample); {preparation}. Brier is the multi-class score (sum "
+            "over classes); the paper's macro one-vs-rest Brier is it divided by the "
+            "number of classes, so ranks are the same."
         ),
         "",
         "## Datasets",

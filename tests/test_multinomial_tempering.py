@@ -1,0 +1,231 @@
+"""MultinomialNB's posterior power: the leave-one-out scores equal a refit without one
+observation of the row (plain numpy), the power maximises the leave-one-out conditional
+likelihood (numpy + scipy), scoring is tempered as documented, and the fixed powers keep
+the untempered model."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sklearn.naive_bayes as skl
+from scipy.optimize import minimize_scalar
+from scipy.special import logsumexp
+
+from hebnb import MultinomialNB, _core
+
+LOW, HIGH = 1e-3, 1e2
+
+
+def token_data(seed=0, n_rows=200, n_features=40, n_classes=3):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, size=n_rows)
+    # classes share most of their token rates: no leave-one-out model separates them
+    shared = rng.gamma(0.3, 1.0, size=n_features)
+    rates = 0.8 * shared + 0.2 * rng.gamma(0.3, 1.0, size=(n_classes, n_features))
+    X = rng.poisson(rates[y] * rng.uniform(0.5, 3.0, size=(n_rows, 1)))
+    X[:, -2:] = 0  # tokens no class counts
+    X[0, -1] = 2  # a token only row 0 holds
+    return X.astype(np.float64), y
+
+
+def refit_scores(X, y, weights, m, pooled):
+    """s[d, c]: ln P(x_d | c) under the fit without one observation of row d (same m),
+    by recounting."""
+    n_rows, n_features = X.shape
+    n_classes = m.shape[0]
+    scores = np.zeros((n_rows, n_classes))
+    for d in range(n_rows):
+        # one observation of row d leaves (all of it when it weighs less than 1)
+        kept = weights.copy()
+        kept[d] -= min(weights[d], 1.0)
+        table = np.stack([(kept[y == c, None] * X[y == c]).sum(axis=0) for c in range(n_classes)])
+        if pooled:
+            mean = table.sum(axis=0) / table.sum()
+        else:
+            mean = np.full(n_features, 1.0 / n_features)
+        present = (X[d] > 0) & (mean > 0)
+        for c in range(n_classes):
+            theta = (table[c] + m[c] * mean) / (table[c].sum() + m[c])
+            scores[d, c] = X[d, present] @ np.log(theta[present])
+    return scores
+
+
+def loo_objective(tau, scores, y, weights, log_prior_rows):
+    """L(tau) = sum_d w_d ln P_tau^(-d)(y_d | x_d) over the rows whose class the
+    leave-one-out prior allows."""
+    joint = tau * (log_prior_rows + scores)
+    rows = np.arange(y.shape[0])
+    usable = np.isfinite(log_prior_rows[rows, y]) & (weights > 0)
+    with np.errstate(invalid="ignore"):
+        terms = joint[rows, y] - logsumexp(joint, axis=1)
+    return float(np.sum(weights[usable] * terms[usable])), float(weights[usable].sum())
+
+
+def frequency_prior_rows(y, weights, n_classes):
+    """ln((N_c - [c = y_d] u_d) / (S - u_d)), u_d = min(w_d, 1), for every row."""
+    counts = np.bincount(y, weights, minlength=n_classes)
+    unit = np.minimum(weights, 1.0)
+    left = counts[None, :] - unit[:, None] * (np.arange(n_classes)[None, :] == y[:, None])
+    with np.errstate(divide="ignore"):
+        return np.log(np.maximum(left, 0.0)) - np.log(counts.sum() - unit)[:, None]
+
+
+def best_power(scores, y, weights, log_prior_rows):
+    """The maximiser over [LOW, HIGH] by a grid over ln tau and scipy's bounded Brent."""
+    grid = np.linspace(np.log(LOW), np.log(HIGH), 400)
+    values = [loo_objective(np.exp(t), scores, y, weights, log_prior_rows)[0] for t in grid]
+    best = int(np.argmax(values))
+    lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+    result = minimize_scalar(
+        lambda t: -loo_objective(np.exp(t), scores, y, weights, log_prior_rows)[0],
+        bounds=(lo, hi),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
+    return float(np.exp(result.x))
+
+
+@pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
+def test_leave_one_out_scores_equal_a_refit_without_the_row(smoothing):
+    X, y = token_data()
+    weights = np.random.default_rng(1).uniform(0.3, 2.0, size=y.shape[0])
+    weights[:20] = 3.0  # integer weights: one copy leaves
+    model = MultinomialNB(smoothing=smoothing).fit(sp.csr_matrix(X), y, sample_weight=weights)
+    matrix = sp.csr_matrix(X)
+    scores = _core.leave_one_out_log_likelihood(
+        matrix.indptr.astype(np.int64),
+        matrix.indices.astype(np.int32),
+        matrix.data,
+        y.astype(np.int64),
+        weights,
+        model.feature_count_,
+        model.concentration_,
+        np.ascontiguousarray(model.feature_log_prob_.T),
+        pooled_mean=smoothing == "heb-m",
+        n_jobs=1,
+    )
+    want = refit_scores(X, y, weights, model.concentration_, pooled=smoothing == "heb-m")
+    np.testing.assert_allclose(scores, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
+@pytest.mark.parametrize("prior", ["frequencies", "uniform", "given"])
+def test_the_power_maximises_the_leave_one_out_likelihood(smoothing, prior):
+    X, y = token_data(seed=3)
+    weights = np.random.default_rng(2).uniform(0.3, 2.0, size=y.shape[0])
+    weights[5] = 0.0  # a row that weighs nothing
+    y[7] = 3  # the only row of its class: no leave-one-out model can predict it
+    options = {
+        "frequencies": {},
+        "uniform": {"fit_prior": False},
+        "given": {"class_prior": [0.2, 0.3, 0.4, 0.1]},
+    }[prior]
+    model = MultinomialNB(smoothing=smoothing, **options).fit(X, y, sample_weight=weights)
+    m = model.concentration_
+    scores = refit_scores(X, y, weights, m, pooled=smoothing == "heb-m")
+    if prior == "frequencies":
+        log_prior_rows = frequency_prior_rows(y, weights, 4)
+    else:
+        fixed = np.log(np.full(4, 0.25) if prior == "uniform" else options["class_prior"])
+        log_prior_rows = np.broadcast_to(fixed, scores.shape)
+    want = best_power(scores, y, weights, log_prior_rows)
+    assert LOW < want < HIGH
+    assert model.posterior_power_ == pytest.approx(want, rel=1e-6)
+    value, weight = loo_objective(want, scores, y, weights, log_prior_rows)
+    assert model.leave_one_out_log_loss_ == pytest.approx(-value / weight, rel=1e-9)
+
+
+def test_scores_are_tempered_and_a_fixed_power_is_untempered():
+    X, y = token_data(seed=4)
+    X_test, _ = token_data(seed=5, n_rows=30)
+    model = MultinomialNB().fit(X, y)
+    assert model.smoothing == "heb-u" and model.posterior_power_ != 1.0
+    untempered = model.class_log_prior_ + X_test @ model.feature_log_prob_.T
+    joint = model.posterior_power_ * untempered
+    np.testing.assert_allclose(model.predict_joint_log_proba(X_test), joint, rtol=1e-12)
+    proba = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+    np.testing.assert_allclose(model.predict_proba(X_test), proba, atol=1e-12)
+    # the decisions are the untempered model's
+    np.testing.assert_array_equal(model.predict(X_test), np.argmax(untempered, axis=1))
+
+    plain = MultinomialNB(posterior_power=1.0).fit(X, y)
+    np.testing.assert_array_equal(plain.feature_log_prob_, model.feature_log_prob_)
+    untempered = plain.class_log_prior_ + X_test @ plain.feature_log_prob_.T
+    np.testing.assert_allclose(plain.predict_joint_log_proba(X_test), untempered, rtol=1e-12)
+    assert plain.posterior_power_ == 1.0 and np.isnan(plain.leave_one_out_log_loss_)
+
+    half = MultinomialNB(posterior_power=0.5).fit(X, y)
+    np.testing.assert_allclose(
+        half.predict_joint_log_proba(X_test),
+        0.5 * (half.class_log_prior_ + X_test @ half.feature_log_prob_.T),
+        rtol=1e-12,
+    )
+
+
+def test_laplace_keeps_scikit_learn_unless_asked():
+    X, y = token_data(seed=6)
+    ours = MultinomialNB(smoothing="laplace").fit(X, y)
+    ref = skl.MultinomialNB().fit(X, y)
+    assert ours.posterior_power_ == 1.0
+    np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-10)
+    tempered = MultinomialNB(smoothing="laplace", posterior_power="loo").fit(X, y)
+    scores = refit_scores(X, y, np.ones(y.shape[0]), tempered.concentration_, pooled=False)
+    want = best_power(scores, y, np.ones(y.shape[0]), frequency_prior_rows(y, np.ones(200), 3))
+    assert tempered.posterior_power_ == pytest.approx(want, rel=1e-6)
+
+
+def test_partial_fit_fits_the_power_on_the_latest_batch():
+    X, y = token_data(seed=8, n_rows=300)
+    model = MultinomialNB()
+    model.partial_fit(X[:200], y[:200], classes=[0, 1, 2])
+    model.partial_fit(X[200:], y[200:])
+    whole = MultinomialNB().fit(X, y)
+    np.testing.assert_allclose(model.feature_count_, whole.feature_count_, rtol=1e-12)
+    np.testing.assert_allclose(model.concentration_, whole.concentration_, rtol=1e-12)
+    # the rows of the last batch, each left out of all the counts so far
+    scores = refit_scores(X, y, np.ones(300), model.concentration_, pooled=False)[200:]
+    prior_rows = frequency_prior_rows(y, np.ones(300), 3)[200:]
+    want = best_power(scores, y[200:], np.ones(100), prior_rows)
+    assert model.posterior_power_ == pytest.approx(want, rel=1e-6)
+
+
+def test_power_does_not_depend_on_threads_format_or_duplicates():
+    X, y = token_data(seed=9, n_rows=3000, n_features=300)
+    matrix = sp.csr_matrix(X)
+    one = MultinomialNB(n_jobs=1).fit(matrix, y)
+    two = MultinomialNB(n_jobs=2).fit(matrix, y)
+    assert one.posterior_power_ == two.posterior_power_
+    csc = MultinomialNB().fit(matrix.tocsc(), y)
+    assert csc.posterior_power_ == pytest.approx(one.posterior_power_, rel=1e-12)
+    # every stored value split in two halves: the same rows, the same power
+    messy = sp.csr_matrix(
+        (np.repeat(matrix.data / 2, 2), np.repeat(matrix.indices, 2), matrix.indptr * 2),
+        shape=matrix.shape,
+    )
+    assert not messy.has_canonical_format
+    again = MultinomialNB().fit(messy, y)
+    assert again.posterior_power_ == pytest.approx(one.posterior_power_, rel=1e-10)
+    restored = pickle.loads(pickle.dumps(one))
+    np.testing.assert_array_equal(restored.predict_proba(matrix), one.predict_proba(matrix))
+
+
+@pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
+def test_integer_weights_are_repeated_rows(smoothing):
+    X, y = token_data(seed=10, n_rows=120)
+    weights = np.random.default_rng(4).integers(0, 4, size=120)
+    weighted = MultinomialNB(smoothing=smoothing).fit(X, y, sample_weight=weights)
+    repeated = MultinomialNB(smoothing=smoothing).fit(
+        np.repeat(X, weights, axis=0), np.repeat(y, weights)
+    )
+    assert weighted.posterior_power_ == pytest.approx(repeated.posterior_power_, rel=1e-9)
+    np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X), atol=1e-10)
+
+
+def test_bad_powers_are_errors():
+    X, y = token_data()
+    for bad in (0.0, -1.0, "fit", np.inf):
+        with pytest.raises(ValueError, match="posterior_power"):
+            MultinomialNB(posterior_power=bad).fit(X, y)
