@@ -163,7 +163,9 @@ fn count_dense(
     n_classes: usize,
 ) {
     let k_parent = block.row_lengths.len();
-    let mut scratch = [0.0f64; DENSE_CELLS];
+    // only the pair's cells: a zeroed 32 KB scratch per pair costs more than counting
+    // a few thousand rows
+    let mut scratch = vec![0.0f64; k_parent * k_child * n_classes];
     let (k_child_u, n_classes_u) = (k_child as u32, n_classes as u32);
     for (((&u, &v), &c), &weight) in parent_codes
         .iter()
