@@ -229,7 +229,9 @@ def main() -> None:
         print(f"| Weka 3.6 AODE (Java, 1 thread, Laplace) | {build:.2f} | {test_time:.2f} | | |")
     models = {
         "hebnb CategoricalNB (HEB-M)": CategoricalNB(),
-        'hebnb AODE(smoothing="laplace")': AODE(smoothing="laplace", n_jobs=args.n_jobs),
+        'hebnb AODE(smoothing="laplace")': AODE(
+            smoothing="laplace", parent_smoothing="laplace", n_jobs=args.n_jobs
+        ),
         "hebnb AODE() (two-level HEB-AODE)": AODE(n_jobs=args.n_jobs),
     }
     models |= {
