@@ -31,12 +31,24 @@ CAP = {"max_parent_cardinality": 200, "max_joint_cells": 5e7}
 def models(n_jobs: int, extra: dict) -> dict:
     """The configurations compared, by name."""
     out = {
-        "AODE (Laplace), capped": AODE(smoothing="laplace", **CAP, n_jobs=n_jobs),
-        "HEB-AODE pooled (paper), capped": AODE(prior="pooled", **CAP, n_jobs=n_jobs),
-        "HEB-AODE two-level, capped": AODE(prior="two-level", **CAP, n_jobs=n_jobs),
-        "AODE (Laplace), uncapped": AODE(smoothing="laplace", n_jobs=n_jobs),
-        "HEB-AODE pooled (paper), uncapped": AODE(prior="pooled", n_jobs=n_jobs),
-        "HEB-AODE two-level, uncapped": AODE(prior="two-level", n_jobs=n_jobs),
+        "AODE (Laplace), capped": AODE(
+            parent_smoothing="laplace", smoothing="laplace", **CAP, n_jobs=n_jobs
+        ),
+        "HEB-AODE pooled (paper), capped": AODE(
+            parent_smoothing="laplace", prior="pooled", **CAP, n_jobs=n_jobs
+        ),
+        "HEB-AODE two-level, capped": AODE(
+            parent_smoothing="laplace", prior="two-level", **CAP, n_jobs=n_jobs
+        ),
+        "AODE (Laplace), uncapped": AODE(
+            parent_smoothing="laplace", smoothing="laplace", n_jobs=n_jobs
+        ),
+        "HEB-AODE pooled (paper), uncapped": AODE(
+            parent_smoothing="laplace", prior="pooled", n_jobs=n_jobs
+        ),
+        "HEB-AODE two-level, uncapped": AODE(
+            parent_smoothing="laplace", prior="two-level", n_jobs=n_jobs
+        ),
         "HEB-AODE two-level, EB parent, capped": AODE(parent_smoothing="heb", **CAP, n_jobs=n_jobs),
         "HEB-AODE two-level, EB parent, uncapped": AODE(parent_smoothing="heb", n_jobs=n_jobs),
         "HEB-M Naive Bayes": CategoricalNB(smoothing="heb-m", n_jobs=n_jobs),

@@ -27,37 +27,11 @@ use crate::gamma_differences::{
     digamma_difference, digamma_trigamma_difference, ln_gamma_difference, scaled_digamma_excess,
     SHORT_SUM_LIMIT,
 };
-use crate::sign_changes::SignChanges;
+pub use crate::sign_changes::GradientShape;
+use crate::sign_changes::{shape_from_buckets, Bucket};
 
 /// Steps `k = 1..SHORT_STEPS` of a short document total (totals up to [`SHORT_SUM_LIMIT`]).
 const SHORT_STEPS: usize = SHORT_SUM_LIMIT as usize;
-
-/// What the signs of `l'` over all `m > 0` can be, as certified by
-/// [`EvidenceTerms::gradient_shape`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GradientShape {
-    /// `l' > 0` everywhere: the evidence rises to the upper bound.
-    Rising,
-    /// `l' < 0` everywhere.
-    Falling,
-    /// `l'` changes sign at most once: a single local maximum (or minimum) at most.
-    AtMostOneChange,
-    /// Not certified: `l'` may change sign several times.
-    Unknown,
-}
-
-/// One unit interval `[j, j + 1)` of the pole axis in [`EvidenceTerms::gradient_shape`].
-#[derive(Debug, Clone, Copy, Default)]
-struct Bucket {
-    /// Weight of the document pole at `q = j`.
-    fall: f64,
-    /// Number of long documents whose total is `j` (to build `fall`).
-    ending: f64,
-    /// Number of cell poles in the interval.
-    rise: f64,
-    /// Sum of `j + 1 - q` over those poles.
-    area: f64,
-}
 
 /// Sufficient statistics of `l(m)` for one or more documents that share `m`.
 #[derive(Debug, Clone)]
@@ -397,33 +371,9 @@ impl EvidenceTerms {
         }
         let tail_area = tail_area + closed_form_tail;
         let long_documents: f64 = self.long_totals.iter().map(|&(_, k)| k).sum();
-        let mut w =
+        let weight_at_zero =
             self.short_cells + self.long_cells.len() as f64 - self.short_documents - long_documents;
-        let mut v = 0.0;
-        let mut magnitude = 0.0;
-        let mut signs = SignChanges::new();
-        for b in &bucket[..buckets] {
-            w -= b.fall;
-            let next = v + w + b.area;
-            magnitude += w.abs() + b.area;
-            let tolerance = 1e-12 * magnitude;
-            // V is convex on [j, j + 1]: at least v + min(0, w) inside
-            let dip = v + w.min(0.0);
-            if dip < -tolerance && v.min(next) > tolerance {
-                signs.observe_sign(true, true);
-            }
-            signs.observe(next, tolerance);
-            v = next;
-            w += b.rise;
-        }
-        magnitude += tail_area;
-        signs.observe(v - tail_area, 1e-12 * magnitude);
-        match signs.most() {
-            0 if signs.never_negative() => GradientShape::Rising,
-            0 if signs.never_positive() => GradientShape::Falling,
-            0 | 1 => GradientShape::AtMostOneChange,
-            _ => GradientShape::Unknown,
-        }
+        shape_from_buckets(&bucket[..buckets], weight_at_zero, tail_area)
     }
 
     /// Whether `l` is flat in `m`: no document, or every counted cell has prior mean 1

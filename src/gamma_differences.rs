@@ -47,6 +47,32 @@ fn power_difference(x: f64, log_ratio: f64, p: i32) -> f64 {
     -x.powi(-p) * (-f64::from(p) * log_ratio).exp_m1()
 }
 
+/// Counts from which a series difference `S(x) - S(x + n)` is taken as the plain
+/// difference of two Horner sums rather than term by term through `expm1`: each term of
+/// `S` is below `x^-1` and so is its rounding error, far below the leading term of the
+/// result (`~ n / x` for the digamma, `~ n ln x` for the log-gamma, `~ n^2 / x` for the
+/// scaled excess) once `n >= 2`. Two polynomial evaluations instead of six `expm1`.
+const PLAIN_SERIES_FROM: f64 = 2.0;
+
+/// `sum_k B_2k / (2k (2k - 1)) z^(1 - 2k)`: the series part of Stirling's `ln Γ(z)`.
+fn log_gamma_series(z: f64) -> f64 {
+    let inverse_squared = 1.0 / (z * z);
+    let sum = BERNOULLI.iter().enumerate().rev().fold(0.0, |acc, (i, b)| {
+        let k = (i + 1) as f64;
+        b / (2.0 * k * (2.0 * k - 1.0)) + acc * inverse_squared
+    });
+    sum / z
+}
+
+/// `sum_k B_2k / (2k) z^(-2k)`: the series part of `ψ(z)` beyond `ln z - 1 / (2z)`.
+fn digamma_series(z: f64) -> f64 {
+    let inverse_squared = 1.0 / (z * z);
+    let sum = BERNOULLI.iter().enumerate().rev().fold(0.0, |acc, (i, b)| {
+        b / (2.0 * (i + 1) as f64) + acc * inverse_squared
+    });
+    sum * inverse_squared
+}
+
 /// Number of unit steps that lift `a` to at least [`ASYMPTOTIC_FROM`].
 fn shift_steps(a: f64) -> usize {
     if a >= ASYMPTOTIC_FROM {
@@ -87,6 +113,9 @@ pub fn ln_gamma_difference(a: f64, n: f64) -> f64 {
     // Stirling: (x+n-1/2) ln(x+n) - (x-1/2) ln x - n + sum_k B_2k / (2k(2k-1)) [(x+n)^{1-2k} - x^{1-2k}]
     let log_ratio = (n / x).ln_1p();
     let mut value = (x - 0.5) * log_ratio + n * (x + n).ln() - n;
+    if n >= PLAIN_SERIES_FROM {
+        return value - (log_gamma_series(x) - log_gamma_series(x + n)) - shift;
+    }
     for (i, b) in BERNOULLI.iter().enumerate() {
         let k = (i + 1) as f64;
         let p = 2 * i as i32 + 1;
@@ -121,6 +150,9 @@ pub fn digamma_difference(a: f64, n: f64) -> f64 {
     // ψ(x) ~ ln x - 1/(2x) - sum_k B_2k / (2k x^{2k})
     let log_ratio = (n / x).ln_1p();
     let mut value = log_ratio + n / (2.0 * x * (x + n));
+    if n >= PLAIN_SERIES_FROM {
+        return value + digamma_series(x) - digamma_series(x + n) + shift;
+    }
     for (i, b) in BERNOULLI.iter().enumerate() {
         let k = (i + 1) as f64;
         value += b / (2.0 * k) * power_difference(x, log_ratio, 2 * i as i32 + 2);
@@ -189,8 +221,11 @@ pub fn scaled_digamma_excess(a: f64, n: f64) -> f64 {
     } else {
         (q.ln_1p() - q) / q
     };
-    let log_ratio = q.ln_1p();
     let mut value = n * h + n / (2.0 * (a + n));
+    if n >= PLAIN_SERIES_FROM {
+        return value + a * (digamma_series(a) - digamma_series(a + n));
+    }
+    let log_ratio = q.ln_1p();
     for (i, b) in BERNOULLI.iter().enumerate() {
         let k = (i + 1) as f64;
         value += a * b / (2.0 * k) * power_difference(a, log_ratio, 2 * i as i32 + 2);
@@ -255,6 +290,39 @@ mod tests {
 
     fn close(found: f64, expected: f64, rel: f64) -> bool {
         (found - expected).abs() <= rel * expected.abs().max(1e-300)
+    }
+
+    #[test]
+    fn plain_series_differences_match_the_term_by_term_ones() {
+        // S(x) - S(x + n) as two Horner sums (n >= PLAIN_SERIES_FROM) against the
+        // cancellation-free expm1 form, term by term
+        for &x in &[10.0, 37.5, 3333.3, 1e6, 1e12, 2e19] {
+            for &n in &[2.0, 2.5, 17.25, 33.0, 400.0, 1e5] {
+                let log_ratio = f64::ln_1p(n / x);
+                let (mut log_gamma, mut digamma) = (0.0, 0.0);
+                for (i, b) in BERNOULLI.iter().enumerate() {
+                    let k = (i + 1) as f64;
+                    log_gamma += b / (2.0 * k * (2.0 * k - 1.0))
+                        * power_difference(x, log_ratio, 2 * i as i32 + 1);
+                    digamma += b / (2.0 * k) * power_difference(x, log_ratio, 2 * i as i32 + 2);
+                }
+                let plain = log_gamma_series(x) - log_gamma_series(x + n);
+                // against the smallest leading term of the results the series correct
+                let (leading_log_gamma, leading_digamma) = (n * x.ln(), log_ratio);
+                assert!(
+                    (plain - log_gamma).abs() <= 1e-16 * leading_log_gamma,
+                    "{x} {n}"
+                );
+                let plain = digamma_series(x) - digamma_series(x + n);
+                assert!(
+                    (plain - digamma).abs() <= 1e-16 * leading_digamma,
+                    "{x} {n}"
+                );
+                // the scaled excess: its result is ~ n^2 / x
+                let excess = x * (plain - digamma);
+                assert!(excess.abs() <= 1e-15 * n * n / x, "{x} {n}");
+            }
+        }
     }
 
     #[test]

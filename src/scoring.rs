@@ -115,14 +115,23 @@ pub fn log_posterior(joint: ArrayView2<f64>) -> Result<Array2<f64>> {
         .try_for_each(|(chunk, block)| -> Result<()> {
             interrupt::check()?;
             for (i, row) in block.chunks_mut(width).enumerate() {
-                let source = joint.row(chunk * ROW_CHUNK + i);
+                let r = chunk * ROW_CHUNK + i;
+                let source = joint.row(r);
                 row.iter_mut().zip(source.iter()).for_each(|(v, &s)| *v = s);
                 let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                if !max.is_finite() {
-                    continue;
+                if max == f64::INFINITY || row.iter().any(|v| v.is_nan()) {
+                    return Err(HebError::InvalidParameter(format!(
+                        "the joint log-likelihood of row {r} is not finite ({source}): the \
+                         row's values overflow float64 when scored; rescale them"
+                    )));
                 }
-                let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
-                row.iter_mut().for_each(|v| *v -= log_norm);
+                if max == f64::NEG_INFINITY {
+                    continue; // no class can produce the row
+                }
+                // shift first, then normalise: `v - (max + ln sum)` would lose ln sum
+                // against a huge |max| (scores of -1e150 gave probabilities of 1 each)
+                let log_sum = row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
+                row.iter_mut().for_each(|v| *v = (*v - max) - log_sum);
             }
             Ok(())
         })?;
@@ -184,5 +193,27 @@ mod tests {
         // ulp(1000) ~ 1e-13 bounds what the shifted difference can keep
         assert!((post[[0, 0]].exp() - p0).abs() < 1e-12);
         assert!((post[[1, 0]] - 0.5_f64.ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn log_posterior_keeps_the_normaliser_of_astronomical_scores() {
+        // |max| = 1.6e150 swallows ln 2: both classes must still get one half
+        let joint = array![[-1.6e150, -1.6e150], [-1e300, -1e300 - 1e285]];
+        let post = log_posterior(joint.view()).unwrap();
+        assert_eq!(post[[0, 0]], 0.5_f64.ln());
+        assert_eq!(post[[0, 1]], 0.5_f64.ln());
+        assert_eq!(post[[1, 0]], 0.0);
+        assert!(post[[1, 1]] < -1e284 && post[[1, 1]].exp() == 0.0);
+    }
+
+    #[test]
+    fn log_posterior_refuses_rows_that_are_not_numbers() {
+        for bad in [f64::NAN, f64::INFINITY] {
+            let joint = array![[-1.0, -2.0], [bad, -2.0]];
+            assert!(matches!(
+                log_posterior(joint.view()),
+                Err(HebError::InvalidParameter(_))
+            ));
+        }
     }
 }

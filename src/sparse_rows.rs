@@ -19,6 +19,7 @@ use ndarray::Array2;
 use rayon::prelude::*;
 
 use crate::error::{check_len, zeroed, HebError, Result};
+use crate::interrupt;
 
 /// Which axis the compressed pointer runs over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +185,10 @@ pub fn count_tokens(
             flat.par_chunks_mut(width.max(1))
                 .zip(rows_of_class.par_iter())
                 .for_each(|(out, rows)| {
-                    for &s in rows {
+                    for (i, &s) in rows.iter().enumerate() {
+                        if i % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
+                            return;
+                        }
                         let w = weights[s];
                         for k in matrix.slice(s) {
                             out[matrix.indices[k] as usize] += w * values.apply(matrix.data[k]);
@@ -199,11 +203,15 @@ pub fn count_tokens(
                 .par_chunks_mut(n_classes.max(1))
                 .enumerate()
                 .for_each(|(v, out)| {
+                    if v % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
+                        return;
+                    }
                     for k in matrix.slice(v) {
                         let s = matrix.indices[k] as usize;
                         out[classes[s]] += weights[s] * values.apply(matrix.data[k]);
                     }
                 });
+            interrupt::check()?;
             flat.par_chunks_mut(width.max(1))
                 .enumerate()
                 .for_each(|(c, out)| {
@@ -212,6 +220,14 @@ pub fn count_tokens(
                     }
                 });
         }
+    }
+    interrupt::check()?;
+    if flat.iter().any(|v| !v.is_finite()) {
+        return Err(HebError::InvalidParameter(
+            "token counts overflow float64: sample weights times values exceed 1.8e308; \
+             rescale the weights or the values"
+                .into(),
+        ));
     }
     let table = Array2::from_shape_vec((n_classes, width), flat)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
@@ -253,6 +269,9 @@ pub fn score_rows(
         flat.par_chunks_mut(ROWS_PER_TASK * n_classes)
             .enumerate()
             .for_each(|(chunk, out)| {
+                if interrupt::cancelled() {
+                    return;
+                }
                 for (r, row_out) in out.chunks_mut(n_classes).enumerate() {
                     let s = chunk * ROWS_PER_TASK + r;
                     row_out.copy_from_slice(bias);
@@ -272,6 +291,7 @@ pub fn score_rows(
                 }
             });
     }
+    interrupt::check()?;
     Array2::from_shape_vec((matrix.n_rows, n_classes), flat)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))
 }
@@ -285,31 +305,32 @@ mod tests {
         (vec![0, 2, 2, 4], vec![2, 0, 1, 2], vec![2.0, 1.0, 3.0, 1.0])
     }
 
+    /// The same matrix by columns: column 0 rows [0], column 1 rows [2], column 2 rows [2, 0].
+    fn example_by_columns() -> (Vec<i64>, Vec<i32>, Vec<f64>) {
+        (vec![0, 1, 2, 4], vec![0, 2, 2, 0], vec![1.0, 3.0, 1.0, 2.0])
+    }
+
+    /// The 3 x 3 matrix of `(indptr, indices, data)` stored by rows or by columns.
+    fn matrix(parts: &(Vec<i64>, Vec<i32>, Vec<f64>), major: Major) -> SparseMatrix<'_> {
+        SparseMatrix {
+            indptr: &parts.0,
+            indices: &parts.1,
+            data: &parts.2,
+            n_rows: 3,
+            n_columns: 3,
+            major,
+        }
+    }
+
     fn dense() -> [[f64; 3]; 3] {
         [[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 1.0]]
     }
 
     #[test]
     fn csr_and_csc_counts_agree_with_the_dense_sum() {
-        let (indptr, indices, data) = example();
-        let csr = SparseMatrix {
-            indptr: &indptr,
-            indices: &indices,
-            data: &data,
-            n_rows: 3,
-            n_columns: 3,
-            major: Major::Rows,
-        };
-        // the same matrix by columns: column 0 rows [0], column 1 rows [2], column 2 rows [2, 0]
-        let (cp, ci, cd) = (vec![0, 1, 2, 4], vec![0, 2, 2, 0], vec![1.0, 3.0, 1.0, 2.0]);
-        let csc = SparseMatrix {
-            indptr: &cp,
-            indices: &ci,
-            data: &cd,
-            n_rows: 3,
-            n_columns: 3,
-            major: Major::Columns,
-        };
+        let (by_rows, by_columns) = (example(), example_by_columns());
+        let csr = matrix(&by_rows, Major::Rows);
+        let csc = matrix(&by_columns, Major::Columns);
         let classes = [0, 1, 0];
         let weights = [1.0, 2.0, 0.5];
         for matrix in [csr, csc] {
@@ -325,6 +346,39 @@ mod tests {
                 count_tokens(&matrix, &classes, &weights, 2, Values::Binarize(1.0)).unwrap();
             assert_eq!(binary.table.row(0).to_vec(), vec![0.0, 0.5, 1.0]);
         }
+    }
+
+    #[test]
+    fn a_cancelled_call_stops_with_interrupted() {
+        let (by_rows, by_columns) = (example(), example_by_columns());
+        let csr = matrix(&by_rows, Major::Rows);
+        let csc = matrix(&by_columns, Major::Columns);
+        let lease = crate::parallel::lease(2).unwrap();
+        lease.token().cancel();
+        for matrix in [&csr, &csc] {
+            let counted =
+                lease.install(|| count_tokens(matrix, &[0, 1, 0], &[1.0; 3], 2, Values::Counts));
+            assert!(matches!(counted, Err(HebError::Interrupted)));
+        }
+        let scored = lease.install(|| score_rows(&csr, &[0.0; 6], &[0.0, 0.0], Values::Counts));
+        assert!(matches!(scored, Err(HebError::Interrupted)));
+    }
+
+    #[test]
+    fn counts_that_overflow_are_refused() {
+        let (indptr, indices) = (vec![0, 1, 2], vec![0, 0]);
+        let data = vec![1e150, 1.0];
+        let csr = SparseMatrix {
+            indptr: &indptr,
+            indices: &indices,
+            data: &data,
+            n_rows: 2,
+            n_columns: 1,
+            major: Major::Rows,
+        };
+        let counted = count_tokens(&csr, &[0, 1], &[1e160, 1.0], 2, Values::Counts);
+        assert!(matches!(counted, Err(HebError::InvalidParameter(_))));
+        assert!(count_tokens(&csr, &[0, 1], &[1e150, 1.0], 2, Values::Counts).is_ok());
     }
 
     #[test]

@@ -347,13 +347,13 @@ def test_parent_concentrations_match_scipy():
         assert_same_maximiser(model.parent_concentration_[i], expected, counts.T, pi)
     # the shrinkage is real: not the Laplace parent term's C
     assert not np.allclose(model.parent_concentration_, 3.0)
-    laplace = AODE().fit(X, y)
+    laplace = AODE(parent_smoothing="laplace").fit(X, y)
     np.testing.assert_array_equal(laplace.parent_concentration_, np.full(len(K), 3.0))
 
 
 def test_one_pair_by_hand():
     X = [[0, 0], [0, 1], [1, 1], [1, 1]]
-    model = AODE(smoothing="laplace").fit(X, [0, 0, 1, 1])
+    model = AODE(smoothing="laplace", parent_smoothing="laplace").fit(X, [0, 0, 1, 1])
     # parent x0 = 0: P(y, x0) = 3/8, 1/8; P(x1 = 1 | y, x0 = 0) = 2/4, 1/2
     # parent x1 = 1: P(y, x1) = 2/8, 3/8; P(x0 = 0 | y, x1 = 1) = 2/3, 1/4
     joint = np.array([3 / 8 * 1 / 2 + 2 / 8 * 2 / 3, 1 / 8 * 1 / 2 + 3 / 8 * 1 / 4]) / 2

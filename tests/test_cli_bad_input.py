@@ -154,6 +154,53 @@ def test_a_broken_schema_is_one_error_line(tmp_path, capsys, schema):
     assert_one_error_line(status, lines, "schema.json")
 
 
+def test_nested_parquet_columns_are_one_error_line(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    for name, values in (("lists", [[1, 2], [3]]), ("structs", [{"k": 1}, {"k": 2}])):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"a": pa.array(values * 20), "class": ["x", "y"] * 20}), path)
+        status, lines, _ = evaluate(tmp_path, path, capsys=capsys)
+        assert_one_error_line(status, lines, "column 'a'")
+
+
+def test_a_text_column_without_tokens_is_one_error_line(tmp_path, capsys):
+    """``--text`` on a column whose values hold no token (single letters):
+    scikit-learn's vectorizer finds an empty vocabulary."""
+    data = tmp_path / "data.csv"
+    data.write_text(GOOD_CSV)
+    status, lines, _ = run_cli(
+        "evaluate",
+        data,
+        "--text",
+        "colour",
+        "--methods",
+        "mnb-heb-m",
+        "--folds",
+        "2",
+        "--no-progress",
+        "--out",
+        tmp_path / "out",
+        cwd=tmp_path,
+        capsys=capsys,
+    )
+    assert_one_error_line(status, lines, "--text colour")
+
+
+def test_fractional_values_of_a_few_distinct_numbers_are_categories(tmp_path, capsys):
+    """A numeric column with few distinct values is used as it is (not binned): values
+    such as 0.5 and inf are then categories, and every fit succeeds."""
+    rows = [("0.5", "x"), ("1.5", "y"), ("inf", "x"), ("", "y"), ("2.0", "x"), ("0.5", "y")]
+    data = tmp_path / "data.csv"
+    data.write_text(
+        "a,b,class\n" + "".join(f"{a},{i % 3},{c}\n" for i, (a, c) in enumerate(rows * 10))
+    )
+    status, lines, _ = evaluate(tmp_path, data, capsys=capsys)
+    assert status == 0, lines
+    frame = pd.read_csv(tmp_path / "out" / "folds.csv", keep_default_na=False)
+    assert np.all(frame["error"] == "")
+
+
 @pytest.mark.parametrize("seed", ["-5", str(2**33)])
 def test_demo_refuses_a_seed_out_of_range(tmp_path, capsys, seed):
     status, lines, _ = run_cli("demo", "--seed", seed, cwd=tmp_path, capsys=capsys)

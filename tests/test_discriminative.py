@@ -38,55 +38,79 @@ def _one_hot(model, X):
 
 
 class Reference:
-    """J(a, w) = -sum_i s_i ln softmax(a * ln pi + Z_i (w * ln theta))_{y_i} + penalty / 2
-    (||a - 1||^2 + ||w - 1||^2) with Z the one-hot matrix; for "cll-value" the cell term is
-    ||(w - 1) * ln theta||^2 (the change of the score entries). In plain numpy."""
+    """J = -sum_i s_i ln softmax(a * ln pi + sum_f W[f, x_if] * ln theta_i[f, x_if])_{y_i}
+    + penalty / 2 (||a - 1||^2 + ||w - 1||^2 + ||d * ln theta||^2) with the cell weights
+    W = w[f] (+ d[c, f, v] for "cll-value"), in plain numpy. theta = [a (C), w (F),
+    d (P * C, "cll-value" only)]. Row i scores its own class's cells leave-one-out,
+    ln theta_i = ln((N + m mu - s_i) / (N_f + m - s_i)), computed here from the public
+    counts, concentrations and prior means."""
 
-    def __init__(self, model, X, y, kind, penalty, sample_weight=None):
+    def __init__(self, model, X, y, kind, penalty, sample_weight=None, held_out=True):
+        n_rows = len(y)
         self.one_hot = _one_hot(model, X)
         self.log_table = np.hstack(model.feature_log_prob_).T  # (P, C)
         self.log_prior = model.class_log_prior_
-        self.targets = np.eye(len(model.classes_))[np.searchsorted(model.classes_, y)]
-        self.sample_weight = np.ones(len(y)) if sample_weight is None else sample_weight
+        labels = np.searchsorted(model.classes_, y)
+        self.targets = np.eye(len(model.classes_))[labels]
+        self.sample_weight = np.ones(n_rows) if sample_weight is None else sample_weight
         self.kind = kind
         self.penalty = penalty
         self.n_classes = len(model.classes_)
         sizes = [len(c) for c in model.categories_]
+        self.n_features = len(sizes)
         # (P, F) indicator of the feature each cell belongs to
         self.feature_of_cell = np.repeat(np.eye(len(sizes)), sizes, axis=0)
+        # the log-probability each row sees in each cell: (S, P, C)
+        self.row_log_table = np.broadcast_to(self.log_table, (n_rows, *self.log_table.shape)).copy()
+        start = 0
+        for f, size in enumerate(sizes):
+            counts = model.category_count_[f]  # (C, K_f)
+            m = model.concentration_[:, f][:, None]
+            numerator = counts + m * model.prior_mean_[f][None, :]
+            denominator = counts.sum(axis=1, keepdims=True) + m
+            np.testing.assert_allclose(
+                np.log(numerator / denominator), model.feature_log_prob_[f], rtol=1e-10
+            )
+            for i in range(n_rows if held_out else 0):
+                c, s = labels[i], self.sample_weight[i]
+                v = np.flatnonzero(self.one_hot[i, start : start + size])
+                if len(v):
+                    v = v[0]
+                    held = (numerator[c, v] - s) / (denominator[c, 0] - s)
+                    self.row_log_table[i, start + v, c] = np.log(held)
+            start += size
+
+    def split(self, theta):
+        c, f = self.n_classes, self.n_features
+        a, w = theta[:c], theta[c : c + f]
+        d = theta[c + f :].reshape(self.log_table.shape) if self.kind == "cll-value" else 0.0
+        return a, w, d
 
     def cell_weights(self, theta):
-        table_weights = theta[self.n_classes :]
-        if self.kind == "cll-feature":
-            return (self.feature_of_cell @ table_weights)[:, None] * np.ones(self.n_classes)
-        return table_weights.reshape(self.log_table.shape)
+        _, w, d = self.split(theta)
+        return (self.feature_of_cell @ w)[:, None] * np.ones(self.n_classes) + d
 
     def __call__(self, theta):
-        a = theta[: self.n_classes]
-        scores = a * self.log_prior + self.one_hot @ (self.cell_weights(theta) * self.log_table)
+        a, w, d = self.split(theta)
+        # (S, P, C): each row's weighted entries, summed over its cells
+        weighted = self.one_hot[:, :, None] * self.cell_weights(theta) * self.row_log_table
+        scores = a * self.log_prior + weighted.sum(axis=1)
         log_p = log_softmax(scores, axis=1)
         loss = -np.sum(self.sample_weight * np.sum(self.targets * log_p, axis=1))
         residual = self.sample_weight[:, None] * (np.exp(log_p) - self.targets)
         grad_a = residual.sum(axis=0) * self.log_prior
-        cell_grad = (self.one_hot.T @ residual) * self.log_table
-        if self.kind == "cll-feature":
-            grad_w = self.feature_of_cell.T @ cell_grad.sum(axis=1)
-        else:
-            grad_w = cell_grad.ravel()
-        deviation = theta - 1.0
-        scale = np.ones_like(theta)
+        cell_grad = np.einsum("ip,ic,ipc->pc", self.one_hot, residual, self.row_log_table)
+        grad_w = self.feature_of_cell.T @ cell_grad.sum(axis=1)
+        value = loss + 0.5 * self.penalty * (np.sum((a - 1) ** 2) + np.sum((w - 1) ** 2))
+        grads = [grad_a + self.penalty * (a - 1), grad_w + self.penalty * (w - 1)]
         if self.kind == "cll-value":
-            scale[self.n_classes :] = self.log_table.ravel() ** 2
-        return (
-            loss + 0.5 * self.penalty * deviation @ (scale * deviation),
-            np.concatenate([grad_a, grad_w]) + self.penalty * scale * deviation,
-        )
+            value += 0.5 * self.penalty * np.sum((d * self.log_table) ** 2)
+            grads.append((cell_grad + self.penalty * d * self.log_table**2).ravel())
+        return value, np.concatenate(grads)
 
     def minimise(self):
-        n = self.n_classes + (
-            self.feature_of_cell.shape[1] if self.kind == "cll-feature" else self.log_table.size
-        )
-        start = np.ones(n)
+        n_cells = self.log_table.size if self.kind == "cll-value" else 0
+        start = np.concatenate([np.ones(self.n_classes + self.n_features), np.zeros(n_cells)])
         assert check_grad(lambda t: self(t)[0], lambda t: self(t)[1], start + 0.1) < 1e-4
         result = minimize(
             self, start, jac=True, method="BFGS", options={"gtol": 1e-11, "maxiter": 20000}
@@ -96,25 +120,36 @@ class Reference:
 
 @pytest.mark.parametrize("kind", ["cll-feature", "cll-value"])
 @pytest.mark.parametrize("smoothing,penalty", [("heb-m", 1.0), ("laplace", 0.3)])
-def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, penalty):
+@pytest.mark.parametrize("rows", ["leave-one-out", "in-sample"])
+def test_weights_minimise_the_penalised_conditional_likelihood(kind, smoothing, penalty, rows):
     X, y = _data()
     sample_weight = np.random.default_rng(5).uniform(0.5, 2.0, size=y.shape[0])
     model = CategoricalNB(
-        smoothing=smoothing, weighting=kind, penalty=penalty, weighting_tol=1e-12
+        smoothing=smoothing,
+        weighting=kind,
+        penalty=penalty,
+        weighting_tol=1e-12,
+        weighting_rows=rows,
     ).fit(X, y, sample_weight=sample_weight)
     generative = CategoricalNB(smoothing=smoothing).fit(X, y, sample_weight=sample_weight)
-    expected = Reference(generative, X, y, kind, penalty, sample_weight).minimise()
-    n_classes = len(model.classes_)
+    held_out = rows == "leave-one-out"
+    expected = Reference(
+        generative, X, y, kind, penalty, sample_weight, held_out=held_out
+    ).minimise()
+    n_classes, n_features = len(model.classes_), X.shape[1]
+    reference = Reference(generative, X, y, kind, penalty)
     np.testing.assert_allclose(model.class_weights_, expected[:n_classes], atol=1e-6)
+    np.testing.assert_allclose(
+        model.feature_weights_, expected[n_classes : n_classes + n_features], atol=1e-6
+    )
     if kind == "cll-feature":
         learned = model.feature_weights_
     else:
         learned = np.hstack(model.value_weights_).T.ravel()
-    np.testing.assert_allclose(learned, expected[n_classes:], atol=1e-6)
+        np.testing.assert_allclose(learned, reference.cell_weights(expected).ravel(), atol=1e-6)
     # the generative tables are untouched; the scores use the weights
     for mine, theirs in zip(model.feature_log_prob_, generative.feature_log_prob_):
         np.testing.assert_array_equal(mine, theirs)
-    reference = Reference(generative, X, y, kind, penalty)
     scores = model.class_weights_ * reference.log_prior + reference.one_hot @ (
         reference.cell_weights(expected) * reference.log_table
     )
@@ -126,7 +161,11 @@ def test_unpenalised_cll_value_on_laplace_tables_is_one_hot_logistic_regression(
     X, y = _data(seed=3, n_rows=400, n_classes=2)
     X = np.nan_to_num(X, nan=9.0)  # the same columns for both models
     model = CategoricalNB(
-        smoothing="laplace", weighting="cll-value", penalty=0.0, weighting_tol=1e-10
+        smoothing="laplace",
+        weighting="cll-value",
+        weighting_rows="in-sample",
+        penalty=0.0,
+        weighting_tol=1e-10,
     ).fit(X, y)
     one_hot = OneHotEncoder(sparse_output=False).fit_transform(X)
     regression = LogisticRegression(C=np.inf, tol=1e-12, max_iter=100_000).fit(one_hot, y)
@@ -151,9 +190,11 @@ def test_weights_do_not_depend_on_n_jobs(kind):
 
 
 def test_integer_sample_weights_equal_repeated_rows():
+    # in-sample only: leave-one-out removes a row's whole weight, and one of several
+    # repeated rows leaves the others behind (test_weights_minimise_... covers its weights)
     X, y = _data(seed=6, n_rows=200)
     counts = np.random.default_rng(7).integers(1, 4, size=y.shape[0])
-    model = CategoricalNB(weighting="cll-value", weighting_tol=1e-12)
+    model = CategoricalNB(weighting="cll-value", weighting_rows="in-sample", weighting_tol=1e-12)
     weighted = clone(model).fit(X, y, sample_weight=counts.astype(float))
     repeated = clone(model).fit(np.repeat(X, counts, axis=0), np.repeat(y, counts))
     np.testing.assert_allclose(weighted.class_weights_, repeated.class_weights_, atol=1e-6)

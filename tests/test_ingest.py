@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -303,6 +304,60 @@ def test_lone_surrogates_are_a_value_error_naming_the_column():
         model.predict(X)
 
 
+@pytest.mark.parametrize(
+    "form", ["object array", "str array", "list", "DataFrame", "python strings"]
+)
+@pytest.mark.parametrize("estimator", [CategoricalNB, AODE])
+def test_lone_surrogates_in_every_input_form_are_a_value_error(form, estimator):
+    """fit, predict and partial_fit refuse a lone surrogate with a ValueError naming the
+    feature (never a UnicodeEncodeError from inside), and a refused batch adds nothing."""
+    column = ["a", "b\ud800", "a", "b"]
+    rows = [[value, "x"] for value in column]
+    X = {
+        "object array": lambda: np.array(rows, dtype=object),
+        "str array": lambda: np.array(rows),
+        "list": lambda: rows,
+        "DataFrame": lambda: pd.DataFrame(rows, columns=["city", "k"], dtype=object),
+        "python strings": lambda: pd.DataFrame(
+            {"city": pd.array(column, dtype="string[python]"), "k": ["x"] * 4}
+        ),
+    }[form]()
+    good = np.array([["a", "x"], ["b", "y"], ["a", "x"], ["b", "y"]], dtype=object)
+    y = [0, 1, 0, 1]
+    named = form in ("DataFrame", "python strings")
+    message = (
+        r"feature 0 \(column 'city'\).*not valid Unicode"
+        if named
+        else r"feature 0 .*not valid Unicode"
+    )
+    with pytest.raises(ValueError, match=message):
+        estimator().fit(X, y)
+    model = estimator().fit(good, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # fitted without names
+        with pytest.raises(ValueError, match=message):
+            model.predict(X)
+        stream = estimator().partial_fit(good, y, classes=[0, 1])
+        before = [list(c) for c in stream.categories_]
+        with pytest.raises(ValueError, match=message):
+            stream.partial_fit(X, y)
+    assert [list(c) for c in stream.categories_] == before
+
+
+def test_lone_surrogates_in_declared_categories_and_groups_are_a_value_error():
+    from hebnb import EmpiricalBayesDirichletClassifier
+
+    bad = np.array([["a"], ["b\ud800"], ["a"], ["b"]], dtype=object)
+    with pytest.raises(ValueError, match="not valid Unicode"):
+        CategoricalNB(categories=[["a", "b\ud800"]]).fit(np.array([["a"], ["a"]]), [0, 1])
+    groups = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0})
+    with pytest.raises(ValueError, match="group column.*not valid Unicode"):
+        groups.fit(bad, [0, 1, 0, 1])
+    groups.fit(bad[[0, 3]], [0, 1])
+    with pytest.raises(ValueError, match="group column.*not valid Unicode"):
+        groups.predict_proba(bad)
+
+
 def test_unicode_empty_and_very_long_strings_hash_as_themselves():
     values = ["", "é", "e\u0301", "😀", "x" * 100_000, "x" * 99_999 + "y", "日本語", "\x00"]
     rng = np.random.default_rng(0)
@@ -544,3 +599,46 @@ def test_large_predictions_go_by_blocks_with_the_same_numbers():
     frame = pd.DataFrame(X.astype(str), columns=["a", "b", "c"])
     strings = CategoricalNB().fit(frame, y)
     np.testing.assert_array_equal(strings.predict_log_proba(frame), model.predict_log_proba(X))
+
+
+@pytest.mark.parametrize("value, message", [(np.inf, "infinite"), (0.5, "fractional")])
+def test_dataframe_float_errors_name_the_feature(value, message):
+    """A non-categorical float in a DataFrame column names its feature (not "feature -1")."""
+    X = pd.DataFrame({"a": [1, 2, 1, 2], "b": [1.0, value, 2.0, 1.0]})
+    with pytest.raises(ValueError, match=f"feature 1 holds .*{message}"):
+        CategoricalNB().fit(X, [0, 1, 0, 1])
+    pl = pytest.importorskip("polars")
+    with pytest.raises(ValueError, match=f"feature 1 holds .*{message}"):
+        CategoricalNB().fit(pl.from_pandas(X), [0, 1, 0, 1])
+
+
+def test_long_columns_are_coded_by_blocks_with_the_codes_of_one_call(monkeypatch):
+    """Tables and columns longer than a block are coded block by block: the codes and
+    categories equal those of one call, and a failure in a later block adds nothing."""
+    import hebnb._encoding as encoding
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(-5, 40, size=(5_000, 3))
+    objects = pd.DataFrame({"s": rng.integers(0, 30, 5_000).astype(str).astype(object)})
+    y = rng.integers(0, 2, size=5_000)
+    strings = pa.table(
+        {"s": pa.chunked_array([objects["s"][:2_345].tolist(), objects["s"][2_345:].tolist()])}
+    )
+    tables = [X, objects, strings]
+    whole = [CategoricalNB().fit(table, y) for table in tables]
+    monkeypatch.setattr(encoding, "ENCODE_BLOCK_CELLS", 300)
+    monkeypatch.setattr(encoding, "ENCODE_BLOCK_ROWS", 70)
+    for table, one_call in zip(tables, whole):
+        by_blocks = CategoricalNB().fit(table, y)
+        for a, b in zip(one_call.categories_, by_blocks.categories_):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(one_call.predict_proba(table), by_blocks.predict_proba(table))
+    stream = CategoricalNB().partial_fit(X[:100], y[:100], classes=[0, 1])
+    before = [c.copy() for c in stream.categories_]
+    bad = X.astype(float)
+    bad[4_000, 1] = 0.5  # refused in a late block, after earlier blocks added categories
+    bad[:, 0] += 1_000
+    with pytest.raises(ValueError, match="feature 1 holds floats with a fractional part"):
+        stream.partial_fit(bad, y)
+    for ca, cb in zip(stream.categories_, before):
+        np.testing.assert_array_equal(ca, cb)

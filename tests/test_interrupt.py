@@ -23,6 +23,10 @@ HARNESS = textwrap.dedent(
     import json, os, pickle, signal, threading, time
     import numpy as np
 
+    # a job started in the background of a non-interactive shell inherits SIGINT as
+    # ignored (and Python then installs no handler): restore Python's own
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     def interrupted_after(seconds, call):
         sent = {{}}
 
@@ -107,3 +111,88 @@ def test_ctrl_c_stops_the_counting_kernel():
     outcome = run_case(COUNTING)
     assert outcome["interrupted"], f"the count ran to its end ({outcome})"
     assert outcome["latency"] < 5.0, outcome
+
+
+# One long call per family (issue 11, item 2: "Ctrl-C latency for every long call"):
+# each model is fitted on a small table first; the long call is interrupted one second
+# in and must leave the model's pickle and predictions as they were.
+FAMILY_PREAMBLE = """
+rng = np.random.default_rng(0)
+
+def check(model, long_call, probe, after=1.0):
+    before = pickle.dumps(model)
+    expected = model.predict_proba(probe)
+    outcome = interrupted_after(after, long_call)
+    outcome["unchanged"] = bool(
+        pickle.dumps(model) == before and np.array_equal(model.predict_proba(probe), expected)
+    )
+    print(json.dumps(outcome))
+"""
+
+FAMILIES = {
+    # coding a large numeric table on one thread (the GIL is held one block at a time)
+    "categorical fit, one thread": """
+from hebnb import CategoricalNB
+X = rng.integers(0, 5000, size=(6_000_000, 8), dtype=np.int16)
+y = rng.integers(0, 3, size=X.shape[0], dtype=np.int8)
+model = CategoricalNB(n_jobs=1).fit(X[:1000], y[:1000])
+check(model, lambda: model.fit(X, y), X[:20])
+""",
+    "categorical fit, object columns": """
+import pandas as pd
+from hebnb import CategoricalNB
+words = np.array([f"w{k}" for k in range(3000)], dtype=object)
+X = pd.DataFrame({f"c{j}": words[rng.integers(0, 3000, 4_000_000)] for j in range(6)})
+y = rng.integers(0, 3, size=X.shape[0])
+model = CategoricalNB().fit(X[:1000], y[:1000])
+check(model, lambda: model.fit(X, y), X[:20], after=0.3)
+""",
+    "categorical predict_proba": """
+from hebnb import CategoricalNB
+X = rng.integers(0, 1000, size=(3_000_000, 20), dtype=np.int16)
+y = rng.integers(0, 3, size=X.shape[0])
+model = CategoricalNB(n_jobs=2).fit(X[:20_000], y[:20_000])
+check(model, lambda: model.predict_proba(X), X[:20])
+""",
+    "discriminative weights": """
+from hebnb import CategoricalNB
+X = rng.integers(0, 50, size=(200_000, 20))
+y = rng.integers(0, 5, size=X.shape[0])
+model = CategoricalNB(weighting="cll-value").fit(X[:2000], y[:2000])
+check(model, lambda: model.fit(X, y), X[:20])
+""",
+    "AODE fit": """
+from hebnb import AODE
+X = rng.integers(0, 5, size=(200_000, 60))
+y = rng.integers(0, 2, size=X.shape[0])
+model = AODE(n_jobs=1).fit(X[:2000], y[:2000])
+check(model, lambda: model.fit(X, y), X[:20])
+""",
+    "AODE predict_proba": """
+from hebnb import AODE
+X = rng.integers(0, 5, size=(200_000, 60))
+y = rng.integers(0, 2, size=X.shape[0])
+model = AODE(n_jobs=2).fit(X[:20_000], y[:20_000])
+check(model, lambda: model.predict_proba(X), X[:20])
+""",
+    "text fit": """
+import scipy.sparse as sp
+from hebnb import MultinomialNB
+n_rows, n_tokens, per_row = 300_000, 2**18, 50
+indptr = np.arange(0, n_rows * per_row + 1, per_row)
+indices = rng.integers(0, n_tokens, size=n_rows * per_row).astype(np.int32)
+X = sp.csr_matrix((np.ones(n_rows * per_row), indices, indptr), shape=(n_rows, n_tokens))
+X.sum_duplicates()
+y = rng.integers(0, 30, size=n_rows)
+model = MultinomialNB().fit(X[:3000], y[:3000])
+check(model, lambda: model.fit(X, y), X[:20])
+""",
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_ctrl_c_stops_every_long_call_family_and_keeps_the_model(family):
+    outcome = run_case("import pickle\n" + FAMILY_PREAMBLE + FAMILIES[family])
+    assert outcome["interrupted"], f"the call ran to its end ({outcome})"
+    assert outcome["latency"] < 5.0, outcome  # a correctness bound, not a speed test
+    assert outcome["unchanged"] is True, outcome

@@ -21,7 +21,7 @@ from joblib import cpu_count, effective_n_jobs
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import Tags
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
@@ -47,6 +47,30 @@ def _cores() -> int:
     """The cores this process may use (affinity and cgroup quota), asked once."""
     cores: int = cpu_count()
     return cores
+
+
+def validate_table(estimator: BaseEstimator, X: Any, *, reset: bool, **kwargs: Any) -> Any:
+    """scikit-learn's ``validate_data`` (keyword arguments passed on), and the check it
+    leaves out: a DataFrame's column labels that are not strings (integers) are kept at
+    fit and must match at predict, so that reordered columns are an error rather than
+    silently different probabilities (mixed str/int labels are refused there, as in
+    scikit-learn; string names are ``feature_names_in_``)."""
+    labels = X.columns.tolist() if isinstance(X, pd.DataFrame) else None
+    validated = validate_data(estimator, X, reset=reset, **kwargs)
+    if labels is not None and all(isinstance(label, str) for label in labels):
+        labels = None  # checked by scikit-learn as feature names
+    if reset:
+        estimator.__dict__.pop("_column_labels", None)
+        if labels is not None:
+            estimator._column_labels = labels
+        return validated
+    fitted = estimator.__dict__.get("_column_labels")
+    if fitted is not None and labels is not None and labels != fitted:
+        raise ValueError(
+            "The column labels should match those that were passed during fit: "
+            f"expected {fitted}, got {labels}"
+        )
+    return validated
 
 
 def is_real(value: object) -> bool:

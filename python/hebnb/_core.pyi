@@ -103,7 +103,13 @@ def conditional_log_likelihood(
     class_scores: npt.NDArray[np.float64],
     offsets: list[int],
     n_jobs: int,
-) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+    /,
+    *,
+    held_out: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]
+    | None = None,
+) -> tuple[
+    float, npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64] | None
+]: ...
 def posterior(
     codes: npt.NDArray[np.int32],
     log_table: npt.NDArray[np.float64],

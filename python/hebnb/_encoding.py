@@ -77,14 +77,15 @@ def _normalize(value: object) -> object:
 class _Table:
     """A table read for encoding, without copying its values where it can be helped.
 
-    ``block`` holds the ``(F, S)`` int64 values and missing mask of a numeric array (all
-    features at once); otherwise ``columns`` holds one column per feature: ``("ints",
+    ``block`` holds a numeric 2-D array ``(S, F)`` as given (coded all features at once,
+    by blocks of rows: see ``CategoryEncoder._encode``); otherwise ``columns`` holds one
+    column per feature: ``("ints",
     values, missing)``, ``("objects", values)``, ``("arrow", chunked array)`` or
     ``("category", codes, categories)``.
     """
 
     columns: list[ColumnSpec]
-    block: tuple[np.ndarray, np.ndarray | None] | None
+    block: np.ndarray | None
     labels: list[Any] | None
     names: np.ndarray | None
     n_rows: int
@@ -94,6 +95,15 @@ class _Table:
     def n_features(self) -> int:
         return len(self.floats)
 
+
+#: Cells of a numeric array coded per block of rows: a block's int64 copy (32 MiB) and
+#: codes are all that coding needs beside the table's codes, and the vocabulary holds
+#: the GIL (single-threaded coding) for one block at a time, so other threads and Ctrl-C
+#: wait at most that long.
+ENCODE_BLOCK_CELLS = 1 << 22
+
+#: Values of one column coded per call into the vocabulary (same reasons).
+ENCODE_BLOCK_ROWS = 1 << 20
 
 #: DataFrames of at most this many rows are read as one object array when they are coded
 #: against a known vocabulary (scoring a row or a few): the same codes as column by
@@ -108,7 +118,7 @@ def _read_table(X: Any, *, known: bool = False) -> _Table:
     that will not grow (declared categories of a ``category`` column do not matter)."""
     if known and isinstance(X, pd.DataFrame) and 0 < X.shape[0] <= SMALL_FRAME_ROWS:
         labels, names = _labels_of(X.columns)
-        columns = [_small_column(array) for array in _column_arrays(X)]
+        columns = [_small_column(array, f) for f, array in enumerate(_column_arrays(X))]
         floats = [False] * len(columns)
         return _Table(columns, None, labels, names, X.shape[0], floats)
     table = _split_table(X)
@@ -154,12 +164,12 @@ def _column_arrays(X: pd.DataFrame) -> list[Any]:
     return [column.array for _, column in X.items()]
 
 
-def _small_column(array: Any) -> ColumnSpec:
+def _small_column(array: Any, feature: int) -> ColumnSpec:
     """The column spec of one column array of a small DataFrame being scored (see
     ``_read_table``): numpy, categorical and Arrow-backed arrays as they are, other
     extension arrays through a Series."""
     if isinstance(array, np.ndarray):
-        return _array_column(array, -1)
+        return _array_column(array, feature)
     if isinstance(array, pd.Categorical):
         return ("category", array.codes, array.categories)
     arrow = _arrow_text(array)
@@ -167,7 +177,7 @@ def _small_column(array: Any) -> ColumnSpec:
         values = np.empty(len(arrow), dtype=object)
         values[:] = arrow.to_pylist()
         return ("objects", values)
-    return _pandas_column(pd.Series(array, copy=False))
+    return _pandas_column(pd.Series(array, copy=False), feature)
 
 
 def _small_objects(column: ColumnSpec) -> np.ndarray | None:
@@ -247,13 +257,13 @@ def _module_of(X: object) -> str:
 def _split_table(X: Any) -> _Table:
     if isinstance(X, pd.DataFrame):
         labels = X.columns.tolist()
-        columns = [_pandas_column(column) for _, column in X.items()]
+        columns = [_pandas_column(column, f) for f, (_, column) in enumerate(X.items())]
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
     module = _module_of(X)
     if module == "polars" and hasattr(X, "get_columns"):
         labels = list(X.columns)
-        columns = [_polars_column(series) for series in X.get_columns()]
+        columns = [_polars_column(series, f) for f, series in enumerate(X.get_columns())]
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.height, floats)
     if module == "pyarrow" or (hasattr(X, "__arrow_c_stream__") and not isinstance(X, np.ndarray)):
@@ -279,10 +289,9 @@ def _split_table(X: Any) -> _Table:
     if array.dtype.kind == "c":
         raise ValueError("Complex data not supported")
     n_rows, n_features = array.shape
-    block = _integer_block(array)
     floats = [array.dtype.kind == "f"] * n_features
-    if block is not None:
-        return _Table([], block, None, None, n_rows, floats)
+    if array.dtype.kind in "iuf":
+        return _Table([], array, None, None, n_rows, floats)
     columns = [_array_column(array[:, j], j) for j in range(n_features)]
     return _Table(columns, None, None, None, n_rows, floats)
 
@@ -318,12 +327,13 @@ def _array_column(column: np.ndarray, feature: int) -> ColumnSpec:
     return ("objects", column if column.dtype.kind == "O" else column.astype(object))
 
 
-def _pandas_column(series: pd.Series) -> ColumnSpec:
+def _pandas_column(series: pd.Series, feature: int) -> ColumnSpec:
+    """One column of a DataFrame (feature number ``feature``, for messages) as a column spec."""
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         return ("category", series.cat.codes.to_numpy(), dtype.categories)
     if isinstance(dtype, np.dtype):
-        return _array_column(series.to_numpy(), -1)
+        return _array_column(series.to_numpy(), feature)
     array = series.array
     arrow_backed = isinstance(dtype, pd.ArrowDtype) or (
         isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
@@ -334,19 +344,19 @@ def _pandas_column(series: pd.Series) -> ColumnSpec:
         missing = np.asarray(series.isna(), dtype=bool)
         values = series.to_numpy(dtype=np.float64 if dtype.kind == "u" else np.int64, na_value=0)
         if dtype.kind == "u":
-            return _array_column(np.where(missing, np.nan, values), -1)
+            return _array_column(np.where(missing, np.nan, values), feature)
         return ("ints", values, missing if missing.any() else None, False)
     if dtype.kind == "f":
-        return _array_column(series.to_numpy(dtype=np.float64, na_value=np.nan), -1)
+        return _array_column(series.to_numpy(dtype=np.float64, na_value=np.nan), feature)
     # pandas-stubs leave None out of na_value, which pandas accepts
     return ("objects", series.to_numpy(dtype=np.object_, na_value=None))  # type: ignore[call-overload]
 
 
-def _polars_column(series: Any) -> ColumnSpec:
+def _polars_column(series: Any, feature: int) -> ColumnSpec:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        return _array_column(np.asarray(series.to_numpy()), -1)
+        return _array_column(np.asarray(series.to_numpy()), feature)
     import polars
 
     # polars' own layout (string views): no copy, where the default converts to large_string
@@ -430,7 +440,7 @@ def _encode_category_codes(
             column: ColumnSpec = ("objects", values)
             out = _encode_column(vocabulary, feature, column, False, name)
         else:
-            column = _values_column(categories)
+            column = _values_column(categories, feature)
             out = _encode_column(vocabulary, feature, column, False, name, positions=rows)
         out[codes < 0] = MISSING_CODE
         return out
@@ -458,7 +468,9 @@ def _category_map(
     mapped = np.full(n, UNKNOWN, dtype=np.int32)
     if not grow:
         if n:
-            mapped[:] = _encode_column(vocabulary, feature, _values_column(categories), grow, name)
+            mapped[:] = _encode_column(
+                vocabulary, feature, _values_column(categories, feature), grow, name
+            )
         return mapped
     order = _core.first_appearance(np.asarray(codes, dtype=np.int64), n_categories=n)
     if declared:
@@ -467,19 +479,19 @@ def _category_map(
         order = np.concatenate([order, np.flatnonzero(unused)])
     if order.size:
         mapped[order] = _encode_column(
-            vocabulary, feature, _values_column(categories), grow, name, positions=order
+            vocabulary, feature, _values_column(categories, feature), grow, name, positions=order
         )
     return mapped
 
 
-def _values_column(categories: Any) -> ColumnSpec:
+def _values_column(categories: Any, feature: int) -> ColumnSpec:
     """The column spec of the categories of a pandas ``category`` column (an Index) or of
     an Arrow dictionary (an array)."""
     if isinstance(categories, pd.Index):
         array = categories.array
         if isinstance(array, np.ndarray):
-            return _array_column(array, -1)
-        return _pandas_column(pd.Series(array, copy=False))
+            return _array_column(array, feature)
+        return _pandas_column(pd.Series(array, copy=False), feature)
     return ("arrow", _chunked(categories))
 
 
@@ -493,7 +505,73 @@ def _encode_column(
     positions: np.ndarray | None = None,
 ) -> np.ndarray:
     """Vocabulary codes (int32) of one column spec: -1 missing, -2 unknown (not growing);
-    only of the rows ``positions`` (int64), in that order, when given."""
+    only of the rows ``positions`` (int64), in that order, when given.
+
+    Integer, object and Arrow columns are coded by blocks of at most ``ENCODE_BLOCK_ROWS``
+    rows written into one output (the core holds the GIL, or cannot see Ctrl-C, while it
+    codes a block); on an error or Ctrl-C between blocks the vocabulary keeps none of the
+    column's categories."""
+    kind = column[0]
+    if positions is not None or kind == "category":
+        return _encode_rows(vocabulary, feature, column, grow, name, positions)
+    if kind == "arrow":
+        pieces = [
+            chunk.slice(start, ENCODE_BLOCK_ROWS)
+            for chunk in column[1].chunks
+            for start in range(0, len(chunk), ENCODE_BLOCK_ROWS)
+        ]
+        lengths = [len(piece) for piece in pieces]
+    else:
+        n_rows = column[1].shape[0]
+        pieces = [
+            tuple(
+                a[start : start + ENCODE_BLOCK_ROWS] if isinstance(a, np.ndarray) else a
+                for a in column
+            )
+            for start in range(0, n_rows, ENCODE_BLOCK_ROWS)
+        ]
+        lengths = [
+            min(ENCODE_BLOCK_ROWS, n_rows - start) for start in range(0, n_rows, ENCODE_BLOCK_ROWS)
+        ]
+    if len(pieces) == 1:
+        return _encode_piece(vocabulary, feature, kind, pieces[0], grow, name)
+    mark = vocabulary.mark() if grow else None
+    try:
+        codes = np.empty(sum(lengths), dtype=np.int32)
+        start = 0
+        for piece, length in zip(pieces, lengths):
+            codes[start : start + length] = _encode_piece(
+                vocabulary, feature, kind, piece, grow, name
+            )
+            start += length
+    except BaseException:
+        if mark is not None:
+            vocabulary.truncate(mark)
+        raise
+    return codes
+
+
+def _encode_piece(
+    vocabulary: _core.Vocabulary, feature: int, kind: str, piece: Any, grow: bool, name: str
+) -> np.ndarray:
+    """Codes of one block of a column: an Arrow array, or an ``ints`` / ``objects`` spec."""
+    if kind == "ints":
+        return vocabulary.encode_ints(feature, piece[1], piece[2], grow=grow)
+    if kind == "objects":
+        return vocabulary.encode_objects(feature, piece[1], _normalize, grow=grow, name=name)
+    return _encode_arrow(vocabulary, feature, piece, grow, name)
+
+
+def _encode_rows(
+    vocabulary: _core.Vocabulary,
+    feature: int,
+    column: ColumnSpec,
+    grow: bool,
+    name: str,
+    positions: np.ndarray | None,
+) -> np.ndarray:
+    """Codes of a ``category`` column, or of the rows ``positions`` of any column (the
+    categories of a ``category`` column or an Arrow dictionary: a few), in one call."""
     kind = column[0]
     if kind == "ints":
         values, missing = column[1], column[2]
@@ -509,14 +587,9 @@ def _encode_column(
         if positions is not None:
             codes = codes[positions]
         return _encode_category_codes(vocabulary, feature, column[2], codes, grow, name, True)
-    chunked = column[1]
-    if positions is not None:
-        chunk = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
-        return _encode_arrow(vocabulary, feature, chunk, grow, name, positions=positions)
-    chunks = [_encode_arrow(vocabulary, feature, chunk, grow, name) for chunk in chunked.chunks]
-    if not chunks:
-        return np.empty(0, dtype=np.int32)
-    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+    chunked = column[1]  # Arrow, with positions
+    chunk = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+    return _encode_arrow(vocabulary, feature, chunk, grow, name, positions=positions)
 
 
 MISSING_CODE = -1
@@ -788,8 +861,7 @@ class CategoryEncoder:
     def _encode(self, table: _Table, *, grow: bool, n_threads: int) -> np.ndarray:
         """Vocabulary codes ``(F, S)`` of a table (-2 where unknown and not growing)."""
         if table.block is not None:
-            values, missing = table.block
-            return self.vocabulary.encode_int_block(values, missing, grow=grow, n_jobs=n_threads)
+            return self._encode_numeric(table.block, grow=grow, n_threads=n_threads)
         if not grow and table.n_rows <= SMALL_FRAME_ROWS:
             # a few rows (a row of a DataFrame): as Python objects, in one call
             objects = [_small_objects(spec) for spec in table.columns]
@@ -802,6 +874,42 @@ class CategoryEncoder:
         codes = np.empty((table.n_features, table.n_rows), dtype=np.int32)
         for f, column in enumerate(table.columns):
             codes[f] = _encode_column(self.vocabulary, f, column, grow, _name(table, f))
+        return codes
+
+    def _encode_numeric(self, array: np.ndarray, *, grow: bool, n_threads: int) -> np.ndarray:
+        """Vocabulary codes ``(F, S)`` of a numeric array ``(S, F)``, coded by blocks of
+        ``ENCODE_BLOCK_CELLS`` cells into one output: a long table needs its codes and one
+        block's int64 copy, not a multiple of itself. Atomic: on an error (or Ctrl-C) the
+        vocabulary keeps none of the table's categories."""
+        n_rows, n_features = array.shape
+        step = max(1, ENCODE_BLOCK_CELLS // n_features)
+        if n_rows <= step:
+            return self._encode_row_block(array, grow=grow, n_threads=n_threads)
+        mark = self.vocabulary.mark() if grow else None
+        try:
+            codes = np.empty((n_features, n_rows), dtype=np.int32)
+            for start in range(0, n_rows, step):
+                part = array[start : start + step]
+                codes[:, start : start + part.shape[0]] = self._encode_row_block(
+                    part, grow=grow, n_threads=n_threads
+                )
+        except BaseException:
+            if mark is not None:
+                self.vocabulary.truncate(mark)
+            raise
+        return codes
+
+    def _encode_row_block(self, part: np.ndarray, *, grow: bool, n_threads: int) -> np.ndarray:
+        """Codes ``(F, n)`` of one block of rows of a numeric array: all features at once
+        as int64, or column by column when the block holds integers beyond int64."""
+        block = _integer_block(part)
+        if block is not None:
+            values, missing = block
+            return self.vocabulary.encode_int_block(values, missing, grow=grow, n_jobs=n_threads)
+        codes = np.empty((part.shape[1], part.shape[0]), dtype=np.int32)
+        for f in range(part.shape[1]):
+            column = _array_column(part[:, f], f)
+            codes[f] = _encode_column(self.vocabulary, f, column, grow, f"feature {f}")
         return codes
 
     def _in_order(self, codes: np.ndarray) -> np.ndarray:
@@ -951,7 +1059,7 @@ def _examples(table: _Table, f: int, where: np.ndarray) -> list[Any]:
     """Up to five distinct values of feature ``f`` at the rows ``where`` (for messages)."""
     rows = np.flatnonzero(where)[:1000]
     if table.block is not None:
-        values = np.asarray(table.block[0][f])[rows]
+        values = table.block[rows, f]
     else:
         column = table.columns[f]
         if column[0] in ("ints", "objects"):

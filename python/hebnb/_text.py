@@ -13,10 +13,10 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import ThreadSafeModel, check_class_prior, class_log_prior, n_threads
+from ._base import ThreadSafeModel, check_class_prior, class_log_prior, n_threads, validate_table
 from ._encoding import check_sample_weight, check_table_size, encode_labels
 from ._online import batch_classes
 
@@ -139,7 +139,7 @@ def check_counts(
     # A sparse matrix's values are checked by the core as it reads them (finite, and
     # non-negative for counts): checking them here as well would read them twice.
     core_checks_values = sp.issparse(X)
-    X = validate_data(
+    X = validate_table(
         estimator,
         X,
         accept_sparse=("csr", "csc"),

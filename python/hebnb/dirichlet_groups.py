@@ -372,7 +372,7 @@ def _group_column(X: ArrayLike) -> tuple[tuple[Any, ...], int]:
             )
         if X.shape[0] == 0:
             raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
-        return _pandas_column(X.iloc[:, 0]), X.shape[0]
+        return _pandas_column(X.iloc[:, 0], 0), X.shape[0]
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: the grouping column must be dense")
     array = np.asarray(X)

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.utils.validation import validate_data
 
+from ._base import validate_table
 from ._params import ClassProbabilities, StrictInterval, fit_context
 from ._text import (
     FloatArray,
@@ -158,7 +158,7 @@ class GaussianNB(NaiveBayesClassifier):
     def _update(
         self, X: Any, y: Any, sample_weight: Any, *, classes: Any, first_call: bool, partial: bool
     ) -> GaussianNB:
-        X = validate_data(self, X, reset=first_call, dtype=np.float64)
+        X = validate_table(self, X, reset=first_call, dtype=np.float64)
         fitted = None if first_call else self.classes_
         batch = training_batch(
             y,
@@ -204,7 +204,7 @@ class GaussianNB(NaiveBayesClassifier):
         return self
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_table(self, X, reset=False, dtype=np.float64)
         joint = np.empty((X.shape[0], self.classes_.shape[0]))
         for i in range(self.classes_.shape[0]):
             normaliser = -0.5 * np.sum(np.log(2.0 * np.pi * self.var_[i, :]))

@@ -9,9 +9,9 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils._indexing import _get_column_indices, _safe_indexing
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import check_array
 
-from ._base import check_class_prior, class_log_prior
+from ._base import check_class_prior, class_log_prior, validate_table
 from ._encoding import check_sample_weight, encode_labels
 from ._online import batch_classes, n_rows_of
 from ._params import ClassProbabilities, meta_fit_context
@@ -183,7 +183,7 @@ class MixedNB(NaiveBayesClassifier):
         """
         X = check_table(X)
         check_finite_labels(y)
-        validate_data(self, X, skip_check_array=True, reset=True)
+        validate_table(self, X, skip_check_array=True, reset=True)
         n_rows = n_rows_of(X)
         classes, labels = encode_labels(y, n_rows)
         check_class_prior(self.class_prior, classes.shape[0])
@@ -220,7 +220,7 @@ class MixedNB(NaiveBayesClassifier):
             self._validate_params()
         X = check_table(X)
         check_finite_labels(y)
-        validate_data(self, X, skip_check_array=True, reset=first_call)
+        validate_table(self, X, skip_check_array=True, reset=first_call)
         n_rows = n_rows_of(X)
         declared, labels = batch_classes(y, n_rows, classes, None if first_call else self.classes_)
         check_class_prior(self.class_prior, declared.shape[0])
@@ -249,7 +249,7 @@ class MixedNB(NaiveBayesClassifier):
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
         X = check_table(X)
-        validate_data(self, X, skip_check_array=True, reset=False)
+        validate_table(self, X, skip_check_array=True, reset=False)
         joint = np.tile(self.class_log_prior_, (n_rows_of(X), 1))
         for _, estimator, columns in self.models_:
             part = estimator.predict_joint_log_proba(_safe_indexing(X, columns, axis=1))

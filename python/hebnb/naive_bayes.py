@@ -118,9 +118,17 @@ class CategoricalNB(CategoricalClassifier):
     penalty : float or None, default=None
         Precision of the Gaussian prior ``N(1, 1 / penalty)`` on every discriminative
         weight (None: ``hebnb.weighting.DEFAULT_PENALTY``; 0: no penalty).
-    weighting_tol : float, default=1e-6
+    weighting_tol : float, default=1e-4
         The weights are converged when no entry of the objective's gradient, divided by
         the total sample weight, exceeds it.
+    weighting_rows : {"leave-one-out", "in-sample"}, default="leave-one-out"
+        How the training rows are scored while the weights are learned:
+        ``"leave-one-out"`` scores each row with its own count removed from its class's
+        cells (the plug-in estimate at the fitted concentration), so the weights do not
+        learn to trust values the tables have memorised; ``"in-sample"`` uses the fitted
+        tables as they are (then ``"cll-value"`` without a penalty on Laplace tables is
+        exactly one-hot logistic regression). ``concentration_estimate="posterior-average"``
+        has no plug-in form and always uses ``"in-sample"``.
 
     Attributes
     ----------
@@ -186,6 +194,7 @@ class CategoricalNB(CategoricalClassifier):
         "weighting": [StrOptions(set(weighting.WEIGHTINGS)), None],
         "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
         "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
+        "weighting_rows": [StrOptions(set(weighting.WEIGHTING_ROWS))],
     }
 
     @keyword_only("smoothing", removed_in="0.3")
@@ -207,7 +216,8 @@ class CategoricalNB(CategoricalClassifier):
         categories: str | list[ArrayLike] = "auto",
         weighting: str | None = None,
         penalty: float | None = None,
-        weighting_tol: float = 1e-6,
+        weighting_tol: float = 1e-4,
+        weighting_rows: str = "leave-one-out",
     ) -> None:
         self.smoothing = smoothing
         self.alpha = alpha
@@ -225,6 +235,7 @@ class CategoricalNB(CategoricalClassifier):
         self.weighting = weighting
         self.penalty = penalty
         self.weighting_tol = weighting_tol
+        self.weighting_rows = weighting_rows
 
     #: codes in order of first appearance: a stream's batches never move old counts
     _code_order = "insertion"
@@ -515,6 +526,14 @@ class CategoricalNB(CategoricalClassifier):
         if kind is None:
             return
         offsets = list(self._encoder.offsets)
+        held_out = None
+        if (
+            self.weighting_rows == "leave-one-out"
+            and self.concentration_estimate != "posterior-average"
+        ):
+            held_out = weighting.plug_in_parts(
+                self._counts, self._prior_mean, self.concentration_, offsets
+            )
         fitted = weighting.fit_weights(
             kind,
             codes,
@@ -526,6 +545,7 @@ class CategoricalNB(CategoricalClassifier):
             penalty=weighting.resolve_penalty(self.penalty),
             n_threads=threads,
             tol=float(self.weighting_tol),
+            held_out=held_out,
         )
         self._score_table, self._class_scores = weighting.score_tables(
             kind,
@@ -538,9 +558,8 @@ class CategoricalNB(CategoricalClassifier):
         self._score_feature_weights = None  # already in the score table
         self.class_weights_ = fitted.class_weights
         self.weighting_n_iter_ = fitted.n_iter
-        if self.weighting == "cll-feature":
-            self.feature_weights_ = fitted.table_weights
-        else:
+        self.feature_weights_ = fitted.feature_weights
+        if self.weighting == "cll-value":
             self.value_weights_ = self._sorted_blocks(fitted.table_weights.T)
 
     def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:

@@ -48,10 +48,12 @@ from . import _core
 
 #: The discriminative weightings.
 WEIGHTINGS = ("cll-feature", "cll-value")
+#: How the training rows are scored while the weights are learned.
+WEIGHTING_ROWS = ("leave-one-out", "in-sample")
 #: Precision of the Gaussian prior N(1, 1 / penalty) on every weight.
 DEFAULT_PENALTY = 1.0
 #: Default ``tol``: the mean per-row gradient entry at which the weights are converged.
-DEFAULT_TOL = 1e-6
+DEFAULT_TOL = 1e-4
 #: L-BFGS iterations at most.
 MAX_ITER = 1000
 #: Corrections L-BFGS keeps.
@@ -71,8 +73,12 @@ class DiscriminativeWeights:
     class_weights : ndarray of shape (n_classes,)
         ``a_c``, the weight of each class's log prior.
     table_weights : ndarray
-        ``w``: shape (n_features,) for ``"cll-feature"``; (sum K_f, n_classes), the
-        shape of the log-probability table, for ``"cll-value"``.
+        ``w``: shape (n_features,) for ``"cll-feature"``; for ``"cll-value"``, the whole
+        weight ``w[f] + d[c, f, v]`` of every cell, shape (sum K_f, n_classes), the shape
+        of the log-probability table.
+    feature_weights : ndarray of shape (n_features,)
+        ``w``, the feature weights (for ``"cll-value"``, the centre of each feature's cell
+        weights).
     objective : float
         ``J`` at the weights.
     n_iter : int
@@ -83,6 +89,7 @@ class DiscriminativeWeights:
     kind: str
     class_weights: FloatArray
     table_weights: FloatArray
+    feature_weights: FloatArray
     objective: float
     n_iter: int
     converged: bool
@@ -134,6 +141,7 @@ def fit_weights(
     penalty: float,
     n_threads: int,
     tol: float = DEFAULT_TOL,
+    held_out: tuple[FloatArray, FloatArray] | None = None,
 ) -> DiscriminativeWeights:
     """The weights minimising ``J`` (module docstring) on a training set.
 
@@ -156,11 +164,19 @@ def fit_weights(
     tol : float, default=DEFAULT_TOL
         Stop when no gradient entry exceeds ``tol`` times the total sample weight (at
         least ``tol``): the largest entry of the mean per-row gradient.
+    held_out : (numerator, denominator), default=None
+        The plug-in parts of ``log_table`` (:func:`plug_in_parts`): each training row is
+        then scored with its own count removed from its own class's cells (leave-one-out).
+        None scores the rows with ``log_table`` itself.
 
     Returns
     -------
     DiscriminativeWeights
+        For ``"cll-value"``, ``table_weights`` holds the whole weight of every cell,
+        ``w[f] + d[c, f, v]``.
     """
+    if kind not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {kind!r}")
     if not np.all(np.isfinite(class_log_prior)):
         raise ValueError(
             "discriminative weighting needs every class prior to be positive; "
@@ -171,54 +187,67 @@ def fit_weights(
     sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
     log_table = np.ascontiguousarray(log_table, dtype=np.float64)
     n_classes = class_log_prior.shape[0]
-    finite = np.isfinite(log_table)
-    log_table_zeroed = np.where(finite, log_table, 0.0)
-    if kind == "cll-feature":
-        n_table = len(offsets) - 1
-        feature = _feature_of_column(offsets)
-    elif kind == "cll-value":
-        n_table = log_table.size
-    else:
-        raise ValueError(f"unknown weighting {kind!r}")
+    n_features = len(offsets) - 1
+    log_table_zeroed = np.where(np.isfinite(log_table), log_table, 0.0)
+    feature = _feature_of_column(offsets)
+    n_cells = log_table.size if kind == "cll-value" else 0
     gtol = tol * max(1.0, float(sample_weight.sum()))
+    # theta = [a (C), w (F), d (cells, "cll-value" only)]; start: the generative model
+    start = np.concatenate([np.ones(n_classes + n_features), np.zeros(n_cells)])
+    # the penalty's scale per parameter: 1 for a and w; ln theta^2 for a cell deviation d,
+    # which penalises the change d ln theta it makes to its score entry
+    scale = np.concatenate(
+        [np.ones(n_classes + n_features), log_table_zeroed.ravel()[:n_cells] ** 2]
+    )
 
-    def split(theta: FloatArray) -> tuple[FloatArray, FloatArray]:
-        class_weights = theta[:n_classes]
-        table_weights = theta[n_classes:]
+    def cell_weights(theta: FloatArray) -> FloatArray:
+        weights = np.repeat(theta[n_classes : n_classes + n_features], np.diff(offsets))
+        weights = np.broadcast_to(weights[:, None], log_table.shape)
         if kind == "cll-value":
-            table_weights = table_weights.reshape(log_table.shape)
-        return class_weights, table_weights
+            weights = weights + theta[n_classes + n_features :].reshape(log_table.shape)
+        return weights
 
     def objective(theta: FloatArray) -> tuple[float, FloatArray]:
-        class_weights, table_weights = split(theta)
+        weights = np.ascontiguousarray(cell_weights(theta))
         table, class_scores = score_tables(
-            kind, log_table, class_log_prior, class_weights, table_weights, offsets
+            "cll-value", log_table, class_log_prior, theta[:n_classes], weights, offsets
         )
-        loss, table_residuals, class_residuals = _core.conditional_log_likelihood(
-            codes, labels, sample_weight, table, class_scores, offsets, n_threads
+        loss, table_residuals, class_residuals, correction = _core.conditional_log_likelihood(
+            codes,
+            labels,
+            sample_weight,
+            table,
+            class_scores,
+            offsets,
+            n_threads,
+            held_out=None if held_out is None else (weights, *held_out),
         )
         cell_gradient = table_residuals * log_table_zeroed
-        table_gradient: FloatArray
-        if kind == "cll-feature":
-            table_gradient = np.bincount(
-                feature, weights=cell_gradient.sum(axis=1), minlength=n_table
-            ).astype(np.float64)
-        else:
-            table_gradient = cell_gradient.ravel()
-        gradient = np.concatenate([class_residuals * class_log_prior, table_gradient])
-        deviation = theta - 1.0
+        if correction is not None:
+            cell_gradient += correction
+        feature_gradient = np.bincount(
+            feature, weights=cell_gradient.sum(axis=1), minlength=n_features
+        ).astype(np.float64)
+        parts = [class_residuals * class_log_prior, feature_gradient]
+        if kind == "cll-value":
+            parts.append(cell_gradient.ravel())
+        deviation = theta - start
         value = loss + 0.5 * penalty * float(deviation @ (scale * deviation))
-        return value, gradient + penalty * scale * deviation
+        return value, np.concatenate(parts) + penalty * scale * deviation
 
-    # the penalty's scale per weight: 1 for the class and feature weights; ln theta^2 for
-    # a cell weight, which penalises the change of the score entry it makes
-    cell_scale = log_table_zeroed.ravel() ** 2 if kind == "cll-value" else np.ones(n_table)
-    scale = np.concatenate([np.ones(n_classes), cell_scale])
+    curvature = _diagonal_curvature(
+        kind, codes, sample_weight, log_table_zeroed, class_log_prior, offsets
+    )
+    inverse_curvature = 1.0 / np.maximum(curvature + penalty * scale, 1e-12 * gtol + 1e-300)
     # one BLAS thread: the vector products are short, and a BLAS pool spinning up on
     # each one slows them twentyfold on a busy machine (the row pass has its own threads)
     with threadpool_limits(limits=1, user_api="blas"):
-        weights, value, gradient, n_iter, converged = minimise_lbfgs(
-            objective, np.ones(n_classes + n_table), gtol=gtol, max_iter=MAX_ITER
+        theta, value, gradient, n_iter, converged = minimise_lbfgs(
+            objective,
+            start,
+            gtol=gtol,
+            max_iter=MAX_ITER,
+            inverse_curvature=inverse_curvature,
         )
     if not converged:
         warnings.warn(
@@ -227,15 +256,92 @@ def fit_weights(
             ConvergenceWarning,
             stacklevel=3,
         )
-    class_weights, table_weights = split(weights)
+    table_weights = (
+        np.array(cell_weights(theta))
+        if kind == "cll-value"
+        else theta[n_classes : n_classes + n_features].copy()
+    )
     return DiscriminativeWeights(
         kind=kind,
-        class_weights=class_weights.copy(),
-        table_weights=np.array(table_weights),
+        class_weights=theta[:n_classes].copy(),
+        table_weights=table_weights,
+        feature_weights=theta[n_classes : n_classes + n_features].copy(),
         objective=value,
         n_iter=n_iter,
         converged=converged,
     )
+
+
+def plug_in_parts(
+    counts: FloatArray, prior_mean: FloatArray, concentration: FloatArray, offsets: list[int]
+) -> tuple[FloatArray, FloatArray]:
+    """The numerator ``N[c, f, v] + m mu_v`` and denominator ``N[c, f] + m`` of the plug-in
+    log-probabilities (SPEC eq. 3), both laid out ``(sum K_f, C)`` like the log table.
+
+    ``counts`` is ``(C, sum K_f)``, ``prior_mean`` ``(sum K_f,)`` or ``(C, sum K_f)``,
+    ``concentration`` ``(C, F)``. A feature with no observed value (NaN concentration)
+    gets zeros, which leave its cells as they are.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    feature = _feature_of_column(offsets)
+    concentration = np.asarray(concentration, dtype=np.float64)[:, feature]
+    totals = np.add.reduceat(counts, offsets[:-1], axis=1) if counts.shape[1] else counts
+    numerator = counts + concentration * np.asarray(prior_mean, dtype=np.float64)
+    denominator = totals[:, feature] + concentration
+    usable = np.isfinite(numerator) & np.isfinite(denominator)
+    numerator = np.where(usable, numerator, 0.0)
+    denominator = np.where(usable, denominator, 0.0)
+    return np.ascontiguousarray(numerator.T), np.ascontiguousarray(denominator.T)
+
+
+def _diagonal_curvature(
+    kind: str,
+    codes: npt.NDArray[np.int32],
+    sample_weight: FloatArray,
+    log_table: FloatArray,
+    class_log_prior: FloatArray,
+    offsets: list[int],
+) -> FloatArray:
+    """The diagonal of the data term's Hessian at the generative model (``a = w = 1``,
+    ``d = 0``): the preconditioner of L-BFGS.
+
+    A parameter that adds ``g_ic`` times itself to class ``c``'s score of row ``i`` has
+    the curvature ``sum_i s_i Var_{c ~ p_i}(g_ic)``; for a class or cell weight (one class
+    only) that is ``s_i p_ic (1 - p_ic) g_ic^2``. ``log_table`` has its ``-inf`` entries
+    zeroed (they never score).
+    """
+    n_classes = class_log_prior.shape[0]
+    n_features = len(offsets) - 1
+    n_rows = codes.shape[1]
+    terms = []
+    scores = np.broadcast_to(class_log_prior, (n_rows, n_classes)).copy()
+    for f in range(n_features):
+        present = codes[f] >= 0
+        term = np.zeros((n_rows, n_classes))
+        term[present] = log_table[offsets[f] + codes[f][present]]
+        scores += term
+        terms.append(term)
+    probability = np.exp(scores - scores.max(axis=1, keepdims=True))
+    probability /= probability.sum(axis=1, keepdims=True)
+    spread = sample_weight[:, None] * probability * (1.0 - probability)
+    class_curvature = spread.sum(axis=0) * class_log_prior**2
+    feature_curvature = np.empty(n_features)
+    cell_curvature = np.zeros_like(log_table)
+    for f, term in enumerate(terms):
+        mean = np.sum(probability * term, axis=1)
+        variance = np.sum(probability * term**2, axis=1) - mean**2
+        feature_curvature[f] = float(sample_weight @ np.maximum(variance, 0.0))
+        if kind == "cll-value":
+            present = codes[f] >= 0
+            k = offsets[f + 1] - offsets[f]
+            for c in range(n_classes):
+                cell_curvature[offsets[f] : offsets[f + 1], c] = np.bincount(
+                    codes[f][present], weights=spread[present, c], minlength=k
+                )
+    parts = [class_curvature, feature_curvature]
+    if kind == "cll-value":
+        parts.append((cell_curvature * log_table**2).ravel())
+    return np.concatenate(parts)
 
 
 def minimise_lbfgs(
@@ -245,6 +351,7 @@ def minimise_lbfgs(
     gtol: float,
     max_iter: int,
     memory: int = MEMORY,
+    inverse_curvature: FloatArray | None = None,
 ) -> tuple[FloatArray, float, FloatArray, int, bool]:
     """Unconstrained L-BFGS (Nocedal and Wright, Algorithm 7.4 and 7.5) with a
     backtracking Armijo line search, for a smooth convex objective.
@@ -264,12 +371,18 @@ def minimise_lbfgs(
     max_iter : int
     memory : int, default=MEMORY
         Corrections kept.
+    inverse_curvature : ndarray, default=None
+        A diagonal preconditioner: the inverse of the Hessian's diagonal (estimated). It
+        is L-BFGS's initial inverse Hessian, scaled at each iteration by
+        ``s'y / y'Dy`` (Nocedal and Wright eq. 7.20 with a diagonal ``D``); None is the
+        identity.
 
     Returns
     -------
     (theta, value, gradient, n_iter, converged)
     """
     theta = np.array(start, dtype=np.float64)
+    diagonal = None if inverse_curvature is None else np.asarray(inverse_curvature, np.float64)
     value, gradient = objective(theta)
     steps: list[FloatArray] = []
     changes: list[FloatArray] = []
@@ -284,16 +397,23 @@ def minimise_lbfgs(
             direction = direction - alpha * y
             alphas.append(alpha)
         if steps:
-            direction *= float(steps[-1] @ changes[-1]) / float(changes[-1] @ changes[-1])
+            latest = changes[-1] if diagonal is None else diagonal * changes[-1]
+            direction *= float(steps[-1] @ changes[-1]) / float(changes[-1] @ latest)
+        if diagonal is not None:
+            direction *= diagonal
         for (s, y), alpha in zip(zip(steps, changes), reversed(alphas)):
             beta = float(y @ direction) / float(y @ s)
             direction = direction + (alpha - beta) * s
         slope = float(gradient @ direction)
-        if not slope < 0:  # not a descent direction: restart from steepest descent
+        if not slope < 0:  # not a descent direction: restart from (scaled) steepest descent
             steps.clear()
             changes.clear()
-            direction, slope = -gradient, -float(gradient @ gradient)
-        step = 1.0 if steps else min(1.0, 1.0 / float(np.max(np.abs(gradient))))
+            direction = -gradient if diagonal is None else -diagonal * gradient
+            slope = float(gradient @ direction)
+        if steps or diagonal is not None:
+            step = 1.0  # a quasi-Newton step; the preconditioned first step is one too
+        else:
+            step = min(1.0, 1.0 / float(np.max(np.abs(gradient))))
         for _ in range(60):
             candidate = theta + step * direction
             new_value, new_gradient = objective(candidate)
@@ -319,3 +439,154 @@ def minimise_lbfgs(
                 changes.pop(0)
     converged = float(np.max(np.abs(gradient), initial=0.0)) <= gtol
     return theta, value, gradient, max_iter, converged
+
+
+def aode_parent_terms(
+    codes: npt.NDArray[np.int32],
+    model: dict[str, npt.NDArray[np.float64]],
+    pair_tables: dict[str, np.ndarray],
+    offsets: list[int],
+    parents: npt.NDArray[np.bool_],
+    min_parent_count: float,
+    n_threads: int,
+) -> FloatArray:
+    """Each super-parent's own term of the AODE score, shape (S, n_parents, C).
+
+    AODE scores ``ln P(y, x) = ln(1/q sum_i exp T_i(y, x))`` with
+    ``T_i = ln P(y, x_i) + sum_{j != i} ln P(x_j | y, x_i)`` over the q qualifying
+    super-parents (SPEC eq. 7). ``T_i`` is what the fitted scorer returns when ``i`` is
+    the only parent that qualifies, so each is one call of
+    ``_core.aode_joint_log_likelihood`` with every other feature's parent counts set to
+    ``-inf``. A row on which parent ``i`` does not qualify (value missing, unseen or rarer
+    than ``min_parent_count``) gets the scorer's Naive Bayes fallback as its ``T_i``.
+    """
+    parent_count = np.asarray(model["parent_count"], dtype=np.float64)
+    terms = []
+    for p in np.flatnonzero(parents):
+        only = np.full_like(parent_count, -np.inf)
+        only[offsets[p] : offsets[p + 1]] = parent_count[offsets[p] : offsets[p + 1]]
+        single = {**model, "parent_count": only}
+        terms.append(
+            _core.aode_joint_log_likelihood(
+                codes,
+                single,
+                pair_tables,
+                offsets=offsets,
+                min_parent_count=min_parent_count,
+                n_jobs=n_threads,
+            )
+        )
+    return np.stack(terms, axis=1)
+
+
+def fit_parent_weights(
+    terms: FloatArray,
+    labels: npt.NDArray[np.int64],
+    sample_weight: FloatArray,
+    class_log_prior: FloatArray,
+    *,
+    penalty: float,
+    tol: float = DEFAULT_TOL,
+) -> DiscriminativeWeights:
+    """One weight per AODE super-parent (and per class prior), learned like
+    ``"cll-feature"``: WANBIA-C on the log-linear form of AODE.
+
+    The weighted score is ``s_c = a_c ln pi_c + 1/P sum_p v_p (T_p,c - ln pi_c)`` with the
+    parent terms ``T`` of :func:`aode_parent_terms`: at ``a = v = 1`` the geometric mean
+    of the P one-dependence models (the log-linear AODE of Zaidi et al.'s discriminative
+    AnDE), which the weights move by minimising
+    ``J = -sum_i s_i ln P(y_i | x_i) + penalty / 2 (||a - 1||^2 + ||v - 1||^2)``.
+    ``J`` is convex; it is computed in numpy over the (S, P, C) terms, one thread, so the
+    weights do not depend on ``n_jobs``.
+
+    Returns
+    -------
+    DiscriminativeWeights
+        ``feature_weights`` and ``table_weights`` are ``v``, one per super-parent.
+    """
+    n_rows, n_parents, n_classes = terms.shape
+    if not np.all(np.isfinite(class_log_prior)):
+        raise ValueError(
+            "discriminative weighting needs every class prior to be positive; "
+            "class_prior gives probability 0 to a class"
+        )
+    finite = np.isfinite(terms)
+    if not finite.all():
+        raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
+    likelihood = (terms - class_log_prior) / n_parents  # (S, P, C)
+    targets = np.zeros((n_rows, n_classes))
+    targets[np.arange(n_rows), labels] = 1.0
+    gtol = tol * max(1.0, float(sample_weight.sum()))
+    start = np.ones(n_classes + n_parents)
+
+    def scores(theta: FloatArray) -> FloatArray:
+        combined: FloatArray = np.einsum("spc,p->sc", likelihood, theta[n_classes:])
+        return theta[:n_classes] * class_log_prior + combined
+
+    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
+        s = scores(theta)
+        log_norm = np.logaddexp.reduce(s, axis=1, keepdims=True)
+        log_p = s - log_norm
+        loss = -float(sample_weight @ log_p[np.arange(n_rows), labels])
+        residual = sample_weight[:, None] * (np.exp(log_p) - targets)
+        gradient = np.concatenate(
+            [
+                residual.sum(axis=0) * class_log_prior,
+                np.einsum("sc,spc->p", residual, likelihood),
+            ]
+        )
+        deviation = theta - start
+        return loss + 0.5 * penalty * float(deviation @ deviation), gradient + penalty * deviation
+
+    # the data term's Hessian diagonal at the start: the preconditioner
+    s0 = scores(start)
+    probability = np.exp(s0 - np.logaddexp.reduce(s0, axis=1, keepdims=True))
+    spread = sample_weight[:, None] * probability * (1.0 - probability)
+    mean = np.einsum("sc,spc->sp", probability, likelihood)
+    variance = np.einsum("sc,spc->sp", probability, likelihood**2) - mean**2
+    curvature = np.concatenate(
+        [
+            spread.sum(axis=0) * class_log_prior**2,
+            sample_weight @ np.maximum(variance, 0.0),
+        ]
+    )
+    with threadpool_limits(limits=1, user_api="blas"):
+        theta, value, gradient, n_iter, converged = minimise_lbfgs(
+            objective,
+            start,
+            gtol=gtol,
+            max_iter=MAX_ITER,
+            inverse_curvature=1.0 / np.maximum(curvature + penalty, 1e-300),
+        )
+    if not converged:
+        warnings.warn(
+            f"the AODE parent weights did not converge in {n_iter} L-BFGS iterations "
+            f"(largest gradient entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    parent_weights = theta[n_classes:].copy()
+    return DiscriminativeWeights(
+        kind="cll-feature",
+        class_weights=theta[:n_classes].copy(),
+        table_weights=parent_weights,
+        feature_weights=parent_weights,
+        objective=value,
+        n_iter=n_iter,
+        converged=converged,
+    )
+
+
+def parent_weighted_log_scores(
+    terms: FloatArray,
+    class_log_prior: FloatArray,
+    class_weights: FloatArray,
+    parent_weights: FloatArray,
+) -> FloatArray:
+    """The weighted AODE scores ``s_c`` (:func:`fit_parent_weights`) of parent terms,
+    shape (S, C)."""
+    n_parents = terms.shape[1]
+    combined: FloatArray = np.einsum(
+        "spc,p->sc", (terms - class_log_prior) / n_parents, parent_weights
+    )
+    return class_weights * class_log_prior + combined

@@ -1,12 +1,14 @@
 //! Bindings of the Naive Bayes kernels: counting, prior means, Type-II ML concentrations,
 //! log-probability tables, scoring and mutual information.
 
+use ndarray::{Array2, ArrayView2};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::{layout, run, to_py_err, Array1Py, Array2Py};
 use crate::counts::count_categories as count_kernel;
+use crate::layout::FeatureLayout;
 use crate::mutual_information::mutual_information as mutual_information_kernel;
 use crate::naive_bayes::{self, PriorMean};
 use crate::scoring;
@@ -129,6 +131,55 @@ pub(super) fn log_probability_table<'py>(
     Ok(table.into_pyarray(py))
 }
 
+/// The arguments of scoring coded rows, borrowed from Python: feature-major codes
+/// `(F, S)`, the `(sum K_f, C)` log-probability table, the class log prior, optional
+/// per-feature weights and the layout of the features' columns.
+pub(super) struct ScoringInputs<'a> {
+    codes: ArrayView2<'a, i32>,
+    log_table: ArrayView2<'a, f64>,
+    class_log_prior: &'a [f64],
+    feature_weights: Option<&'a [f64]>,
+    layout: FeatureLayout,
+}
+
+impl<'a> ScoringInputs<'a> {
+    /// Borrows the arrays (the class log prior and the weights must be contiguous).
+    pub(super) fn new(
+        codes: &'a PyReadonlyArray2<'_, i32>,
+        log_table: &'a PyReadonlyArray2<'_, f64>,
+        class_log_prior: &'a PyReadonlyArray1<'_, f64>,
+        feature_weights: &'a Option<PyReadonlyArray1<'_, f64>>,
+        offsets: Vec<usize>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            codes: codes.as_array(),
+            log_table: log_table.as_array(),
+            class_log_prior: class_log_prior.as_slice()?,
+            feature_weights: match feature_weights {
+                Some(w) => Some(w.as_slice()?),
+                None => None,
+            },
+            layout: layout(offsets)?,
+        })
+    }
+
+    /// Number of rows to score.
+    pub(super) fn n_rows(&self) -> usize {
+        self.codes.ncols()
+    }
+
+    /// The joint log-likelihood `(S, C)` (SPEC eq. 1).
+    pub(super) fn joint_log_likelihood(&self) -> crate::error::Result<Array2<f64>> {
+        scoring::joint_log_likelihood(
+            self.codes,
+            self.log_table,
+            self.class_log_prior,
+            self.feature_weights,
+            &self.layout,
+        )
+    }
+}
+
 /// Joint log-likelihood `(S, C)` of feature-major codes `(F, S)` under a `(sum K_f, C)` table.
 #[pyfunction]
 #[pyo3(signature = (codes, log_table, class_log_prior, feature_weights, offsets, n_jobs))]
@@ -141,16 +192,14 @@ pub(super) fn joint_log_likelihood<'py>(
     offsets: Vec<usize>,
     n_jobs: usize,
 ) -> PyResult<Array2Py<'py>> {
-    let layout = layout(offsets)?;
-    let (codes, log_table) = (codes.as_array(), log_table.as_array());
-    let class_log_prior = class_log_prior.as_slice()?;
-    let weights = match &feature_weights {
-        Some(w) => Some(w.as_slice()?),
-        None => None,
-    };
-    let joint = run(py, n_jobs, || {
-        scoring::joint_log_likelihood(codes, log_table, class_log_prior, weights, &layout)
-    })?;
+    let inputs = ScoringInputs::new(
+        &codes,
+        &log_table,
+        &class_log_prior,
+        &feature_weights,
+        offsets,
+    )?;
+    let joint = run(py, n_jobs, || inputs.joint_log_likelihood())?;
     Ok(joint.into_pyarray(py))
 }
 

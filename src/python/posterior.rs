@@ -11,7 +11,8 @@
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use super::{layout, run, to_py_err, Array2Py};
+use super::naive_bayes::ScoringInputs;
+use super::{run, to_py_err, Array2Py};
 use crate::scoring;
 
 /// Most rows scored on the calling thread (one chunk of the scoring kernels).
@@ -32,23 +33,22 @@ pub(super) fn posterior<'py>(
     log: bool,
     n_jobs: usize,
 ) -> PyResult<Array2Py<'py>> {
-    let layout = layout(offsets)?;
-    let (codes, log_table) = (codes.as_array(), log_table.as_array());
-    let class_log_prior = class_log_prior.as_slice()?;
-    let weights = match &feature_weights {
-        Some(w) => Some(w.as_slice()?),
-        None => None,
-    };
+    let inputs = ScoringInputs::new(
+        &codes,
+        &log_table,
+        &class_log_prior,
+        &feature_weights,
+        offsets,
+    )?;
     let work = || {
-        let joint =
-            scoring::joint_log_likelihood(codes, log_table, class_log_prior, weights, &layout)?;
+        let joint = inputs.joint_log_likelihood()?;
         let mut out = scoring::log_posterior(joint.view())?;
         if !log {
             out.mapv_inplace(f64::exp);
         }
         Ok(out)
     };
-    let out = if codes.ncols() <= INLINE_ROWS {
+    let out = if inputs.n_rows() <= INLINE_ROWS {
         work().map_err(to_py_err)?
     } else {
         run(py, n_jobs, work)?

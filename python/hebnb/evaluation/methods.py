@@ -108,8 +108,8 @@ METHODS = {
             "CategoricalNB",
             {"smoothing": "laplace", "weighting": "cll-value"},
         ),
-        Method("aode", "AODE", "AODE", {"smoothing": "laplace"}),
-        Method("heb-aode", "HEB-AODE", "AODE", {"smoothing": "heb"}),
+        Method("aode", "AODE", "AODE", {"smoothing": "laplace", "parent_smoothing": "laplace"}),
+        Method("heb-aode", "HEB-AODE", "AODE", {"smoothing": "heb", "parent_smoothing": "laplace"}),
         Method(
             "heb-aode-eb-parent",
             "HEB-AODE, empirical-Bayes parent term",
@@ -117,10 +117,21 @@ METHODS = {
             {"smoothing": "heb", "parent_smoothing": "heb"},
         ),
         Method(
+            "heb-aode+cll-feature",
+            "HEB-AODE (EB parent term) + CLL super-parent weights",
+            "AODE",
+            {"smoothing": "heb", "parent_smoothing": "heb", "weighting": "cll-feature"},
+        ),
+        Method(
             "aode-capped",
             "AODE (paper's cap)",
             "AODE",
-            {"smoothing": "laplace", "max_parent_cardinality": 200, "max_joint_cells": 50_000_000},
+            {
+                "smoothing": "laplace",
+                "parent_smoothing": "laplace",
+                "max_parent_cardinality": 200,
+                "max_joint_cells": 50_000_000,
+            },
         ),
         Method(
             "heb-aode-paper",
@@ -129,6 +140,7 @@ METHODS = {
             {
                 "smoothing": "heb",
                 "prior": "pooled",
+                "parent_smoothing": "laplace",
                 "max_parent_cardinality": 200,
                 "max_joint_cells": 50_000_000,
             },

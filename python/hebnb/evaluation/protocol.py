@@ -244,7 +244,8 @@ def plan_columns(
     Raises
     ------
     DataError
-        A column named in ``categorical`` does not exist, or no column is left.
+        A column named in ``categorical`` does not exist, a column holds nested values
+        (lists, dicts), or no column is left.
     """
     forced = set()
     if categorical == "all":
@@ -261,7 +262,14 @@ def plan_columns(
         if present.shape[0] == 0:
             plan.dropped[name] = "no values"
             continue
-        n_distinct = present.nunique()
+        try:
+            n_distinct = present.nunique()
+        except TypeError:  # lists, dicts or arrays (nested Parquet types) are unhashable
+            kind = type(present.iloc[0]).__name__
+            raise DataError(
+                f"column {name!r} holds {kind} values, which are neither categories nor "
+                "numbers: flatten nested columns first"
+            ) from None
         numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
         id_like = pd.api.types.is_integer_dtype(column) and bool(ID_LIKE_NAME.search(str(name)))
         if numeric and n_distinct > max_distinct and name not in forced and not id_like:
@@ -275,6 +283,27 @@ def plan_columns(
     if not plan.kept:
         raise DataError("no feature column is left after dropping the unusable ones")
     return plan
+
+
+def whole_categories(X: pd.DataFrame, plan: ColumnPlan) -> pd.DataFrame:
+    """``X`` with every categorical float column that holds fractional or infinite values
+    (a few distinct values such as 0.5 and 1.5, not binned) as text, so that its values
+    are categories; whole floats stay numbers (they are the integers they equal).
+
+    Decided on the whole table, without labels, so that every fold codes a value alike.
+    """
+    changed = {}
+    for name in plan.categorical:
+        column = X[name]
+        if not pd.api.types.is_float_dtype(column):
+            continue
+        values = column.to_numpy(dtype=float, na_value=np.nan)
+        present = values[~np.isnan(values)]
+        if np.all(np.isfinite(present)) and np.all(present == np.floor(present)):
+            continue
+        text = np.array([None if np.isnan(v) else str(v) for v in values], dtype=object)
+        changed[name] = pd.Series(text, index=X.index, dtype=object)
+    return X.assign(**changed) if changed else X
 
 
 class FoldBinner:

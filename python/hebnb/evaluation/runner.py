@@ -34,6 +34,7 @@ from .protocol import (
     split_target,
     stratified_folds,
     stratified_subsample,
+    whole_categories,
 )
 
 if TYPE_CHECKING:
@@ -168,6 +169,7 @@ def prepare_dataset(
     notes = [str(w.message) for w in caught]
     for note in notes:
         warnings.warn(f"{name or default_name}: {note}", UserWarning, stacklevel=2)
+    X = whole_categories(X, plan)
     return PreparedDataset(name or default_name, X, y, plan, n_rows_total, notes)
 
 
@@ -199,7 +201,10 @@ def _run_dataset(
     }  # rows: count, sum of confidence, sum of correct
     for fold, (train, test) in enumerate(stratified_folds(dataset.y, n_folds, seed)):
         if dataset.text is not None:
-            vectorizer = CountVectorizer().fit(dataset.X[dataset.text].iloc[train])
+            try:
+                vectorizer = CountVectorizer().fit(dataset.X[dataset.text].iloc[train])
+            except ValueError as error:  # e.g. no token in the column ("empty vocabulary")
+                raise DataError(f"--text {dataset.text}: fold {fold}: {error}") from None
             X_train = vectorizer.transform(dataset.X[dataset.text].iloc[train])
             X_test = vectorizer.transform(dataset.X[dataset.text].iloc[test])
         else:
