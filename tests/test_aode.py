@@ -701,7 +701,7 @@ def test_the_benchmarks_numpy_laplace_aode_is_the_same_model():
         X = np.stack([rng.integers(0, k, 2000) for k in cardinality], axis=1)
         y = (X[:, 0] + X[:, 1] * (X[:, 2] + 1) + rng.integers(0, 3, 2000)) % 3
         X_test = np.stack([rng.integers(0, k + 2, 300) for k in cardinality], axis=1)
-        ours = AODE(smoothing="laplace").fit(X, y)
+        ours = AODE(smoothing="laplace", parent_smoothing="laplace").fit(X, y)
         theirs = NumpyLaplaceAODE().fit(X, y)
         np.testing.assert_allclose(
             ours.predict_joint_log_proba(X_test),
