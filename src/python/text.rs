@@ -28,6 +28,60 @@ fn mean_kind(kind: &str) -> PyResult<PriorMean> {
     }
 }
 
+/// The training rows (a CSR matrix, their classes and weights) and the fitted token model
+/// that the leave-one-out bindings read, borrowed from the caller's arrays.
+struct TrainingRows<'a> {
+    matrix: SparseMatrix<'a>,
+    classes: Vec<usize>,
+    weights: &'a [f64],
+    model: TokenModel<'a>,
+}
+
+impl<'a> TrainingRows<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn borrow(
+        indptr: &'a PyReadonlyArray1<'_, i64>,
+        indices: &'a PyReadonlyArray1<'_, i32>,
+        data: &'a PyReadonlyArray1<'_, f64>,
+        labels: &'a PyReadonlyArray1<'_, i64>,
+        weights: &'a PyReadonlyArray1<'_, f64>,
+        counts: &'a PyReadonlyArray2<'_, f64>,
+        concentration: &'a PyReadonlyArray1<'_, f64>,
+        log_probability: &'a PyReadonlyArray2<'_, f64>,
+        pooled_mean: bool,
+    ) -> PyResult<Self> {
+        let indptr = indptr.as_slice()?;
+        let counts = counts.as_array();
+        Ok(Self {
+            matrix: SparseMatrix {
+                indptr,
+                indices: indices.as_slice()?,
+                data: data.as_slice()?,
+                n_rows: indptr.len().saturating_sub(1),
+                n_columns: counts.ncols(),
+                major: Major::Rows,
+            },
+            classes: class_indices(labels.as_array(), counts.nrows()).map_err(to_py_err)?,
+            weights: weights.as_slice()?,
+            model: TokenModel {
+                counts,
+                concentration: concentration.as_slice()?,
+                log_probability_by_token: log_probability.as_slice()?,
+                pooled_mean,
+            },
+        })
+    }
+
+    fn leave_one_out_log_likelihood(&self) -> crate::error::Result<ndarray::Array2<f64>> {
+        tempering::leave_one_out_log_likelihood(
+            &self.matrix,
+            &self.classes,
+            self.weights,
+            &self.model,
+        )
+    }
+}
+
 /// `alpha = Some(a)`: fixed smoothing; `None`: Type-II ML within the bounds.
 fn smoothing(alpha: Option<f64>, min_count: f64, bounds: (f64, f64)) -> PyResult<Smoothing> {
     Ok(match alpha {
@@ -219,24 +273,17 @@ pub(super) fn fit_posterior_power<'py>(
     class_log_prior: PyReadonlyArray1<'py, f64>,
     n_jobs: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let indptr = indptr.as_slice()?;
-    let counts = counts.as_array();
-    let matrix = SparseMatrix {
-        indptr,
-        indices: indices.as_slice()?,
-        data: data.as_slice()?,
-        n_rows: indptr.len().saturating_sub(1),
-        n_columns: counts.ncols(),
-        major: Major::Rows,
-    };
-    let classes = class_indices(labels.as_array(), counts.nrows()).map_err(to_py_err)?;
-    let weights = weights.as_slice()?;
-    let model = TokenModel {
-        counts,
-        concentration: concentration.as_slice()?,
-        log_probability_by_token: log_probability.as_slice()?,
+    let rows = TrainingRows::borrow(
+        &indptr,
+        &indices,
+        &data,
+        &labels,
+        &weights,
+        &counts,
+        &concentration,
+        &log_probability,
         pooled_mean,
-    };
+    )?;
     let frequencies = match &class_counts {
         Some(array) => Some(array.as_slice()?),
         None => None,
@@ -247,8 +294,8 @@ pub(super) fn fit_posterior_power<'py>(
         None => LeaveOneOutPrior::Fixed(log_prior),
     };
     let fit = run(py, n_jobs, || {
-        let scores = tempering::leave_one_out_log_likelihood(&matrix, &classes, weights, &model)?;
-        tempering::fit_posterior_power(scores.view(), &classes, weights, &prior)
+        let scores = rows.leave_one_out_log_likelihood()?;
+        tempering::fit_posterior_power(scores.view(), &rows.classes, rows.weights, &prior)
     })?;
     let out = PyDict::new(py);
     out.set_item("power", fit.power)?;
@@ -275,27 +322,18 @@ pub(super) fn leave_one_out_log_likelihood<'py>(
     pooled_mean: bool,
     n_jobs: usize,
 ) -> PyResult<Array2Py<'py>> {
-    let indptr = indptr.as_slice()?;
-    let counts = counts.as_array();
-    let matrix = SparseMatrix {
-        indptr,
-        indices: indices.as_slice()?,
-        data: data.as_slice()?,
-        n_rows: indptr.len().saturating_sub(1),
-        n_columns: counts.ncols(),
-        major: Major::Rows,
-    };
-    let classes = class_indices(labels.as_array(), counts.nrows()).map_err(to_py_err)?;
-    let weights = weights.as_slice()?;
-    let model = TokenModel {
-        counts,
-        concentration: concentration.as_slice()?,
-        log_probability_by_token: log_probability.as_slice()?,
+    let rows = TrainingRows::borrow(
+        &indptr,
+        &indices,
+        &data,
+        &labels,
+        &weights,
+        &counts,
+        &concentration,
+        &log_probability,
         pooled_mean,
-    };
-    let scores = run(py, n_jobs, || {
-        tempering::leave_one_out_log_likelihood(&matrix, &classes, weights, &model)
-    })?;
+    )?;
+    let scores = run(py, n_jobs, || rows.leave_one_out_log_likelihood())?;
     Ok(scores.into_pyarray(py))
 }
 
