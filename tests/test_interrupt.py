@@ -163,14 +163,14 @@ check(model, lambda: model.fit(X, y), X[:20])
 """,
     "AODE fit": """
 from hebnb import AODE
-X = rng.integers(0, 5, size=(200_000, 60))
+X = rng.integers(0, 5, size=(1_000_000, 80), dtype=np.int16)
 y = rng.integers(0, 2, size=X.shape[0])
 model = AODE(n_jobs=1).fit(X[:2000], y[:2000])
 check(model, lambda: model.fit(X, y), X[:20])
 """,
     "AODE predict_proba": """
 from hebnb import AODE
-X = rng.integers(0, 5, size=(200_000, 60))
+X = rng.integers(0, 5, size=(2_000_000, 60), dtype=np.int16)
 y = rng.integers(0, 2, size=X.shape[0])
 model = AODE(n_jobs=2).fit(X[:20_000], y[:20_000])
 check(model, lambda: model.predict_proba(X), X[:20])
