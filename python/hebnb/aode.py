@@ -6,7 +6,7 @@ import copy
 import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -260,16 +260,8 @@ class AODE(CategoricalClassifier):
         cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
         capped = self._capped(cardinality, n_classes)
         parents = self._super_parents(counts, offsets, threads)
-        check_pair_memory(offsets, capped, parents, codes.shape[1], n_classes)
-        tables = _core.count_pairs(
-            codes,
-            labels,
-            weights,
-            offsets=offsets,
-            n_classes=n_classes,
-            capped=capped,
-            parents=parents,
-            n_jobs=threads,
+        tables = count_pair_tables(
+            codes, labels, weights, offsets, n_classes, capped, parents, threads
         )
         self._learn_vocabulary(encoder, classes)
         self.class_count_ = class_count
@@ -424,16 +416,8 @@ class AODE(CategoricalClassifier):
         else:
             parents = self.super_parents_
         stored_cells = 0 if first_call else self.pair_indices_.shape[0]
-        check_pair_memory(offsets, capped, parents, n_rows, n_classes, stored_cells)
-        batch_pairs = _core.count_pairs(
-            codes,
-            labels,
-            weights,
-            offsets=offsets,
-            n_classes=n_classes,
-            capped=capped,
-            parents=parents,
-            n_jobs=threads,
+        batch_pairs = count_pair_tables(
+            codes, labels, weights, offsets, n_classes, capped, parents, threads, stored_cells
         )
         if first_call:
             class_count, counts, pair_tables = batch_class_count, batch_counts, batch_pairs
@@ -553,6 +537,32 @@ class AODE(CategoricalClassifier):
             min_parent_count=float(self.min_parent_count),
             n_jobs=threads,
         )
+
+
+def count_pair_tables(
+    codes: np.ndarray,
+    labels: np.ndarray,
+    weights: np.ndarray,
+    offsets: list[int],
+    n_classes: int,
+    capped: np.ndarray,
+    parents: np.ndarray,
+    threads: int,
+    stored_cells: int = 0,
+) -> dict[str, Any]:
+    """The pair tables of these rows (codes feature-major), after ``check_pair_memory``
+    has accepted them beside the ``stored_cells`` a model already keeps."""
+    check_pair_memory(offsets, capped, parents, codes.shape[1], n_classes, stored_cells)
+    return _core.count_pairs(
+        codes,
+        labels,
+        weights,
+        offsets=offsets,
+        n_classes=n_classes,
+        capped=capped,
+        parents=parents,
+        n_jobs=threads,
+    )
 
 
 def check_pair_memory(

@@ -56,7 +56,7 @@ from ._encoding import (
 )
 from ._online import merge_pair_tables, n_rows_of
 from ._text import Batch, check_finite_labels
-from .aode import AODE, check_pair_memory
+from .aode import AODE, check_pair_memory, count_pair_tables
 from .dirichlet_groups import EmpiricalBayesDirichletClassifier, _group_column, _label_indices
 from .multinomial import DiscreteNB
 from .naive_bayes import CategoricalNB
@@ -220,16 +220,8 @@ class CategoricalFamily(Family[CategoricalCounts]):
             cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
             capped = self.template._capped(cardinality, n_classes)
             parents = np.ones(cardinality.shape[0], dtype=bool)
-            check_pair_memory(offsets, capped, parents, n_rows, n_classes)
-            pairs = _core.count_pairs(
-                codes,
-                labels,
-                weights,
-                offsets=offsets,
-                n_classes=n_classes,
-                capped=capped,
-                parents=parents,
-                n_jobs=threads,
+            pairs = count_pair_tables(
+                codes, labels, weights, offsets, n_classes, capped, parents, threads
             )
         return CategoricalCounts(n_rows, classes, class_count, encoder, counts, pairs)
 
