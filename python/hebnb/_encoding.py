@@ -1094,6 +1094,12 @@ def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("y contains missing labels (NaN or None): every row needs a class")
     if y.dtype.kind == "O":
         inferred = pd.api.types.infer_dtype(y, skipna=False)
+        if inferred == "string":
+            # strings are always class labels (scikit-learn's target check has nothing to
+            # refuse): pandas' hash-based factorize sorts the distinct labels only, where
+            # np.unique sorts every row's Python string; same classes, same order
+            indices, classes = pd.factorize(y, sort=True)
+            return np.asarray(classes, dtype=object), indices.astype(np.int64)
         if inferred in ("integer", "boolean", "floating", "mixed-integer-float"):
             # numbers held as objects (a pandas object column): scikit-learn's target check
             # calls them "Unknown label type: unknown", yet they are labels like any other

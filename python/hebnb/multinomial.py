@@ -371,12 +371,8 @@ class MultinomialNB(DiscreteNB):
         """The leave-one-out posterior power of the batch's rows (see the class notes)."""
         if self._fixed_power() is not None:
             return
+        # the core sums a row's duplicate entries itself (a row leaves its whole count)
         rows = matrix.rows()
-        if not rows.matrix.has_canonical_format:
-            # a row leaves its whole count of a token: duplicate entries summed first
-            canonical = rows.matrix.copy()
-            canonical.sum_duplicates()
-            rows = CountMatrix(canonical, sparse_input=rows.sparse_input)
         frequencies = self.class_prior is None and self.fit_prior
         fit = _core.fit_posterior_power(
             rows.indptr,
