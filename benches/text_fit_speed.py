@@ -23,14 +23,13 @@ import pstats
 import time
 import warnings
 
-import numpy as np
 import pandas as pd
 import sklearn.naive_bayes as skl
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import StratifiedKFold
+from text_datasets import DATASETS, text_root
 
 import hebnb
-from text_datasets import DATASETS, text_root
 
 METHODS = {
     "sklearn MNB alpha=1": lambda: skl.MultinomialNB(alpha=1.0),

@@ -112,6 +112,44 @@ def test_leave_one_out_scores_equal_a_refit_without_the_row(smoothing):
 
 
 @pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
+def test_leave_one_out_scores_sum_duplicate_and_unsorted_entries(smoothing):
+    """The core reads a row's entries in any order and adds duplicates up before the row
+    leaves its class: the scores equal the refit of the summed, sorted rows."""
+    X, y = token_data(seed=11)
+    X[:, :5] += 1.0  # entries of count 2 and more in every row
+    weights = np.ones(y.shape[0])
+    weights[:30] = 2.0
+    weights[30:40] = 0.5
+    model = MultinomialNB(smoothing=smoothing).fit(X, y, sample_weight=weights)
+    matrix = sp.csr_matrix(X)
+    # each row's entries reversed, and each value split into 1 + (x - 1) where x > 1
+    indptr, indices, data = [0], [], []
+    for d in range(matrix.shape[0]):
+        row = slice(matrix.indptr[d], matrix.indptr[d + 1])
+        for v, x in zip(matrix.indices[row][::-1], matrix.data[row][::-1]):
+            parts = [1.0, x - 1.0] if x > 1 else [x]
+            indices += [v] * len(parts)
+            data += parts
+        indices.append(0)  # a stored zero
+        data.append(0.0)
+        indptr.append(len(data))
+    scores = _core.leave_one_out_log_likelihood(
+        np.asarray(indptr, dtype=np.int64),
+        np.asarray(indices, dtype=np.int32),
+        np.asarray(data),
+        y.astype(np.int64),
+        weights,
+        model.feature_count_,
+        model.concentration_,
+        np.ascontiguousarray(model.feature_log_prob_.T),
+        pooled_mean=smoothing == "heb-m",
+        n_jobs=2,
+    )
+    want = refit_scores(X, y, weights, model.concentration_, pooled=smoothing == "heb-m")
+    np.testing.assert_allclose(scores, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
 @pytest.mark.parametrize("prior", ["frequencies", "uniform", "given"])
 def test_the_power_maximises_the_leave_one_out_likelihood(smoothing, prior):
     X, y = token_data(seed=3)
