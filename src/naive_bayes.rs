@@ -62,6 +62,9 @@ pub struct ConcentrationFit {
     pub converged: Array2<bool>,
 }
 
+/// Whole counts below this are tallied per count when a feature's mean is uniform.
+const SHARED_COUNTS: usize = 33;
+
 /// The evidence statistics of the `(class, feature)` distribution.
 fn evidence_terms(
     counts: ArrayView2<f64>,
@@ -73,11 +76,38 @@ fn evidence_terms(
     let row = counts.row(class);
     let mut terms = EvidenceTerms::new();
     let mut total = 0.0;
-    for j in layout.columns(feature) {
-        let n = row[j];
-        if n > 0.0 {
-            total += n;
-            terms.add_cell(n, mean[j]);
+    let columns = layout.columns(feature);
+    let shared_mean = mean[columns.clone()]
+        .split_first()
+        .filter(|(first, rest)| rest.iter().all(|mu| mu == *first))
+        .map(|(first, _)| *first);
+    if let Some(mu) = shared_mean {
+        // one mean for every value (a uniform mean): cells of equal small whole counts
+        // share their poles, so they are added once per count (a text vocabulary has
+        // thousands of cells and a few dozen distinct small counts)
+        let mut cells_of_count = [0.0; SHARED_COUNTS];
+        for j in columns {
+            let n = row[j];
+            if n > 0.0 {
+                total += n;
+                let whole = n as usize;
+                if whole < SHARED_COUNTS && whole as f64 == n {
+                    cells_of_count[whole] += 1.0;
+                } else {
+                    terms.add_cell(n, mu);
+                }
+            }
+        }
+        for (n, &cells) in cells_of_count.iter().enumerate().skip(1) {
+            terms.add_equal_cells(n as f64, mu, cells);
+        }
+    } else {
+        for j in columns {
+            let n = row[j];
+            if n > 0.0 {
+                total += n;
+                terms.add_cell(n, mean[j]);
+            }
         }
     }
     terms.add_document(total);

@@ -45,6 +45,16 @@ use crate::sparse_rows::{Major, SparseMatrix, Values};
 /// The interval the posterior power is searched in.
 pub const POWER_BOUNDS: (f64, f64) = (1e-3, 1e2);
 
+/// Rows of the sample whose power starts the solve on many rows.
+const SAMPLE_ROWS: usize = 1024;
+
+/// The sample's solve stops at this relative step (a start needs no more).
+const SAMPLE_TOLERANCE: f64 = 1e-3;
+
+/// Longest per-class table of `ln(k + m_c mu)` (whole counts `k`) the leave-one-out
+/// scores read instead of taking logarithms.
+const NUMERATOR_TABLE: usize = 1 << 16;
+
 /// The power's solver stops when a step moves it by less than this, relatively (the
 /// gradient's rounding moves it by a few 1e-10 on thousands of rows).
 const POWER_TOLERANCE: f64 = 1e-8;
@@ -138,31 +148,40 @@ pub fn leave_one_out_log_likelihood(
             &counts_owned
         }
     };
-    // uniform mean, token-major records of 2C numbers: ln theta_{c,v}, then the change
-    // of ln theta_{c,v}'s numerator when one count-1 entry leaves class c,
-    // ln(n_{c,v} - 1 + m_c mu) - ln theta_{c,v} (where n_{c,v} >= 1): the most common
-    // entry of a document (a token seen once, a row of weight >= 1) then needs no
-    // logarithm and reads one place of memory
+    // uniform mean: token-major records of 2C numbers, ln theta_{c,v} then n_{c,v} (what a
+    // document's entry reads, side by side in memory), and per class the logarithms
+    // ln(k + m_c mu) of the whole counts k a row can leave behind, so that the own
+    // class's leave-one-out numerator ln(n_{y,v} - x + m_y mu) is a look-up (the same
+    // number) for whole counts and weights
     let record = 2 * n_classes;
-    let records = if model.pooled_mean {
-        Vec::new()
+    let (records, numerators) = if model.pooled_mean {
+        (Vec::new(), Vec::new())
     } else {
         let mut records = zeroed(width * record, "leave-one-out token records")?;
         records
             .par_chunks_mut(record.max(1))
             .enumerate()
             .for_each(|(v, out)| {
-                let (theta, change) = out.split_at_mut(n_classes);
+                let (theta, count) = out.split_at_mut(n_classes);
                 theta.copy_from_slice(&by_token[v * n_classes..(v + 1) * n_classes]);
-                for (c, slot) in change.iter_mut().enumerate() {
-                    let n = counts[c * width + v];
-                    if n >= 1.0 {
-                        let m = model.concentration[c];
-                        *slot = ((n - 1.0).max(0.0) + m * uniform).ln() - theta[c];
-                    }
+                for (c, slot) in count.iter_mut().enumerate() {
+                    *slot = counts[c * width + v];
                 }
             });
-        records
+        let numerators: Vec<Vec<f64>> = (0..n_classes)
+            .into_par_iter()
+            .map(|c| {
+                let largest = counts[c * width..(c + 1) * width]
+                    .iter()
+                    .fold(0.0_f64, |a, &n| a.max(n));
+                let length = (largest.floor() as usize)
+                    .saturating_add(1)
+                    .min(NUMERATOR_TABLE);
+                let a = model.concentration[c] * uniform;
+                (0..length).map(|k| (k as f64 + a).ln()).collect()
+            })
+            .collect();
+        (records, numerators)
     };
     // one row-sized scratch per thread: a row's duplicate entries are summed in it, so a
     // row leaves its whole count of a token whatever the matrix's order or duplicates
@@ -197,6 +216,7 @@ pub fn leave_one_out_log_likelihood(
                         let m = model.concentration[own];
                         let own_denominator = ((class_totals[own] - w * length).max(0.0) + m).ln();
                         let mut change = 0.0;
+                        let logs = &numerators[own];
                         for k in range {
                             let v = matrix.indices[k] as usize;
                             let x = std::mem::take(&mut row_sum[v]);
@@ -207,12 +227,14 @@ pub fn leave_one_out_log_likelihood(
                             for (slot, &t) in row_out.iter_mut().zip(&entry[..n_classes]) {
                                 *slot += x * t;
                             }
-                            change += if x == 1.0 && w == 1.0 {
-                                entry[n_classes + own]
+                            let own_count = (entry[n_classes + own] - w * x).max(0.0);
+                            let whole = own_count as usize;
+                            let numerator = if whole < logs.len() && whole as f64 == own_count {
+                                logs[whole]
                             } else {
-                                let own_count = (counts[own * width + v] - w * x).max(0.0);
-                                x * ((own_count + m * uniform).ln() - entry[own])
+                                (own_count + m * uniform).ln()
                             };
+                            change += x * (numerator - entry[own]);
                         }
                         row_out[own] += change - length * own_denominator;
                         continue;
@@ -273,7 +295,8 @@ pub struct PosteriorPower {
     pub power: f64,
     /// `-L(tau) / sum_d w_d` over the rows that enter `L`: the leave-one-out log-loss.
     pub log_loss: f64,
-    /// Newton / bisection steps taken.
+    /// Newton / bisection steps taken on all the rows (after the start a sample of
+    /// them gives on many rows).
     pub n_iter: usize,
 }
 
@@ -471,12 +494,46 @@ impl LeaveOneOutRows {
     /// maximiser). When no row carries information `L` is flat and `tau = 1`, the
     /// untempered model.
     pub fn fit(&self) -> PosteriorPower {
+        // on many rows, a first solve on an evenly spaced sample of them gives the start:
+        // the steps from 1 to the power of the data cost a fraction of a pass each, and
+        // the solve on all rows needs only its last few steps
+        let start = if self.len() >= 4 * SAMPLE_ROWS {
+            self.every(self.len() / SAMPLE_ROWS)
+                .solve_from(1.0, SAMPLE_TOLERANCE)
+                .power
+        } else {
+            1.0
+        };
+        self.solve_from(start, POWER_TOLERANCE)
+    }
+
+    /// Every `stride`-th row.
+    fn every(&self, stride: usize) -> Self {
+        let n = self.n_classes;
+        let picked = (0..self.len()).step_by(stride.max(1));
+        Self {
+            shifted_joint: picked
+                .clone()
+                .flat_map(|s| self.shifted_joint[s * n..(s + 1) * n].iter().copied())
+                .collect(),
+            classes: picked.clone().map(|s| self.classes[s]).collect(),
+            weights: picked.map(|s| self.weights[s]).collect(),
+            n_classes: n,
+        }
+    }
+
+    /// The safeguarded Newton iteration of [`Self::fit`] from `start`, stopping when a
+    /// step would move the power by less than `tolerance` relatively (the power then
+    /// stays where `L` was last evaluated).
+    fn solve_from(&self, start: f64, tolerance: f64) -> PosteriorPower {
         let (mut low, mut high) = POWER_BOUNDS;
-        let mut power: f64 = 1.0;
+        let mut power = start.clamp(low, high);
         let mut n_iter = 0;
+        let mut evaluated = None;
         for _ in 0..200 {
             n_iter += 1;
-            let (_, slope, curvature, _) = self.objective(power);
+            let (value, slope, curvature, weight) = self.objective(power);
+            evaluated = Some((value, weight));
             if slope == 0.0 {
                 break;
             }
@@ -497,14 +554,19 @@ impl LeaveOneOutRows {
             } else {
                 (low * high).sqrt()
             };
-            let done =
-                (next - power).abs() <= POWER_TOLERANCE * power || high <= low * (1.0 + 1e-12);
-            power = next;
-            if done {
+            if (next - power).abs() <= tolerance * power || high <= low * (1.0 + 1e-12) {
                 break;
             }
+            power = next;
+            evaluated = None;
         }
-        let (value, _, _, weight) = self.objective(power);
+        let (value, weight) = match evaluated {
+            Some(known) => known,
+            None => {
+                let (value, _, _, weight) = self.objective(power);
+                (value, weight)
+            }
+        };
         PosteriorPower {
             power,
             log_loss: if weight > 0.0 {

@@ -364,8 +364,6 @@ class MultinomialNB(DiscreteNB):
     def _set_power(self, power: float, log_loss: float) -> None:
         self.posterior_power_ = power
         self.leave_one_out_log_loss_ = log_loss
-        self._score_table = power * self._log_probability_by_token
-        self._score_bias = power * self.class_log_prior_
 
     def _fit_rows(self, matrix: CountMatrix, batch: Batch) -> None:
         """The leave-one-out posterior power of the batch's rows (see the class notes)."""
@@ -419,7 +417,12 @@ class MultinomialNB(DiscreteNB):
         self._set_power(1.0 if fixed is None else fixed, float("nan"))
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
-        return self._score(X, self._score_table, self._score_bias)
+        joint = self._score(X, self._log_probability_by_token, self.class_log_prior_)
+        if self.posterior_power_ != 1.0:
+            # the tempered joint, scaled in place: the (rows, classes) output, not the
+            # (vocabulary, classes) table, is multiplied
+            joint *= self.posterior_power_
+        return joint
 
 
 class ComplementNB(DiscreteNB):
