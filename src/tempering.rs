@@ -415,6 +415,54 @@ impl LeaveOneOutRows {
         Ok(rows)
     }
 
+    /// The rows as they were computed: `r_{d,c} - max_c r_{d,c}` (rows x C, row-major),
+    /// the class and the weight of each row.
+    pub fn parts(&self) -> (&[f64], &[usize], &[f64]) {
+        (&self.shifted_joint, &self.classes, &self.weights)
+    }
+
+    /// Rows from their [`Self::parts`] (kept by a stream of batches, or sent by the
+    /// partitions of a distributed fit).
+    ///
+    /// # Errors
+    /// Lengths that disagree, a class out of range, a weight that is not positive and
+    /// finite, or a shifted joint log-likelihood that is NaN or positive.
+    pub fn from_parts(
+        shifted_joint: Vec<f64>,
+        classes: Vec<usize>,
+        weights: Vec<f64>,
+        n_classes: usize,
+    ) -> Result<Self> {
+        check_len("row weights (one per row)", classes.len(), weights.len())?;
+        check_len(
+            "shifted joint log-likelihoods (rows x classes)",
+            classes.len() * n_classes,
+            shifted_joint.len(),
+        )?;
+        if let Some(&bad) = classes.iter().find(|&&c| c >= n_classes) {
+            return Err(HebError::ClassOutOfRange {
+                class: bad as i64,
+                n_classes,
+            });
+        }
+        if weights.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
+            return Err(HebError::InvalidParameter(
+                "leave-one-out row weights must be positive and finite".into(),
+            ));
+        }
+        if shifted_joint.iter().any(|r| r.is_nan() || *r > 0.0) {
+            return Err(HebError::InvalidParameter(
+                "shifted joint log-likelihoods must be <= 0 (their row's maximum is 0)".into(),
+            ));
+        }
+        Ok(Self {
+            shifted_joint,
+            classes,
+            weights,
+            n_classes,
+        })
+    }
+
     /// Number of rows that enter `L`.
     pub fn len(&self) -> usize {
         self.classes.len()
@@ -423,26 +471,6 @@ impl LeaveOneOutRows {
     /// Whether no row enters `L`.
     pub fn is_empty(&self) -> bool {
         self.classes.is_empty()
-    }
-
-    /// Appends the rows of `other` (the rows of another batch or partition: `L` is a sum
-    /// over rows).
-    ///
-    /// # Errors
-    /// A different number of classes.
-    pub fn extend(&mut self, other: &Self) -> Result<()> {
-        if self.is_empty() && self.n_classes == 0 {
-            self.n_classes = other.n_classes;
-        }
-        check_len(
-            "classes of the leave-one-out rows",
-            self.n_classes,
-            other.n_classes,
-        )?;
-        self.shifted_joint.extend_from_slice(&other.shifted_joint);
-        self.classes.extend_from_slice(&other.classes);
-        self.weights.extend_from_slice(&other.weights);
-        Ok(())
     }
 
     /// `L(tau)`, `L'(tau)`, `-L''(tau)` and the weight of the rows, summed over fixed

@@ -215,19 +215,37 @@ def test_laplace_keeps_scikit_learn_unless_asked():
     assert tempered.posterior_power_ == pytest.approx(want, rel=1e-6)
 
 
-def test_partial_fit_fits_the_power_on_the_latest_batch():
+@pytest.mark.parametrize("start", ["partial_fit", "fit"])
+def test_partial_fit_fits_the_power_on_every_row_seen(start):
+    """The rule: every row seen enters the leave-one-out likelihood, scored by the model
+    of its batch (left out of all the counts up to its batch)."""
     X, y = token_data(seed=8, n_rows=300)
     model = MultinomialNB()
-    model.partial_fit(X[:200], y[:200], classes=[0, 1, 2])
+    if start == "fit":
+        model.fit(X[:200], y[:200])
+    else:
+        model.partial_fit(X[:120], y[:120], classes=[0, 1, 2])
+        model.partial_fit(X[120:200], y[120:200])
+    first_m = model.concentration_.copy()
     model.partial_fit(X[200:], y[200:])
     whole = MultinomialNB().fit(X, y)
     np.testing.assert_allclose(model.feature_count_, whole.feature_count_, rtol=1e-12)
     np.testing.assert_allclose(model.concentration_, whole.concentration_, rtol=1e-12)
-    # the rows of the last batch, each left out of all the counts so far
-    scores = refit_scores(X, y, np.ones(300), model.concentration_, pooled=False)[200:]
-    prior_rows = frequency_prior_rows(y, np.ones(300), 3)[200:]
-    want = best_power(scores, y[200:], np.ones(100), prior_rows)
+    batches = [(0, 200, first_m)] if start == "fit" else []
+    if start == "partial_fit":
+        one = MultinomialNB().partial_fit(X[:120], y[:120], classes=[0, 1, 2])
+        batches = [(0, 120, one.concentration_), (120, 200, first_m)]
+    batches.append((200, 300, model.concentration_))
+    scores, priors = [], []
+    for begin, end, m in batches:
+        seen = np.ones(end)
+        scores.append(refit_scores(X[:end], y[:end], seen, m, pooled=False)[begin:])
+        priors.append(frequency_prior_rows(y[:end], seen, 3)[begin:])
+    want = best_power(np.vstack(scores), y, np.ones(300), np.vstack(priors))
     assert model.posterior_power_ == pytest.approx(want, rel=1e-6)
+    # one partial_fit call is one fit
+    single = MultinomialNB().partial_fit(X, y)
+    assert single.posterior_power_ == pytest.approx(whole.posterior_power_, rel=1e-12)
 
 
 def test_power_does_not_depend_on_threads_format_or_duplicates():
