@@ -16,7 +16,6 @@ use crate::error::{check_len, zeroed, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::interrupt;
 use crate::layout::FeatureLayout;
-use crate::smoothing::log_smoothed;
 use crate::solver::{maximise_evidence, maximise_evidence_from, Solution, SolverSettings};
 
 /// Which prior mean a smoother shrinks toward.
@@ -253,8 +252,22 @@ pub fn log_probability_table(
                 let m = concentration[[c, f]];
                 let columns = layout.columns(f);
                 let total: f64 = columns.clone().map(|j| row[j]).sum();
+                // log_smoothed's two logarithms, each taken once where it repeats: the
+                // denominator is the distribution's, and an empty cell's numerator
+                // ln(m mu) is its neighbour's when their means are equal (a uniform
+                // mean: most of a vocabulary); the same numbers as log_smoothed's
+                let log_denominator = (total + m).ln();
+                let mut empty = (f64::NAN, f64::NAN); // (mean, ln(0 + m mean))
                 for j in columns {
-                    out[j] = log_smoothed(row[j], total, m, mean[j]);
+                    let numerator = if row[j] == 0.0 {
+                        if empty.0 != mean[j] {
+                            empty = (mean[j], (row[j] + m * mean[j]).ln());
+                        }
+                        empty.1
+                    } else {
+                        (row[j] + m * mean[j]).ln()
+                    };
+                    out[j] = numerator - log_denominator;
                 }
             }
             Ok(())
