@@ -1,7 +1,9 @@
-"""AODE with one discriminative weight per super-parent (``AODE(weighting="cll-feature")``,
-hebnb.weighting.fit_parent_weights): the parent terms against plain numpy counting, the
-weights against the same objective written here and minimised by scipy on cross-fitted
-terms computed here, and identical results for any n_jobs."""
+"""AODE with discriminative weights: one per super-parent (``weighting="cll-feature"``,
+hebnb.weighting.fit_parent_weights) and one per cell of every super-parent's tables
+(``weighting="cll-value"``, hebnb.weighting.fit_aode_cell_weights). The parent terms and
+cells against plain numpy counting, the weights against the same objective written here
+and minimised by scipy on cross-fitted terms computed here, and identical results for any
+n_jobs."""
 
 from __future__ import annotations
 
@@ -149,7 +151,7 @@ def test_weighting_is_refused_by_partial_fit_and_dropped_by_a_plain_refit():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"weighting": "cll-value"}, "'weighting' parameter"),
+        ({"weighting": "cll-cell"}, "'weighting' parameter"),
         ({"weighting": "cll-feature", "penalty": -1.0}, "'penalty' parameter"),
         ({"weighting": "cll-feature", "weighting_tol": 0.0}, "'weighting_tol' parameter"),
     ],
@@ -158,3 +160,194 @@ def test_bad_weighting_parameters_are_value_errors(params, message):
     X, y = _data(seed=4, n_rows=60)
     with pytest.raises(ValueError, match=message):
         AODE(**params).fit(X, y)
+
+
+def _laplace_cells(X_train, y_train, X, n_classes):
+    """Each row's cells of every super-parent i, Laplace AODE counted in numpy (SPEC eqs.
+    8-9): ``out[s, i, j] = ln P(x_j | c, x_i)`` for j != i and ``out[s, i, i] =
+    ln P(c, x_i) - ln pi_c`` with pi_c = (N_c + 1) / (S + C); every value present."""
+    n_rows, n_features = X.shape
+    cards = X_train.max(axis=0) + 1
+    log_prior = np.log(
+        (np.bincount(y_train, minlength=n_classes) + 1.0) / (len(y_train) + n_classes)
+    )
+    out = np.zeros((n_rows, n_features, n_features, n_classes))
+    for i in range(n_features):
+        same_parent = X_train[:, [i]] == X[:, i]  # (train, rows)
+        for c in range(n_classes):
+            both = (y_train == c)[:, None] & same_parent
+            parent = (both.sum(axis=0) + 1.0) / (len(y_train) + n_classes * cards[i])
+            out[:, i, i, c] = np.log(parent) - log_prior[c]
+            for j in range(n_features):
+                if j != i:
+                    joint = np.sum(both & (X_train[:, [j]] == X[:, j]), axis=0)
+                    out[:, i, j, c] = np.log((joint + 1.0) / (both.sum(axis=0) + cards[j]))
+    return out
+
+
+def _cell_reference(X, y, penalty, n_classes=3):
+    """The cll-value weights of Laplace AODE, written directly: cross-fitted cells, the
+    objective in numpy, minimised by scipy. Returns ``(a, v, {(i, j, u, v): W[c]},
+    full-model cells of the training rows)``."""
+    n_rows, n_features = X.shape
+    folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
+    held_cells = np.zeros((n_rows, n_features, n_features, n_classes))
+    for train, held in folds:
+        assert all(set(X[train, f]) == set(X[:, f]) for f in range(n_features))
+        held_cells[held] = _laplace_cells(X[train], y[train], X[held], n_classes)
+    full_cells = _laplace_cells(X, y, X, n_classes)
+    # one weight per (i, j, x_i, x_j) seen in training (x_j = x_i at j = i), per class
+    keys = sorted(
+        {
+            (i, j, X[s, i], X[s, j])
+            for s in range(n_rows)
+            for i in range(n_features)
+            for j in range(n_features)
+        }
+    )
+    index = {key: e for e, key in enumerate(keys)}
+    cell_of = np.array(
+        [
+            [
+                [index[(i, j, X[s, i], X[s, j])] for j in range(n_features)]
+                for i in range(n_features)
+            ]
+            for s in range(n_rows)
+        ]
+    )  # (S, P, F)
+    scale = np.zeros((len(keys), n_classes))
+    scale[cell_of] = (full_cells / n_features) ** 2
+    scale += 1e-12
+    log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (n_rows + n_classes))
+    targets = np.eye(n_classes)[y]
+    n_head = n_classes + n_features
+    values = held_cells / n_features
+
+    def objective(theta):
+        a, v = theta[:n_classes], theta[n_classes:n_head]
+        d = theta[n_head:].reshape(len(keys), n_classes)
+        weight = v[None, :, None, None] + d[cell_of]  # (S, P, F, C)
+        scores = a * log_prior + np.sum(weight * values, axis=(1, 2))
+        log_p = log_softmax(scores, axis=1)
+        residual = np.exp(log_p) - targets
+        per_cell = residual[:, None, None, :] * values
+        grad_d = np.zeros_like(d)
+        np.add.at(grad_d, cell_of, per_cell)
+        value = -np.sum(targets * log_p)
+        value += (
+            0.5 * penalty * (np.sum((a - 1) ** 2) + np.sum((v - 1) ** 2) + np.sum(scale * d**2))
+        )
+        grad = np.concatenate(
+            [
+                residual.sum(axis=0) * log_prior + penalty * (a - 1),
+                per_cell.sum(axis=(0, 2, 3)) + penalty * (v - 1),
+                (grad_d + penalty * scale * d).ravel(),
+            ]
+        )
+        return value, grad
+
+    start = np.concatenate([np.ones(n_head), np.zeros(len(keys) * n_classes)])
+    assert check_grad(lambda t: objective(t)[0], lambda t: objective(t)[1], start + 0.05) < 1e-4
+    # minimised over the deviations in score units, d sqrt(scale): the same minimiser,
+    # better conditioned (a cell with a small value has a flat deviation)
+    unit = np.concatenate([np.ones(n_head), 1.0 / np.sqrt(scale.ravel())])
+
+    def scaled(beta):
+        value, grad = objective(beta * unit)
+        return value, grad * unit
+
+    result = minimize(
+        scaled,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 20000, "maxcor": 30},
+    )
+    theta = result.x * unit
+    assert np.max(np.abs(objective(theta)[1])) < 1e-8
+    a, v = theta[:n_classes], theta[n_classes:n_head]
+    d = theta[n_head:].reshape(len(keys), n_classes)
+    weights = {key: v[key[0]] + d[e] for key, e in index.items()}
+    return a, v, weights
+
+
+def _model_cell_weights(model):
+    """The model's cell weights keyed by (i, j, x_i, x_j) in the original values."""
+    n_features = model.n_features_in_
+    cards = model.n_categories_
+    out, e = {}, 0
+    for k, keys in enumerate(model._cell_keys):
+        i, j = divmod(k, n_features)
+        for key in keys:
+            u, v = (key, key) if i == j else divmod(int(key), int(cards[j]))
+            raw = (i, j, model.categories_[i][u], model.categories_[j][v])
+            out[raw] = model.cell_weights_[e]
+            e += 1
+    return out
+
+
+def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
+    X, y = _data(seed=1, n_rows=300)
+    params = {"smoothing": "laplace", "parent_smoothing": "laplace"}
+    model = AODE(**params, weighting="cll-value", penalty=1.0, weighting_tol=1e-12).fit(X, y)
+    a, v, weights = _cell_reference(X, y, penalty=1.0)
+    np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
+    np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
+    fitted = _model_cell_weights(model)
+    assert fitted.keys() == weights.keys()
+    for key, expected in weights.items():
+        np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
+    assert np.ptp(model.cell_weights_) > 0.1  # the cells moved apart
+    # prediction: the full model's cells with these weights; unseen cells weigh v_i
+    rng = np.random.default_rng(5)
+    X_new = np.column_stack([rng.integers(0, k, 50) for k in X.max(axis=0) + 1])
+    X_new[0, 1] = X[:, 1].max() + 1  # an unknown value: skipped
+    cells = _laplace_cells(X, y, X_new, 3)
+    cells[0, :, 1] = 0.0
+    log_prior = np.log((np.bincount(y, minlength=3) + 1.0) / (len(y) + 3))
+    scores = np.tile(a * log_prior, (len(X_new), 1))
+    for s in range(len(X_new)):
+        if s == 0:  # the unknown value is no parent: its term is the Naive Bayes fallback
+            fallback = log_prior + sum(
+                np.log(
+                    (
+                        np.sum((y[:, None] == np.arange(3)) & (X[:, [j]] == X_new[s, j]), axis=0)
+                        + 1.0
+                    )
+                    / (np.bincount(y, minlength=3) + X[:, j].max() + 1)
+                )
+                for j in (0, 2, 3)
+            )
+            scores[s] += (fallback - log_prior) / 4
+        for i in range(4):
+            if s == 0 and i == 1:
+                continue
+            for j in range(4):
+                key = (i, j, X_new[s, i], X_new[s, j])
+                weight = weights.get(key, v[i])
+                scores[s] += weight * cells[s, i, j] / 4
+    np.testing.assert_allclose(
+        model.predict_log_proba(X_new), log_softmax(scores, axis=1), atol=1e-6
+    )
+
+
+def test_cell_weights_do_not_depend_on_n_jobs():
+    X, y = _data(seed=2, n_rows=3000)
+    one = AODE(weighting="cll-value", n_jobs=1).fit(X, y)
+    two = AODE(weighting="cll-value", n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.cell_weights_, two.cell_weights_)
+    np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+
+
+def test_cell_weighted_scores_at_unit_weights_are_the_log_linear_aode():
+    """With every weight at 1 the score is a ln pi + 1/P sum_i (T_i - ln pi): the
+    prediction path reads the same cells as the parent terms."""
+    X, y = _data(seed=6, n_rows=500)
+    model = AODE(weighting="cll-value").fit(X, y)
+    codes, threads = model._encode(X)
+    terms = model._parent_terms(codes, threads)
+    model.class_weights_ = np.ones(3)
+    model.parent_weights_ = np.ones(4)
+    model.cell_weights_ = np.ones_like(model.cell_weights_)
+    expected = model.class_log_prior_ + np.mean(terms - model.class_log_prior_, axis=1)
+    np.testing.assert_allclose(model._joint_log_likelihood(X), expected, rtol=1e-10)

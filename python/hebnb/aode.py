@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import _safe_indexing
 
 from . import _core, weighting
 from ._base import (
@@ -188,7 +189,7 @@ class AODE(CategoricalClassifier):
         "max_parent_cardinality": [StrictInterval(Integral, 1, None, closed="left"), None],
         "max_joint_cells": [StrictInterval(Real, 0, None, closed="neither"), None],
         "max_parents": [StrictInterval(Integral, 1, None, closed="left"), None],
-        "weighting": [StrOptions({"cll-feature"}), None],
+        "weighting": [StrOptions({"cll-feature", "cll-value"}), None],
         "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
         "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
     }
@@ -276,6 +277,15 @@ class AODE(CategoricalClassifier):
     #: Folds of the cross-fitting that scores the training rows for the weights.
     _weighting_folds = 5
 
+    #: Fitted attributes of the discriminative weights (dropped by a refit without them).
+    _weight_attributes = (
+        "parent_weights_",
+        "class_weights_",
+        "cell_weights_",
+        "weighting_n_iter_",
+        "_cell_keys",
+    )
+
     def _fit_weights(
         self,
         X: ArrayLike,
@@ -286,41 +296,23 @@ class AODE(CategoricalClassifier):
         weights: np.ndarray,
         threads: int,
     ) -> None:
-        """Learns the super-parent weights of ``weighting`` (none: drops old ones).
+        """Learns the weights of ``weighting`` (none: drops old ones).
 
-        Each training row's parent terms come from an AODE fitted on the other folds of a
-        stratified split (``StratifiedKFold(5, shuffle=True, random_state=0)``); a fold
-        whose model lacks a class (a class with a single row) keeps the full model's
-        terms for its rows.
+        Each training row is scored by an AODE fitted on the other folds of a stratified
+        split (``StratifiedKFold(5, shuffle=True, random_state=0)``); a fold whose model
+        lacks a class (a class with a single row) keeps the full model for its rows.
         """
-        for name in ("parent_weights_", "class_weights_", "weighting_n_iter_"):
+        for name in self._weight_attributes:
             self.__dict__.pop(name, None)
         if self.weighting is None:
             return
-        from sklearn.base import clone
-        from sklearn.model_selection import StratifiedKFold
-        from sklearn.utils import _safe_indexing
-
+        folds = self._cross_fitted_models(X, y, sample_weight, labels, weights)
+        if self.weighting == "cll-value":
+            self._fit_cell_weights(codes, labels, weights, threads, folds)
+            return
         terms = self._parent_terms(codes, threads)
-        n_rows = codes.shape[1]
-        counts = np.bincount(labels, minlength=self.classes_.shape[0])
-        n_folds = min(self._weighting_folds, int(counts[counts > 0].max()))
-        if n_rows >= 2 * n_folds and n_folds >= 2:
-            splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # classes with few rows
-                folds = list(splitter.split(np.zeros(n_rows), labels))
-            sub = clone(self).set_params(
-                weighting=None, handle_unknown="ignore", n_jobs=self.n_jobs
-            )
-            for train, held in folds:
-                fold_weight = None if sample_weight is None else weights[train]
-                model = clone(sub).fit(
-                    _safe_indexing(X, train), _safe_indexing(y, train), sample_weight=fold_weight
-                )
-                if np.array_equal(model.classes_, self.classes_):
-                    held_codes, _ = model._encode(_safe_indexing(X, held))
-                    terms[held] = model._parent_terms(held_codes, threads)
+        for held, held_codes, model in folds:
+            terms[held] = model._parent_terms(held_codes, threads)
         fitted = weighting.fit_parent_weights(
             terms,
             labels,
@@ -332,6 +324,166 @@ class AODE(CategoricalClassifier):
         self.parent_weights_ = fitted.feature_weights
         self.class_weights_ = fitted.class_weights
         self.weighting_n_iter_ = fitted.n_iter
+
+    def _cross_fitted_models(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None,
+        labels: np.ndarray,
+        weights: np.ndarray,
+    ) -> list[tuple[np.ndarray, np.ndarray, AODE]]:
+        """``(held-out rows, their codes in the fold's model, the model fitted without
+        them)`` per fold, leaving out the folds whose model lacks a class."""
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold
+
+        n_rows = labels.shape[0]
+        counts = np.bincount(labels, minlength=self.classes_.shape[0])
+        n_folds = min(self._weighting_folds, int(counts[counts > 0].max()))
+        if n_rows < 2 * n_folds or n_folds < 2:
+            return []
+        splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # classes with few rows
+            splits = list(splitter.split(np.zeros(n_rows), labels))
+        sub = clone(self).set_params(weighting=None, handle_unknown="ignore", n_jobs=self.n_jobs)
+        models = []
+        for train, held in splits:
+            fold_weight = None if sample_weight is None else weights[train]
+            model = clone(sub).fit(
+                _safe_indexing(X, train), _safe_indexing(y, train), sample_weight=fold_weight
+            )
+            if np.array_equal(model.classes_, self.classes_):
+                models.append((held, _safe_indexing(X, held), model))
+        return [(held, model._encode(X_held)[0], model) for held, X_held, model in models]
+
+    def _fit_cell_weights(
+        self,
+        codes: np.ndarray,
+        labels: np.ndarray,
+        weights: np.ndarray,
+        threads: int,
+        folds: list[tuple[np.ndarray, np.ndarray, AODE]],
+    ) -> None:
+        """``weighting="cll-value"``: one weight per cell of every super-parent's tables
+        that a training row uses (:class:`hebnb.weighting.AodeCellWeights`)."""
+        parents = np.flatnonzero(self.super_parents_)
+        n_parents, n_features = parents.shape[0], codes.shape[0]
+        n_classes = self.classes_.shape[0]
+        cardinality = np.diff(self._encoder.offsets)
+        keys = weighting.aode_cell_keys(codes, parents, cardinality)
+        cells = np.full_like(keys, -1)
+        column_keys, starts = [], [0]
+        for k in range(keys.shape[1]):
+            present = keys[:, k] >= 0
+            distinct, inverse = np.unique(keys[present, k], return_inverse=True)
+            cells[present, k] = starts[-1] + inverse
+            column_keys.append(distinct)
+            starts.append(starts[-1] + distinct.shape[0])
+        n_rows, full = codes.shape[1], len(folds)
+        values = np.zeros((full + 1, starts[-1], n_classes))
+        table_of_row = np.full(n_rows, full, dtype=np.int64)
+        offset = np.zeros((n_rows, n_classes))
+
+        def fill(table: int, rows: np.ndarray, row_codes: np.ndarray, model: AODE) -> None:
+            """Table ``table``'s values from ``model``, and (a fold's) rows' cells."""
+            offsets = list(model._encoder.offsets)
+            fallback = weighting.aode_naive_bayes_scores(
+                row_codes, model._model, model._pair_tables(), offsets, threads
+            )
+            not_qualifying = np.zeros(rows.shape[0])
+            for p, i in enumerate(parents):
+                qualifies, parent_value, child_values = weighting.aode_parent_values(
+                    row_codes,
+                    model._model,
+                    model._pair_tables(),
+                    offsets,
+                    int(i),
+                    model.class_log_prior_,
+                    float(self.min_parent_count),
+                    threads,
+                )
+                child_values[:, i] = parent_value
+                block = cells[rows, p * n_features : (p + 1) * n_features]
+                used = (block >= 0) & qualifies[:, None]
+                values[table, block[used]] = child_values[used] / n_parents
+                if table != full:
+                    block[~qualifies] = -1
+                    cells[rows, p * n_features : (p + 1) * n_features] = block
+                not_qualifying += ~qualifies
+            if table != full:
+                table_of_row[rows] = table
+            offset[rows] = not_qualifying[:, None] / n_parents * (fallback - model.class_log_prior_)
+
+        everything = np.arange(n_rows)
+        fill(full, everything, codes, self)
+        # rows no fold covers keep the full model; their cells where it does not qualify go
+        parent_count = self._model["parent_count"]
+        for p, i in enumerate(parents):
+            u = codes[i]
+            qualifies = u >= 0
+            qualifies[qualifies] = (
+                parent_count[self._encoder.offsets[i] + u[qualifies]] >= self.min_parent_count
+            )
+            cells[~qualifies, p * n_features : (p + 1) * n_features] = -1
+        for table, (held, held_codes, model) in enumerate(folds):
+            fill(table, held, held_codes, model)
+        penalty_scale = values[full] ** 2 + 1e-12
+        class_weights, parent_weights, deviations, _, n_iter, _ = weighting.fit_aode_cell_weights(
+            cells,
+            starts,
+            table_of_row,
+            values,
+            offset,
+            labels,
+            weights,
+            self.class_log_prior_,
+            n_parents=n_parents,
+            penalty=weighting.resolve_penalty(self.penalty),
+            penalty_scale=penalty_scale,
+            n_threads=threads,
+            tol=float(self.weighting_tol),
+        )
+        self.class_weights_ = class_weights
+        self.parent_weights_ = parent_weights
+        parent_of_cell = np.repeat(np.arange(keys.shape[1]) // n_features, np.diff(starts))
+        self.cell_weights_ = parent_weights[parent_of_cell][:, None] + deviations
+        self.weighting_n_iter_ = n_iter
+        self._cell_keys = column_keys
+
+    def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
+        """The ``weighting="cll-value"`` scores of coded rows, (S, C)."""
+        parents = np.flatnonzero(self.super_parents_)
+        n_parents, n_features = parents.shape[0], codes.shape[0]
+        offsets = list(self._encoder.offsets)
+        keys = weighting.aode_cell_keys(codes, parents, np.diff(offsets))
+        starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in self._cell_keys])])
+        scores = self.class_weights_ * self.class_log_prior_
+        not_qualifying = np.zeros(codes.shape[1])
+        for p, i in enumerate(parents):
+            qualifies, parent_value, child_values = weighting.aode_parent_values(
+                codes,
+                self._model,
+                self._pair_tables(),
+                offsets,
+                int(i),
+                self.class_log_prior_,
+                float(self.min_parent_count),
+                threads,
+            )
+            child_values[:, i] = parent_value
+            for j in range(n_features):
+                k = p * n_features + j
+                cell = weighting.lookup_cells(keys[:, k], self._cell_keys[k], int(starts[k]))
+                weight = np.full((codes.shape[1], self.classes_.shape[0]), self.parent_weights_[p])
+                weight[cell >= 0] = self.cell_weights_[cell[cell >= 0]]
+                scores = scores + weight * child_values[:, j] / n_parents
+            not_qualifying += ~qualifies
+        fallback = weighting.aode_naive_bayes_scores(
+            codes, self._model, self._pair_tables(), offsets, threads
+        )
+        return scores + not_qualifying[:, None] / n_parents * (fallback - self.class_log_prior_)
 
     def _parent_terms(self, codes: np.ndarray, threads: int) -> np.ndarray:
         """Each super-parent's one-dependence term ``T_i`` of coded rows, (S, P, C)."""
@@ -381,7 +533,7 @@ class AODE(CategoricalClassifier):
                 f"partial_fit does not support weighting={self.weighting!r}: the weights are "
                 "learned from the whole training set; use fit"
             )
-        for name in ("parent_weights_", "class_weights_", "weighting_n_iter_"):
+        for name in self._weight_attributes:
             self.__dict__.pop(name, None)  # weights of an earlier fit no longer apply
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
@@ -522,6 +674,8 @@ class AODE(CategoricalClassifier):
 
     def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         codes, threads = self._encode(X)
+        if "cell_weights_" in self.__dict__:
+            return self._cell_weighted_scores(codes, threads)
         if "parent_weights_" in self.__dict__:
             return weighting.parent_weighted_log_scores(
                 self._parent_terms(codes, threads),

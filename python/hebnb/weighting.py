@@ -590,3 +590,303 @@ def parent_weighted_log_scores(
         "spc,p->sc", (terms - class_log_prior) / n_parents, parent_weights
     )
     return class_weights * class_log_prior + combined
+
+
+def aode_parent_values(
+    codes: npt.NDArray[np.int32],
+    model: dict[str, npt.NDArray[np.float64]],
+    pair_tables: dict[str, np.ndarray],
+    offsets: list[int],
+    parent: int,
+    class_log_prior: FloatArray,
+    min_parent_count: float,
+    n_threads: int,
+) -> tuple[npt.NDArray[np.bool_], FloatArray, FloatArray]:
+    """The cells of super-parent ``parent``'s one-dependence term on coded rows.
+
+    ``T_i = ln P(y, x_i) + sum_{j != i} ln P(x_j | y, x_i)`` (SPEC eq. 7) is a sum of
+    table cells. They are read through the fitted scorer, not the storage layout: each
+    distinct parent value ``u`` and each distinct ``(j, u, v)`` of the rows is scored as a
+    row holding only ``x_i = u`` (and ``x_j = v``) with ``i`` the only qualifying parent,
+    so that ``ln P(y, u)`` is the first score and ``ln P(v | y, u)`` the difference of the
+    two (zero where the child does not score: a zero-mean category).
+
+    Returns
+    -------
+    qualifies : ndarray of shape (S,)
+        Whether the parent qualifies on the row (value present, known and at least
+        ``min_parent_count``); the row's other outputs are zero where it does not.
+    parent_value : ndarray of shape (S, C)
+        ``ln P(y, x_i) - ln pi_y``.
+    child_values : ndarray of shape (S, F, C)
+        ``ln P(x_j | y, x_i)`` in column j (zero at ``j = i`` and where ``x_j`` is missing
+        or unknown).
+    """
+    n_features, n_rows = codes.shape
+    n_classes = class_log_prior.shape[0]
+    cardinality = np.diff(offsets)
+    parent_count = np.asarray(model["parent_count"], dtype=np.float64)
+    start = offsets[parent]
+    values = codes[parent].astype(np.int64)
+    qualifies = values >= 0
+    qualifies[qualifies] = parent_count[start + values[qualifies]] >= min_parent_count
+    rows = np.flatnonzero(qualifies)
+    parent_value = np.zeros((n_rows, n_classes))
+    child_values = np.zeros((n_rows, n_features, n_classes))
+    if rows.size == 0:
+        return qualifies, parent_value, child_values
+    only = np.full_like(parent_count, -np.inf)
+    only[start : offsets[parent + 1]] = parent_count[start : offsets[parent + 1]]
+    single = {**model, "parent_count": only}
+    distinct_parents, parent_of_row = np.unique(values[rows], return_inverse=True)
+    # the synthetic rows: first each distinct parent value alone, then each distinct
+    # (child, parent value, child value)
+    blocks: list[tuple[int, np.ndarray, np.ndarray | None]] = [(parent, distinct_parents, None)]
+    children = []
+    for j in range(n_features):
+        if j == parent:
+            continue
+        child = codes[j, rows].astype(np.int64)
+        present = child >= 0
+        keys = values[rows] * cardinality[j] + child
+        distinct, position = np.unique(keys[present], return_inverse=True)
+        blocks.append((j, distinct // cardinality[j], distinct % cardinality[j]))
+        children.append((j, present, position))
+    n_synthetic = sum(block[1].shape[0] for block in blocks)
+    synthetic = np.full((n_features, n_synthetic), -1, dtype=np.int32)
+    first = [0]
+    for j, parent_codes, child_codes in blocks:
+        at = slice(first[-1], first[-1] + parent_codes.shape[0])
+        synthetic[parent, at] = parent_codes
+        if child_codes is not None:
+            synthetic[j, at] = child_codes
+        first.append(at.stop)
+    scores = _core.aode_joint_log_likelihood(
+        synthetic,
+        single,
+        pair_tables,
+        offsets=offsets,
+        min_parent_count=min_parent_count,
+        n_jobs=n_threads,
+    )
+    alone = scores[: distinct_parents.shape[0]]
+    parent_value[rows] = alone[parent_of_row] - class_log_prior
+    for block, (j, present, position) in enumerate(children, start=1):
+        with_child = scores[first[block] : first[block + 1]]
+        child_parent = np.searchsorted(distinct_parents, blocks[block][1])
+        difference = with_child - alone[child_parent]
+        column = np.zeros((rows.shape[0], n_classes))
+        column[present] = difference[position]
+        child_values[rows, j] = column
+    return qualifies, parent_value, child_values
+
+
+def aode_cell_keys(
+    codes: npt.NDArray[np.int32], parents: npt.NDArray[np.intp], cardinality: npt.NDArray[np.intp]
+) -> npt.NDArray[np.int64]:
+    """Which cell of each super-parent's tables each row uses, shape (S, P F).
+
+    Column ``p F + j`` is super-parent ``i = parents[p]``'s child ``j`` (key ``u K_j + v``)
+    or, at ``j = i``, its own term ``ln P(y, x_i = u)`` (key ``u``); -1 where the parent
+    or the child value is missing or unknown.
+    """
+    n_features, n_rows = codes.shape
+    keys = np.full((n_rows, parents.shape[0] * n_features), -1, dtype=np.int64)
+    for p, i in enumerate(parents):
+        u = codes[i].astype(np.int64)
+        for j in range(n_features):
+            v = codes[j].astype(np.int64)
+            present = (u >= 0) & (v >= 0)
+            key = u if j == i else u * int(cardinality[j]) + v
+            keys[:, p * n_features + j] = np.where(present, key, -1)
+    return keys
+
+
+@dataclass(frozen=True)
+class AodeCellWeights:
+    """The learned weights of ``AODE(weighting="cll-value")``.
+
+    The weighted score of class ``c`` is
+    ``a_c ln pi_c + q_0 / P * (NB_c - ln pi_c) + 1/P sum over qualifying parents i of
+    [W[i, u] (ln P(c, u) - ln pi_c) + sum_{j != i} W[i, j, u, v] ln P(v | c, u)]``
+    with ``q_0`` the parents that do not qualify (Naive Bayes fallback, unweighted) and the
+    cell weights ``W = v_i + d`` (``d`` is zero on cells no training row used).
+
+    Attributes
+    ----------
+    class_weights : ndarray of shape (C,)
+    parent_weights : ndarray of shape (P,)
+        ``v_i``.
+    keys : list of ndarray
+        Per column (:func:`aode_cell_keys`), the sorted keys of the cells with weights.
+    deviations : ndarray of shape (n_cells, C)
+        ``d`` of those cells, columns in order.
+    objective, n_iter, converged
+    """
+
+    class_weights: FloatArray
+    parent_weights: FloatArray
+    keys: list[npt.NDArray[np.int64]]
+    deviations: FloatArray
+    objective: float
+    n_iter: int
+    converged: bool
+
+
+def fit_aode_cell_weights(
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    table_of_row: npt.NDArray[np.int64],
+    values: FloatArray,
+    offset: FloatArray,
+    labels: npt.NDArray[np.int64],
+    sample_weight: FloatArray,
+    class_log_prior: FloatArray,
+    *,
+    n_parents: int,
+    penalty: float,
+    penalty_scale: FloatArray,
+    n_threads: int,
+    tol: float = DEFAULT_TOL,
+) -> tuple[FloatArray, FloatArray, FloatArray, float, int, bool]:
+    """The weights minimising the penalised negative conditional log-likelihood of the
+    cell-weighted AODE scores (:class:`AodeCellWeights`).
+
+    ``cells`` (S, P F) are cell indices (-1: none), column ``k``'s inside
+    ``column_starts[k]:column_starts[k + 1]``; ``values[t, e, c]`` the cells' values in
+    table ``t`` (the 1/P factor included) and ``table_of_row`` the table scoring each row;
+    ``offset`` (S, C) the fixed part of the scores. The parameters are ``a`` (C), ``v`` (P)
+    and ``d`` (cells x C), ``W[e, c] = v_{parent(e)} + d[e, c]``; the penalty is
+    ``penalty / 2 (||a - 1||^2 + ||v - 1||^2 + sum penalty_scale d^2)``, with
+    ``penalty_scale`` the squared cell values, so that ``d`` is penalised by the change it
+    makes to a score, like the coefficients of an L2 logistic regression. The objective
+    and its gradient are one pass of the Rust kernel ``cell_weighted_log_likelihood``.
+
+    Returns
+    -------
+    (class_weights, parent_weights, deviations, objective, n_iter, converged)
+    """
+    n_rows, n_columns = cells.shape
+    n_classes = class_log_prior.shape[0]
+    n_cells = int(column_starts[-1])
+    n_features = n_columns // n_parents
+    if not np.all(np.isfinite(class_log_prior)):
+        raise ValueError(
+            "discriminative weighting needs every class prior to be positive; "
+            "class_prior gives probability 0 to a class"
+        )
+    parent_of_cell = np.repeat(np.arange(n_columns) // n_features, np.diff(column_starts))
+    gtol = tol * max(1.0, float(sample_weight.sum()))
+    n_head = n_classes + n_parents
+    start = np.concatenate([np.ones(n_head), np.zeros(n_cells * n_classes)])
+    scale = np.concatenate([np.ones(n_head), penalty_scale.ravel()])
+
+    def cell_weights(theta: FloatArray) -> FloatArray:
+        deviations = theta[n_head:].reshape(n_cells, n_classes)
+        return np.ascontiguousarray(theta[n_classes:n_head][parent_of_cell][:, None] + deviations)
+
+    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
+        loss, weight_gradient, class_residuals = _core.cell_weighted_log_likelihood(
+            cells,
+            table_of_row,
+            values,
+            list(column_starts),
+            cell_weights(theta),
+            offset,
+            labels,
+            sample_weight,
+            np.ascontiguousarray(theta[:n_classes] * class_log_prior),
+            n_jobs=n_threads,
+        )
+        parent_gradient = np.bincount(
+            parent_of_cell, weights=weight_gradient.sum(axis=1), minlength=n_parents
+        )
+        gradient = np.concatenate(
+            [class_residuals * class_log_prior, parent_gradient, weight_gradient.ravel()]
+        )
+        deviation = theta - start
+        value = loss + 0.5 * penalty * float(deviation @ (scale * deviation))
+        return value, gradient + penalty * scale * deviation
+
+    # the data term's Hessian diagonal at the start (W = 1): the preconditioner
+    scores = offset + class_log_prior
+    per_parent = np.zeros((n_parents, n_rows, n_classes))
+    gathered = np.zeros((n_rows, n_columns, n_classes))
+    for k in range(n_columns):
+        used = cells[:, k] >= 0
+        gathered[used, k] = values[table_of_row[used], cells[used, k]]
+        per_parent[k // n_features] += gathered[:, k]
+    scores = scores + per_parent.sum(axis=0)
+    probability = np.exp(scores - scores.max(axis=1, keepdims=True))
+    probability /= probability.sum(axis=1, keepdims=True)
+    spread = sample_weight[:, None] * probability * (1.0 - probability)
+    mean = np.einsum("sc,psc->ps", probability, per_parent)
+    variance = np.einsum("sc,psc->ps", probability, per_parent**2) - mean**2
+    cell_curvature = np.zeros((n_cells, n_classes))
+    used = cells >= 0
+    for c in range(n_classes):
+        cell_curvature[:, c] = np.bincount(
+            cells[used],
+            weights=(spread[:, c][:, None] * gathered[:, :, c] ** 2)[used],
+            minlength=n_cells,
+        )
+    del gathered
+    curvature = np.concatenate(
+        [
+            spread.sum(axis=0) * class_log_prior**2,
+            np.maximum(variance, 0.0) @ sample_weight,
+            cell_curvature.ravel(),
+        ]
+    )
+    inverse_curvature = 1.0 / np.maximum(curvature + penalty * scale, 1e-12 * gtol + 1e-300)
+    with threadpool_limits(limits=1, user_api="blas"):
+        theta, value, gradient, n_iter, converged = minimise_lbfgs(
+            objective,
+            start,
+            gtol=gtol,
+            max_iter=MAX_ITER,
+            inverse_curvature=inverse_curvature,
+        )
+    if not converged:
+        warnings.warn(
+            f"the AODE cell weights did not converge in {n_iter} L-BFGS iterations "
+            f"(largest gradient entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return (
+        theta[:n_classes].copy(),
+        theta[n_classes:n_head].copy(),
+        theta[n_head:].reshape(n_cells, n_classes).copy(),
+        value,
+        n_iter,
+        converged,
+    )
+
+
+def aode_naive_bayes_scores(
+    codes: npt.NDArray[np.int32],
+    model: dict[str, npt.NDArray[np.float64]],
+    pair_tables: dict[str, np.ndarray],
+    offsets: list[int],
+    n_threads: int,
+) -> FloatArray:
+    """The Naive Bayes fallback score ``ln pi_c + sum_j ln P(x_j | c)`` of every row, (S, C):
+    the fitted scorer's result when no super-parent qualifies."""
+    parent_count = np.asarray(model["parent_count"], dtype=np.float64)
+    none = {**model, "parent_count": np.full_like(parent_count, -np.inf)}
+    return _core.aode_joint_log_likelihood(
+        codes, none, pair_tables, offsets=offsets, min_parent_count=0.0, n_jobs=n_threads
+    )
+
+
+def lookup_cells(
+    keys: npt.NDArray[np.int64], known: npt.NDArray[np.int64], first: int
+) -> npt.NDArray[np.int64]:
+    """The cell index ``first + position`` of each key in the sorted ``known`` keys, -1
+    for a key that is negative or not known."""
+    position = np.searchsorted(known, keys)
+    inside = position < known.shape[0]
+    found = inside & (keys >= 0)
+    found[found] = known[position[found]] == keys[found]
+    return np.where(found, first + position, -1)
