@@ -45,18 +45,17 @@
 //! [`cell_weighted_log_likelihood`] scores
 //!
 //! ```text
-//! s_c(x_i) = b_c + o_ic + sum over columns k with a cell e = E[i, k] of  W[e, c] V[t_i, e, c]
+//! s_c(x_i) = b_c + o_ic + sum over columns k with a cell e = E[i, k] of  W[e, c] V[e, c]
 //! ```
 //!
-//! where `E` assigns each row a cell per column (an AODE orientation (parent, child) or a
-//! super-parent's own term), `V[t, e, c]` is the cell's log-probability in value table `t`
-//! (each row is scored by the table of the model fitted without it: cross-fitting), `o` a
+//! where `E` assigns each row a cell per column (an AODE orientation (parent, child), or a
+//! super-parent's whole term on that row), `V[e, c]` is the cell's log-probability, `o` a
 //! fixed offset per row and `W` the weights being learned. The gradient is
-//! `dL/dW[e, c] = sum over rows i using cell e of r_ic V[t_i, e, c]`. Each column owns a
+//! `dL/dW[e, c] = V[e, c] sum over rows i using cell e of r_ic`. Each column owns a
 //! contiguous range of cells, so the scatter runs in parallel over columns and in row order
 //! within a column: bit-identical for any `n_jobs`, like the pass above.
 
-use ndarray::{Array2, ArrayView1, ArrayView2, ArrayView3};
+use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::check_rows;
@@ -293,10 +292,8 @@ pub fn conditional_log_likelihood(
 pub struct CellTerms<'a> {
     /// `E`, shape (S, K): the cell of row i in column k, -1 for none.
     pub cells: ArrayView2<'a, i64>,
-    /// `t_i`, length S: the value table that scores row i.
-    pub table_of_row: ArrayView1<'a, i64>,
-    /// `V`, shape (tables, cells, C).
-    pub values: ArrayView3<'a, f64>,
+    /// `V`, shape (cells, C).
+    pub values: ArrayView2<'a, f64>,
     /// Length K + 1, non-decreasing, ending at the number of cells: column k's cells are
     /// `column_starts[k]..column_starts[k + 1]`.
     pub column_starts: &'a [usize],
@@ -318,8 +315,7 @@ pub struct CellLikelihood {
 /// gradient with respect to the cell weights `W` (cells, C) and the class scores `b`.
 ///
 /// # Errors
-/// Shape mismatches, a cell outside its column's range, a value table or label out of
-/// range, class scores or offsets that are not finite, and [`HebError::Allocation`] for
+/// Shape mismatches, a cell outside its column's range, a label out of range, class scores or offsets that are not finite, and [`HebError::Allocation`] for
 /// buffers beyond memory.
 pub fn cell_weighted_log_likelihood(
     terms: CellTerms,
@@ -331,13 +327,12 @@ pub fn cell_weighted_log_likelihood(
 ) -> Result<CellLikelihood> {
     let n_classes = class_scores.len();
     let (n_rows, n_columns) = terms.cells.dim();
-    let (n_tables, n_cells, value_classes) = terms.values.dim();
+    let n_cells = terms.values.nrows();
     check_len("labels", n_rows, labels.len())?;
     check_len("sample weights", n_rows, sample_weights.len())?;
-    check_len("value table of each row", n_rows, terms.table_of_row.len())?;
     check_len("column starts", n_columns + 1, terms.column_starts.len())?;
-    check_len("value table classes", n_classes, value_classes)?;
     for (what, table, rows) in [
+        ("cell values", terms.values, n_cells),
         ("cell weights", cell_weights, n_cells),
         ("score offsets", offset, n_rows),
     ] {
@@ -366,15 +361,6 @@ pub fn cell_weighted_log_likelihood(
             )));
         }
     }
-    if let Some(&table) = terms
-        .table_of_row
-        .iter()
-        .find(|&&t| t < 0 || t as usize >= n_tables)
-    {
-        return Err(HebError::InvalidParameter(format!(
-            "value table {table} out of range for {n_tables} tables"
-        )));
-    }
     if let Some(&class) = labels.iter().find(|&&c| c < 0 || c as usize >= n_classes) {
         return Err(HebError::ClassOutOfRange { class, n_classes });
     }
@@ -387,8 +373,6 @@ pub fn cell_weighted_log_likelihood(
             "class scores and score offsets must be finite".into(),
         ));
     }
-    let value =
-        |r: usize, cell: usize, c: usize| terms.values[[terms.table_of_row[r] as usize, cell, c]];
     // pass 1: residuals row by row, loss and class sums per chunk of rows
     let mut residuals = zeroed(n_rows * n_classes, "cell likelihood residuals")?;
     let chunk_sums: Vec<(f64, Vec<f64>)> = residuals
@@ -412,7 +396,7 @@ pub fn cell_weighted_log_likelihood(
                     }
                     let cell = cell as usize;
                     for (c, score) in row.iter_mut().enumerate() {
-                        *score += cell_weights[[cell, c]] * value(r, cell, c);
+                        *score += cell_weights[[cell, c]] * terms.values[[cell, c]];
                     }
                 }
                 let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -465,7 +449,7 @@ pub fn cell_weighted_log_likelihood(
                 .zip(residual)
                 .enumerate()
             {
-                *g += res * value(r, cell, c);
+                *g += res * terms.values[[cell, c]];
             }
         }
     });
@@ -761,12 +745,11 @@ mod tests {
         assert!(call(0, 0, &[0.0, 0.0]).is_ok());
     }
 
-    /// Three rows, two columns (cells 0..2 and 2..5), two value tables, three classes.
-    fn cell_example() -> (Array2<i64>, Array1<i64>, ndarray::Array3<f64>, Array2<f64>) {
+    /// Four rows, two columns (cells 0..2 and 2..5), three classes.
+    fn cell_example() -> (Array2<i64>, Array2<f64>, Array2<f64>) {
         let cells = array![[0, 2], [1, 4], [-1, 3], [0, -1]];
-        let table_of_row = Array1::from(vec![0_i64, 1, 1, 0]);
-        let values = ndarray::Array3::from_shape_fn((2, 5, 3), |(t, e, c)| {
-            -0.2 - 0.3 * e as f64 - 0.4 * c as f64 - 0.15 * t as f64 + 0.05 * (e * c) as f64
+        let values = Array2::from_shape_fn((5, 3), |(e, c)| {
+            -0.2 - 0.3 * e as f64 - 0.4 * c as f64 + 0.05 * (e * c) as f64
         });
         let offset = array![
             [0.1, -0.2, 0.0],
@@ -774,15 +757,12 @@ mod tests {
             [0.2, 0.2, 0.2],
             [-0.3, 0.0, 0.1]
         ];
-        (cells, table_of_row, values, offset)
+        (cells, values, offset)
     }
 
     /// The cell-weighted loss written directly.
     fn naive_cells(
-        cells: &Array2<i64>,
-        table_of_row: &Array1<i64>,
-        values: &ndarray::Array3<f64>,
-        offset: &Array2<f64>,
+        (cells, values, offset): &(Array2<i64>, Array2<f64>, Array2<f64>),
         weights: &Array2<f64>,
         labels: &[i64],
         sample_weights: &[f64],
@@ -794,8 +774,7 @@ mod tests {
             for &e in cells.row(r) {
                 if e >= 0 {
                     for (c, v) in s.iter_mut().enumerate() {
-                        *v += weights[[e as usize, c]]
-                            * values[[table_of_row[r] as usize, e as usize, c]];
+                        *v += weights[[e as usize, c]] * values[[e as usize, c]];
                     }
                 }
             }
@@ -807,7 +786,8 @@ mod tests {
 
     #[test]
     fn cell_gradient_matches_finite_differences() {
-        let (cells, table_of_row, values, offset) = cell_example();
+        let example = cell_example();
+        let (cells, values, offset) = &example;
         let labels = [0_i64, 2, 1, 1];
         let sample_weights = [1.0, 0.5, 2.0, 1.5];
         let class_scores = [-0.9, -1.1, -1.3];
@@ -817,7 +797,6 @@ mod tests {
         let fit = cell_weighted_log_likelihood(
             CellTerms {
                 cells: cells.view(),
-                table_of_row: table_of_row.view(),
                 values: values.view(),
                 column_starts: &starts,
             },
@@ -828,18 +807,8 @@ mod tests {
             &class_scores,
         )
         .unwrap();
-        let loss = |w: &Array2<f64>, b: &[f64]| {
-            naive_cells(
-                &cells,
-                &table_of_row,
-                &values,
-                &offset,
-                w,
-                &labels,
-                &sample_weights,
-                b,
-            )
-        };
+        let loss =
+            |w: &Array2<f64>, b: &[f64]| naive_cells(&example, w, &labels, &sample_weights, b);
         assert!((fit.negative_log_likelihood - loss(&weights, &class_scores)).abs() < 1e-12);
         let h = 1e-6;
         for e in 0..5 {
@@ -873,10 +842,8 @@ mod tests {
                 (4 * k + (r * (k + 3) + r / 5) % 4) as i64
             }
         });
-        let table_of_row = Array1::from_shape_fn(n, |r| (r % 3) as i64);
-        let values = ndarray::Array3::from_shape_fn((3, 12, 2), |(t, e, c)| {
-            -0.1 - 0.2 * e as f64 - 0.3 * c as f64 - 0.1 * t as f64
-        });
+        let values =
+            Array2::from_shape_fn((12, 2), |(e, c)| -0.1 - 0.2 * e as f64 - 0.3 * c as f64);
         let offset = Array2::from_shape_fn((n, 2), |(r, c)| 0.01 * ((r + c) % 5) as f64);
         let labels = Array1::from_shape_fn(n, |r| ((r * 13 + r / 7) % 2) as i64);
         let sample_weights = Array1::from_elem(n, 1.0);
@@ -887,7 +854,6 @@ mod tests {
                 cell_weighted_log_likelihood(
                     CellTerms {
                         cells: cells.view(),
-                        table_of_row: table_of_row.view(),
                         values: values.view(),
                         column_starts: &starts,
                     },
@@ -908,15 +874,14 @@ mod tests {
 
     #[test]
     fn cells_outside_their_column_are_errors() {
-        let (cells, table_of_row, values, offset) = cell_example();
+        let (cells, values, offset) = cell_example();
         let weights = Array2::from_elem((5, 3), 1.0);
         let labels = Array1::from(vec![0_i64, 2, 1, 1]);
         let sample_weights = Array1::from_elem(4, 1.0);
-        let call = |cells: &Array2<i64>, starts: &[usize], tables: &Array1<i64>| {
+        let call = |cells: &Array2<i64>, starts: &[usize], labels: &Array1<i64>| {
             cell_weighted_log_likelihood(
                 CellTerms {
                     cells: cells.view(),
-                    table_of_row: tables.view(),
                     values: values.view(),
                     column_starts: starts,
                 },
@@ -927,22 +892,22 @@ mod tests {
                 &[0.0, 0.0, 0.0],
             )
         };
-        assert!(call(&cells, &[0, 2, 5], &table_of_row).is_ok());
+        assert!(call(&cells, &[0, 2, 5], &labels).is_ok());
         // cell 2 belongs to the second column
         let mut wrong = cells.clone();
         wrong[[0, 0]] = 2;
         assert!(matches!(
-            call(&wrong, &[0, 2, 5], &table_of_row),
+            call(&wrong, &[0, 2, 5], &labels),
             Err(HebError::InvalidParameter(_))
         ));
         assert!(matches!(
-            call(&cells, &[0, 3, 2], &table_of_row),
+            call(&cells, &[0, 3, 2], &labels),
             Err(HebError::InvalidParameter(_))
         ));
-        let bad_table = Array1::from(vec![0_i64, 2, 1, 1]);
+        let bad_label = Array1::from(vec![0_i64, 3, 1, 1]);
         assert!(matches!(
-            call(&cells, &[0, 2, 5], &bad_table),
-            Err(HebError::InvalidParameter(_))
+            call(&cells, &[0, 2, 5], &bad_label),
+            Err(HebError::ClassOutOfRange { .. })
         ));
     }
 }

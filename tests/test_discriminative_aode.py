@@ -186,53 +186,46 @@ def _laplace_cells(X_train, y_train, X, n_classes):
 
 
 def _cell_reference(X, y, penalty, n_classes=3):
-    """The cll-value weights of Laplace AODE, written directly: cross-fitted cells, the
-    objective in numpy, minimised by scipy. Returns ``(a, v, {(i, j, u, v): W[c]},
-    full-model cells of the training rows)``."""
+    """The cll-value weights of Laplace AODE, written directly: the super-parent terms
+    cross-fitted, the cells of the full model, the objective in numpy, minimised by scipy.
+    Returns ``(a, v, {(i, j, x_i, x_j): d[c]})``."""
     n_rows, n_features = X.shape
+    log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (n_rows + n_classes))
     folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
-    held_cells = np.zeros((n_rows, n_features, n_features, n_classes))
+    terms = np.zeros((n_rows, n_features, n_classes))
     for train, held in folds:
         assert all(set(X[train, f]) == set(X[:, f]) for f in range(n_features))
-        held_cells[held] = _laplace_cells(X[train], y[train], X[held], n_classes)
-    full_cells = _laplace_cells(X, y, X, n_classes)
-    # one weight per (i, j, x_i, x_j) seen in training (x_j = x_i at j = i), per class
+        fold_prior = np.log((np.bincount(y[train], minlength=3) + 1.0) / (len(train) + 3))
+        terms[held] = _laplace_cells(X[train], y[train], X[held], n_classes).sum(axis=2)
+        terms[held] += fold_prior
+    likelihood = (terms - log_prior) / n_features
+    values = _laplace_cells(X, y, X, n_classes) / n_features  # (S, P, F, C)
+    # one cell per (i, j, x_i, x_j) seen in training (x_j = x_i at j = i), per class
     keys = sorted(
-        {
-            (i, j, X[s, i], X[s, j])
-            for s in range(n_rows)
-            for i in range(n_features)
-            for j in range(n_features)
-        }
+        {(i, j, X[s, i], X[s, j]) for s in range(n_rows) for i in range(4) for j in range(4)}
     )
     index = {key: e for e, key in enumerate(keys)}
     cell_of = np.array(
         [
-            [
-                [index[(i, j, X[s, i], X[s, j])] for j in range(n_features)]
-                for i in range(n_features)
-            ]
+            [[index[(i, j, X[s, i], X[s, j])] for j in range(4)] for i in range(4)]
             for s in range(n_rows)
         ]
     )  # (S, P, F)
     scale = np.zeros((len(keys), n_classes))
-    scale[cell_of] = (full_cells / n_features) ** 2
+    scale[cell_of] = values**2
     scale += 1e-12
-    log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (n_rows + n_classes))
     targets = np.eye(n_classes)[y]
     n_head = n_classes + n_features
-    values = held_cells / n_features
 
     def objective(theta):
         a, v = theta[:n_classes], theta[n_classes:n_head]
         d = theta[n_head:].reshape(len(keys), n_classes)
-        weight = v[None, :, None, None] + d[cell_of]  # (S, P, F, C)
-        scores = a * log_prior + np.sum(weight * values, axis=(1, 2))
+        scores = a * log_prior + np.einsum("spc,p->sc", likelihood, v)
+        scores += np.sum(d[cell_of] * values, axis=(1, 2))
         log_p = log_softmax(scores, axis=1)
         residual = np.exp(log_p) - targets
-        per_cell = residual[:, None, None, :] * values
         grad_d = np.zeros_like(d)
-        np.add.at(grad_d, cell_of, per_cell)
+        np.add.at(grad_d, cell_of, residual[:, None, None, :] * values)
         value = -np.sum(targets * log_p)
         value += (
             0.5 * penalty * (np.sum((a - 1) ** 2) + np.sum((v - 1) ** 2) + np.sum(scale * d**2))
@@ -240,7 +233,7 @@ def _cell_reference(X, y, penalty, n_classes=3):
         grad = np.concatenate(
             [
                 residual.sum(axis=0) * log_prior + penalty * (a - 1),
-                per_cell.sum(axis=(0, 2, 3)) + penalty * (v - 1),
+                np.einsum("sc,spc->p", residual, likelihood) + penalty * (v - 1),
                 (grad_d + penalty * scale * d).ravel(),
             ]
         )
@@ -267,8 +260,7 @@ def _cell_reference(X, y, penalty, n_classes=3):
     assert np.max(np.abs(objective(theta)[1])) < 1e-8
     a, v = theta[:n_classes], theta[n_classes:n_head]
     d = theta[n_head:].reshape(len(keys), n_classes)
-    weights = {key: v[key[0]] + d[e] for key, e in index.items()}
-    return a, v, weights
+    return a, v, {key: d[e] for key, e in index.items()}
 
 
 def _model_cell_weights(model):
@@ -298,34 +290,30 @@ def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
     for key, expected in weights.items():
         np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
     assert np.ptp(model.cell_weights_) > 0.1  # the cells moved apart
-    # prediction: the full model's cells with these weights; unseen cells weigh v_i
+    assert not np.allclose(model.parent_weights_, 1.0)
+    # prediction: the weighted terms of the full model plus d times each seen cell
     rng = np.random.default_rng(5)
     X_new = np.column_stack([rng.integers(0, k, 50) for k in X.max(axis=0) + 1])
-    X_new[0, 1] = X[:, 1].max() + 1  # an unknown value: skipped
+    X_new[0, 1] = X[:, 1].max() + 1  # an unknown value: no parent, no child
     cells = _laplace_cells(X, y, X_new, 3)
-    cells[0, :, 1] = 0.0
     log_prior = np.log((np.bincount(y, minlength=3) + 1.0) / (len(y) + 3))
-    scores = np.tile(a * log_prior, (len(X_new), 1))
+    cells[0, :, 1] = 0.0
+    terms = cells.sum(axis=2) + log_prior
+    # row 0's parent 1 does not qualify: its term is the Naive Bayes score
+    terms[0, 1] = log_prior + sum(
+        np.log(
+            (np.sum((y[:, None] == np.arange(3)) & (X[:, [j]] == X_new[0, j]), axis=0) + 1.0)
+            / (np.bincount(y, minlength=3) + X[:, j].max() + 1)
+        )
+        for j in (0, 2, 3)
+    )
+    scores = a * log_prior + np.einsum("spc,p->sc", (terms - log_prior) / 4, v)
     for s in range(len(X_new)):
-        if s == 0:  # the unknown value is no parent: its term is the Naive Bayes fallback
-            fallback = log_prior + sum(
-                np.log(
-                    (
-                        np.sum((y[:, None] == np.arange(3)) & (X[:, [j]] == X_new[s, j]), axis=0)
-                        + 1.0
-                    )
-                    / (np.bincount(y, minlength=3) + X[:, j].max() + 1)
-                )
-                for j in (0, 2, 3)
-            )
-            scores[s] += (fallback - log_prior) / 4
         for i in range(4):
-            if s == 0 and i == 1:
-                continue
             for j in range(4):
                 key = (i, j, X_new[s, i], X_new[s, j])
-                weight = weights.get(key, v[i])
-                scores[s] += weight * cells[s, i, j] / 4
+                if key in weights and not (s == 0 and i == 1):
+                    scores[s] += weights[key] * cells[s, i, j] / 4
     np.testing.assert_allclose(
         model.predict_log_proba(X_new), log_softmax(scores, axis=1), atol=1e-6
     )
@@ -339,15 +327,12 @@ def test_cell_weights_do_not_depend_on_n_jobs():
     np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
 
 
-def test_cell_weighted_scores_at_unit_weights_are_the_log_linear_aode():
-    """With every weight at 1 the score is a ln pi + 1/P sum_i (T_i - ln pi): the
-    prediction path reads the same cells as the parent terms."""
+def test_cell_weights_at_zero_give_the_cll_feature_model():
+    """With ``d = 0`` the cll-value score is the cll-feature score of the same ``a, v``."""
     X, y = _data(seed=6, n_rows=500)
     model = AODE(weighting="cll-value").fit(X, y)
-    codes, threads = model._encode(X)
-    terms = model._parent_terms(codes, threads)
-    model.class_weights_ = np.ones(3)
-    model.parent_weights_ = np.ones(4)
-    model.cell_weights_ = np.ones_like(model.cell_weights_)
-    expected = model.class_log_prior_ + np.mean(terms - model.class_log_prior_, axis=1)
-    np.testing.assert_allclose(model._joint_log_likelihood(X), expected, rtol=1e-10)
+    reference = AODE(weighting="cll-feature").fit(X, y)
+    model.class_weights_ = reference.class_weights_
+    model.parent_weights_ = reference.parent_weights_
+    model.cell_weights_ = np.zeros_like(model.cell_weights_)
+    np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), rtol=1e-12)

@@ -113,7 +113,6 @@ def conditional_log_likelihood(
 ]: ...
 def cell_weighted_log_likelihood(
     cells: npt.NDArray[np.int64],
-    table_of_row: npt.NDArray[np.int64],
     values: npt.NDArray[np.float64],
     column_starts: list[int],
     cell_weights: npt.NDArray[np.float64],
@@ -126,7 +125,7 @@ def cell_weighted_log_likelihood(
     n_jobs: int,
 ) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """``(loss, weight_gradient, class_residuals)`` of the scores
-    ``class_scores + offset + sum_k cell_weights[e] * values[table_of_row, e]`` over the
+    ``class_scores + offset + sum_k cell_weights[e] * values[e]`` over the
     cells ``e = cells[:, k]`` (-1: none) of each row; column k's cells lie in
     ``column_starts[k]:column_starts[k + 1]``."""
 

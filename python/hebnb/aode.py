@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from numbers import Integral, Real
 from typing import Any, ClassVar, Self
 
@@ -366,13 +366,14 @@ class AODE(CategoricalClassifier):
         threads: int,
         folds: list[tuple[np.ndarray, np.ndarray, AODE]],
     ) -> None:
-        """``weighting="cll-value"``: one weight per cell of every super-parent's tables
-        that a training row uses (:class:`hebnb.weighting.AodeCellWeights`)."""
+        """``weighting="cll-value"``: a weight per super-parent on its cross-fitted term
+        (as ``"cll-feature"``) plus one per cell of its tables that a training row uses
+        (:func:`hebnb.weighting.fit_aode_cell_weights`)."""
+        terms = self._parent_terms(codes, threads)
+        for held, held_codes, model in folds:
+            terms[held] = model._parent_terms(held_codes, threads)
         parents = np.flatnonzero(self.super_parents_)
-        n_parents, n_features = parents.shape[0], codes.shape[0]
-        n_classes = self.classes_.shape[0]
-        cardinality = np.diff(self._encoder.offsets)
-        keys = weighting.aode_cell_keys(codes, parents, cardinality)
+        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
         cells = np.full_like(keys, -1)
         column_keys, starts = [], [0]
         for k in range(keys.shape[1]):
@@ -381,109 +382,73 @@ class AODE(CategoricalClassifier):
             cells[present, k] = starts[-1] + inverse
             column_keys.append(distinct)
             starts.append(starts[-1] + distinct.shape[0])
-        n_rows, full = codes.shape[1], len(folds)
-        values = np.zeros((full + 1, starts[-1], n_classes))
-        table_of_row = np.full(n_rows, full, dtype=np.int64)
-        offset = np.zeros((n_rows, n_classes))
-
-        def fill(table: int, rows: np.ndarray, row_codes: np.ndarray, model: AODE) -> None:
-            """Table ``table``'s values from ``model``, and (a fold's) rows' cells."""
-            offsets = list(model._encoder.offsets)
-            fallback = weighting.aode_naive_bayes_scores(
-                row_codes, model._model, model._pair_tables(), offsets, threads
-            )
-            not_qualifying = np.zeros(rows.shape[0])
-            for p, i in enumerate(parents):
-                qualifies, parent_value, child_values = weighting.aode_parent_values(
-                    row_codes,
-                    model._model,
-                    model._pair_tables(),
-                    offsets,
-                    int(i),
-                    model.class_log_prior_,
-                    float(self.min_parent_count),
-                    threads,
-                )
-                child_values[:, i] = parent_value
-                block = cells[rows, p * n_features : (p + 1) * n_features]
-                used = (block >= 0) & qualifies[:, None]
-                values[table, block[used]] = child_values[used] / n_parents
-                if table != full:
-                    block[~qualifies] = -1
-                    cells[rows, p * n_features : (p + 1) * n_features] = block
-                not_qualifying += ~qualifies
-            if table != full:
-                table_of_row[rows] = table
-            offset[rows] = not_qualifying[:, None] / n_parents * (fallback - model.class_log_prior_)
-
-        everything = np.arange(n_rows)
-        fill(full, everything, codes, self)
-        # rows no fold covers keep the full model; their cells where it does not qualify go
-        parent_count = self._model["parent_count"]
-        for p, i in enumerate(parents):
-            u = codes[i]
-            qualifies = u >= 0
-            qualifies[qualifies] = (
-                parent_count[self._encoder.offsets[i] + u[qualifies]] >= self.min_parent_count
-            )
-            cells[~qualifies, p * n_features : (p + 1) * n_features] = -1
-        for table, (held, held_codes, model) in enumerate(folds):
-            fill(table, held, held_codes, model)
-        penalty_scale = values[full] ** 2 + 1e-12
-        class_weights, parent_weights, deviations, _, n_iter, _ = weighting.fit_aode_cell_weights(
+        cell_values = np.zeros((starts[-1], self.classes_.shape[0]))
+        for p, row_values in enumerate(self._cell_values(codes, threads)):
+            qualifies, values = row_values
+            block = cells[:, p * codes.shape[0] : (p + 1) * codes.shape[0]]
+            block[~qualifies] = -1  # a view: the rows score the Naive Bayes fallback
+            used = block >= 0
+            cell_values[block[used]] = values[used]
+        fitted = weighting.fit_aode_cell_weights(
+            (terms - self.class_log_prior_) / parents.shape[0],
             cells,
             starts,
-            table_of_row,
-            values,
-            offset,
+            cell_values,
             labels,
             weights,
             self.class_log_prior_,
-            n_parents=n_parents,
             penalty=weighting.resolve_penalty(self.penalty),
-            penalty_scale=penalty_scale,
             n_threads=threads,
             tol=float(self.weighting_tol),
         )
-        self.class_weights_ = class_weights
-        self.parent_weights_ = parent_weights
-        parent_of_cell = np.repeat(np.arange(keys.shape[1]) // n_features, np.diff(starts))
-        self.cell_weights_ = parent_weights[parent_of_cell][:, None] + deviations
-        self.weighting_n_iter_ = n_iter
+        self.class_weights_ = fitted.class_weights
+        self.parent_weights_ = fitted.parent_weights
+        self.cell_weights_ = fitted.cell_weights
+        self.weighting_n_iter_ = fitted.n_iter
         self._cell_keys = column_keys
 
-    def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
-        """The ``weighting="cll-value"`` scores of coded rows, (S, C)."""
+    def _cell_values(
+        self, codes: np.ndarray, threads: int
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Per super-parent: whether it qualifies on each row, and the row's cells of its
+        tables divided by P, (S, F, C) (:func:`hebnb.weighting.aode_parent_values`; column
+        ``i`` holds ``ln P(y, x_i) - ln pi_y``)."""
         parents = np.flatnonzero(self.super_parents_)
-        n_parents, n_features = parents.shape[0], codes.shape[0]
-        offsets = list(self._encoder.offsets)
-        keys = weighting.aode_cell_keys(codes, parents, np.diff(offsets))
-        starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in self._cell_keys])])
-        scores = self.class_weights_ * self.class_log_prior_
-        not_qualifying = np.zeros(codes.shape[1])
-        for p, i in enumerate(parents):
+        for i in parents:
             qualifies, parent_value, child_values = weighting.aode_parent_values(
                 codes,
                 self._model,
                 self._pair_tables(),
-                offsets,
+                list(self._encoder.offsets),
                 int(i),
                 self.class_log_prior_,
                 float(self.min_parent_count),
                 threads,
             )
             child_values[:, i] = parent_value
+            yield qualifies, child_values / parents.shape[0]
+
+    def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
+        """The ``weighting="cll-value"`` scores of coded rows, (S, C): the weighted
+        super-parent terms plus each seen cell's ``d`` times its value."""
+        scores = weighting.parent_weighted_log_scores(
+            self._parent_terms(codes, threads),
+            self.class_log_prior_,
+            self.class_weights_,
+            self.parent_weights_,
+        )
+        n_features = codes.shape[0]
+        keys = weighting.aode_cell_keys(
+            codes, np.flatnonzero(self.super_parents_), np.diff(self._encoder.offsets)
+        )
+        starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in self._cell_keys])])
+        for p, (qualifies, values) in enumerate(self._cell_values(codes, threads)):
             for j in range(n_features):
                 k = p * n_features + j
                 cell = weighting.lookup_cells(keys[:, k], self._cell_keys[k], int(starts[k]))
-                weight = np.full((codes.shape[1], self.classes_.shape[0]), self.parent_weights_[p])
-                weight[cell >= 0] = self.cell_weights_[cell[cell >= 0]]
-                scores = scores + weight * child_values[:, j] / n_parents
-            not_qualifying += ~qualifies
-        fallback = weighting.aode_naive_bayes_scores(
-            codes, self._model, self._pair_tables(), offsets, threads
-        )
-        return scores + not_qualifying[:, None] / n_parents * (fallback - self.class_log_prior_)
+                seen = (cell >= 0) & qualifies
+                scores[seen] += self.cell_weights_[cell[seen]] * values[seen, j]
+        return scores
 
     def _parent_terms(self, codes: np.ndarray, threads: int) -> np.ndarray:
         """Each super-parent's one-dependence term ``T_i`` of coded rows, (S, P, C)."""

@@ -704,148 +704,144 @@ def aode_cell_keys(
 
 @dataclass(frozen=True)
 class AodeCellWeights:
-    """The learned weights of ``AODE(weighting="cll-value")``.
-
-    The weighted score of class ``c`` is
-    ``a_c ln pi_c + q_0 / P * (NB_c - ln pi_c) + 1/P sum over qualifying parents i of
-    [W[i, u] (ln P(c, u) - ln pi_c) + sum_{j != i} W[i, j, u, v] ln P(v | c, u)]``
-    with ``q_0`` the parents that do not qualify (Naive Bayes fallback, unweighted) and the
-    cell weights ``W = v_i + d`` (``d`` is zero on cells no training row used).
+    """The learned weights of ``AODE(weighting="cll-value")`` (:func:`fit_aode_cell_weights`).
 
     Attributes
     ----------
     class_weights : ndarray of shape (C,)
+        ``a``.
     parent_weights : ndarray of shape (P,)
-        ``v_i``.
-    keys : list of ndarray
-        Per column (:func:`aode_cell_keys`), the sorted keys of the cells with weights.
-    deviations : ndarray of shape (n_cells, C)
-        ``d`` of those cells, columns in order.
+        ``v``.
+    cell_weights : ndarray of shape (n_cells, C)
+        ``d``, columns in order (:func:`aode_cell_keys`).
     objective, n_iter, converged
     """
 
     class_weights: FloatArray
     parent_weights: FloatArray
-    keys: list[npt.NDArray[np.int64]]
-    deviations: FloatArray
+    cell_weights: FloatArray
     objective: float
     n_iter: int
     converged: bool
 
 
 def fit_aode_cell_weights(
+    likelihood: FloatArray,
     cells: npt.NDArray[np.int64],
     column_starts: list[int],
-    table_of_row: npt.NDArray[np.int64],
-    values: FloatArray,
-    offset: FloatArray,
+    cell_values: FloatArray,
     labels: npt.NDArray[np.int64],
     sample_weight: FloatArray,
     class_log_prior: FloatArray,
     *,
-    n_parents: int,
     penalty: float,
-    penalty_scale: FloatArray,
     n_threads: int,
     tol: float = DEFAULT_TOL,
-) -> tuple[FloatArray, FloatArray, FloatArray, float, int, bool]:
-    """The weights minimising the penalised negative conditional log-likelihood of the
-    cell-weighted AODE scores (:class:`AodeCellWeights`).
+) -> AodeCellWeights:
+    """ALR on AODE's tables: the weights minimising the penalised negative conditional
+    log-likelihood of the scores
 
-    ``cells`` (S, P F) are cell indices (-1: none), column ``k``'s inside
-    ``column_starts[k]:column_starts[k + 1]``; ``values[t, e, c]`` the cells' values in
-    table ``t`` (the 1/P factor included) and ``table_of_row`` the table scoring each row;
-    ``offset`` (S, C) the fixed part of the scores. The parameters are ``a`` (C), ``v`` (P)
-    and ``d`` (cells x C), ``W[e, c] = v_{parent(e)} + d[e, c]``; the penalty is
-    ``penalty / 2 (||a - 1||^2 + ||v - 1||^2 + sum penalty_scale d^2)``, with
-    ``penalty_scale`` the squared cell values, so that ``d`` is penalised by the change it
-    makes to a score, like the coefficients of an L2 logistic regression. The objective
-    and its gradient are one pass of the Rust kernel ``cell_weighted_log_likelihood``.
+    ``s_c = a_c ln pi_c + sum_p v_p L[p, c] + sum over the row's cells e of d[e, c] V[e, c]``
 
-    Returns
-    -------
-    (class_weights, parent_weights, deviations, objective, n_iter, converged)
+    ``L`` (S, P, C) are the super-parents' terms ``(T_p - ln pi) / P``, cross-fitted (the
+    ``"cll-feature"`` model, :func:`fit_parent_weights`); ``cells`` (S, P F) the row's cell
+    in each column (-1: none; column ``k``'s cells inside
+    ``column_starts[k]:column_starts[k + 1]``) and ``V`` (cells, C) the fitted model's cell
+    values, ``ln P(x_j | c, x_i) / P`` (or the parent's ``(ln P(c, x_i) - ln pi_c) / P``).
+    So ``v_p + d[e, c]`` is the whole weight of a cell's log-probability, like the cell
+    weights of ``"cll-value"`` on Naive Bayes; ``d`` acts on the model's own tables, ``v``
+    on terms the row did not help to fit. The penalty
+    ``penalty / 2 (||a - 1||^2 + ||v - 1||^2 + sum V^2 d^2)`` measures ``d`` by the change
+    it makes to a score, like the coefficients of an L2 logistic regression on the cells'
+    indicators; ``d = 0`` is the ``"cll-feature"`` model. Each evaluation of the objective
+    and its gradient is one pass of the Rust kernel ``cell_weighted_log_likelihood``
+    (rows in parallel, deterministic: the same weights for any ``n_threads``).
     """
-    n_rows, n_columns = cells.shape
-    n_classes = class_log_prior.shape[0]
+    n_rows, n_parents, n_classes = likelihood.shape
     n_cells = int(column_starts[-1])
-    n_features = n_columns // n_parents
     if not np.all(np.isfinite(class_log_prior)):
         raise ValueError(
             "discriminative weighting needs every class prior to be positive; "
             "class_prior gives probability 0 to a class"
         )
-    parent_of_cell = np.repeat(np.arange(n_columns) // n_features, np.diff(column_starts))
+    if not np.all(np.isfinite(likelihood)):
+        raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
+    # the kernel's cells: first each (parent, row) term, then the tables' cells
+    term_cells = np.arange(n_parents * n_rows, dtype=np.int64).reshape(n_parents, n_rows).T
+    kernel_cells = np.ascontiguousarray(
+        np.hstack([term_cells, np.where(cells >= 0, cells + n_parents * n_rows, -1)])
+    )
+    starts = [p * n_rows for p in range(n_parents)] + [
+        n_parents * n_rows + s for s in column_starts
+    ]
+    values = np.ascontiguousarray(
+        np.concatenate(
+            [likelihood.transpose(1, 0, 2).reshape(n_parents * n_rows, n_classes), cell_values]
+        )
+    )
+    offset = np.zeros((n_rows, n_classes))
     gtol = tol * max(1.0, float(sample_weight.sum()))
     n_head = n_classes + n_parents
     start = np.concatenate([np.ones(n_head), np.zeros(n_cells * n_classes)])
-    scale = np.concatenate([np.ones(n_head), penalty_scale.ravel()])
-
-    def cell_weights(theta: FloatArray) -> FloatArray:
-        deviations = theta[n_head:].reshape(n_cells, n_classes)
-        return np.ascontiguousarray(theta[n_classes:n_head][parent_of_cell][:, None] + deviations)
+    scale = np.concatenate([np.ones(n_head), (cell_values**2).ravel() + 1e-12])
 
     def objective(theta: FloatArray) -> tuple[float, FloatArray]:
+        weights = np.empty((n_parents * n_rows + n_cells, n_classes))
+        weights[: n_parents * n_rows] = np.repeat(theta[n_classes:n_head], n_rows)[:, None]
+        weights[n_parents * n_rows :] = theta[n_head:].reshape(n_cells, n_classes)
         loss, weight_gradient, class_residuals = _core.cell_weighted_log_likelihood(
-            cells,
-            table_of_row,
+            kernel_cells,
             values,
-            list(column_starts),
-            cell_weights(theta),
+            starts,
+            weights,
             offset,
             labels,
             sample_weight,
             np.ascontiguousarray(theta[:n_classes] * class_log_prior),
             n_jobs=n_threads,
         )
-        parent_gradient = np.bincount(
-            parent_of_cell, weights=weight_gradient.sum(axis=1), minlength=n_parents
+        parent_gradient = (
+            weight_gradient[: n_parents * n_rows].sum(axis=1).reshape(n_parents, n_rows).sum(axis=1)
         )
         gradient = np.concatenate(
-            [class_residuals * class_log_prior, parent_gradient, weight_gradient.ravel()]
+            [
+                class_residuals * class_log_prior,
+                parent_gradient,
+                weight_gradient[n_parents * n_rows :].ravel(),
+            ]
         )
         deviation = theta - start
         value = loss + 0.5 * penalty * float(deviation @ (scale * deviation))
         return value, gradient + penalty * scale * deviation
 
-    # the data term's Hessian diagonal at the start (W = 1): the preconditioner
-    scores = offset + class_log_prior
-    per_parent = np.zeros((n_parents, n_rows, n_classes))
-    gathered = np.zeros((n_rows, n_columns, n_classes))
-    for k in range(n_columns):
-        used = cells[:, k] >= 0
-        gathered[used, k] = values[table_of_row[used], cells[used, k]]
-        per_parent[k // n_features] += gathered[:, k]
-    scores = scores + per_parent.sum(axis=0)
+    # the data term's Hessian diagonal at the start: the preconditioner
+    scores = class_log_prior + likelihood.sum(axis=1)
     probability = np.exp(scores - scores.max(axis=1, keepdims=True))
     probability /= probability.sum(axis=1, keepdims=True)
     spread = sample_weight[:, None] * probability * (1.0 - probability)
-    mean = np.einsum("sc,psc->ps", probability, per_parent)
-    variance = np.einsum("sc,psc->ps", probability, per_parent**2) - mean**2
+    mean = np.einsum("sc,spc->sp", probability, likelihood)
+    variance = np.einsum("sc,spc->sp", probability, likelihood**2) - mean**2
     cell_curvature = np.zeros((n_cells, n_classes))
     used = cells >= 0
+    row_of = np.broadcast_to(np.arange(n_rows)[:, None], cells.shape)[used]
     for c in range(n_classes):
         cell_curvature[:, c] = np.bincount(
-            cells[used],
-            weights=(spread[:, c][:, None] * gathered[:, :, c] ** 2)[used],
-            minlength=n_cells,
+            cells[used], weights=spread[row_of, c], minlength=n_cells
         )
-    del gathered
     curvature = np.concatenate(
         [
             spread.sum(axis=0) * class_log_prior**2,
-            np.maximum(variance, 0.0) @ sample_weight,
-            cell_curvature.ravel(),
+            sample_weight @ np.maximum(variance, 0.0),
+            (cell_curvature * cell_values**2).ravel(),
         ]
     )
-    inverse_curvature = 1.0 / np.maximum(curvature + penalty * scale, 1e-12 * gtol + 1e-300)
     with threadpool_limits(limits=1, user_api="blas"):
         theta, value, gradient, n_iter, converged = minimise_lbfgs(
             objective,
             start,
             gtol=gtol,
             max_iter=MAX_ITER,
-            inverse_curvature=inverse_curvature,
+            inverse_curvature=1.0 / np.maximum(curvature + penalty * scale, 1e-300),
         )
     if not converged:
         warnings.warn(
@@ -854,29 +850,13 @@ def fit_aode_cell_weights(
             ConvergenceWarning,
             stacklevel=3,
         )
-    return (
-        theta[:n_classes].copy(),
-        theta[n_classes:n_head].copy(),
-        theta[n_head:].reshape(n_cells, n_classes).copy(),
-        value,
-        n_iter,
-        converged,
-    )
-
-
-def aode_naive_bayes_scores(
-    codes: npt.NDArray[np.int32],
-    model: dict[str, npt.NDArray[np.float64]],
-    pair_tables: dict[str, np.ndarray],
-    offsets: list[int],
-    n_threads: int,
-) -> FloatArray:
-    """The Naive Bayes fallback score ``ln pi_c + sum_j ln P(x_j | c)`` of every row, (S, C):
-    the fitted scorer's result when no super-parent qualifies."""
-    parent_count = np.asarray(model["parent_count"], dtype=np.float64)
-    none = {**model, "parent_count": np.full_like(parent_count, -np.inf)}
-    return _core.aode_joint_log_likelihood(
-        codes, none, pair_tables, offsets=offsets, min_parent_count=0.0, n_jobs=n_threads
+    return AodeCellWeights(
+        class_weights=theta[:n_classes].copy(),
+        parent_weights=theta[n_classes:n_head].copy(),
+        cell_weights=theta[n_head:].reshape(n_cells, n_classes).copy(),
+        objective=value,
+        n_iter=n_iter,
+        converged=converged,
     )
 
 

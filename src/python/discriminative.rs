@@ -2,7 +2,7 @@
 //! weighted score table and its residual sums, and of weighted cells with their own values
 //! (src/discriminative.rs).
 
-use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use super::{layout, run, Array1Py, Array2Py};
@@ -63,16 +63,15 @@ pub(super) fn conditional_log_likelihood<'py>(
 }
 
 /// `(loss, weight_gradient (cells, C), class_residuals (C,))` of the cell-weighted scores
-/// `class_scores + offset + sum_k cell_weights[cells[:, k]] * values[table_of_row, cells[:, k]]`
+/// `class_scores + offset + sum_k cell_weights[cells[:, k]] * values[cells[:, k]]`
 /// (src/discriminative.rs, `cell_weighted_log_likelihood`).
 #[pyfunction]
-#[pyo3(signature = (cells, table_of_row, values, column_starts, cell_weights, offset, labels, sample_weights, class_scores, /, *, n_jobs))]
+#[pyo3(signature = (cells, values, column_starts, cell_weights, offset, labels, sample_weights, class_scores, /, *, n_jobs))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn cell_weighted_log_likelihood<'py>(
     py: Python<'py>,
     cells: PyReadonlyArray2<'py, i64>,
-    table_of_row: PyReadonlyArray1<'py, i64>,
-    values: PyReadonlyArray3<'py, f64>,
+    values: PyReadonlyArray2<'py, f64>,
     column_starts: Vec<usize>,
     cell_weights: PyReadonlyArray2<'py, f64>,
     offset: PyReadonlyArray2<'py, f64>,
@@ -83,7 +82,6 @@ pub(super) fn cell_weighted_log_likelihood<'py>(
 ) -> PyResult<(f64, Array2Py<'py>, Array1Py<'py>)> {
     let terms = discriminative::CellTerms {
         cells: cells.as_array(),
-        table_of_row: table_of_row.as_array(),
         values: values.as_array(),
         column_starts: &column_starts,
     };
