@@ -109,7 +109,7 @@ class AODE(CategoricalClassifier):
         Forgetting factor gamma of ``partial_fit``: before a batch of n rows is added,
         every stored count (single and pair) is multiplied by ``gamma ** n``; the
         smoothing pseudo-counts never decay. ``fit`` is unaffected.
-    weighting : {None, "cll-feature"}, default=None
+    weighting : {None, "cll-feature", "cll-value"}, default=None
         ``"cll-feature"``: one discriminative weight per super-parent (and per class
         prior) on the log-linear form of AODE, ``s_c = a_c ln pi_c + 1/P sum_i v_i
         (T_i,c - ln pi_c)`` with ``T_i`` the one-dependence model of super-parent ``i``,
@@ -117,13 +117,22 @@ class AODE(CategoricalClassifier):
         ``penalty / 2 (||a - 1||^2 + ||v - 1||^2)`` (:func:`hebnb.weighting.fit_parent_weights`,
         docs/discriminative.md). The training rows are scored by models fitted without
         them (5-fold cross-fitting): weights fitted on a row's own counts learn to trust
-        memorised pairs. Not with ``partial_fit``.
+        memorised pairs. ``"cll-value"`` (ALR on AODE's tables): the same plus a weight
+        ``d`` per class and cell of every super-parent's tables that a training row uses
+        (``ln P(x_j = v | y, x_i = u)`` and ``ln P(y, x_i = u)``), so that a cell's
+        log-probability weighs ``v_i + d``; ``d`` multiplies the fitted model's own cells
+        and is penalised by the change it makes to a score,
+        ``cell_penalty / 2 sum (d ln P / P)^2`` (:func:`hebnb.weighting.fit_aode_cell_weights`).
+        Not with ``partial_fit``.
     penalty : float or None, default=None
-        Precision of the Gaussian prior on the weights (None:
+        Precision of the Gaussian prior on the class and super-parent weights (None:
         ``hebnb.weighting.DEFAULT_PENALTY``).
     weighting_tol : float, default=1e-4
         The weights are converged when no entry of the objective's gradient, divided by
         the total sample weight, exceeds it.
+    cell_penalty : float or None, default=None
+        With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
+        of a score, ``d ln P / P`` (None: :func:`hebnb.weighting.default_cell_penalty`).
 
     Attributes
     ----------
@@ -151,8 +160,12 @@ class AODE(CategoricalClassifier):
     super_parents_ : ndarray of shape (n_features,)
         Which features act as super-parents (all unless ``max_parents`` is set).
     parent_weights_ : ndarray of shape (n_super_parents,)
-        With ``weighting="cll-feature"``: the learned weight ``v_i`` of each super-parent
-        (in feature order).
+        With ``weighting``: the learned weight ``v_i`` of each super-parent (in feature
+        order).
+    cell_weights_ : ndarray of shape (n_cells, n_classes)
+        With ``weighting="cll-value"``: ``d`` of every cell a training row uses, ordered
+        by super-parent, then child (the parent's own term ``ln P(y, x_i)`` in its own
+        position), then parent and child code.
     class_weights_ : ndarray of shape (n_classes,)
         With ``weighting``: the learned weight of each class's log prior.
     weighting_n_iter_ : int
@@ -192,6 +205,7 @@ class AODE(CategoricalClassifier):
         "weighting": [StrOptions({"cll-feature", "cll-value"}), None],
         "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
         "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
+        "cell_penalty": [StrictInterval(Real, 0, None, closed="left"), None],
     }
 
     @keyword_only("smoothing", removed_in="0.3")
@@ -216,6 +230,7 @@ class AODE(CategoricalClassifier):
         weighting: str | None = None,
         penalty: float | None = None,
         weighting_tol: float = 1e-4,
+        cell_penalty: float | None = None,
     ) -> None:
         self.smoothing = smoothing
         self.prior = prior
@@ -235,6 +250,7 @@ class AODE(CategoricalClassifier):
         self.weighting = weighting
         self.penalty = penalty
         self.weighting_tol = weighting_tol
+        self.cell_penalty = cell_penalty
 
     @fit_context
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
@@ -398,6 +414,13 @@ class AODE(CategoricalClassifier):
             weights,
             self.class_log_prior_,
             penalty=weighting.resolve_penalty(self.penalty),
+            cell_penalty=(
+                weighting.default_cell_penalty(
+                    n_rows=codes.shape[1], n_parents=parents.shape[0], n_features=codes.shape[0]
+                )
+                if self.cell_penalty is None
+                else float(self.cell_penalty)
+            ),
             n_threads=threads,
             tol=float(self.weighting_tol),
         )

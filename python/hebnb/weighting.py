@@ -735,6 +735,7 @@ def fit_aode_cell_weights(
     class_log_prior: FloatArray,
     *,
     penalty: float,
+    cell_penalty: float,
     n_threads: int,
     tol: float = DEFAULT_TOL,
 ) -> AodeCellWeights:
@@ -751,8 +752,8 @@ def fit_aode_cell_weights(
     So ``v_p + d[e, c]`` is the whole weight of a cell's log-probability, like the cell
     weights of ``"cll-value"`` on Naive Bayes; ``d`` acts on the model's own tables, ``v``
     on terms the row did not help to fit. The penalty
-    ``penalty / 2 (||a - 1||^2 + ||v - 1||^2 + sum V^2 d^2)`` measures ``d`` by the change
-    it makes to a score, like the coefficients of an L2 logistic regression on the cells'
+    ``penalty / 2 (||a - 1||^2 + ||v - 1||^2) + cell_penalty / 2 sum V^2 d^2`` measures ``d``
+    by the change it makes to a score, like the coefficients of an L2 logistic regression on the cells'
     indicators; ``d = 0`` is the ``"cll-feature"`` model. Each evaluation of the objective
     and its gradient is one pass of the Rust kernel ``cell_weighted_log_likelihood``
     (rows in parallel, deterministic: the same weights for any ``n_threads``).
@@ -783,7 +784,9 @@ def fit_aode_cell_weights(
     gtol = tol * max(1.0, float(sample_weight.sum()))
     n_head = n_classes + n_parents
     start = np.concatenate([np.ones(n_head), np.zeros(n_cells * n_classes)])
-    scale = np.concatenate([np.ones(n_head), (cell_values**2).ravel() + 1e-12])
+    scale = np.concatenate(
+        [np.full(n_head, penalty), cell_penalty * ((cell_values**2).ravel() + 1e-12)]
+    )
 
     def objective(theta: FloatArray) -> tuple[float, FloatArray]:
         weights = np.empty((n_parents * n_rows + n_cells, n_classes))
@@ -811,8 +814,8 @@ def fit_aode_cell_weights(
             ]
         )
         deviation = theta - start
-        value = loss + 0.5 * penalty * float(deviation @ (scale * deviation))
-        return value, gradient + penalty * scale * deviation
+        value = loss + 0.5 * float(deviation @ (scale * deviation))
+        return value, gradient + scale * deviation
 
     # the data term's Hessian diagonal at the start: the preconditioner
     scores = class_log_prior + likelihood.sum(axis=1)
@@ -841,7 +844,7 @@ def fit_aode_cell_weights(
             start,
             gtol=gtol,
             max_iter=MAX_ITER,
-            inverse_curvature=1.0 / np.maximum(curvature + penalty * scale, 1e-300),
+            inverse_curvature=1.0 / np.maximum(curvature + scale, 1e-300),
         )
     if not converged:
         warnings.warn(
@@ -858,6 +861,11 @@ def fit_aode_cell_weights(
         n_iter=n_iter,
         converged=converged,
     )
+
+
+def default_cell_penalty(n_rows: int, n_parents: int, n_features: int) -> float:
+    """The default ``cell_penalty`` of ``AODE(weighting="cll-value")``."""
+    return 10.0
 
 
 def lookup_cells(
