@@ -290,7 +290,8 @@ pub fn conditional_log_likelihood(
 /// Which cell scores each row in each column, and the cells' values (module docs).
 #[derive(Debug, Clone, Copy)]
 pub struct CellTerms<'a> {
-    /// `E`, shape (S, K): the cell of row i in column k, -1 for none.
+    /// `E`, shape (K, S) (column-major, like the codes): the cell of row i in column k,
+    /// -1 for none.
     pub cells: ArrayView2<'a, i64>,
     /// `V`, shape (cells, C).
     pub values: ArrayView2<'a, f64>,
@@ -317,16 +318,16 @@ pub struct CellLikelihood {
 /// # Errors
 /// Shape mismatches, a cell outside its column's range, a label out of range, class scores or offsets that are not finite, and [`HebError::Allocation`] for
 /// buffers beyond memory.
-pub fn cell_weighted_log_likelihood(
-    terms: CellTerms,
-    cell_weights: ArrayView2<f64>,
+pub fn cell_weighted_log_likelihood<'a>(
+    terms: CellTerms<'a>,
+    cell_weights: ArrayView2<'a, f64>,
     offset: ArrayView2<f64>,
     labels: ArrayView1<i64>,
     sample_weights: ArrayView1<f64>,
     class_scores: &[f64],
 ) -> Result<CellLikelihood> {
     let n_classes = class_scores.len();
-    let (n_rows, n_columns) = terms.cells.dim();
+    let (n_columns, n_rows) = terms.cells.dim();
     let n_cells = terms.values.nrows();
     check_len("labels", n_rows, labels.len())?;
     check_len("sample weights", n_rows, sample_weights.len())?;
@@ -349,7 +350,7 @@ pub fn cell_weighted_log_likelihood(
             "column starts must rise from 0 to the {n_cells} cells"
         )));
     }
-    for (k, column) in terms.cells.columns().into_iter().enumerate() {
+    for (k, column) in terms.cells.rows().into_iter().enumerate() {
         if let Some(&cell) = column
             .iter()
             .find(|&&e| e >= 0 && !(starts[k]..starts[k + 1]).contains(&(e as usize)))
@@ -373,7 +374,15 @@ pub fn cell_weighted_log_likelihood(
             "class scores and score offsets must be finite".into(),
         ));
     }
-    // pass 1: residuals row by row, loss and class sums per chunk of rows
+    let contiguous = |table: ArrayView2<'a, f64>, what: &str| {
+        table
+            .to_slice()
+            .ok_or_else(|| HebError::InvalidParameter(format!("{what} must be C-contiguous")))
+    };
+    let weights = contiguous(cell_weights, "cell weights")?;
+    let values = contiguous(terms.values, "cell values")?;
+    // pass 1: per chunk of rows, the scores column by column (each column's cells are
+    // contiguous), then each row's loss and residuals; loss and class sums per chunk
     let mut residuals = zeroed(n_rows * n_classes, "cell likelihood residuals")?;
     let chunk_sums: Vec<(f64, Vec<f64>)> = residuals
         .par_chunks_mut(ROW_CHUNK * n_classes.max(1))
@@ -383,22 +392,36 @@ pub fn cell_weighted_log_likelihood(
                 return (0.0, Vec::new());
             }
             let first = chunk * ROW_CHUNK;
+            let n = block.len() / n_classes.max(1);
+            for (i, row) in block.chunks_mut(n_classes).enumerate() {
+                for (c, score) in row.iter_mut().enumerate() {
+                    *score = class_scores[c] + offset[[first + i, c]];
+                }
+            }
+            for column in terms.cells.rows() {
+                for (i, &cell) in column
+                    .slice(ndarray::s![first..first + n])
+                    .iter()
+                    .enumerate()
+                {
+                    if cell < 0 {
+                        continue;
+                    }
+                    let at = cell as usize * n_classes;
+                    let row = &mut block[i * n_classes..(i + 1) * n_classes];
+                    for ((score, &w), &v) in row
+                        .iter_mut()
+                        .zip(&weights[at..at + n_classes])
+                        .zip(&values[at..at + n_classes])
+                    {
+                        *score += w * v;
+                    }
+                }
+            }
             let mut loss = 0.0;
             let mut class_sums = vec![0.0; n_classes];
             for (i, row) in block.chunks_mut(n_classes).enumerate() {
                 let r = first + i;
-                for (c, score) in row.iter_mut().enumerate() {
-                    *score = class_scores[c] + offset[[r, c]];
-                }
-                for &cell in terms.cells.row(r) {
-                    if cell < 0 {
-                        continue;
-                    }
-                    let cell = cell as usize;
-                    for (c, score) in row.iter_mut().enumerate() {
-                        *score += cell_weights[[cell, c]] * terms.values[[cell, c]];
-                    }
-                }
                 let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
                 let (label, weight) = (labels[r] as usize, sample_weights[r]);
@@ -424,7 +447,8 @@ pub fn cell_weighted_log_likelihood(
             .zip(sums)
             .for_each(|(a, b)| *a += b);
     }
-    // pass 2: each column scatters into its own cells, columns in parallel, rows in order
+    // pass 2: each column sums its rows' residuals into its own cells (columns in
+    // parallel, rows in order), then multiplies them by the cells' values
     let mut gradient = zeroed(n_cells * n_classes, "cell weight gradient")?;
     let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_columns);
     let mut rest = gradient.as_mut_slice();
@@ -434,24 +458,22 @@ pub fn cell_weighted_log_likelihood(
         rest = tail;
     }
     slices.into_par_iter().for_each(|(k, cells)| {
-        for (r, &cell) in terms.cells.column(k).iter().enumerate() {
+        for (r, &cell) in terms.cells.row(k).iter().enumerate() {
             if r % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
                 return;
             }
             if cell < 0 {
                 continue;
             }
-            let cell = cell as usize;
-            let at = (cell - starts[k]) * n_classes;
+            let at = (cell as usize - starts[k]) * n_classes;
             let residual = &residuals[r * n_classes..(r + 1) * n_classes];
-            for (c, (g, &res)) in cells[at..at + n_classes]
+            cells[at..at + n_classes]
                 .iter_mut()
                 .zip(residual)
-                .enumerate()
-            {
-                *g += res * terms.values[[cell, c]];
-            }
+                .for_each(|(g, &res)| *g += res);
         }
+        let own = &values[starts[k] * n_classes..starts[k + 1] * n_classes];
+        cells.iter_mut().zip(own).for_each(|(g, &v)| *g *= v);
     });
     interrupt::check()?;
     Ok(CellLikelihood {
@@ -747,7 +769,7 @@ mod tests {
 
     /// Four rows, two columns (cells 0..2 and 2..5), three classes.
     fn cell_example() -> (Array2<i64>, Array2<f64>, Array2<f64>) {
-        let cells = array![[0, 2], [1, 4], [-1, 3], [0, -1]];
+        let cells = array![[0, 1, -1, 0], [2, 4, 3, -1]];
         let values = Array2::from_shape_fn((5, 3), |(e, c)| {
             -0.2 - 0.3 * e as f64 - 0.4 * c as f64 + 0.05 * (e * c) as f64
         });
@@ -769,9 +791,9 @@ mod tests {
         class_scores: &[f64],
     ) -> f64 {
         let mut loss = 0.0;
-        for r in 0..cells.nrows() {
+        for r in 0..cells.ncols() {
             let mut s: Vec<f64> = (0..3).map(|c| class_scores[c] + offset[[r, c]]).collect();
-            for &e in cells.row(r) {
+            for &e in cells.column(r) {
                 if e >= 0 {
                     for (c, v) in s.iter_mut().enumerate() {
                         *v += weights[[e as usize, c]] * values[[e as usize, c]];
@@ -835,7 +857,7 @@ mod tests {
     #[test]
     fn cell_results_do_not_depend_on_the_thread_count() {
         let n = 5000;
-        let cells = Array2::from_shape_fn((n, 3), |(r, k)| {
+        let cells = Array2::from_shape_fn((3, n), |(k, r)| {
             if (r + k) % 7 == 0 {
                 -1
             } else {

@@ -126,7 +126,7 @@ def cell_weighted_log_likelihood(
 ) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """``(loss, weight_gradient, class_residuals)`` of the scores
     ``class_scores + offset + sum_k cell_weights[e] * values[e]`` over the
-    cells ``e = cells[:, k]`` (-1: none) of each row; column k's cells lie in
+    cells ``e = cells[k]`` (-1: none; shape (K, S)) of each row; column k's cells lie in
     ``column_starts[k]:column_starts[k + 1]``."""
 
 def posterior(

@@ -770,7 +770,7 @@ def fit_aode_cell_weights(
     # the kernel's cells: first each (parent, row) term, then the tables' cells
     term_cells = np.arange(n_parents * n_rows, dtype=np.int64).reshape(n_parents, n_rows).T
     kernel_cells = np.ascontiguousarray(
-        np.hstack([term_cells, np.where(cells >= 0, cells + n_parents * n_rows, -1)])
+        np.hstack([term_cells, np.where(cells >= 0, cells + n_parents * n_rows, -1)]).T
     )
     starts = [p * n_rows for p in range(n_parents)] + [
         n_parents * n_rows + s for s in column_starts

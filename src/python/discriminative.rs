@@ -63,7 +63,7 @@ pub(super) fn conditional_log_likelihood<'py>(
 }
 
 /// `(loss, weight_gradient (cells, C), class_residuals (C,))` of the cell-weighted scores
-/// `class_scores + offset + sum_k cell_weights[cells[:, k]] * values[cells[:, k]]`
+/// `class_scores + offset + sum_k cell_weights[cells[k]] * values[cells[k]]` (`cells` (K, S))
 /// (src/discriminative.rs, `cell_weighted_log_likelihood`).
 #[pyfunction]
 #[pyo3(signature = (cells, values, column_starts, cell_weights, offset, labels, sample_weights, class_scores, /, *, n_jobs))]
