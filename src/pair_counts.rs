@@ -137,7 +137,10 @@ impl<'a> PairTablesView<'a> {
     /// [`HebError::InvalidParameter`] otherwise.
     pub fn check_pairs(&self, n_features: usize) -> Result<()> {
         let in_range = self.pairs.len() % 2 == 0
-            && self.pairs.iter().all(|&f| f >= 0 && (f as usize) < n_features)
+            && self
+                .pairs
+                .iter()
+                .all(|&f| f >= 0 && (f as usize) < n_features)
             && (0..self.n_pairs()).all(|p| {
                 let (a, b) = self.pair(p);
                 a < b && (p == 0 || self.pair(p - 1) < (a, b))
@@ -746,7 +749,10 @@ mod tests {
 
     #[test]
     fn stored_pairs_are_found_by_position() {
-        let flat: Vec<i32> = pairs(5).iter().flat_map(|&(a, b)| [a as i32, b as i32]).collect();
+        let flat: Vec<i32> = pairs(5)
+            .iter()
+            .flat_map(|&(a, b)| [a as i32, b as i32])
+            .collect();
         let counts = Array2::<f64>::zeros((0, 2));
         let view = PairTablesView {
             pairs: &flat,
@@ -758,14 +764,22 @@ mod tests {
             assert_eq!(view.position(a, b), Some(p));
         }
         let some = [0, 3, 1, 2, 2, 4];
-        let view = PairTablesView { pairs: &some, ..view };
+        let view = PairTablesView {
+            pairs: &some,
+            ..view
+        };
         assert_eq!(view.position(1, 2), Some(1));
         assert_eq!(view.position(0, 1), None);
         assert_eq!(view.position(3, 4), None);
         view.check_pairs(5).unwrap();
         assert!(view.check_pairs(4).is_err());
         let unordered = [1, 2, 0, 3];
-        assert!(PairTablesView { pairs: &unordered, ..view }.check_pairs(5).is_err());
+        assert!(PairTablesView {
+            pairs: &unordered,
+            ..view
+        }
+        .check_pairs(5)
+        .is_err());
     }
 
     #[test]

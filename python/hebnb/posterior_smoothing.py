@@ -77,23 +77,54 @@ def averaged_log_probability_table(
     scale = np.maximum(totals, 1.0)  # m = N e^u (a feature never seen in a class: N = 1)
     mean = np.broadcast_to(prior_mean, counts.shape)
     positive = mean > 0  # a zero-mean category carries no evidence and stays -inf
-    safe_mean = np.where(positive, mean, 1.0)
-    log_posterior = np.empty((GRID.shape[0], n_classes, len(sizes)))
-    for g, u in enumerate(GRID):
-        m = scale * np.exp(u)
-        pseudo = m[:, feature] * safe_mean
-        cell_terms = np.where(positive, gammaln(counts + pseudo) - gammaln(pseudo), 0.0)
-        log_evidence = gammaln(m) - gammaln(totals + m) + _feature_sums(cell_terms, offsets)
-        log_posterior[g] = log_evidence + LOG_PRIOR[g]
-    weights = np.exp(log_posterior - logsumexp(log_posterior, axis=0))
-    theta = np.zeros_like(counts)
-    for g, u in enumerate(GRID):
-        m = scale * np.exp(u)
-        theta += (
-            weights[g][:, feature]
-            * (counts + m[:, feature] * mean)
-            / (totals[:, feature] + m[:, feature])
-        )
     with np.errstate(divide="ignore"):
-        table = np.log(theta)
-    return np.where(averaged[:, feature], table, plug_in_table)
+        log_mean = np.log(np.where(positive, mean, 1.0))
+    seen = counts > 0
+    log_posterior = np.empty((GRID.shape[0], n_classes, len(sizes)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for g, u in enumerate(GRID):
+            m = scale * np.exp(u)
+            cell_terms = np.where(
+                positive & seen, _log_rising(counts, np.log(m)[:, feature] + log_mean), 0.0
+            )
+            log_evidence = gammaln(m) - gammaln(totals + m) + _feature_sums(cell_terms, offsets)
+            log_posterior[g] = log_evidence + LOG_PRIOR[g]
+        normaliser = logsumexp(log_posterior, axis=0)
+        log_weights = log_posterior - normaliser
+        # ln theta = ln sum_g w_g (N_v + m_g mu_v) / (N + m_g), summed in log space: with
+        # tiny means (a category weighted 1e-300 beside 1e20) the terms are subnormal
+        # numbers, which keep only a few digits
+        with np.errstate(divide="ignore"):
+            log_counts = np.log(counts)
+        table = np.full(counts.shape, -np.inf)
+        for g, u in enumerate(GRID):
+            log_m = np.log(scale) + u
+            log_numerator = np.logaddexp(log_counts, log_m[:, feature] + log_mean)
+            log_numerator = np.where(positive | seen, log_numerator, -np.inf)
+            log_total = np.logaddexp(np.log(np.maximum(totals, 0.0)), log_m)
+            table = np.logaddexp(
+                table, log_weights[g][:, feature] + log_numerator - log_total[:, feature]
+            )
+    # a (class, feature) whose posterior cannot be normalised in float64 (counts near the
+    # largest float, where m = N e^u overflows) keeps its plug-in entries
+    usable = averaged & np.isfinite(normaliser) & ~np.isnan(log_posterior).any(axis=0)
+    return np.where(usable[:, feature], table, plug_in_table)
+
+
+#: Below this, ``ln Gamma(a) = -ln a - gamma_E a + O(a^2)`` is ``-ln a`` to double precision.
+_TINY = 1e-30
+
+
+def _log_rising(counts: FloatArray, log_pseudo: FloatArray) -> FloatArray:
+    """``ln Gamma(n + a) - ln Gamma(a)`` with ``a = exp(log_pseudo)``, for ``n > 0``.
+
+    A pseudo-count ``a = m mu`` can underflow to 0 (a category whose prior mean is a
+    subnormal number, from weights such as 1e-300 beside 1e20) where ``ln Gamma(a)`` is
+    still ``-ln a``, a finite number: below ``_TINY`` the term is taken from ``ln a``
+    directly (``ln Gamma(n + a)`` then is ``ln Gamma(n)`` to double precision).
+    """
+    pseudo = np.exp(log_pseudo)
+    tiny = pseudo < _TINY
+    log_gamma_pseudo = np.where(tiny, -log_pseudo, gammaln(np.where(tiny, 1.0, pseudo)))
+    result: FloatArray = gammaln(counts + pseudo) - log_gamma_pseudo
+    return result

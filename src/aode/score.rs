@@ -224,8 +224,14 @@ pub fn joint_log_likelihood(
                 let k_j = layout.cardinality(j);
                 // a modelled orientation's pair is stored (checked above)
                 let stored = model.structure.modelled(i, j).then(|| {
-                    let p = model.pair_tables.position(a, b).expect("modelled pairs are stored");
-                    (p, plan.placement(p, side, (a, b), &model.structure, layout, n_classes))
+                    let p = model
+                        .pair_tables
+                        .position(a, b)
+                        .expect("modelled pairs are stored");
+                    (
+                        p,
+                        plan.placement(p, side, (a, b), &model.structure, layout, n_classes),
+                    )
                 });
                 let (p, placement) = stored.unwrap_or((usize::MAX, Placement::None));
                 let lookup = |offset: usize, stride: usize| Lookup {

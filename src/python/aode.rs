@@ -59,7 +59,9 @@ impl<'py> PairArrays<'py> {
 
     fn view(&self) -> PyResult<PairTablesView<'_>> {
         if self.pairs.as_array().ncols() != 2 {
-            return Err(PyValueError::new_err("pair table pairs must be (n_pairs, 2)"));
+            return Err(PyValueError::new_err(
+                "pair table pairs must be (n_pairs, 2)",
+            ));
         }
         Ok(PairTablesView {
             pairs: self.pairs.as_slice()?,
