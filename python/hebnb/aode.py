@@ -132,7 +132,7 @@ class AODE(CategoricalClassifier):
         the total sample weight, exceeds it.
     cell_penalty : float or None, default=None
         With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
-        of a score, ``d ln P / P`` (None: :func:`hebnb.weighting.default_cell_penalty`).
+        of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 30).
 
     Attributes
     ----------
@@ -420,9 +420,7 @@ class AODE(CategoricalClassifier):
             self.class_log_prior_,
             penalty=weighting.resolve_penalty(self.penalty),
             cell_penalty=(
-                weighting.default_cell_penalty(
-                    n_rows=codes.shape[1], n_parents=parents.shape[0], n_features=codes.shape[0]
-                )
+                weighting.DEFAULT_CELL_PENALTY
                 if self.cell_penalty is None
                 else float(self.cell_penalty)
             ),
