@@ -132,7 +132,7 @@ class AODE(CategoricalClassifier):
         the total sample weight, exceeds it.
     cell_penalty : float or None, default=None
         With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
-        of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 30).
+        of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 100).
 
     Attributes
     ----------

@@ -54,8 +54,8 @@ WEIGHTING_ROWS = ("leave-one-out", "in-sample")
 DEFAULT_PENALTY = 1.0
 #: Default ``cell_penalty`` of ``AODE(weighting="cll-value")``: the precision, in score
 #: units, of a cell's change of a row's score (docs/discriminative.md: the best fixed value
-#: over the 25 shared datasets; the best per dataset ranges from 3 to 100).
-DEFAULT_CELL_PENALTY = 30.0
+#: over 23 of the 25 shared datasets; the best per dataset ranges from 3 to 300).
+DEFAULT_CELL_PENALTY = 100.0
 #: Default ``tol``: the mean per-row gradient entry at which the weights are converged.
 DEFAULT_TOL = 1e-4
 #: L-BFGS iterations at most.
