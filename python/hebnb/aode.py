@@ -587,6 +587,11 @@ class AODE(CategoricalClassifier):
         self._solve(threads)
         return self
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "pair_indptr_" in state and "pair_features_" not in state:
+            state = _upgrade_all_pairs_state(state)
+        super().__setstate__(state)
+
     def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
         self.pair_features_ = tables["pairs"]
         self.pair_indptr_ = tables["indptr"]
@@ -682,6 +687,48 @@ class AODE(CategoricalClassifier):
             min_parent_count=float(self.min_parent_count),
             n_jobs=threads,
         )
+
+
+#: Diagnostics that were (C, F, F) (or (F, F)) over every parent before they had one row
+#: per super-parent: (attribute, key of the model dict, axis of the parent).
+_PER_PARENT_DIAGNOSTICS = (
+    ("concentration_", "concentration", 1),
+    ("log_evidence_", "log_evidence", 1),
+    ("n_iter_", "n_iter", 1),
+    ("converged_", "converged", 1),
+    ("pooled_concentration_", "pooled_concentration", 0),
+)
+
+
+def _upgrade_all_pairs_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A pickled AODE whose pair tables were laid out for every pair (one CSR row per
+    parent value of every pair ``a < b``, empty for the pairs no orientation models) and
+    whose diagnostics were (C, F, F), moved onto the stored-pairs layout: the rows of
+    the pairs it models are kept (the others hold no cell, so the cells and the fitted
+    child tables are unchanged) and the diagnostics keep the super-parents' rows."""
+    state = dict(state)
+    parents = np.asarray(state["super_parents_"], dtype=bool)
+    modelled = parents[:, None] & ~np.asarray(state["capped_"], dtype=bool)
+    np.fill_diagonal(modelled, False)
+    n_features = parents.shape[0]
+    first, second = np.triu_indices(n_features, 1)  # every pair, in table order
+    wanted = modelled[first, second] | modelled[second, first]
+    cardinality = np.asarray(state["_encoder"].cardinalities, dtype=np.int64)
+    keep_rows = np.repeat(wanted, cardinality[first])
+    indptr = np.asarray(state["pair_indptr_"])
+    state["pair_indptr_"] = np.concatenate([indptr[:1], indptr[1:][keep_rows]])
+    state["pair_features_"] = np.stack([first[wanted], second[wanted]], axis=1).astype(np.int32)
+    model = dict(state.get("_model", {}))
+    for attribute, key, axis in _PER_PARENT_DIAGNOSTICS:
+        for table, name in ((state, attribute), (model, key)):
+            if (
+                name in table
+                and np.ndim(table[name]) >= 2
+                and table[name].shape[axis] != parents.sum()
+            ):
+                table[name] = np.compress(parents, table[name], axis=axis)
+    state["_model"] = model
+    return state
 
 
 def count_pair_tables(
