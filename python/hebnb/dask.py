@@ -255,8 +255,6 @@ class CategoricalFamily(Family[CategoricalCounts]):
                 a.encoder.offsets,
                 merged_offsets,
                 a_codes,
-                capped,
-                parents,
                 1.0,
                 self._threads(),
             )
@@ -266,8 +264,6 @@ class CategoricalFamily(Family[CategoricalCounts]):
                 b.encoder.offsets,
                 merged_offsets,
                 b_codes,
-                capped,
-                parents,
                 1.0,
                 self._threads(),
             )
@@ -299,8 +295,6 @@ class CategoricalFamily(Family[CategoricalCounts]):
                     offsets,
                     offsets,
                     [np.arange(k, dtype=np.int64) for k in cardinality],
-                    capped,
-                    parents,
                     1.0,
                     threads,
                 )
