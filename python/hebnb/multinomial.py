@@ -291,8 +291,10 @@ class MultinomialNB(DiscreteNB):
     posterior_power : "auto", "loo" or float > 0, default="auto"
         ``"loo"``: fitted by leave-one-out as above; a number: that power; ``"auto"``:
         ``"loo"`` for ``"heb-m"``/``"heb-u"`` and 1 for ``"laplace"``/``"lidstone"`` (so
-        that they equal scikit-learn). ``partial_fit`` fits it on the rows of the
-        latest batch (each left out of all the counts so far).
+        that they equal scikit-learn). ``partial_fit`` fits it on every row seen, each
+        row scored when its batch arrived (left out of all the counts up to its batch);
+        the fit keeps those scores (``n_classes + 2`` numbers per row) for the next
+        batch. ``hebnb.dask.fit`` fits it as a local ``fit`` does.
 
     Attributes
     ----------
@@ -456,8 +458,8 @@ class MultinomialNB(DiscreteNB):
         self.class_log_prior_ = empirical_class_log_prior(
             self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
         )
-        # solving from counts alone (hebnb.dask) cannot leave rows out: until _fit_rows
-        # sees them, a power to be fitted is 1 (the untempered model)
+        # solving from counts alone cannot leave rows out: until the rows are read
+        # (_fit_rows, or hebnb.dask's second pass), a power to be fitted is 1
         self._log_probability_by_token = np.ascontiguousarray(self.feature_log_prob_.T)
         fixed = self._fixed_power()
         self._set_power(1.0 if fixed is None else fixed, float("nan"))
