@@ -53,6 +53,23 @@ def refit_scores(X, y, weights, m, pooled):
     return scores
 
 
+def core_scores(indptr, indices, data, y, weights, model, *, n_jobs):
+    """The core's leave-one-out scores of the CSR rows (indptr, indices, data) under a
+    fitted model."""
+    return _core.leave_one_out_log_likelihood(
+        np.asarray(indptr, dtype=np.int64),
+        np.asarray(indices, dtype=np.int32),
+        np.asarray(data, dtype=np.float64),
+        y.astype(np.int64),
+        weights,
+        model.feature_count_,
+        model.concentration_,
+        np.ascontiguousarray(model.feature_log_prob_.T),
+        pooled_mean=model.smoothing == "heb-m",
+        n_jobs=n_jobs,
+    )
+
+
 def loo_objective(tau, scores, y, weights, log_prior_rows):
     """L(tau) = sum_d w_d ln P_tau^(-d)(y_d | x_d) over the rows whose class the
     leave-one-out prior allows."""
@@ -95,18 +112,7 @@ def test_leave_one_out_scores_equal_a_refit_without_the_row(smoothing):
     weights[:20] = 3.0  # integer weights: one copy leaves
     model = MultinomialNB(smoothing=smoothing).fit(sp.csr_matrix(X), y, sample_weight=weights)
     matrix = sp.csr_matrix(X)
-    scores = _core.leave_one_out_log_likelihood(
-        matrix.indptr.astype(np.int64),
-        matrix.indices.astype(np.int32),
-        matrix.data,
-        y.astype(np.int64),
-        weights,
-        model.feature_count_,
-        model.concentration_,
-        np.ascontiguousarray(model.feature_log_prob_.T),
-        pooled_mean=smoothing == "heb-m",
-        n_jobs=1,
-    )
+    scores = core_scores(matrix.indptr, matrix.indices, matrix.data, y, weights, model, n_jobs=1)
     want = refit_scores(X, y, weights, model.concentration_, pooled=smoothing == "heb-m")
     np.testing.assert_allclose(scores, want, rtol=1e-10, atol=1e-10)
 
@@ -133,18 +139,7 @@ def test_leave_one_out_scores_sum_duplicate_and_unsorted_entries(smoothing):
         indices.append(0)  # a stored zero
         data.append(0.0)
         indptr.append(len(data))
-    scores = _core.leave_one_out_log_likelihood(
-        np.asarray(indptr, dtype=np.int64),
-        np.asarray(indices, dtype=np.int32),
-        np.asarray(data),
-        y.astype(np.int64),
-        weights,
-        model.feature_count_,
-        model.concentration_,
-        np.ascontiguousarray(model.feature_log_prob_.T),
-        pooled_mean=smoothing == "heb-m",
-        n_jobs=2,
-    )
+    scores = core_scores(indptr, indices, data, y, weights, model, n_jobs=2)
     want = refit_scores(X, y, weights, model.concentration_, pooled=smoothing == "heb-m")
     np.testing.assert_allclose(scores, want, rtol=1e-10, atol=1e-10)
 
