@@ -23,11 +23,10 @@
 
 use crate::gamma_differences::{
     digamma_difference, digamma_trigamma_difference, ln_gamma_difference, scaled_digamma_excess,
+    trigamma_difference,
 };
 use crate::sign_changes::{GradientShape, SignChanges};
-use crate::solver::{
-    at_end, better, maximise_by_search, newton_in_bracket, Evidence, Solution, SolverSettings,
-};
+use crate::solver::{at_end, maximise_by_search, Evidence, Solution, SolverSettings};
 
 /// Most unit intervals the shape certificate walks exactly before it gives up (then the
 /// bound search decides).
@@ -184,6 +183,19 @@ impl Evidence for SmallEvidence {
     }
 
     fn scaled_gradient_and_curvature(&self, m: f64) -> (f64, f64) {
+        if m >= self.largest_total {
+            // the gradient as summed excesses; only the curvature's terms are new here
+            let cells: f64 = self
+                .cells()
+                .map(|(n, mu)| mu * mu * trigamma_difference(m * mu, n))
+                .sum();
+            let documents: f64 = self
+                .totals()
+                .iter()
+                .map(|&total| trigamma_difference(m, total))
+                .sum();
+            return (self.scaled_gradient(m), cells - documents);
+        }
         let (mut gradient, mut curvature) = (0.0, 0.0);
         for (n, mu) in self.cells() {
             let (first, second) = digamma_trigamma_difference(m * mu, n);
@@ -195,11 +207,7 @@ impl Evidence for SmallEvidence {
             gradient -= first;
             curvature -= second;
         }
-        if m >= self.largest_total {
-            (self.scaled_gradient(m), curvature)
-        } else {
-            (m * gradient, curvature)
-        }
+        (m * gradient, curvature)
     }
 
     fn increasing_parts(&self, m: f64) -> (f64, f64) {
@@ -476,34 +484,105 @@ pub fn maximise_small(terms: &SmallEvidence, settings: &SolverSettings, start: f
         GradientShape::Rising => at_end(terms, hi_m, 0),
         GradientShape::Falling => at_end(terms, lo_m, 0),
         GradientShape::AtMostOneChange => {
-            let f_hi = terms.scaled_gradient(hi_m);
-            // l' ~ (cells - documents) / m > 0 near 0: positive at m_max too, it has not
-            // changed sign in between
-            if f_hi > 0.0 && terms.n_cells > terms.n_documents {
-                return at_end(terms, hi_m, 1);
-            }
-            let f_lo = terms.scaled_gradient(lo_m);
-            if f_lo > 0.0 && f_hi < 0.0 {
-                let start = terms.large_root().unwrap_or(start);
-                let start = if start > 0.0 && start.is_finite() {
-                    start.ln()
-                } else {
-                    f64::NAN
-                };
-                let inside = newton_in_bracket(terms, settings, lo_m.ln(), hi_m.ln(), start);
-                Solution {
-                    n_iter: inside.n_iter + 2,
-                    ..inside
+            // l' ~ (cells - documents) / m > 0 near 0 (the certificate needs more cells
+            // than documents) and changes sign at most once: the maximiser is the root of
+            // m l'(m) if it lies inside the bounds, else the end the sign points to
+            let guess = terms.large_root();
+            let start = guess.unwrap_or(start);
+            if guess.is_some_and(|root| root >= hi_m) {
+                // the expansion puts the root beyond m_max: one evaluation likely decides
+                let f_hi = terms.scaled_gradient(hi_m);
+                if f_hi >= 0.0 {
+                    return at_end(terms, hi_m, 1);
                 }
-            } else if f_lo > 0.0 {
-                at_end(terms, hi_m, 2)
-            } else if f_hi < 0.0 {
-                at_end(terms, lo_m, 2)
-            } else {
-                better(at_end(terms, lo_m, 2), at_end(terms, hi_m, 2))
+                let inside = single_root(terms, settings, start, (false, true));
+                return Solution {
+                    n_iter: inside.n_iter + 1,
+                    ..inside
+                };
             }
+            single_root(terms, settings, start, (false, false))
         }
         GradientShape::Unknown => maximise_by_search(terms, settings, start),
+    }
+}
+
+/// The maximiser of an evidence whose `f(t) = m l'(m)` (`t = ln m`) is positive near
+/// `m = 0` and changes sign at most once: Newton's method in `t` from `start`, kept
+/// inside a bracket by bisection as in [`newton_in_bracket`], whose ends are evaluated
+/// only when a step would leave the bracket (`verified` says which end's sign is already
+/// known to be right). An end whose sign says the root lies beyond it is the answer
+/// (`f(m_max) >= 0`: `m_max`; `f(m_min) <= 0`: `m_min`). Newton's iterates and the
+/// maximiser are those of evaluating both ends first (the decision of
+/// [`crate::solver::maximise_evidence_from`]); only the evaluations a good start makes
+/// unnecessary are saved.
+fn single_root(
+    terms: &SmallEvidence,
+    settings: &SolverSettings,
+    start: f64,
+    (mut lo_known, mut hi_known): (bool, bool),
+) -> Solution {
+    let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
+    let (mut lo, mut hi) = (lo_m.ln(), hi_m.ln());
+    let start = if start > 0.0 && start.is_finite() {
+        start.ln()
+    } else {
+        f64::NAN
+    };
+    let mut t = if start > lo && start < hi {
+        start
+    } else {
+        0.5 * (lo + hi)
+    };
+    let mut n_iter = 0;
+    let mut converged = false;
+    while n_iter < settings.max_iter {
+        n_iter += 1;
+        let m = t.exp();
+        let (f, curvature) = terms.scaled_gradient_and_curvature(m);
+        if f > 0.0 {
+            lo = t;
+            lo_known = true;
+        } else if f < 0.0 {
+            hi = t;
+            hi_known = true;
+        } else {
+            converged = true;
+            break;
+        }
+        // f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
+        let slope = f + m * m * curvature;
+        let newton = t - f / slope;
+        let inside = slope < 0.0 && newton > lo && newton < hi;
+        // a step out of the bracket or uphill bisects; first make sure the root is
+        // inside at all, by the end on the side it points to
+        if !inside && f > 0.0 && !hi_known {
+            n_iter += 1;
+            if terms.scaled_gradient(hi_m) >= 0.0 {
+                return at_end(terms, hi_m, n_iter);
+            }
+            hi_known = true;
+        } else if !inside && f < 0.0 && !lo_known {
+            n_iter += 1;
+            if terms.scaled_gradient(lo_m) <= 0.0 {
+                return at_end(terms, lo_m, n_iter);
+            }
+            lo_known = true;
+        }
+        let next = if inside { newton } else { 0.5 * (lo + hi) };
+        let step = (next - t).abs();
+        t = next;
+        if step < settings.log_tolerance || hi - lo < settings.log_tolerance {
+            converged = true;
+            break;
+        }
+    }
+    let m = t.exp();
+    Solution {
+        concentration: m,
+        log_evidence: terms.log_evidence(m),
+        n_iter,
+        converged,
     }
 }
 
