@@ -32,6 +32,12 @@ use crate::solver::{maximise_by_search, Evidence, Solution, SolverSettings};
 /// bound search decides).
 const CERTIFICATE_UNITS: usize = 48;
 
+/// The Newton iteration of [`single_root`] stops once the error it predicts for its
+/// iterate (from the last two steps, the convergence being quadratic) is below this
+/// fraction of the solver's `log_tolerance`: the maximiser to ~1e-14 relative, without
+/// the last evaluation that only confirms a step below the tolerance.
+const QUADRATIC_STOP: f64 = 1e-3;
+
 /// Largest number of non-zero cells on the fast path.
 pub const MAX_CELLS: usize = 48;
 /// Largest number of documents (parent values) on the fast path.
@@ -385,6 +391,17 @@ impl SmallEvidence {
         // cut [a, b] where s crosses a margin (a tolerance beyond it): between the cuts s
         // is above the upper level, below the lower one, or in the band between them
         let (upper, lower) = (below + tolerance, -above - tolerance);
+        // most segments lie wholly on one side (no cut): s's extremes on [a, b] are at
+        // the ends or the vertex, so that needs no root
+        let (lowest, highest) = smooth.range(a, b);
+        if lowest >= upper {
+            signs.observe_sign(true, false);
+            return true;
+        }
+        if highest <= lower {
+            signs.observe_sign(false, true);
+            return true;
+        }
         let mut cuts = [a; 6];
         let mut n_cuts = 1;
         for level in [upper, lower] {
@@ -454,6 +471,22 @@ struct Quadratic {
 impl Quadratic {
     fn at(&self, q: f64) -> f64 {
         (self.alpha * q + self.beta) * q + self.gamma
+    }
+
+    /// The smallest and largest value on `[a, b]`: at an end, or at the vertex if it lies
+    /// inside.
+    fn range(&self, a: f64, b: f64) -> (f64, f64) {
+        let (at_a, at_b) = (self.at(a), self.at(b));
+        let (mut lowest, mut highest) = (at_a.min(at_b), at_a.max(at_b));
+        if self.alpha != 0.0 {
+            let vertex = -self.beta / (2.0 * self.alpha);
+            if vertex > a && vertex < b {
+                let at_vertex = self.at(vertex);
+                lowest = lowest.min(at_vertex);
+                highest = highest.max(at_vertex);
+            }
+        }
+        (lowest, highest)
     }
 
     /// The real roots of `self = level` (NaN where there is none), by the stable formula.
@@ -553,6 +586,7 @@ fn single_root(
     };
     let mut n_iter = 0;
     let mut converged = false;
+    let mut previous_newton_step = None;
     while n_iter < settings.max_iter {
         n_iter += 1;
         let m = t.exp();
@@ -589,10 +623,19 @@ fn single_root(
         let next = if inside { newton } else { 0.5 * (lo + hi) };
         let step = (next - t).abs();
         t = next;
-        if step < settings.log_tolerance || hi - lo < settings.log_tolerance {
+        // Newton's error squares from step to step (e' ~ K e², the step ~ the error),
+        // so after two Newton steps the new iterate is off by ~ step³ / previous²
+        let settled = previous_newton_step.is_some_and(|previous: f64| {
+            inside
+                && step < 0.1 * previous
+                && step * step * step
+                    < QUADRATIC_STOP * settings.log_tolerance * previous * previous
+        });
+        if settled || step < settings.log_tolerance || hi - lo < settings.log_tolerance {
             converged = true;
             break;
         }
+        previous_newton_step = inside.then_some(step);
     }
     Solution {
         concentration: t.exp(),

@@ -306,7 +306,8 @@ pub fn log_evidence(
                     }
                     let pooled = two_level.then(|| pooled_concentration[[parent, child]]);
                     let at = |c: usize| concentration[[c, parent, child]];
-                    let values = context.orientation_log_evidence(scratch, (p, (a, b)), side, at, pooled);
+                    let values =
+                        context.orientation_log_evidence(scratch, (p, (a, b)), side, at, pooled);
                     out.push((parent, child, values));
                 }
             }
@@ -410,7 +411,8 @@ fn fit_children(
                             Target::Sparse(&mut sparse[at..at + (k_parent + 1) * width])
                         }
                     };
-                    let (solutions, pooled) = context.fit_orientation(scratch, params, ((p, (a, b)), side), target);
+                    let (solutions, pooled) =
+                        context.fit_orientation(scratch, params, ((p, (a, b)), side), target);
                     out.push((p, side, solutions, pooled));
                 }
             }
@@ -503,7 +505,12 @@ impl<'t> Context<'_, 't> {
     /// Reads one orientation of pair `p` into `s`: the parent and child value of every
     /// non-zero cell, the document totals `N_{c,u}`, their class-pooled sums `N_u` and the
     /// cells' class-pooled counts.
-    fn tally(&self, s: &mut Scratch, (p, (a, b)): (usize, (usize, usize)), side: usize) -> Tally<'t> {
+    fn tally(
+        &self,
+        s: &mut Scratch,
+        (p, (a, b)): (usize, (usize, usize)),
+        side: usize,
+    ) -> Tally<'t> {
         let layout = self.layout;
         let n_classes = self.category_counts.nrows();
         let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
@@ -587,7 +594,8 @@ impl<'t> Context<'_, 't> {
         (0..n_classes)
             .map(|c| {
                 let documents = (0..tally.k_parent).map(|u| s.documents[u * n_classes + c]);
-                let cells = (0..counts.nrows()).map(|k| (s.parent_of[k], counts[[k, c]], s.cell_mean[k]));
+                let cells =
+                    (0..counts.nrows()).map(|k| (s.parent_of[k], counts[[k, c]], s.cell_mean[k]));
                 log_evidence_at(tally.small, documents, cells, concentration(c))
             })
             .collect()
