@@ -43,7 +43,7 @@ print(json.dumps({{"wall": wall, "cpu": cpu, "peak_mb": peak / 1024, "before_mb"
 
 def run(rows: int, features: int, n_jobs: int) -> dict:
     code = WORKER.format(benches=str(HERE), rows=rows, features=features, n_jobs=n_jobs)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(out.stderr)
     return json.loads(out.stdout)
@@ -77,7 +77,9 @@ def main() -> None:
         )
     if 1 in runs and 2 in runs:
         ratios = [one["wall"] / two["wall"] for one, two in zip(runs[1], runs[2])]
-        print(f"n_jobs 1 -> 2 speed-up (median of the per-round ratios): {statistics.median(ratios):.2f}x")
+        print(
+            f"n_jobs 1 -> 2 speed-up (median of the per-round ratios): {statistics.median(ratios):.2f}x"
+        )
 
 
 if __name__ == "__main__":

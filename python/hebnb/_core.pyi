@@ -159,8 +159,6 @@ def merge_pair_tables(
     old_offsets: list[int],
     offsets: list[int],
     new_codes: list[list[int]],
-    capped: npt.NDArray[np.bool_],
-    parents: npt.NDArray[np.bool_],
     decay: float,
     n_jobs: int,
 ) -> dict[str, Any]: ...
@@ -196,12 +194,14 @@ def aode_log_evidence(
     /,
     *,
     offsets: list[int],
+    capped: npt.NDArray[np.bool_],
+    parents: npt.NDArray[np.bool_],
     smoothing: str,
     concentration: npt.NDArray[np.float64],
     pooled_concentration: npt.NDArray[np.float64],
     n_jobs: int,
 ) -> npt.NDArray[np.float64]:
-    """Log evidence ``(C, F, F)`` of every fitted AODE child at the concentrations
+    """Log evidence ``(C, n_parents, F)`` of every fitted AODE child at the concentrations
     ``fit_aode`` returned, from the same counts and pair tables."""
 
 def aode_joint_log_likelihood(

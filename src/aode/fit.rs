@@ -20,11 +20,11 @@ use rayon::prelude::*;
 
 use super::storage::{sparse_width, ChildTables, Placement, TablePlan};
 use super::{AodeParams, ChildSmoothing, ParentSmoothing, Structure};
-use crate::error::{check_len, with_capacity, HebError, Result};
+use crate::error::{check_len, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::naive_bayes::{self, prior_mean, PriorMean};
-use crate::pair_counts::{pair_row_offsets, PairTablesView};
+use crate::pair_counts::PairTablesView;
 use crate::parent_prior;
 use crate::small_solver::{maximise_small, SmallEvidence, MAX_CELLS, MAX_DOCUMENTS};
 use crate::smoothing::log_smoothed;
@@ -42,13 +42,15 @@ pub struct AodeCounts<'a> {
 /// Every table the scorer reads, and the fit's diagnostics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AodeFit {
-    /// `m_{c,i,j}`, shape (C, F, F); NaN on the diagonal and where not modelled.
+    /// `m_{c,i,j}`, shape (C, n_parents, F): one row per super-parent i (in feature
+    /// order, [`Structure::parent_ranks`]); NaN on the diagonal and where not modelled.
+    /// (C, F, F) when every feature is a super-parent; never O(F^2) with `max_parents`.
     pub concentration: Array3<f64>,
-    /// `a_{i,j}` of the two-level prior, shape (F, F); NaN where not fitted.
+    /// `a_{i,j}` of the two-level prior, shape (n_parents, F); NaN where not fitted.
     pub pooled_concentration: Array2<f64>,
-    /// Solver evaluations for `m_{c,i,j}` (0 where a rule decided), shape (C, F, F).
+    /// Solver evaluations for `m_{c,i,j}` (0 where a rule decided), (C, n_parents, F).
     pub n_iter: Array3<i64>,
-    /// Whether each solve met its stopping rule, shape (C, F, F).
+    /// Whether each solve met its stopping rule, shape (C, n_parents, F).
     pub converged: Array3<bool>,
     /// The child conditionals of every modelled orientation, dense or sparse by
     /// cardinality ([`super::storage`]).
@@ -128,6 +130,7 @@ pub fn fit(
     check_len("class log prior", n_classes, params.class_log_prior.len())?;
     structure.check(n_features)?;
     pair_tables.check(layout, n_classes)?;
+    structure.check_stored(&pair_tables)?;
 
     // the Naive Bayes child (SPEC: fallback rows and capped orientations)
     let heb = params.smoothing != ChildSmoothing::Laplace;
@@ -237,8 +240,9 @@ pub fn fit(
 }
 
 /// `l_{c,i,j}(m_{c,i,j})`: the log evidence of every fitted child at its concentration,
-/// shape (C, F, F), NaN where no child was fitted (the diagonal, orientations that are not
-/// modelled) and for Laplace smoothing (`m` set by rule, no evidence maximised).
+/// shape (C, n_parents, F) like [`AodeFit::concentration`], NaN where no child is fitted
+/// (the diagonal, orientations that are not modelled) and for Laplace smoothing (`m` set
+/// by rule, no evidence maximised).
 ///
 /// [`fit()`] does not evaluate it: most solves decide their maximiser from the gradient
 /// alone, and one more evaluation of the evidence per child would cost about a fifth of a
@@ -246,15 +250,15 @@ pub fn fit(
 /// `pooled_concentration` are the fit's (`a_{i,j}` gives the two-level cell means).
 ///
 /// # Errors
-/// Tables that disagree with the layout or with each other, or arrays too large to
-/// allocate ([`HebError::Allocation`]).
+/// Tables that disagree with the layout, the structure or each other, or arrays too large
+/// to allocate ([`HebError::Allocation`]).
 pub fn log_evidence(
     category_counts: ArrayView2<f64>,
     pair_tables: PairTablesView,
     layout: &FeatureLayout,
+    structure: &Structure,
     smoothing: ChildSmoothing,
-    concentration: ArrayView3<f64>,
-    pooled_concentration: ArrayView2<f64>,
+    (concentration, pooled_concentration): (ArrayView3<f64>, ArrayView2<f64>),
 ) -> Result<Array3<f64>> {
     let n_classes = category_counts.nrows();
     let n_features = layout.n_features();
@@ -263,23 +267,27 @@ pub fn log_evidence(
         layout.n_columns(),
         category_counts.ncols(),
     )?;
+    structure.check(n_features)?;
     pair_tables.check(layout, n_classes)?;
-    let shape = (n_classes, n_features, n_features);
-    if concentration.dim() != shape || pooled_concentration.dim() != (n_features, n_features) {
+    structure.check_stored(&pair_tables)?;
+    let n_parents = structure.n_parents();
+    let shape = (n_classes, n_parents, n_features);
+    if concentration.dim() != shape || pooled_concentration.dim() != (n_parents, n_features) {
         return Err(HebError::InvalidParameter(format!(
-            "concentrations of shape {:?} and {:?} do not fit {n_classes} classes and \
-             {n_features} features",
+            "concentrations of shape {:?} and {:?} do not fit {n_classes} classes, \
+             {n_parents} super-parents and {n_features} features",
             concentration.dim(),
             pooled_concentration.dim()
         )));
     }
-    let cube = n_classes * n_features * n_features;
+    let cube = n_classes * n_parents * n_features;
     let mut out = shaped(shape, filled(cube, f64::NAN, "AODE log evidence")?)?;
     if smoothing == ChildSmoothing::Laplace || n_classes == 0 {
         return Ok(out);
     }
     let child_mean = prior_mean(category_counts, layout, PriorMean::PooledMarginal);
-    let row_offsets = pair_row_offsets(layout);
+    let row_offsets = pair_tables.row_offsets(layout)?;
+    let ranks = structure.parent_ranks();
     let context = Context {
         pair_tables,
         category_counts,
@@ -288,7 +296,7 @@ pub fn log_evidence(
         layout,
         row_offsets: &row_offsets,
     };
-    let n_pairs = n_features * n_features.saturating_sub(1) / 2;
+    let n_pairs = pair_tables.n_pairs();
     let chunks: Vec<std::ops::Range<usize>> = (0..n_pairs)
         .step_by(PAIRS_PER_TASK)
         .map(|first| first..(first + PAIRS_PER_TASK).min(n_pairs))
@@ -299,24 +307,25 @@ pub fn log_evidence(
         .map_init(Scratch::default, |scratch, range| {
             let mut out = Vec::new();
             for p in range {
-                let (a, b) = pairs_of(p, n_features);
+                let (a, b) = pair_tables.pair(p);
                 for (side, (parent, child)) in [(a, b), (b, a)].into_iter().enumerate() {
-                    if concentration[[0, parent, child]].is_nan() {
+                    let Some(rank) = ranks[parent].filter(|_| structure.modelled(parent, child))
+                    else {
                         continue;
-                    }
-                    let pooled = two_level.then(|| pooled_concentration[[parent, child]]);
-                    let at = |c: usize| concentration[[c, parent, child]];
+                    };
+                    let pooled = two_level.then(|| pooled_concentration[[rank, child]]);
+                    let at = |c: usize| concentration[[c, rank, child]];
                     let values =
                         context.orientation_log_evidence(scratch, (p, (a, b)), side, at, pooled);
-                    out.push((parent, child, values));
+                    out.push((rank, child, values));
                 }
             }
             out
         })
         .collect();
-    for (parent, child, values) in results.into_iter().flatten() {
+    for (rank, child, values) in results.into_iter().flatten() {
         for (c, value) in values.into_iter().enumerate() {
-            out[[c, parent, child]] = value;
+            out[[c, rank, child]] = value;
         }
     }
     Ok(out)
@@ -350,10 +359,8 @@ fn fit_children(
     let n_classes = category_counts.nrows();
     let n_features = layout.n_features();
     let plan = TablePlan::new(layout, structure, pair_tables, n_classes)?;
-    let row_offsets = pair_row_offsets(layout);
-    // the pairs in table order, allocated fallibly (F (F - 1) / 2 of them)
-    let mut all_pairs = with_capacity(plan.dense.len(), "AODE pair list")?;
-    all_pairs.extend((0..n_features).flat_map(|a| (a + 1..n_features).map(move |b| (a, b))));
+    let row_offsets = pair_tables.row_offsets(layout)?;
+    let n_pairs = pair_tables.n_pairs();
     let width = sparse_width(n_classes);
     let mut dense = filled(plan.dense_len(), f64::NAN, "AODE dense child tables")?;
     let mut sparse = filled(
@@ -365,8 +372,8 @@ fn fit_children(
     // cut the output tables into one slice per chunk of pairs
     let mut tasks = Vec::new();
     let (mut dense_rest, mut sparse_rest) = (&mut dense[..], &mut sparse[..]);
-    for first in (0..all_pairs.len()).step_by(PAIRS_PER_TASK) {
-        let last = (first + PAIRS_PER_TASK).min(all_pairs.len());
+    for first in (0..n_pairs).step_by(PAIRS_PER_TASK) {
+        let last = (first + PAIRS_PER_TASK).min(n_pairs);
         let n_dense = plan.dense_start[last] - plan.dense_start[first];
         let n_sparse = plan.sparse_start[last] - plan.sparse_start[first];
         let (dense_part, rest) = std::mem::take(&mut dense_rest).split_at_mut(n_dense);
@@ -391,7 +398,7 @@ fn fit_children(
             let sparse_start = plan.sparse_start[range.start];
             let mut out = Vec::new();
             for p in range {
-                let (a, b) = all_pairs[p];
+                let (a, b) = pair_tables.pair(p);
                 for side in 0..2 {
                     if crate::interrupt::cancelled() {
                         continue;
@@ -421,22 +428,27 @@ fn fit_children(
         .collect();
     crate::interrupt::check()?;
 
-    let cube = n_classes * n_features * n_features;
-    let shape = (n_classes, n_features, n_features);
+    // per-super-parent diagnostics: (C, n_parents, F)
+    let ranks = structure.parent_ranks();
+    let n_parents = structure.n_parents();
+    let cube = n_classes * n_parents * n_features;
+    let shape = (n_classes, n_parents, n_features);
     let mut concentration = shaped(shape, filled(cube, f64::NAN, "AODE concentrations")?)?;
     let mut n_iter = shaped(shape, filled(cube, 0i64, "AODE solver steps")?)?;
     let mut converged = shaped(shape, filled(cube, true, "AODE convergence flags")?)?;
     let mut pooled_concentration = shaped(
-        (n_features, n_features),
+        (n_parents, n_features),
         filled(
-            n_features * n_features,
+            n_parents * n_features,
             f64::NAN,
             "AODE pooled concentrations",
         )?,
     )?;
     for (p, side, solutions, pooled) in results.into_iter().flatten() {
-        let (a, b) = all_pairs[p];
+        let (a, b) = pair_tables.pair(p);
         let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+        // a modelled orientation's parent is a super-parent
+        let parent = ranks[parent].expect("modelled parents are super-parents");
         for (c, s) in solutions.iter().enumerate() {
             concentration[[c, parent, child]] = s.concentration;
             n_iter[[c, parent, child]] = s.n_iter as i64;
@@ -734,20 +746,6 @@ impl<'t> Context<'_, 't> {
         }
         (solutions, pooled)
     }
-}
-
-/// The unordered pair of index `p`, from the pair order of the tables.
-fn pairs_of(p: usize, n_features: usize) -> (usize, usize) {
-    // row a holds F - a - 1 pairs; walk the rows (F is small next to the pairs' work)
-    let mut rest = p;
-    for a in 0..n_features {
-        let in_row = n_features - a - 1;
-        if rest < in_row {
-            return (a, a + 1 + rest);
-        }
-        rest -= in_row;
-    }
-    unreachable!("pair index {p} beyond the pairs of {n_features} features")
 }
 
 /// The maximiser of the multi-document evidence of `documents` (totals, by parent value)
