@@ -334,7 +334,7 @@ impl SmallEvidence {
             limit += total * (total - 1.0) / 2.0;
         }
         let breakpoints = &mut breakpoints[..self.n_cells + self.n_documents];
-        sort_small(breakpoints);
+        breakpoints.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
         let tolerance = 1e-11 * scale;
         let mut signs = SignChanges::new();
         // [0, 1]: V = (cells - documents) q > 0
@@ -458,28 +458,6 @@ impl SmallEvidence {
         }
         true
     }
-}
-
-/// Sorts `(key, term)` pairs by key. A few dozen items in unpredictable order are ranked
-/// by counting (`O(n^2)` comparisons without a branch, where an insertion sort mispredicts
-/// about one branch per move); the order of equal keys is immaterial to the callers.
-fn sort_small(items: &mut [(f64, usize)]) {
-    const RANKED_UP_TO: usize = 24;
-    let n = items.len();
-    if n > RANKED_UP_TO || items.iter().any(|item| item.0.is_nan()) {
-        items.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
-        return;
-    }
-    let mut sorted = [(0.0, 0usize); RANKED_UP_TO];
-    for (i, &item) in items.iter().enumerate() {
-        let rank: usize = items
-            .iter()
-            .enumerate()
-            .map(|(j, other)| usize::from(other.0 < item.0 || (other.0 == item.0 && j < i)))
-            .sum();
-        sorted[rank] = item;
-    }
-    items.copy_from_slice(&sorted[..n]);
 }
 
 /// `alpha q^2 + beta q + gamma`.
@@ -849,34 +827,6 @@ mod tests {
         assert!(fast.log_evidence >= reference.log_evidence - 1e-12 * scale);
         assert!(fast.converged);
         fast.n_iter
-    }
-
-    #[test]
-    fn ranked_sorting_orders_like_the_library_sort() {
-        let mut rng = Lcg(11);
-        for n in 0..40 {
-            for _ in 0..50 {
-                // few distinct keys (ties), infinities, and now and then a NaN
-                let mut items: Vec<(f64, usize)> = (0..n)
-                    .map(|i| {
-                        let key = match rng.below(20) {
-                            0 => f64::INFINITY,
-                            1 if n > 30 => f64::NAN,
-                            _ => rng.below(6) as f64 / 3.0,
-                        };
-                        (key, i)
-                    })
-                    .collect();
-                let mut expected = items.clone();
-                expected.sort_by(|x, y| x.0.total_cmp(&y.0));
-                sort_small(&mut items);
-                let keys = |v: &[(f64, usize)]| v.iter().map(|x| x.0.to_bits()).collect::<Vec<_>>();
-                assert_eq!(keys(&items), keys(&expected));
-                let mut terms: Vec<usize> = items.iter().map(|x| x.1).collect();
-                terms.sort_unstable();
-                assert_eq!(terms, (0..n).collect::<Vec<_>>());
-            }
-        }
     }
 
     #[test]
