@@ -16,6 +16,7 @@ __all__ = [
     "aode_joint_log_likelihood",
     "aode_log_evidence",
     "aode_planned_bytes",
+    "cell_weighted_log_likelihood",
     "conditional_log_likelihood",
     "count_categories",
     "count_pairs",
@@ -31,6 +32,7 @@ __all__ = [
     "fit_token_distributions",
     "joint_log_likelihood",
     "leave_one_out_log_likelihood",
+    "leave_one_out_rows",
     "log_posterior",
     "log_probability_table",
     "merge_pair_tables",
@@ -111,6 +113,24 @@ def conditional_log_likelihood(
 ) -> tuple[
     float, npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64] | None
 ]: ...
+def cell_weighted_log_likelihood(
+    cells: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+    column_starts: list[int],
+    cell_weights: npt.NDArray[np.float64],
+    offset: npt.NDArray[np.float64],
+    labels: npt.NDArray[np.int64],
+    sample_weights: npt.NDArray[np.float64],
+    class_scores: npt.NDArray[np.float64],
+    /,
+    *,
+    n_jobs: int,
+) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``(loss, weight_gradient, class_residuals)`` of the scores
+    ``class_scores + offset + sum_k cell_weights[e] * values[e]`` over the
+    cells ``e = cells[k]`` (-1: none; shape (K, S)) of each row; column k's cells lie in
+    ``column_starts[k]:column_starts[k + 1]``."""
+
 def posterior(
     codes: npt.NDArray[np.int32],
     log_table: npt.NDArray[np.float64],
@@ -363,7 +383,7 @@ def fit_binary_features(
 ) -> dict[str, npt.NDArray[Any]]:
     """Bernoulli NB from (C, F) per-class document frequencies."""
 
-def fit_posterior_power(
+def leave_one_out_rows(
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int32],
     data: npt.NDArray[np.float64],
@@ -378,9 +398,21 @@ def fit_posterior_power(
     class_counts: npt.NDArray[np.float64] | None,
     class_log_prior: npt.NDArray[np.float64],
     n_jobs: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The training rows as Multinomial NB's posterior power reads them (log_probability
+    (V, C)): each row's leave-one-out joint log-likelihoods shifted by their maximum
+    (rows, C), its class and its weight (rows that do not enter the likelihood left out)."""
+
+def fit_posterior_power(
+    shifted_joint: npt.NDArray[np.float64],
+    classes: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    /,
+    *,
+    n_jobs: int,
 ) -> dict[str, Any]:
-    """Multinomial NB's posterior power by leave-one-out (log_probability (V, C)):
-    power, log_loss, n_iter."""
+    """The posterior power maximising the leave-one-out likelihood of the rows of
+    leave_one_out_rows: power, log_loss, n_iter."""
 
 def leave_one_out_log_likelihood(
     indptr: npt.NDArray[np.int64],
