@@ -589,40 +589,23 @@ impl FeatureVocabulary {
                 validity,
             } => self.encode_utf8_views(views, buffers, *validity, positions, grow, name),
             ArrowColumn::Integers { values, validity } => {
-                let mut codes = codes_buffer(count)?;
-                for k in 0..count {
-                    let s = row(k)?;
-                    codes.push(if is_missing(*validity, s) {
-                        MISSING
-                    } else {
-                        let v = i64::try_from(values.get(s)).map_err(|_| {
-                            HebError::InvalidParameter(format!(
-                                "{name}: an unsigned integer beyond int64"
-                            ))
-                        })?;
-                        self.code(Key::Int(v), grow)?
-                    });
-                }
-                Ok(codes)
+                self.code_each(count, row, *validity, grow, |s| {
+                    i64::try_from(values.get(s)).map(Key::Int).map_err(|_| {
+                        HebError::InvalidParameter(format!(
+                            "{name}: an unsigned integer beyond int64"
+                        ))
+                    })
+                })
             }
             ArrowColumn::Booleans {
                 bits,
                 bit_offset,
                 validity,
                 ..
-            } => {
-                let mut codes = codes_buffer(count)?;
-                for k in 0..count {
-                    let s = row(k)?;
-                    codes.push(if is_missing(*validity, s) {
-                        MISSING
-                    } else {
-                        let bit = bit_offset + s;
-                        self.code(Key::Bool(bits[bit / 8] & (1 << (bit % 8)) != 0), grow)?
-                    });
-                }
-                Ok(codes)
-            }
+            } => self.code_each(count, row, *validity, grow, |s| {
+                let bit = bit_offset + s;
+                Ok(Key::Bool(bits[bit / 8] & (1 << (bit % 8)) != 0))
+            }),
             ArrowColumn::Null { .. } => {
                 for k in 0..count {
                     row(k)?;
@@ -635,6 +618,30 @@ impl FeatureVocabulary {
                 "{name}: a dictionary whose values are a dictionary"
             ))),
         }
+    }
+}
+
+impl FeatureVocabulary {
+    /// Codes `count` values one by one: value `row(k)` is missing by `validity` or is
+    /// `key(row(k))`.
+    fn code_each<'k>(
+        &mut self,
+        count: usize,
+        row: impl Fn(usize) -> Result<usize>,
+        validity: Validity<'_>,
+        grow: bool,
+        key: impl Fn(usize) -> Result<Key<'k>>,
+    ) -> Result<Vec<i32>> {
+        let mut codes = codes_buffer(count)?;
+        for k in 0..count {
+            let s = row(k)?;
+            codes.push(if is_missing(validity, s) {
+                MISSING
+            } else {
+                self.code(key(s)?, grow)?
+            });
+        }
+        Ok(codes)
     }
 }
 

@@ -339,18 +339,11 @@ impl Vocabulary {
         this.check_block(values, missing)?;
         let features: Vec<&FeatureVocabulary> = this.features.iter().collect();
         let codes = code_block(py, features, values.ncols(), n_jobs, |f, vocabulary| {
-            let mask = missing.as_ref().map(|m| m.row(f));
-            let mut codes = codes_buffer(values.ncols())?;
-            for (s, &v) in values.row(f).iter().enumerate() {
-                codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
-                    MISSING
-                } else {
-                    vocabulary
-                        .get(Key::Int(v))
-                        .map_or(crate::encoding::UNKNOWN, |code| code as i32)
-                });
-            }
-            Ok(codes)
+            code_int_row(values, missing, f, |v| {
+                Ok(vocabulary
+                    .get(Key::Int(v))
+                    .map_or(crate::encoding::UNKNOWN, |code| code as i32))
+            })
         })?;
         Ok(codes.into_pyarray(py))
     }
@@ -738,16 +731,7 @@ impl Vocabulary {
         let mark = self.lengths_now(py);
         let features: Vec<&mut FeatureVocabulary> = self.features.iter_mut().collect();
         let result = code_block(py, features, values.ncols(), n_jobs, |f, vocabulary| {
-            let mask = missing.as_ref().map(|m| m.row(f));
-            let mut codes = codes_buffer(values.ncols())?;
-            for (s, &v) in values.row(f).iter().enumerate() {
-                codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
-                    MISSING
-                } else {
-                    vocabulary.code(Key::Int(v), true)?
-                });
-            }
-            Ok(codes)
+            code_int_row(values, missing, f, |v| vocabulary.code(Key::Int(v), true))
         });
         match result {
             Ok(codes) => Ok(codes.into_pyarray(py)),
@@ -757,6 +741,26 @@ impl Vocabulary {
             }
         }
     }
+}
+
+/// The codes of row `f` (one feature) of an integer block: `code(v)` of each value,
+/// [`MISSING`] where `missing` marks the cell.
+fn code_int_row(
+    values: ndarray::ArrayView2<'_, i64>,
+    missing: Option<ndarray::ArrayView2<'_, bool>>,
+    f: usize,
+    mut code: impl FnMut(i64) -> CoreResult<i32>,
+) -> CoreResult<Vec<i32>> {
+    let mask = missing.as_ref().map(|m| m.row(f));
+    let mut codes = codes_buffer(values.ncols())?;
+    for (s, &v) in values.row(f).iter().enumerate() {
+        codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
+            MISSING
+        } else {
+            code(v)?
+        });
+    }
+    Ok(codes)
 }
 
 /// Codes a block feature by feature: `code_feature(f, vocabulary)` gives the `n_rows`
