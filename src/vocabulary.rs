@@ -88,6 +88,10 @@ pub struct FeatureVocabulary {
     /// Strings of at most [`SHORT`] bytes, packed into one integer (no pointer to follow
     /// on a lookup: most categorical strings are short codes and IDs).
     short_strs: FxHashMap<u128, u32>,
+    /// Strings of at most [`TINY`] bytes (most IDs and codes), packed into a `u64`: a
+    /// table of half the entry size, which matters as each lookup of a large vocabulary
+    /// is a cache miss.
+    tiny_strs: FxHashMap<u64, u32>,
     strs: FxHashMap<Box<str>, u32>,
     bytes: FxHashMap<Box<[u8]>, u32>,
     objects: FxHashMap<u64, u32>,
@@ -95,6 +99,17 @@ pub struct FeatureVocabulary {
 
 /// Longest string kept packed in a `u128`: its bytes, then its length in the last byte.
 const SHORT: usize = 15;
+
+/// Longest string kept packed in a `u64` (its bytes, then its length in the last byte).
+const TINY: usize = 7;
+
+/// The `u64` key of a packed string of at most [`TINY`] bytes (None for a longer one):
+/// its low bytes are the string (the rest zero), so the length goes in the top byte.
+#[inline]
+fn tiny_key(packed: u128) -> Option<u64> {
+    let len = (packed >> (8 * SHORT)) as u64;
+    (len as usize <= TINY).then_some(packed as u64 | (len << (8 * TINY)))
+}
 
 /// Bytes of one Arrow string view, and the longest string a view holds inline.
 const VIEW: usize = 16;
@@ -133,7 +148,7 @@ impl FeatureVocabulary {
             Key::Bool(b) => self.bools[b as usize],
             Key::Int(v) => self.ints.get(&v).copied(),
             Key::Str(s) => match pack(s) {
-                Some(packed) => self.short_strs.get(&packed).copied(),
+                Some(packed) => self.get_packed(packed),
                 None => self.strs.get(s).copied(),
             },
             Key::Bytes(b) => self.bytes.get(b).copied(),
@@ -162,7 +177,17 @@ impl FeatureVocabulary {
             .map_err(|_| allocation_error(self.values.len() + additional))?;
         self.short_strs
             .try_reserve(additional)
+            .and_then(|()| self.tiny_strs.try_reserve(additional))
             .map_err(|_| allocation_error(self.values.len() + additional))
+    }
+
+    /// The code of a packed short string ([`pack`]), if known.
+    #[inline]
+    fn get_packed(&self, packed: u128) -> Option<u32> {
+        match tiny_key(packed) {
+            Some(key) => self.tiny_strs.get(&key).copied(),
+            None => self.short_strs.get(&packed).copied(),
+        }
     }
 
     /// [`FeatureVocabulary::insert`] of a key known not to be in the vocabulary.
@@ -187,7 +212,10 @@ impl FeatureVocabulary {
             }
             Key::Str(s) => match pack(s) {
                 Some(packed) => {
-                    self.short_strs.insert(packed, code);
+                    match tiny_key(packed) {
+                        Some(key) => self.tiny_strs.insert(key, code),
+                        None => self.short_strs.insert(packed, code),
+                    };
                     Value::ShortStr(packed.to_le_bytes())
                 }
                 None => {
@@ -231,7 +259,11 @@ impl FeatureVocabulary {
                     self.ints.remove(&v);
                 }
                 Value::ShortStr(packed) => {
-                    self.short_strs.remove(&u128::from_le_bytes(packed));
+                    let packed = u128::from_le_bytes(packed);
+                    match tiny_key(packed) {
+                        Some(key) => self.tiny_strs.remove(&key),
+                        None => self.short_strs.remove(&packed),
+                    };
                 }
                 Value::Str(s) => {
                     self.strs.remove(&s);
@@ -467,7 +499,7 @@ impl FeatureVocabulary {
                 Some(window) => pack_window(window, bytes.len()),
                 None => pack_bytes(bytes),
             };
-            if let Some(&code) = self.short_strs.get(&packed) {
+            if let Some(code) = self.get_packed(packed) {
                 return Ok(code as i32);
             }
             if !grow {
