@@ -186,7 +186,7 @@ pub fn pair_tables(data: &[u8]) {
         weights.view(),
         &layout,
         n_classes,
-        |_, _| true,
+        &hebnb::pair_counts::pairs(layout.n_features()),
     );
     let bad_code = (0..layout.n_features()).any(|f| {
         codes

@@ -1,4 +1,4 @@
-//! Sparse pair tables of AODE (SPEC eqs. 9-11): for every unordered feature pair
+//! Sparse pair tables of AODE (SPEC eqs. 9-11): for every stored unordered feature pair
 //! `a < b`, the (weighted) counts
 //!
 //! ```text
@@ -9,11 +9,14 @@
 //! is counted once and serves both super-parent orientations.
 //!
 //! # Storage
-//! One CSR matrix over all pairs. Pair `p` (the pairs in order (0,1), (0,2), ...,
-//! (1,2), ...) owns the rows `row_offsets[p]..row_offsets[p] + K_a`, one per parent value
-//! `u`; a row lists the child values `v` seen with `u` (sorted) in `indices`, and `counts`
-//! holds, per listed cell, the C class counts side by side. Only value pairs `(u, v)` seen
-//! in training are stored: memory is `nnz (8 C + 4) + 8 sum_p K_a` bytes, with
+//! Only the pairs that are modelled in at least one orientation are stored (with
+//! `max_parents = k`, O(k F) of the F (F - 1) / 2 pairs; with the memory cap, a pair
+//! capped both ways keeps nothing), listed in `pairs` in increasing order of `(a, b)`.
+//! One CSR matrix over the stored pairs: stored pair `p = (a, b)` owns the rows
+//! `row_offsets[p]..row_offsets[p] + K_a`, one per parent value `u`; a row lists the child
+//! values `v` seen with `u` (sorted) in `indices`, and `counts` holds, per listed cell, the
+//! C class counts side by side. Only value pairs `(u, v)` seen in training are stored:
+//! memory is `nnz (8 C + 4) + sum_p (8 K_a + 8)` bytes over the stored pairs, with
 //! `nnz <= min(S, K_a K_b)` per pair, never `K_a K_b C` per pair. The class dimension is
 //! dense within a cell: one 4-byte key per cell instead of one per (class, cell), which is
 //! smaller whenever a seen value pair occurs in at least a third of the classes
@@ -30,35 +33,23 @@ use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::{check_rows, class_indices};
-use crate::error::{check_len, HebError, Result};
+use crate::error::{check_len, with_capacity, HebError, Result};
 use crate::layout::FeatureLayout;
 
-/// Index of the unordered pair `(a, b)`, `a < b < n_features`, in the order of the tables.
-pub fn pair_index(a: usize, b: usize, n_features: usize) -> usize {
-    debug_assert!(a < b && b < n_features);
-    a * (2 * n_features - a - 1) / 2 + (b - a - 1)
-}
-
-/// The unordered pairs `(a, b)`, `a < b`, in table order.
+/// Every unordered pair `(a, b)`, `a < b`, in table order (all features super-parents,
+/// no cap).
 pub fn pairs(n_features: usize) -> Vec<(usize, usize)> {
     (0..n_features)
         .flat_map(|a| (a + 1..n_features).map(move |b| (a, b)))
         .collect()
 }
 
-/// First CSR row of every pair (length P + 1): pair `(a, b)` owns `K_a` rows.
-pub fn pair_row_offsets(layout: &FeatureLayout) -> Vec<usize> {
-    let mut offsets = vec![0];
-    for (a, _) in pairs(layout.n_features()) {
-        offsets.push(offsets.last().copied().unwrap_or(0) + layout.cardinality(a));
-    }
-    offsets
-}
-
 /// The pair tables of a training set (see the module documentation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairTables {
-    /// CSR row pointers, length `sum_p K_a + 1`.
+    /// The stored pairs `(a, b)`, `a < b`, increasing, flattened: `[a_0, b_0, a_1, ...]`.
+    pub pairs: Vec<i32>,
+    /// CSR row pointers, length `sum_p K_a + 1` over the stored pairs.
     pub indptr: Vec<i64>,
     /// Child value of each stored cell.
     pub indices: Vec<i32>,
@@ -69,6 +60,8 @@ pub struct PairTables {
 /// A borrowed view of [`PairTables`] (as the Python layer holds them).
 #[derive(Debug, Clone, Copy)]
 pub struct PairTablesView<'a> {
+    /// The stored pairs, flattened `(a, b)` (see [`PairTables::pairs`]).
+    pub pairs: &'a [i32],
     /// CSR row pointers.
     pub indptr: &'a [i64],
     /// Child value of each cell.
@@ -81,6 +74,7 @@ impl PairTables {
     /// The borrowed view.
     pub fn view(&self) -> PairTablesView<'_> {
         PairTablesView {
+            pairs: &self.pairs,
             indptr: &self.indptr,
             indices: &self.indices,
             counts: self.counts.view(),
@@ -88,14 +82,86 @@ impl PairTables {
     }
 }
 
-impl PairTablesView<'_> {
+impl<'a> PairTablesView<'a> {
+    /// Number of stored pairs.
+    #[inline]
+    pub fn n_pairs(&self) -> usize {
+        self.pairs.len() / 2
+    }
+
+    /// The features `(a, b)` of stored pair `p`.
+    #[inline]
+    pub fn pair(&self, p: usize) -> (usize, usize) {
+        (self.pairs[2 * p] as usize, self.pairs[2 * p + 1] as usize)
+    }
+
+    /// The stored pairs, as `(a, b)`.
+    pub fn pair_list(self) -> impl Iterator<Item = (usize, usize)> + 'a {
+        (0..self.n_pairs()).map(move |p| self.pair(p))
+    }
+
+    /// The index of pair `(a, b)`, `a < b`, among the stored pairs, or `None` when it is
+    /// not stored. Binary search: O(log P).
+    pub fn position(&self, a: usize, b: usize) -> Option<usize> {
+        let (mut low, mut high) = (0, self.n_pairs());
+        while low < high {
+            let mid = (low + high) / 2;
+            match self.pair(mid).cmp(&(a, b)) {
+                std::cmp::Ordering::Less => low = mid + 1,
+                std::cmp::Ordering::Greater => high = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// First CSR row of every stored pair (length P + 1): pair `(a, b)` owns `K_a` rows.
+    /// Assumes [`Self::check_pairs`] passed.
+    ///
+    /// # Errors
+    /// [`HebError::Allocation`] when the P + 1 offsets cannot be allocated.
+    pub fn row_offsets(&self, layout: &FeatureLayout) -> Result<Vec<usize>> {
+        let mut offsets = with_capacity(self.n_pairs() + 1, "AODE pair row offsets")?;
+        let mut row = 0;
+        offsets.push(0);
+        for (a, _) in self.pair_list() {
+            row += layout.cardinality(a);
+            offsets.push(row);
+        }
+        Ok(offsets)
+    }
+
+    /// Checks the pair list: features in range, `a < b`, strictly increasing.
+    ///
+    /// # Errors
+    /// [`HebError::InvalidParameter`] otherwise.
+    pub fn check_pairs(&self, n_features: usize) -> Result<()> {
+        let in_range = self.pairs.len() % 2 == 0
+            && self
+                .pairs
+                .iter()
+                .all(|&f| f >= 0 && (f as usize) < n_features)
+            && (0..self.n_pairs()).all(|p| {
+                let (a, b) = self.pair(p);
+                a < b && (p == 0 || self.pair(p - 1) < (a, b))
+            });
+        if !in_range {
+            return Err(HebError::InvalidParameter(
+                "pair table pairs must be increasing (a, b) with a < b < n_features".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the CSR against the layout and the number of classes.
     ///
     /// # Errors
     /// [`HebError::ShapeMismatch`] or [`HebError::InvalidParameter`] when the arrays do
     /// not form valid tables for this layout.
     pub fn check(&self, layout: &FeatureLayout, n_classes: usize) -> Result<()> {
-        let n_rows = *pair_row_offsets(layout).last().unwrap_or(&0);
+        self.check_pairs(layout.n_features())?;
+        let offsets = self.row_offsets(layout)?;
+        let n_rows = *offsets.last().unwrap_or(&0);
         check_len("pair table row pointers", n_rows + 1, self.indptr.len())?;
         let nnz = self.indices.len();
         check_len("pair table counts rows", nnz, self.counts.nrows())?;
@@ -118,10 +184,9 @@ impl PairTablesView<'_> {
             ));
         }
         // child values in range and strictly increasing within each row
-        let offsets = pair_row_offsets(layout);
-        for (p, (a, b)) in pairs(layout.n_features()).into_iter().enumerate() {
+        for (p, (a, b)) in self.pair_list().enumerate() {
             let k_child = layout.cardinality(b) as i32;
-            for row in offsets[p]..offsets[p] + layout.cardinality(a) {
+            for row in offsets[p]..offsets[p + 1] {
                 let cells = &self.indices[self.indptr[row] as usize..self.indptr[row + 1] as usize];
                 let sorted = cells.windows(2).all(|w| w[0] < w[1]);
                 if !sorted || cells.iter().any(|&v| v < 0 || v >= k_child) {
@@ -243,8 +308,9 @@ fn rows_by_value(
     Ok((order, starts))
 }
 
-/// Counts the pair tables of every unordered pair for which `wanted(a, b)` holds; the
-/// other pairs get empty rows (the memory cap, where neither orientation is modelled).
+/// Counts the pair tables of the listed pairs `(a, b)` (`a < b`, strictly increasing:
+/// the pairs a structure models, [`crate::aode::Structure::wanted_pairs`]); no other pair
+/// is stored, not even its row pointers.
 ///
 /// `codes` is `(F, S)` with values in `-1..K_f`, `labels` class indices, `weights` one
 /// non-negative weight per row. Cells whose class counts are all zero (rows of weight 0
@@ -259,9 +325,17 @@ pub fn count_pairs(
     weights: ArrayView1<f64>,
     layout: &FeatureLayout,
     n_classes: usize,
-    wanted: impl Fn(usize, usize) -> bool + Sync,
+    wanted: &[(usize, usize)],
 ) -> Result<PairTables> {
     check_rows(codes, labels, weights, layout)?;
+    let pair_list = flat_pairs(wanted)?;
+    PairTablesView {
+        pairs: &pair_list,
+        indptr: &[0],
+        indices: &[],
+        counts: ArrayView2::from_shape((0, n_classes), &[]).expect("empty"),
+    }
+    .check_pairs(layout.n_features())?;
     let n_rows = codes.ncols();
     if n_rows > u32::MAX as usize {
         return Err(HebError::InvalidParameter(
@@ -282,7 +356,6 @@ pub fn count_pairs(
     let weight_slice = weights.as_slice();
     let dense_ready = weight_slice.is_some() && codes.is_standard_layout();
 
-    let all_pairs = pairs(n_features);
     let count_pair = |&(a, b): &(usize, usize)| {
         let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
         let mut block = PairBlock {
@@ -290,9 +363,6 @@ pub fn count_pairs(
             indices: Vec::new(),
             counts: Vec::new(),
         };
-        if !wanted(a, b) {
-            return Ok(block);
-        }
         crate::interrupt::check()?;
         if dense_ready && counted_densely(k_parent * k_child * n_classes, n_rows) {
             let rows = |f: usize| codes.row(f).to_slice().unwrap_or(&[]);
@@ -357,20 +427,20 @@ pub fn count_pairs(
     // every thread.
     const GROUP_CELLS: usize = 1 << 20;
     let min_pairs = 16 * rayon::current_num_threads();
-    let mut assembled =
-        Assembled::new(all_pairs.iter().map(|&(a, _)| layout.cardinality(a)).sum())?;
+    let mut assembled = Assembled::new(
+        pair_list,
+        wanted.iter().map(|&(a, _)| layout.cardinality(a)).sum(),
+    )?;
     let mut first = 0;
-    while first < all_pairs.len() {
+    while first < wanted.len() {
         let mut last = first;
         let mut bound = 0usize;
-        while last < all_pairs.len() && (last - first < min_pairs || bound < GROUP_CELLS) {
-            let (a, b) = all_pairs[last];
-            if wanted(a, b) {
-                bound += n_rows.min(layout.cardinality(a) * layout.cardinality(b));
-            }
+        while last < wanted.len() && (last - first < min_pairs || bound < GROUP_CELLS) {
+            let (a, b) = wanted[last];
+            bound += n_rows.min(layout.cardinality(a) * layout.cardinality(b));
             last += 1;
         }
-        let blocks: Vec<PairBlock> = all_pairs[first..last]
+        let blocks: Vec<PairBlock> = wanted[first..last]
             .par_iter()
             .with_min_len(16)
             .map(count_pair)
@@ -381,15 +451,31 @@ pub fn count_pairs(
     assembled.finish(n_classes)
 }
 
-/// The CSR assembled from per-pair blocks, with fallible allocations.
-fn assemble(blocks: Vec<PairBlock>, n_classes: usize) -> Result<PairTables> {
-    let mut assembled = Assembled::new(blocks.iter().map(|b| b.row_lengths.len()).sum())?;
+/// The pairs `(a, b)` flattened to `[a_0, b_0, ...]`, allocated fallibly.
+fn flat_pairs(pairs: &[(usize, usize)]) -> Result<Vec<i32>> {
+    let mut flat = with_capacity(2 * pairs.len(), "AODE pair list")?;
+    for &(a, b) in pairs {
+        let (Ok(a), Ok(b)) = (i32::try_from(a), i32::try_from(b)) else {
+            return Err(HebError::InvalidParameter(
+                "AODE supports at most 2^31 features".into(),
+            ));
+        };
+        flat.extend_from_slice(&[a, b]);
+    }
+    Ok(flat)
+}
+
+/// The CSR assembled from per-pair blocks (of the pairs `pairs`, in order), with
+/// fallible allocations.
+fn assemble(pairs: Vec<i32>, blocks: Vec<PairBlock>, n_classes: usize) -> Result<PairTables> {
+    let mut assembled = Assembled::new(pairs, blocks.iter().map(|b| b.row_lengths.len()).sum())?;
     assembled.append(blocks, n_classes)?;
     assembled.finish(n_classes)
 }
 
 /// The CSR being assembled from per-pair blocks, with fallible allocations.
 struct Assembled {
+    pairs: Vec<i32>,
     indptr: Vec<i64>,
     indices: Vec<i32>,
     counts: Vec<f64>,
@@ -403,13 +489,14 @@ fn reserve_error(bytes: usize) -> HebError {
 }
 
 impl Assembled {
-    fn new(n_table_rows: usize) -> Result<Self> {
+    fn new(pairs: Vec<i32>, n_table_rows: usize) -> Result<Self> {
         let mut indptr = Vec::new();
         indptr
             .try_reserve_exact(n_table_rows + 1)
             .map_err(|_| reserve_error(8 * n_table_rows))?;
         indptr.push(0i64);
         Ok(Self {
+            pairs,
             indptr,
             indices: Vec::new(),
             counts: Vec::new(),
@@ -443,6 +530,7 @@ impl Assembled {
         let counts = Array2::from_shape_vec((nnz, n_classes), self.counts)
             .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
         Ok(PairTables {
+            pairs: self.pairs,
             indptr: self.indptr,
             indices: self.indices,
             counts,
@@ -456,9 +544,10 @@ impl Assembled {
 ///
 /// `new_codes[f][u]` is the new code of old code `u` of feature f (increasing: new
 /// categories are inserted at their sorted positions, so every row stays sorted).
-/// Pairs where `wanted(a, b)` fails are left empty (the memory cap only ever switches a
-/// pair off). Cells whose counts all reach 0 are dropped, as counting drops them.
-/// O(cells), in parallel over pairs.
+/// The result stores the batch's pairs (those the current structure models): a stored
+/// pair the batch lacks is dropped (the memory cap only ever switches a pair off), and a
+/// batch pair the stored tables lack adds to nothing. Cells whose counts all reach 0 are
+/// dropped, as counting drops them. O(cells + P log P), in parallel over pairs.
 ///
 /// # Errors
 /// Tables that disagree with their layouts, codes out of range or not increasing, or
@@ -472,7 +561,6 @@ pub fn merge_pair_tables(
     new_codes: &[Vec<usize>],
     n_classes: usize,
     decay: f64,
-    wanted: impl Fn(usize, usize) -> bool + Sync,
 ) -> Result<PairTables> {
     let n_features = layout.n_features();
     check_len(
@@ -512,30 +600,28 @@ pub fn merge_pair_tables(
             inverse
         })
         .collect();
-    let (old_rows, rows) = (pair_row_offsets(old_layout), pair_row_offsets(layout));
-    let blocks: Vec<PairBlock> = pairs(n_features)
-        .par_iter()
-        .enumerate()
+    let (old_rows, rows) = (old.row_offsets(old_layout)?, batch.row_offsets(layout)?);
+    let blocks: Vec<PairBlock> = (0..batch.n_pairs())
+        .into_par_iter()
         .with_min_len(16)
-        .map(|(p, &(a, b))| {
+        .map(|p| {
+            let (a, b) = batch.pair(p);
             let k_parent = layout.cardinality(a);
             let mut block = PairBlock {
                 row_lengths: vec![0; k_parent],
                 indices: Vec::new(),
                 counts: Vec::new(),
             };
-            if !wanted(a, b) {
-                return block;
-            }
+            let old_pair = old.position(a, b);
             let mut sum = vec![0.0; n_classes];
             for (u, slot) in block.row_lengths.iter_mut().enumerate() {
                 let before = block.indices.len();
-                let old_cells = match old_value[a][u] {
-                    Some(old_u) => {
-                        let row = old_rows[p] + old_u;
+                let old_cells = match (old_value[a][u], old_pair) {
+                    (Some(old_u), Some(q)) => {
+                        let row = old_rows[q] + old_u;
                         old.indptr[row] as usize..old.indptr[row + 1] as usize
                     }
-                    None => 0..0,
+                    _ => 0..0,
                 };
                 let row = rows[p] + u;
                 let new_cells = batch.indptr[row] as usize..batch.indptr[row + 1] as usize;
@@ -572,7 +658,9 @@ pub fn merge_pair_tables(
             block
         })
         .collect();
-    assemble(blocks, n_classes)
+    let mut pair_list = with_capacity(batch.pairs.len(), "AODE pair list")?;
+    pair_list.extend_from_slice(batch.pairs);
+    assemble(pair_list, blocks, n_classes)
 }
 
 #[cfg(test)]
@@ -597,7 +685,7 @@ mod tests {
             ones(5).view(),
             &old_layout,
             2,
-            |_, _| true,
+            &pairs(2),
         )
         .unwrap();
         let batch = count_pairs(
@@ -606,7 +694,7 @@ mod tests {
             ones(4).view(),
             &layout,
             2,
-            |_, _| true,
+            &pairs(2),
         )
         .unwrap();
         let new_codes = vec![vec![0, 2], vec![0, 1]];
@@ -618,7 +706,6 @@ mod tests {
             &new_codes,
             2,
             1.0,
-            |_, _| true,
         )
         .unwrap();
         let codes = ndarray::concatenate![ndarray::Axis(1), first, second];
@@ -629,7 +716,7 @@ mod tests {
             ones(9).view(),
             &layout,
             2,
-            |_, _| true,
+            &pairs(2),
         )
         .unwrap();
         assert_eq!(merged, whole);
@@ -642,7 +729,6 @@ mod tests {
             &new_codes,
             2,
             0.5,
-            |_, _| true,
         )
         .unwrap();
         assert_eq!(
@@ -657,17 +743,43 @@ mod tests {
             &[vec![1, 0], vec![0, 1]],
             2,
             1.0,
-            |_, _| true
         )
         .is_err());
     }
 
     #[test]
-    fn pair_indices_follow_table_order() {
-        let n = 5;
-        for (p, (a, b)) in pairs(n).into_iter().enumerate() {
-            assert_eq!(pair_index(a, b, n), p);
+    fn stored_pairs_are_found_by_position() {
+        let flat: Vec<i32> = pairs(5)
+            .iter()
+            .flat_map(|&(a, b)| [a as i32, b as i32])
+            .collect();
+        let counts = Array2::<f64>::zeros((0, 2));
+        let view = PairTablesView {
+            pairs: &flat,
+            indptr: &[0],
+            indices: &[],
+            counts: counts.view(),
+        };
+        for (p, (a, b)) in pairs(5).into_iter().enumerate() {
+            assert_eq!(view.position(a, b), Some(p));
         }
+        let some = [0, 3, 1, 2, 2, 4];
+        let view = PairTablesView {
+            pairs: &some,
+            ..view
+        };
+        assert_eq!(view.position(1, 2), Some(1));
+        assert_eq!(view.position(0, 1), None);
+        assert_eq!(view.position(3, 4), None);
+        view.check_pairs(5).unwrap();
+        assert!(view.check_pairs(4).is_err());
+        let unordered = [1, 2, 0, 3];
+        assert!(PairTablesView {
+            pairs: &unordered,
+            ..view
+        }
+        .check_pairs(5)
+        .is_err());
     }
 
     #[test]
@@ -687,12 +799,12 @@ mod tests {
             weights.view(),
             &layout,
             2,
-            |_, _| true,
+            &pairs(3),
         )
         .unwrap();
         let view = t.view();
         view.check(&layout, 2).unwrap();
-        let offsets = pair_row_offsets(&layout);
+        let offsets = view.row_offsets(&layout).unwrap();
         for (p, (a, b)) in pairs(3).into_iter().enumerate() {
             for u in 0..layout.cardinality(a) {
                 for v in 0..layout.cardinality(b) {
@@ -744,12 +856,12 @@ mod tests {
                 weights.view(),
                 &layout,
                 2,
-                |_, _| true,
+                &pairs(3),
             )
             .unwrap();
             let view = t.view();
             view.check(&layout, 2).unwrap();
-            let offsets = pair_row_offsets(&layout);
+            let offsets = view.row_offsets(&layout).unwrap();
             for (p, (a, b)) in pairs(3).into_iter().enumerate() {
                 let (k_a, k_b) = (cardinality[a], cardinality[b]);
                 let mut tally = vec![0.0; k_a * k_b * 2];
@@ -774,26 +886,24 @@ mod tests {
     }
 
     #[test]
-    fn unwanted_pairs_are_empty_and_bad_codes_are_errors() {
-        let layout = FeatureLayout::from_cardinalities(&[2, 2]);
+    fn unwanted_pairs_keep_nothing_and_bad_codes_are_errors() {
+        let layout = FeatureLayout::from_cardinalities(&[2, 2, 3]);
         let (y, w) = (array![0_i64, 1], array![1.0, 1.0]);
-        let t = count_pairs(
-            array![[0, 1], [1, 1]].view(),
-            y.view(),
-            w.view(),
-            &layout,
-            2,
-            |_, _| false,
-        )
-        .unwrap();
-        assert_eq!((t.indptr, t.indices.len()), (vec![0, 0, 0], 0));
+        let codes = array![[0, 1], [1, 1], [2, 0]];
+        let t = count_pairs(codes.view(), y.view(), w.view(), &layout, 2, &[]).unwrap();
+        assert_eq!((t.pairs.len(), t.indptr, t.indices.len()), (0, vec![0], 0));
+        // only pair (1, 2): its two rows (values of feature 1), nothing for the others
+        let t = count_pairs(codes.view(), y.view(), w.view(), &layout, 2, &[(1, 2)]).unwrap();
+        assert_eq!((t.pairs, t.indptr), (vec![1, 2], vec![0, 0, 2]));
+        assert_eq!(t.indices, vec![0, 2]);
+        let layout = FeatureLayout::from_cardinalities(&[2, 2]);
         let bad = count_pairs(
             array![[0, 1], [1, 2]].view(),
             y.view(),
             w.view(),
             &layout,
             2,
-            |_, _| true,
+            &pairs(2),
         );
         assert!(matches!(
             bad,

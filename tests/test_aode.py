@@ -109,7 +109,11 @@ def reference_joint(model, X_train, y_train, X_test, w=None):
         parent = [class_prior[:, None] * p / p.sum(1, keepdims=True) for p in parent]
     # child conditionals, eqs. 9-10 and the two-level prior
     child = {}
+    rank = np.cumsum(model.super_parents_) - 1  # diagnostics: one row per super-parent
     for (i, j), table in joint.items():
+        if not model.super_parents_[i]:
+            continue
+        r = rank[i]
         if model.capped_[i, j]:
             child[i, j] = np.broadcast_to(theta[j][:, None, :], table.shape)
             continue
@@ -117,11 +121,11 @@ def reference_joint(model, X_train, y_train, X_test, w=None):
         if not heb:
             child[i, j] = (table + 1.0) / (totals + K[j])
             continue
-        m = model.concentration_[:, i, j][:, None, None]
+        m = model.concentration_[:, r, j][:, None, None]
         if model.prior == "pooled":
             mu = mean[j][None, None, :]
         else:
-            a = model.pooled_concentration_[i, j]
+            a = model.pooled_concentration_[r, j]
             pooled = table.sum(0)
             mu = ((pooled + a * mean[j]) / (pooled.sum(1, keepdims=True) + a))[None]
         child[i, j] = (table + m * mu) / (totals + m)
@@ -236,9 +240,13 @@ def _storage(model, n_rows):
     F = len(k)
     modelled = ~model.capped_ & model.super_parents_[:, None]
     np.fill_diagonal(modelled, False)
-    rows = np.concatenate([[0], np.cumsum([k[a] for a, b in _pairs(F)])])
+    # only the pairs modelled in some orientation are stored, in order
+    stored = [(a, b) for a, b in _pairs(F) if modelled[a, b] or modelled[b, a]]
+    assert [tuple(pair) for pair in model.pair_features_] == stored
+    rows = np.concatenate([[0], np.cumsum([k[a] for a, b in stored])]).astype(np.int64)
+    assert model.pair_indptr_.shape == (rows[-1] + 1,)
     dense = sparse = 0
-    for p, (a, b) in enumerate(_pairs(F)):
+    for p, (a, b) in enumerate(stored):
         cells = model.pair_indptr_[rows[p + 1]] - model.pair_indptr_[rows[p]]
         is_dense = k[a] * k[b] * C <= 4096 and k[a] * k[b] <= 2 * cells + 64
         for parent, child in [(a, b), (b, a)]:
@@ -360,6 +368,7 @@ def test_one_pair_by_hand():
     np.testing.assert_allclose(model.predict_joint_log_proba([[0, 1]])[0], np.log(joint))
     np.testing.assert_allclose(model.predict_proba([[0, 1]])[0], [34 / 49, 15 / 49])
     # the pair table: one CSR row per value of x0, cells (u, v) -> class counts
+    np.testing.assert_array_equal(model.pair_features_, [[0, 1]])
     np.testing.assert_array_equal(model.pair_indptr_, [0, 2, 3])
     np.testing.assert_array_equal(model.pair_indices_, [0, 1, 1])
     np.testing.assert_array_equal(model.pair_counts_, [[1, 0], [1, 0], [0, 2]])
@@ -573,7 +582,8 @@ def test_pair_tables_beyond_memory_are_a_memory_error(tmp_path):
 def test_max_parents_keeps_the_features_most_informative_about_the_class():
     """The super-parents are the k features of highest plug-in mutual information with
     the class (scikit-learn's mutual_info_score on the rows where the feature is present),
-    ties to the lower index; pairs of two non-parents are not even counted."""
+    ties to the lower index; pairs of two non-parents are not even stored, and the
+    diagnostics have one row per super-parent."""
     from sklearn.metrics import mutual_info_score
 
     X, y = make_data(3, n_rows=600)
@@ -587,17 +597,18 @@ def test_max_parents_keeps_the_features_most_informative_about_the_class():
         expected[np.argsort(-np.asarray(information), kind="stable")[:k]] = True
         np.testing.assert_array_equal(model.super_parents_, expected)
         parents = np.flatnonzero(expected)
-        assert np.all(np.isnan(model.concentration_[:, ~expected]))
-        if k < 3:
-            # a pair of two non-parents has no cells
-            children = np.flatnonzero(~expected)
-            a, b = children[0], children[1]
-            rows = np.concatenate(
-                [[0], np.cumsum([model.n_categories_[i] for i, j in _pairs(X.shape[1])])]
-            )
-            p = _pairs(X.shape[1]).index((a, b))
-            assert model.pair_indptr_[rows[p]] == model.pair_indptr_[rows[p + 1]]
-        assert len(parents) == min(k, X.shape[1])
+        n_features = X.shape[1]
+        assert model.concentration_.shape == (len(model.classes_), len(parents), n_features)
+        assert model.pooled_concentration_.shape == (len(parents), n_features)
+        # row r is parent parents[r]: NaN on its own column only (nothing capped)
+        for r, i in enumerate(parents):
+            assert np.isnan(model.concentration_[:, r, i]).all()
+            others = np.delete(model.concentration_[:, r], i, axis=1)
+            assert np.isfinite(others).all()
+        # the stored pairs: those with a super-parent, no pair of two non-parents
+        stored = [(a, b) for a, b in _pairs(n_features) if expected[a] or expected[b]]
+        assert [tuple(pair) for pair in model.pair_features_] == stored
+        assert len(parents) == min(k, n_features)
 
 
 def _pairs(n):
@@ -621,6 +632,9 @@ def test_a_capped_model_stores_only_what_scoring_reads(cardinality):
             assert model.capped_.sum() == len(cardinality) * (len(cardinality) - 1)
             assert stored == {"dense": 0, "sparse": 0}
             assert model.pair_indices_.size == 0
+            # no pair is stored: not even row pointers
+            assert model.pair_features_.shape == (0, 2)
+            np.testing.assert_array_equal(model.pair_indptr_, [0])
         k = model.n_categories_
         planned = _core.aode_planned_bytes(
             offsets=list(np.concatenate([[0], np.cumsum(k)])),
@@ -643,9 +657,9 @@ def test_a_capped_model_stores_only_what_scoring_reads(cardinality):
 
 def test_an_allocation_beyond_the_address_space_is_a_memory_error(tmp_path):
     """The core's own allocations are fallible: with the Python-side check bypassed and
-    the address space limited to a little more than what is in use, fitting 2,000
-    features (64 MB per (C, F, F) diagnostic table) raises MemoryError instead of aborting
-    the interpreter (SIGABRT)."""
+    the address space limited to a little more than what is in use, fitting 1,000
+    features, every one a super-parent (64 MB of dense child tables, 16 MB per (C, F, F)
+    diagnostic table) raises MemoryError instead of aborting the interpreter (SIGABRT)."""
     import subprocess
     import sys
 
@@ -654,13 +668,12 @@ def test_an_allocation_beyond_the_address_space_is_a_memory_error(tmp_path):
         "import resource\n"
         "import numpy as np\n"
         "from hebnb import _core\n"
-        "F, S = 2000, 20\n"
+        "F, S = 1000, 20\n"
         "codes = np.random.default_rng(0).integers(0, 2, (F, S)).astype(np.int32)\n"
         "labels = (np.arange(S) % 2).astype(np.int64)\n"
         "offsets = list(range(0, 2 * F + 1, 2))\n"
         "capped = np.zeros((F, F), dtype=bool)\n"
-        "parents = np.zeros(F, dtype=bool)\n"
-        "parents[0] = True\n"
+        "parents = np.ones(F, dtype=bool)\n"
         "class_count, counts = _core.count_categories(codes, labels, np.ones(S), offsets, 2, 1)\n"
         "tables = _core.count_pairs(codes, labels, np.ones(S), offsets=offsets, n_classes=2,\n"
         "    capped=capped, parents=parents, n_jobs=1)\n"

@@ -216,6 +216,7 @@ def run_aode_case(n_rows: int, n_features: int, limit_gib: int, params: str) -> 
                 + sum(v.nbytes for v in model._model.values() if hasattr(v, "nbytes"))
             )
             outcome["row pointers"] = int(model.pair_indptr_.nbytes)
+            outcome["stored pairs"] = int(model.pair_features_.shape[0])
             outcome["cells"] = int(model.pair_indices_.size)
             outcome["child tables"] = int(
                 model._model["dense_log_prob"].nbytes + model._model["sparse_rows"].nbytes
@@ -240,13 +241,14 @@ def test_aode_on_unique_values_under_a_limit_raises_memory_error_or_works(
     n_rows, n_features, limit_gib, params
 ):
     """Issue 11's AODE cases: MemoryError or a fitted model, never an abort; a model whose
-    every pair is capped keeps no pair cells and no child tables, and apart from the pair
-    tables' row pointers (one per parent value of every pair, still laid out for every
-    pair: see docs/aode.md) only its per-category tables, a few bytes per category."""
+    every pair is capped stores no pair at all (no cells, no row pointers beyond the
+    single leading 0, no child tables), only its per-category tables, a few bytes per
+    category."""
     outcome = run_aode_case(n_rows, n_features, limit_gib, params)
     assert outcome["fit"] in {"ok", "MemoryError"}, outcome
     if params:
         assert outcome["fit"] == "ok", outcome
         assert outcome["cells"] == 0 and outcome["child tables"] == 0, outcome
+        assert outcome["stored pairs"] == 0 and outcome["row pointers"] == 8, outcome
         n_categories = n_rows * n_features
-        assert outcome["kept"] - outcome["row pointers"] <= 100 * n_categories, outcome
+        assert outcome["kept"] <= 100 * n_categories, outcome

@@ -129,3 +129,91 @@ def test_bad_parameters_are_value_errors(params, message):
     X, y = _minimal_case()
     with pytest.raises(ValueError, match=message):
         CategoricalNB(**params).fit(X, y)
+
+
+def _mpmath_averaged_log_table(counts, mean, offsets):
+    """The module's quadrature (the same nodes and logistic prior weights in
+    u = ln(m / N)) in 60-digit arithmetic: ln sum_g w_g (N_v + m_g mu_v) / (N + m_g) with
+    w_g ~ evidence(m_g) prior(u_g), the evidence from mpmath's log-gamma. Each feature's
+    mean is normalised in mpmath (the model's means sum to 1)."""
+    mpmath = pytest.importorskip("mpmath")
+    from hebnb.posterior_smoothing import GRID
+
+    with mpmath.workdps(60):
+        out = np.empty(counts.shape)
+        for c in range(counts.shape[0]):
+            for f in range(len(offsets) - 1):
+                columns = range(offsets[f], offsets[f + 1])
+                n = [mpmath.mpf(float(counts[c, j])) for j in columns]
+                mu = [mpmath.mpf(float(mean[j])) for j in columns]
+                mu = [v / sum(mu) for v in mu]
+                total = sum(n)
+                scale = max(total, mpmath.mpf(1))
+                nodes = [scale * mpmath.exp(mpmath.mpf(float(u))) for u in GRID]
+                log_post = []
+                for u, m in zip(GRID, nodes):
+                    value = mpmath.loggamma(m) - mpmath.loggamma(total + m)
+                    for n_v, mu_v in zip(n, mu):
+                        if mu_v > 0 and n_v > 0:
+                            value += mpmath.loggamma(n_v + m * mu_v) - mpmath.loggamma(m * mu_v)
+                    u = mpmath.mpf(float(u))
+                    log_post.append(value + u - 2 * mpmath.log(1 + mpmath.exp(u)))
+                top = max(log_post)
+                weights = [mpmath.exp(v - top) for v in log_post]
+                norm = sum(weights)
+                for k, j in enumerate(columns):
+                    theta = sum(
+                        w * (n[k] + m * mu[k]) / (total + m) for w, m in zip(weights, nodes)
+                    )
+                    out[c, j] = float(mpmath.log(theta / norm)) if theta > 0 else -np.inf
+    return out
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        [1e-300, 1e-300, 1e20, 1.0, 1e-300, 1.0],  # a subnormal mean beside 1e20
+        [1e20, 1e-300, 1e-300, 1e-300, 1e20, 1e-300],
+        [1e-300] * 5 + [1e20],
+        [3.0, 1e-300, 2.0, 1.0, 5.0, 1e-200],
+        [1e18, 2e18, 3e18, 1e18, 5e17, 4e18],  # large counts near the mean
+    ],
+)
+def test_extreme_weights_give_the_60_digit_posterior_average(weights):
+    """Weights such as 1e-300 beside 1e20 (issue 11's fuzzer case, NaN scores before):
+    the table is finite wherever the mean is positive and equals the same quadrature in
+    60-digit arithmetic, although the float64 evidence of counts of 1e20 is a difference
+    of numbers of size 5e21 and a tiny mean makes subnormal pseudo-counts."""
+    from hebnb.posterior_smoothing import averaged_log_probability_table
+
+    X = np.array([[0, 1], [1, 0], [2, 2], [0, 0], [1, 1], [2, 0]])
+    y = np.array([0, 0, 0, 1, 1, 1])
+    counts = np.zeros((2, 6))
+    for (a, b), label, w in zip(X, y, weights):
+        counts[label, a] += w
+        counts[label, 3 + b] += w
+    offsets = [0, 3, 6]
+    mean = np.concatenate(
+        [counts[:, f : f + 3].sum(0) / counts[:, f : f + 3].sum() for f in (0, 3)]
+    )
+    averaged = np.ones((2, 2), dtype=bool)
+    table = averaged_log_probability_table(counts, mean, offsets, averaged, np.zeros((2, 6)))
+    reference = _mpmath_averaged_log_table(counts, mean, offsets)
+    assert np.all(np.isfinite(table[:, mean > 0]))
+    np.testing.assert_allclose(table, reference, rtol=1e-9, atol=1e-12)
+
+
+def test_posterior_average_with_extreme_weights_predicts_finite_probabilities():
+    """The estimator on the same kind of weights: no NaN score, rows summing to 1."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 4, size=(60, 3))
+    y = rng.integers(0, 2, size=60)
+    for weights in (
+        np.where(rng.random(60) < 0.5, 1e-300, 1e20),
+        np.where(rng.random(60) < 0.9, 1e-300, 1.0),
+        rng.choice([1e-300, 1e-100, 1.0, 1e100, 1e200], size=60),
+    ):
+        model = CategoricalNB(concentration_estimate="posterior-average", min_count=0)
+        proba = model.fit(X, y, sample_weight=weights).predict_proba(X)
+        assert np.all(np.isfinite(proba))
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0)

@@ -158,8 +158,6 @@ def merge_pair_tables(
     old_offsets: list[int],
     offsets: list[int],
     new_codes: list[list[int]],
-    capped: npt.NDArray[np.bool_],
-    parents: npt.NDArray[np.bool_],
     decay: float,
     n_jobs: int,
 ) -> dict[str, Any]: ...

@@ -163,19 +163,19 @@ def merge_pair_tables(
     old_offsets: Sequence[int],
     offsets: Sequence[int],
     codes_of_old: Sequence[np.ndarray],
-    capped: np.ndarray,
-    parents: np.ndarray,
     decay: float,
     n_jobs: int,
 ) -> dict[str, np.ndarray]:
-    """AODE's sparse pair tables (dicts of CSR ``indptr``, ``indices``, ``counts``, see
-    ``src/pair_counts.rs``) of the stored rows, moved onto the grown vocabulary
-    (``codes_of_old[f]``: the new code of every old code of feature f) and multiplied by
-    ``decay``, plus those of a batch already counted on it; merged in the core.
+    """AODE's sparse pair tables (dicts of the stored ``pairs`` and their CSR ``indptr``,
+    ``indices``, ``counts``, see ``src/pair_counts.rs``) of the stored rows, moved onto
+    the grown vocabulary (``codes_of_old[f]``: the new code of every old code of feature
+    f) and multiplied by ``decay``, plus those of a batch already counted on it; merged in
+    the core.
 
-    Pairs the structure no longer models (the memory cap can switch a pair off as
-    cardinalities grow, never on) are dropped; cells whose counts all reach 0 are
-    dropped, as counting drops them.
+    The result stores the batch's pairs (those the current structure models): pairs the
+    structure no longer models (the memory cap can switch a pair off as cardinalities
+    grow, never on) are dropped; cells whose counts all reach 0 are dropped, as counting
+    drops them.
     """
     return _core.merge_pair_tables(
         old,
@@ -183,8 +183,6 @@ def merge_pair_tables(
         old_offsets=list(old_offsets),
         offsets=list(offsets),
         new_codes=[np.asarray(c, dtype=np.int64).tolist() for c in codes_of_old],
-        capped=capped,
-        parents=parents,
         decay=float(decay),
         n_jobs=n_jobs,
     )

@@ -135,16 +135,17 @@ class AODE(CategoricalClassifier):
     class_count_ : ndarray of shape (n_classes,)
     class_log_prior_ : ndarray of shape (n_classes,)
         ``ln pi_c`` of the Naive Bayes fallback.
-    concentration_ : ndarray of shape (n_classes, n_features, n_features)
-        ``m[c, i, j]`` for super-parent i and child j (``K_j`` for Laplace); NaN on the
-        diagonal and for capped pairs.
-    pooled_concentration_ : ndarray of shape (n_features, n_features)
-        ``a[i, j]`` of the two-level prior; NaN where not used.
-    log_evidence_ : ndarray of shape (n_classes, n_features, n_features)
-    n_iter_ : ndarray of shape (n_classes, n_features, n_features)
+    concentration_ : ndarray of shape (n_classes, n_super_parents, n_features)
+        ``m[c, r, j]`` for the r-th super-parent i (in feature order,
+        ``np.flatnonzero(super_parents_)[r]``; so ``r = i`` unless ``max_parents`` is set)
+        and child j (``K_j`` for Laplace); NaN where ``i = j`` and for capped pairs.
+    pooled_concentration_ : ndarray of shape (n_super_parents, n_features)
+        ``a[r, j]`` of the two-level prior; NaN where not used.
+    log_evidence_ : ndarray of shape (n_classes, n_super_parents, n_features)
+    n_iter_ : ndarray of shape (n_classes, n_super_parents, n_features)
         Gradient evaluations of each solve (0 where the low-count rule, or the shape of
         the evidence certified from its counts, decided without one).
-    converged_ : ndarray of shape (n_classes, n_features, n_features)
+    converged_ : ndarray of shape (n_classes, n_super_parents, n_features)
     capped_ : ndarray of shape (n_features, n_features)
         Which (parent, child) orientations use the Naive Bayes child.
     super_parents_ : ndarray of shape (n_features,)
@@ -162,11 +163,15 @@ class AODE(CategoricalClassifier):
         ``"laplace"``; NaN for a feature never observed.
     marginal_concentration_ : ndarray of shape (n_classes, n_features)
         The Naive Bayes child's concentration (fallback rows and capped pairs).
+    pair_features_ : ndarray of shape (n_stored_pairs, 2)
+        The feature pairs ``(a, b)``, ``a < b``, whose tables are stored, in increasing
+        order: those modelled in at least one orientation (a pair needs a super-parent
+        and an orientation not capped), so O(max_parents * n_features) pairs with
+        ``max_parents``, none when every pair is capped.
     pair_indptr_, pair_indices_, pair_counts_ : ndarray
-        The sparse pair tables: for features ``a < b`` (pairs in the order (0, 1), (0, 2),
-        ..., (1, 2), ...), one CSR row per value u of ``a`` lists the values v of ``b``
-        seen with it and, in ``pair_counts_`` of shape (n_cells, n_classes), the class
-        counts ``N[c, u, v]``.
+        The sparse pair tables of the stored pairs: for stored pair ``(a, b)``, one CSR
+        row per value u of ``a`` lists the values v of ``b`` seen with it and, in
+        ``pair_counts_`` of shape (n_cells, n_classes), the class counts ``N[c, u, v]``.
 
     Examples
     --------
@@ -432,8 +437,6 @@ class AODE(CategoricalClassifier):
                 old_offsets,
                 offsets,
                 new_codes(moved, old_cardinality),
-                capped,
-                parents,
                 decay,
                 threads,
             )
@@ -447,12 +450,14 @@ class AODE(CategoricalClassifier):
         return self
 
     def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
+        self.pair_features_ = tables["pairs"]
         self.pair_indptr_ = tables["indptr"]
         self.pair_indices_ = tables["indices"]
         self.pair_counts_ = tables["counts"]
 
     def _pair_tables(self) -> dict[str, np.ndarray]:
         return {
+            "pairs": self.pair_features_,
             "indptr": self.pair_indptr_,
             "indices": self.pair_indices_,
             "counts": self.pair_counts_,

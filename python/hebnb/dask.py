@@ -269,8 +269,6 @@ class CategoricalFamily(Family[CategoricalCounts]):
                 a.encoder.offsets,
                 merged_offsets,
                 a_codes,
-                capped,
-                parents,
                 1.0,
                 self._threads(),
             )
@@ -280,8 +278,6 @@ class CategoricalFamily(Family[CategoricalCounts]):
                 b.encoder.offsets,
                 merged_offsets,
                 b_codes,
-                capped,
-                parents,
                 1.0,
                 self._threads(),
             )
@@ -313,8 +309,6 @@ class CategoricalFamily(Family[CategoricalCounts]):
                     offsets,
                     offsets,
                     [np.arange(k, dtype=np.int64) for k in cardinality],
-                    capped,
-                    parents,
                     1.0,
                     threads,
                 )

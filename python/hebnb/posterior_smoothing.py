@@ -37,9 +37,16 @@ LOG_PRIOR = GRID - 2.0 * np.logaddexp(0.0, GRID)
 
 
 def _feature_sums(table: FloatArray, offsets: list[int]) -> FloatArray:
-    """Per-feature sums of a ``(C, sum K_f)`` table: ``(C, F)`` (0 for an empty feature)."""
-    cumulative = np.concatenate([np.zeros((table.shape[0], 1)), np.cumsum(table, axis=1)], axis=1)
-    sums: FloatArray = cumulative[:, offsets[1:]] - cumulative[:, offsets[:-1]]
+    """Per-feature sums of a ``(C, sum K_f)`` table: ``(C, F)`` (0 for an empty feature).
+
+    Each feature's columns are summed on their own (not as differences of a running sum,
+    which would lose a small feature's sum beside a large one's)."""
+    sizes = np.diff(offsets)
+    sums = np.zeros((table.shape[0], sizes.shape[0]))
+    nonempty = sizes > 0
+    if nonempty.any():
+        starts = np.asarray(offsets[:-1])[nonempty]
+        sums[:, nonempty] = np.add.reduceat(table, starts, axis=1)
     return sums
 
 
@@ -77,23 +84,137 @@ def averaged_log_probability_table(
     scale = np.maximum(totals, 1.0)  # m = N e^u (a feature never seen in a class: N = 1)
     mean = np.broadcast_to(prior_mean, counts.shape)
     positive = mean > 0  # a zero-mean category carries no evidence and stays -inf
-    safe_mean = np.where(positive, mean, 1.0)
-    log_posterior = np.empty((GRID.shape[0], n_classes, len(sizes)))
-    for g, u in enumerate(GRID):
-        m = scale * np.exp(u)
-        pseudo = m[:, feature] * safe_mean
-        cell_terms = np.where(positive, gammaln(counts + pseudo) - gammaln(pseudo), 0.0)
-        log_evidence = gammaln(m) - gammaln(totals + m) + _feature_sums(cell_terms, offsets)
-        log_posterior[g] = log_evidence + LOG_PRIOR[g]
-    weights = np.exp(log_posterior - logsumexp(log_posterior, axis=0))
-    theta = np.zeros_like(counts)
-    for g, u in enumerate(GRID):
-        m = scale * np.exp(u)
-        theta += (
-            weights[g][:, feature]
-            * (counts + m[:, feature] * mean)
-            / (totals[:, feature] + m[:, feature])
-        )
-    with np.errstate(divide="ignore"):
-        table = np.log(theta)
-    return np.where(averaged[:, feature], table, plug_in_table)
+    seen = (counts > 0) & positive
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_mean = np.log(np.where(positive, mean, 1.0))
+        log_counts = np.log(np.where(seen, counts, 1.0))
+        log_posterior = np.empty((GRID.shape[0], n_classes, len(sizes)))
+        for g, u in enumerate(GRID):
+            log_posterior[g] = (
+                _log_evidence(
+                    counts,
+                    totals,
+                    mean,
+                    log_mean,
+                    log_counts,
+                    positive,
+                    seen,
+                    np.log(scale) + u,
+                    offsets,
+                    feature,
+                )
+                + LOG_PRIOR[g]
+            )
+        normaliser = logsumexp(log_posterior, axis=0)
+        log_weights = log_posterior - normaliser
+        # ln theta = ln sum_g w_g (N_v + m_g mu_v) / (N + m_g), summed in log space: with
+        # tiny means (a category weighted 1e-300 beside 1e20) the terms are subnormal
+        # numbers, which keep only a few digits
+        table = np.full(counts.shape, -np.inf)
+        for g, u in enumerate(GRID):
+            log_m = np.log(scale) + u
+            log_numerator = np.where(
+                seen,
+                np.logaddexp(log_counts, log_m[:, feature] + log_mean),
+                np.where(positive, log_m[:, feature] + log_mean, -np.inf),
+            )
+            log_total = np.logaddexp(np.log(np.where(totals > 0, totals, 0.0)), log_m)
+            table = np.logaddexp(
+                table, log_weights[g][:, feature] + log_numerator - log_total[:, feature]
+            )
+    # a (class, feature) whose posterior cannot be normalised in float64 (counts near the
+    # largest float, where m = N e^u overflows) keeps its plug-in entries
+    usable = averaged & np.isfinite(normaliser) & ~np.isnan(log_posterior).any(axis=0)
+    return np.where(usable[:, feature], table, plug_in_table)
+
+
+def _log_evidence(
+    counts: FloatArray,
+    totals: FloatArray,
+    mean: FloatArray,
+    log_mean: FloatArray,
+    log_counts: FloatArray,
+    positive: npt.NDArray[np.bool_],
+    seen: npt.NDArray[np.bool_],
+    log_m: FloatArray,
+    offsets: list[int],
+    feature: npt.NDArray[np.intp],
+) -> FloatArray:
+    """The log evidence ``(C, F)`` at ``m = exp(log_m)``, up to a constant per (class,
+    feature) that does not depend on m, computed without cancellation at any scale.
+
+    The evidence ``ln G(m) - ln G(N + m) + sum_v [ln G(n_v + a_v) - ln G(a_v)]``
+    (``a_v = m mu_v``) is a difference of numbers of size ``N ln N``: in float64 its
+    rounding error (about 1e5 at N = 1e20) swamps its variation in m. Each ``ln G`` is
+    split into Stirling's main part and its remainder ``s(z)`` (small, any z > 0); the
+    main parts combine, with ``T = N + m`` and ``d_v = (n_v - N mu_v) / (T mu_v)``, into
+
+        sum_v T mu_v h(d_v) - 1/2 [sum_v ln(1 + n_v / a_v) - ln(1 + N / m)]
+        + sum_v [s(n_v + a_v) - s(a_v)] - [s(T) - s(m)],
+
+    up to ``sum_v n_v ln mu_v`` (no m in it), with ``h(d) = (1 + d) ln(1 + d) - d >= 0``:
+    every term is small where the counts follow the mean (a Kullback-Leibler divergence
+    in disguise). The sum over v runs over every category of positive mean, seen or not.
+    """
+    m = np.exp(log_m)
+    total = totals + m  # T
+    n_mu = totals[:, feature] * mean
+    log_pseudo = log_m[:, feature] + log_mean  # ln a_v
+    pseudo = np.exp(log_pseudo)
+    log_sum = np.logaddexp(log_pseudo, log_counts)  # ln(n_v + a_v) where seen
+    # ln(1 + d_v) = ln(n_v + a_v) - ln(T mu_v); an unseen category has d_v = -N / T
+    log_ratio = log_sum - np.log(total)[:, feature] - log_mean
+    large = seen & (log_ratio > np.log(2.0))
+    d = np.where(
+        seen & ~large, (counts - n_mu) / (total[:, feature] * mean), (-totals / total)[:, feature]
+    )
+    # T mu_v h(d_v) = (n_v + a_v) ln(1 + d_v) - (n_v - N mu_v): that form where d_v > 1
+    # (T mu_v may underflow there), the series-safe h elsewhere
+    cell = np.where(
+        large,
+        np.exp(log_sum) * log_ratio - (counts - n_mu),
+        np.where(positive, total[:, feature] * mean * _h(np.where(large, 0.0, d)), 0.0),
+    )
+    cell += np.where(
+        seen,
+        -0.5 * (log_sum - log_pseudo)
+        + _stirling_remainder(pseudo + counts, log_sum)
+        - _stirling_remainder(pseudo, log_pseudo),
+        0.0,
+    )
+    whole = 0.5 * np.log1p(totals / m) - _stirling_remainder(total, np.log(total))
+    whole += _stirling_remainder(m, log_m)
+    result: FloatArray = _feature_sums(cell, offsets) + whole
+    return result
+
+
+def _h(d: FloatArray) -> FloatArray:
+    """``(1 + d) ln(1 + d) - d`` for ``d >= -1``, by its series near 0."""
+    small = np.abs(d) < 1e-3
+    ds = np.where(small, d, 0.0)
+    series = ds * ds * (1 / 2 - ds * (1 / 6 - ds * (1 / 12 - ds / 20)))
+    dl = np.where(small | (d <= -1.0), 0.5, d)
+    direct = np.where(d <= -1.0, 1.0, (1.0 + dl) * np.log1p(dl) - dl)
+    result: FloatArray = np.where(small, series, direct)
+    return result
+
+
+#: Below this, ``ln Gamma(z) = -ln z - gamma_E z + O(z^2)`` is ``-ln z`` to double precision.
+_TINY = 1e-30
+_HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
+
+
+def _stirling_remainder(z: FloatArray, log_z: FloatArray) -> FloatArray:
+    """``s(z) = ln Gamma(z) - (z - 1/2) ln z + z - ln(2 pi) / 2`` for ``z > 0`` given
+    with its logarithm (``z`` may have underflowed to 0): the asymptotic series from 10
+    on (error below 1e-12), ``ln Gamma`` below (``-ln z`` under ``_TINY``)."""
+    large = z >= 10.0
+    inverse = 1.0 / np.where(large, z, 10.0)
+    square = inverse * inverse
+    series = inverse * (1 / 12 - square * (1 / 360 - square * (1 / 1260 - square / 1680)))
+    z_small = np.where(large, 1.0, z)
+    tiny = z_small < _TINY
+    log_gamma = np.where(tiny, -log_z, gammaln(np.where(tiny, 1.0, z_small)))
+    small = log_gamma - (z_small - 0.5) * log_z + z_small - _HALF_LOG_2PI
+    result: FloatArray = np.where(large, series, small)
+    return result

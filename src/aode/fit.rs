@@ -20,11 +20,11 @@ use rayon::prelude::*;
 
 use super::storage::{sparse_width, ChildTables, Placement, TablePlan};
 use super::{AodeParams, ChildSmoothing, ParentSmoothing, Structure};
-use crate::error::{check_len, with_capacity, HebError, Result};
+use crate::error::{check_len, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::naive_bayes::{self, prior_mean, PriorMean};
-use crate::pair_counts::{pair_row_offsets, PairTablesView};
+use crate::pair_counts::PairTablesView;
 use crate::parent_prior;
 use crate::small_solver::{maximise_small, SmallEvidence, MAX_CELLS, MAX_DOCUMENTS};
 use crate::smoothing::log_smoothed;
@@ -42,15 +42,18 @@ pub struct AodeCounts<'a> {
 /// Every table the scorer reads, and the fit's diagnostics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AodeFit {
-    /// `m_{c,i,j}`, shape (C, F, F); NaN on the diagonal and where not modelled.
+    /// `m_{c,i,j}`, shape (C, n_parents, F): one row per super-parent i (in feature
+    /// order, [`Structure::parent_ranks`]); NaN on the diagonal and where not modelled.
+    /// (C, F, F) when every feature is a super-parent; never O(F^2) with `max_parents`.
     pub concentration: Array3<f64>,
-    /// `a_{i,j}` of the two-level prior, shape (F, F); NaN where not fitted.
+    /// `a_{i,j}` of the two-level prior, shape (n_parents, F); NaN where not fitted.
     pub pooled_concentration: Array2<f64>,
-    /// Log evidence at `m_{c,i,j}`, shape (C, F, F); NaN where not fitted (and for Laplace).
+    /// Log evidence at `m_{c,i,j}`, shape (C, n_parents, F); NaN where not fitted (and
+    /// for Laplace).
     pub log_evidence: Array3<f64>,
-    /// Solver evaluations for `m_{c,i,j}` (0 where a rule decided), shape (C, F, F).
+    /// Solver evaluations for `m_{c,i,j}` (0 where a rule decided), (C, n_parents, F).
     pub n_iter: Array3<i64>,
-    /// Whether each solve met its stopping rule, shape (C, F, F).
+    /// Whether each solve met its stopping rule, shape (C, n_parents, F).
     pub converged: Array3<bool>,
     /// The child conditionals of every modelled orientation, dense or sparse by
     /// cardinality ([`super::storage`]).
@@ -130,6 +133,7 @@ pub fn fit(
     check_len("class log prior", n_classes, params.class_log_prior.len())?;
     structure.check(n_features)?;
     pair_tables.check(layout, n_classes)?;
+    structure.check_stored(&pair_tables)?;
 
     // the Naive Bayes child (SPEC: fallback rows and capped orientations)
     let heb = params.smoothing != ChildSmoothing::Laplace;
@@ -268,10 +272,8 @@ fn fit_children(
     let n_classes = category_counts.nrows();
     let n_features = layout.n_features();
     let plan = TablePlan::new(layout, structure, pair_tables, n_classes)?;
-    let row_offsets = pair_row_offsets(layout);
-    // the pairs in table order, allocated fallibly (F (F - 1) / 2 of them)
-    let mut all_pairs = with_capacity(plan.dense.len(), "AODE pair list")?;
-    all_pairs.extend((0..n_features).flat_map(|a| (a + 1..n_features).map(move |b| (a, b))));
+    let row_offsets = pair_tables.row_offsets(layout)?;
+    let n_pairs = pair_tables.n_pairs();
     let width = sparse_width(n_classes);
     let mut dense = filled(plan.dense_len(), f64::NAN, "AODE dense child tables")?;
     let mut sparse = filled(
@@ -283,8 +285,8 @@ fn fit_children(
     // cut the output tables into one slice per chunk of pairs
     let mut tasks = Vec::new();
     let (mut dense_rest, mut sparse_rest) = (&mut dense[..], &mut sparse[..]);
-    for first in (0..all_pairs.len()).step_by(PAIRS_PER_TASK) {
-        let last = (first + PAIRS_PER_TASK).min(all_pairs.len());
+    for first in (0..n_pairs).step_by(PAIRS_PER_TASK) {
+        let last = (first + PAIRS_PER_TASK).min(n_pairs);
         let n_dense = plan.dense_start[last] - plan.dense_start[first];
         let n_sparse = plan.sparse_start[last] - plan.sparse_start[first];
         let (dense_part, rest) = std::mem::take(&mut dense_rest).split_at_mut(n_dense);
@@ -310,7 +312,7 @@ fn fit_children(
             let sparse_start = plan.sparse_start[range.start];
             let mut out = Vec::new();
             for p in range {
-                let (a, b) = all_pairs[p];
+                let (a, b) = pair_tables.pair(p);
                 for side in 0..2 {
                     if crate::interrupt::cancelled() {
                         continue;
@@ -339,23 +341,28 @@ fn fit_children(
         .collect();
     crate::interrupt::check()?;
 
-    let cube = n_classes * n_features * n_features;
-    let shape = (n_classes, n_features, n_features);
+    // per-super-parent diagnostics: (C, n_parents, F)
+    let ranks = structure.parent_ranks();
+    let n_parents = structure.n_parents();
+    let cube = n_classes * n_parents * n_features;
+    let shape = (n_classes, n_parents, n_features);
     let mut concentration = shaped(shape, filled(cube, f64::NAN, "AODE concentrations")?)?;
     let mut log_evidence = shaped(shape, filled(cube, f64::NAN, "AODE log evidence")?)?;
     let mut n_iter = shaped(shape, filled(cube, 0i64, "AODE solver steps")?)?;
     let mut converged = shaped(shape, filled(cube, true, "AODE convergence flags")?)?;
     let mut pooled_concentration = shaped(
-        (n_features, n_features),
+        (n_parents, n_features),
         filled(
-            n_features * n_features,
+            n_parents * n_features,
             f64::NAN,
             "AODE pooled concentrations",
         )?,
     )?;
     for (p, side, solutions, pooled) in results.into_iter().flatten() {
-        let (a, b) = all_pairs[p];
+        let (a, b) = pair_tables.pair(p);
         let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+        // a modelled orientation's parent is a super-parent
+        let parent = ranks[parent].expect("modelled parents are super-parents");
         for (c, s) in solutions.iter().enumerate() {
             concentration[[c, parent, child]] = s.concentration;
             log_evidence[[c, parent, child]] = s.log_evidence;
@@ -421,7 +428,7 @@ impl Context<'_, '_> {
     ) -> (Vec<Solution>, Option<f64>) {
         let layout = self.layout;
         let n_classes = self.category_counts.nrows();
-        let (a, b) = pairs_of(p, layout.n_features());
+        let (a, b) = self.pair_tables.pair(p);
         let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
         let k_parent = layout.cardinality(parent);
         let k_child = layout.cardinality(child) as f64;
@@ -585,20 +592,6 @@ impl Context<'_, '_> {
         }
         (solutions, pooled)
     }
-}
-
-/// The unordered pair of index `p`, from the pair order of the tables.
-fn pairs_of(p: usize, n_features: usize) -> (usize, usize) {
-    // row a holds F - a - 1 pairs; walk the rows (F is small next to the pairs' work)
-    let mut rest = p;
-    for a in 0..n_features {
-        let in_row = n_features - a - 1;
-        if rest < in_row {
-            return (a, a + 1 + rest);
-        }
-        rest -= in_row;
-    }
-    unreachable!("pair index {p} beyond the pairs of {n_features} features")
 }
 
 /// The maximiser of the multi-document evidence of `documents` (totals, by parent value)

@@ -35,9 +35,9 @@ pub mod fit;
 pub mod score;
 pub mod storage;
 
-use crate::error::{check_len, Result};
+use crate::error::{check_len, with_capacity, HebError, Result};
 use crate::layout::FeatureLayout;
-use crate::pair_counts::pairs;
+use crate::pair_counts::PairTablesView;
 use crate::solver::SolverSettings;
 
 pub use fit::{fit, AodeCounts, AodeFit};
@@ -110,6 +110,81 @@ impl Structure<'_> {
     pub fn wanted(&self, a: usize, b: usize) -> bool {
         self.modelled(a, b) || self.modelled(b, a)
     }
+
+    /// Calls `visit(a, b)` for every wanted pair `a < b`, in table order. A pair needs a
+    /// super-parent, so for a feature `a` that is none only the super-parents `b > a` are
+    /// tried: O(k F) with k super-parents, not O(F^2).
+    pub fn visit_wanted_pairs(&self, mut visit: impl FnMut(usize, usize)) {
+        let n_features = self.parents.len();
+        let parents: Vec<usize> = (0..n_features).filter(|&f| self.parents[f]).collect();
+        for a in 0..n_features {
+            if self.parents[a] {
+                for b in a + 1..n_features {
+                    if self.wanted(a, b) {
+                        visit(a, b);
+                    }
+                }
+            } else {
+                let later = parents.partition_point(|&b| b <= a);
+                for &b in &parents[later..] {
+                    if self.wanted(a, b) {
+                        visit(a, b);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The wanted pairs `(a, b)`, `a < b`, in table order: the pairs whose tables are
+    /// counted and stored ([`crate::pair_counts`]).
+    ///
+    /// # Errors
+    /// [`crate::error::HebError::Allocation`] when the list cannot be allocated.
+    pub fn wanted_pairs(&self) -> Result<Vec<(usize, usize)>> {
+        let mut n_pairs = 0;
+        self.visit_wanted_pairs(|_, _| n_pairs += 1);
+        let mut list = with_capacity(n_pairs, "AODE pair list")?;
+        self.visit_wanted_pairs(|a, b| list.push((a, b)));
+        Ok(list)
+    }
+
+    /// The rank of every super-parent among the super-parents (in feature order), `None`
+    /// for the other features: the row of the per-super-parent diagnostics.
+    pub fn parent_ranks(&self) -> Vec<Option<usize>> {
+        let mut rank = 0;
+        self.parents
+            .iter()
+            .map(|&parent| {
+                parent.then(|| {
+                    rank += 1;
+                    rank - 1
+                })
+            })
+            .collect()
+    }
+
+    /// Checks that the pair tables store exactly the wanted pairs, in order.
+    ///
+    /// # Errors
+    /// [`crate::error::HebError::InvalidParameter`] when they store other pairs.
+    pub fn check_stored(&self, tables: &PairTablesView) -> Result<()> {
+        let (mut p, mut differs) = (0, false);
+        self.visit_wanted_pairs(|a, b| {
+            differs |= p >= tables.n_pairs() || tables.pair(p) != (a, b);
+            p += 1;
+        });
+        if differs || p != tables.n_pairs() {
+            return Err(HebError::InvalidParameter(
+                "the pair tables were not counted for the pairs this structure models".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Number of super-parents.
+    pub fn n_parents(&self) -> usize {
+        self.parents.iter().filter(|&&p| p).count()
+    }
 }
 
 /// What a fit will hold at its peak, in bytes, by part ([`planned_bytes`]).
@@ -121,13 +196,13 @@ pub struct PlannedBytes {
     /// The fitted child tables of the modelled orientations ([`storage`]): a dense
     /// pair's whole tables, a sparse pair's per-parent-value rows.
     pub child_tables: u128,
-    /// Per-(class, parent, child) diagnostics: concentration, log evidence, steps,
+    /// Per-(class, super-parent, child) diagnostics: concentration, log evidence, steps,
     /// convergence, and the two-level concentration.
     pub diagnostics: u128,
     /// Per-category tables: counts, child mean, Naive Bayes and parent log-probabilities.
     pub category_tables: u128,
-    /// The scorer's plan of where each pair's tables live, its direct index of sparse
-    /// pairs and its per-chunk buffers.
+    /// The scorer's plan of where each stored pair's tables live, its direct index of
+    /// sparse pairs and its per-chunk buffers.
     pub scoring: u128,
 }
 
@@ -159,14 +234,12 @@ pub fn planned_bytes(
     let mut table_rows: u128 = 0;
     let mut child_tables: u128 = 0;
     let mut index: u128 = 0;
-    let n_pairs = n_features * n_features.saturating_sub(1) / 2;
+    let mut n_pairs: u128 = 0;
     let sparse_width = storage::sparse_width(n_classes) as u128;
-    for (a, b) in pairs(layout.n_features()) {
+    structure.visit_wanted_pairs(|a, b| {
         let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
         table_rows += k_a as u128;
-        if !structure.wanted(a, b) {
-            continue;
-        }
+        n_pairs += 1;
         let (k_a, k_b) = (k_a as u128, k_b as u128);
         let pair_cells = (n_rows as u128).min(k_a * k_b);
         cells += pair_cells;
@@ -189,18 +262,21 @@ pub fn planned_bytes(
                 child_tables += sparse.max(dense);
             }
         }
-    }
+    });
+    let n_parents = structure.n_parents() as u128;
     let width = layout.n_columns() as u128;
-    // the direct index, the plan (a flag and two offsets per pair, an index per pair)
-    // and each thread's chunk of per-parent terms (about 8 MB, see
+    // the direct index, the plan (a flag and two offsets per pair, an index per pair,
+    // the row offsets), each super-parent's readers of its children (up to 48 bytes a
+    // child) and each thread's chunk of per-parent terms (about 8 MB, see
     // `score::rows_per_chunk`)
     let threads = rayon::current_num_threads().max(1) as u128;
     PlannedBytes {
-        pair_tables: 2 * cells * (4 + 8 * c) + 8 * (table_rows + 1),
+        // cells and the pair list twice (blocks and assembled tables), row pointers
+        pair_tables: 2 * cells * (4 + 8 * c) + 16 * n_pairs + 8 * (table_rows + 1),
         child_tables,
-        diagnostics: n_features * n_features * (25 * c + 8),
+        diagnostics: n_parents * n_features * (25 * c + 8),
         category_tables: width * (8 * c * 5 + 16),
-        scoring: index + 41 * n_pairs + threads * (9 << 20),
+        scoring: index + 49 * n_pairs + 48 * n_parents * n_features + threads * (9 << 20),
     }
 }
 

@@ -24,7 +24,7 @@ use super::Structure;
 use crate::counts::check_codes;
 use crate::error::{check_len, filled, HebError, Result};
 use crate::layout::FeatureLayout;
-use crate::pair_counts::{pair_index, pair_row_offsets, PairTablesView};
+use crate::pair_counts::PairTablesView;
 use crate::scoring;
 
 /// Everything the scorer reads, all fitted.
@@ -122,6 +122,7 @@ pub fn joint_log_likelihood(
     model.pair_tables.check(layout, n_classes)?;
     let width = layout.n_columns();
     model.structure.check(n_features)?;
+    model.structure.check_stored(&model.pair_tables)?;
     let plan = TablePlan::new(layout, &model.structure, model.pair_tables, n_classes)?;
     check_len("dense child tables", plan.dense_len(), model.dense.len())?;
     check_len(
@@ -160,7 +161,7 @@ pub fn joint_log_likelihood(
     if n_classes == 0 || codes.ncols() == 0 {
         return Ok(joint);
     }
-    let row_offsets = pair_row_offsets(layout);
+    let row_offsets = model.pair_tables.row_offsets(layout)?;
     let starts: Vec<usize> = (0..n_features).map(|f| layout.columns(f).start).collect();
     let marginal = contiguous(model.marginal_log_prob, "marginal log-probability table")?;
     let sparse = model.sparse.as_slice().ok_or_else(|| {
@@ -181,19 +182,15 @@ pub fn joint_log_likelihood(
     let indptr = model.pair_tables.indptr;
     let too_many_cells = indptr[indptr.len() - 1] >= u32::MAX as i64;
     let mut sparse_pairs: Vec<(usize, usize, usize)> = Vec::new();
-    let mut p = 0;
-    for a in 0..n_features {
-        for b in a + 1..n_features {
-            if !plan.dense[p] && model.structure.wanted(a, b) {
-                sparse_pairs
-                    .try_reserve(1)
-                    .map_err(|_| HebError::Allocation {
-                        what: "AODE scoring index",
-                        bytes: 24 * (sparse_pairs.len() as u128 + 1),
-                    })?;
-                sparse_pairs.push((p, a, b));
-            }
-            p += 1;
+    for (p, (a, b)) in model.pair_tables.pair_list().enumerate() {
+        if !plan.dense[p] {
+            sparse_pairs
+                .try_reserve(1)
+                .map_err(|_| HebError::Allocation {
+                    what: "AODE scoring index",
+                    bytes: 24 * (sparse_pairs.len() as u128 + 1),
+                })?;
+            sparse_pairs.push((p, a, b));
         }
     }
     let direct: Vec<Option<Vec<u32>>> = sparse_pairs
@@ -223,11 +220,20 @@ pub fn joint_log_likelihood(
             let mut runs: Vec<Run> = Vec::new();
             for j in (0..n_features).filter(|&j| j != i) {
                 let (a, b) = (i.min(j), i.max(j));
-                let p = pair_index(a, b, n_features);
                 let side = usize::from(i > j);
                 let k_j = layout.cardinality(j);
-                let placement =
-                    plan.placement(p, side, (a, b), &model.structure, layout, n_classes);
+                // a modelled orientation's pair is stored (checked above)
+                let stored = model.structure.modelled(i, j).then(|| {
+                    let p = model
+                        .pair_tables
+                        .position(a, b)
+                        .expect("modelled pairs are stored");
+                    (
+                        p,
+                        plan.placement(p, side, (a, b), &model.structure, layout, n_classes),
+                    )
+                });
+                let (p, placement) = stored.unwrap_or((usize::MAX, Placement::None));
                 let lookup = |offset: usize, stride: usize| Lookup {
                     child: j,
                     stride,

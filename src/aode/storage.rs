@@ -15,8 +15,9 @@
 //!   the same operations as the fit (SPEC eqs. 9-11, [`log_smoothed`]), so the result is
 //!   the same number, with memory proportional to the pair tables.
 //!
-//! Both layouts are ordered by pair then orientation, so that fitting in parallel over
-//! chunks of consecutive pairs writes disjoint slices. [`TablePlan`] says where each
+//! Both layouts are ordered by stored pair (the pairs of the pair tables, those the
+//! structure models) then orientation, so that fitting in parallel over chunks of
+//! consecutive pairs writes disjoint slices. [`TablePlan`] says where each
 //! orientation lives; the fit and the scorer both compute it from the layout, the
 //! structure and the pair tables, so no offsets are stored.
 //!
@@ -27,7 +28,7 @@ use ndarray::Array2;
 use super::Structure;
 use crate::error::{with_capacity, Result};
 use crate::layout::FeatureLayout;
-use crate::pair_counts::{pairs, PairTablesView};
+use crate::pair_counts::PairTablesView;
 
 /// Largest `K_a K_b C` stored as dense tables (32 KB per orientation).
 pub const DENSE_TABLE_CELLS: usize = 4096;
@@ -65,19 +66,20 @@ pub enum Placement {
     Sparse(usize),
 }
 
-/// Where every modelled orientation's tables live, per pair in pair order.
+/// Where every modelled orientation's tables live, per stored pair in table order.
 #[derive(Debug, Clone)]
 pub struct TablePlan {
-    /// Whether each pair is dense, length P.
+    /// Whether each stored pair is dense, length P.
     pub dense: Vec<bool>,
-    /// First dense element of each pair, length P + 1.
+    /// First dense element of each stored pair, length P + 1.
     pub dense_start: Vec<usize>,
-    /// First sparse row of each pair, length P + 1.
+    /// First sparse row of each stored pair, length P + 1.
     pub sparse_start: Vec<usize>,
 }
 
 impl TablePlan {
-    /// The plan for these pair tables (cells per pair from their row pointers).
+    /// The plan for these pair tables (cells per pair from their row pointers), which
+    /// hold the pairs the structure wants (checked by the caller).
     ///
     /// # Errors
     /// [`crate::error::HebError::Allocation`] when its three per-pair vectors cannot be
@@ -88,7 +90,7 @@ impl TablePlan {
         pair_tables: PairTablesView,
         n_classes: usize,
     ) -> Result<Self> {
-        let n_pairs = layout.n_features() * layout.n_features().saturating_sub(1) / 2;
+        let n_pairs = pair_tables.n_pairs();
         let mut plan = TablePlan {
             dense: with_capacity(n_pairs, "AODE storage plan")?,
             dense_start: with_capacity(n_pairs + 1, "AODE storage plan")?,
@@ -97,7 +99,7 @@ impl TablePlan {
         let (mut dense, mut sparse, mut row) = (0usize, 0usize, 0usize);
         plan.dense_start.push(0);
         plan.sparse_start.push(0);
-        for (a, b) in pairs(layout.n_features()) {
+        for (a, b) in pair_tables.pair_list() {
             let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
             let indptr = pair_tables.indptr;
             let cells = (indptr[row + k_a] - indptr[row]) as usize;
@@ -131,7 +133,7 @@ impl TablePlan {
     }
 
     /// Where orientation `side` (0: the pair's first feature `a` is the parent, 1: `b`)
-    /// of pair `p = (a, b)` lives.
+    /// of stored pair `p = (a, b)` lives.
     #[inline]
     pub fn placement(
         &self,

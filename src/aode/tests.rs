@@ -15,10 +15,8 @@ fn statistics(
     structure: &Structure,
 ) -> (PairTables, CategoricalCounts) {
     let weights = Array1::ones(codes.ncols());
-    let pairs = count_pairs(codes, labels, weights.view(), layout, n_classes, |a, b| {
-        structure.wanted(a, b)
-    })
-    .unwrap();
+    let wanted = structure.wanted_pairs().unwrap();
+    let pairs = count_pairs(codes, labels, weights.view(), layout, n_classes, &wanted).unwrap();
     let counts = count_categories(codes, labels, weights.view(), layout, n_classes).unwrap();
     (pairs, counts)
 }
@@ -205,15 +203,27 @@ fn a_feature_that_is_not_a_super_parent_stores_nothing_and_never_averages() {
     let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
     let p = params(ChildSmoothing::Laplace, 10.0, 3);
     let fit = fit_all(&pairs, &counts, &layout, &structure, &p);
-    let offsets = crate::pair_counts::pair_row_offsets(&layout);
-    assert_eq!(
-        pairs.indptr[offsets[2]], pairs.indptr[offsets[3]],
-        "no cells for (1, 2)"
-    );
+    // pair (1, 2) is not stored at all, not even its row pointers
+    assert_eq!(pairs.pairs, vec![0, 1, 0, 2]);
+    assert_eq!(pairs.indptr.len(), 3 + 3 + 1);
     // dense tables of (0, 1) and (0, 2) with parent 0 only
     assert_eq!(fit.child_tables.dense.len(), (3 * 4 + 3 * 5) * 3);
     assert_eq!(fit.child_tables.sparse.nrows(), 0);
-    assert!(fit.concentration[[0, 1, 0]].is_nan());
+    // diagnostics per super-parent: one row (parent 0), NaN on its own column
+    assert_eq!(fit.concentration.dim(), (3, 1, 3));
+    assert!(fit.concentration[[0, 0, 0]].is_nan());
+    assert_eq!(fit.concentration[[0, 0, 1]], 4.0);
+    // tables counted for another structure are refused
+    let all_parents = [true; 3];
+    let other = Structure {
+        capped: &capped,
+        parents: &all_parents,
+    };
+    let single = AodeCounts {
+        class_count: &counts.class_totals,
+        counts: counts.table.view(),
+    };
+    assert!(fit_with_structure(single, &pairs, &layout, &other).is_err());
     // by hand: ln P(y, x_0) + sum_j ln P(x_j | y, x_0) with Laplace children
     let joint = joint_log_likelihood(
         codes.view(),
@@ -255,6 +265,45 @@ fn a_feature_that_is_not_a_super_parent_stores_nothing_and_never_averages() {
     }
 }
 
+fn fit_with_structure(
+    single: AodeCounts,
+    pairs: &PairTables,
+    layout: &FeatureLayout,
+    structure: &Structure,
+) -> Result<AodeFit> {
+    let p = params(ChildSmoothing::Laplace, 10.0, 3);
+    fit(single, pairs.view(), layout, structure, &p)
+}
+
+#[test]
+fn wanted_pairs_are_those_with_a_modelled_orientation() {
+    // 6 features, super-parents {1, 4}, orientation (4, 5) capped and (1, 0) capped
+    let n = 6;
+    let mut capped = vec![false; n * n];
+    capped[4 * n + 5] = true;
+    capped[n] = true;
+    let parents = [false, true, false, false, true, false];
+    let structure = Structure {
+        capped: &capped,
+        parents: &parents,
+    };
+    let mut by_scan = Vec::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            if structure.wanted(a, b) {
+                by_scan.push((a, b));
+            }
+        }
+    }
+    assert_eq!(structure.wanted_pairs().unwrap(), by_scan);
+    assert!(!by_scan.contains(&(0, 1)) && !by_scan.contains(&(4, 5)));
+    assert_eq!(by_scan.len(), 5 + 4 - 2);
+    assert_eq!(
+        structure.parent_ranks(),
+        vec![None, Some(0), None, None, Some(1), None]
+    );
+}
+
 #[test]
 fn planned_bytes_bound_what_the_fit_holds() {
     let cardinality = [3, 7, 12, 2, 30];
@@ -276,7 +325,12 @@ fn planned_bytes_bound_what_the_fit_holds() {
     );
     let planned = planned_bytes(&layout, &structure, 2000, 3, 0);
     let held = |a: usize| a as u128;
-    let tables = held(pairs.indices.len() * 4 + pairs.counts.len() * 8 + pairs.indptr.len() * 8);
+    let tables = held(
+        pairs.indices.len() * 4
+            + pairs.counts.len() * 8
+            + pairs.indptr.len() * 8
+            + pairs.pairs.len() * 4,
+    );
     let children = held((fit.child_tables.dense.len() + fit.child_tables.sparse.len()) * 8);
     let diagnostics = held(
         fit.concentration.len() * 8

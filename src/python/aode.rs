@@ -39,8 +39,9 @@ fn item<'py, T: FromPyObjectOwned<'py>>(dict: &Bound<'py, PyDict>, key: &str) ->
         .map_err(Into::into)
 }
 
-/// The arrays of a pair-table dict (`indptr`, `indices`, `counts`).
+/// The arrays of a pair-table dict (`pairs`, `indptr`, `indices`, `counts`).
 struct PairArrays<'py> {
+    pairs: PyReadonlyArray2<'py, i32>,
     indptr: PyReadonlyArray1<'py, i64>,
     indices: PyReadonlyArray1<'py, i32>,
     counts: PyReadonlyArray2<'py, f64>,
@@ -49,6 +50,7 @@ struct PairArrays<'py> {
 impl<'py> PairArrays<'py> {
     fn from_dict(dict: &Bound<'py, PyDict>) -> PyResult<Self> {
         Ok(Self {
+            pairs: item(dict, "pairs")?,
             indptr: item(dict, "indptr")?,
             indices: item(dict, "indices")?,
             counts: item(dict, "counts")?,
@@ -56,7 +58,13 @@ impl<'py> PairArrays<'py> {
     }
 
     fn view(&self) -> PyResult<PairTablesView<'_>> {
+        if self.pairs.as_array().ncols() != 2 {
+            return Err(PyValueError::new_err(
+                "pair table pairs must be (n_pairs, 2)",
+            ));
+        }
         Ok(PairTablesView {
+            pairs: self.pairs.as_slice()?,
             indptr: self.indptr.as_slice()?,
             indices: self.indices.as_slice()?,
             counts: self.counts.as_array(),
@@ -66,13 +74,18 @@ impl<'py> PairArrays<'py> {
 
 fn pair_dict<'py>(py: Python<'py>, tables: PairTables) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
+    let n_pairs = tables.pairs.len() / 2;
+    let pairs = numpy::ndarray::Array2::from_shape_vec((n_pairs, 2), tables.pairs)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    out.set_item("pairs", pairs.into_pyarray(py))?;
     out.set_item("indptr", tables.indptr.into_pyarray(py))?;
     out.set_item("indices", tables.indices.into_pyarray(py))?;
     out.set_item("counts", tables.counts.into_pyarray(py))?;
     Ok(out)
 }
 
-/// AODE pair tables `{"indptr", "indices", "counts"}` of the pairs the structure models.
+/// AODE pair tables `{"pairs", "indptr", "indices", "counts"}` of the pairs the structure
+/// models (and only those).
 #[pyfunction]
 #[pyo3(signature = (codes, labels, weights, /, *, offsets, n_classes, capped, parents, n_jobs))]
 #[allow(clippy::too_many_arguments)]
@@ -91,17 +104,16 @@ pub(super) fn count_pairs<'py>(
     let s = structure(&capped, &parents, layout.n_features())?;
     let (codes, labels, weights) = (codes.as_array(), labels.as_array(), weights.as_array());
     let tables = run(py, n_jobs, || {
-        pair_counts::count_pairs(codes, labels, weights, &layout, n_classes, |a, b| {
-            s.wanted(a, b)
-        })
+        let wanted = s.wanted_pairs()?;
+        pair_counts::count_pairs(codes, labels, weights, &layout, n_classes, &wanted)
     })?;
     pair_dict(py, tables)
 }
 
 /// Stored pair tables moved onto a grown vocabulary (`new_codes[f][u]`: new code of old
-/// code u), times `decay`, plus a batch's tables.
+/// code u), times `decay`, plus a batch's tables; the result stores the batch's pairs.
 #[pyfunction]
-#[pyo3(signature = (old, batch, /, *, old_offsets, offsets, new_codes, capped, parents, decay, n_jobs))]
+#[pyo3(signature = (old, batch, /, *, old_offsets, offsets, new_codes, decay, n_jobs))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn merge_pair_tables<'py>(
     py: Python<'py>,
@@ -110,13 +122,10 @@ pub(super) fn merge_pair_tables<'py>(
     old_offsets: Vec<usize>,
     offsets: Vec<usize>,
     new_codes: Vec<Vec<usize>>,
-    capped: PyReadonlyArray2<'py, bool>,
-    parents: PyReadonlyArray1<'py, bool>,
     decay: f64,
     n_jobs: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (old_layout, layout) = (layout(old_offsets)?, layout(offsets)?);
-    let s = structure(&capped, &parents, layout.n_features())?;
     let (old, batch) = (PairArrays::from_dict(&old)?, PairArrays::from_dict(&batch)?);
     let (old, batch) = (old.view()?, batch.view()?);
     let n_classes = batch.counts.ncols();
@@ -129,7 +138,6 @@ pub(super) fn merge_pair_tables<'py>(
             &new_codes,
             n_classes,
             decay,
-            |a, b| s.wanted(a, b),
         )
     })?;
     pair_dict(py, tables)
