@@ -795,3 +795,25 @@ def test_polars_without_pyarrow_is_read_in_rust(data, monkeypatch):
     np.testing.assert_array_equal(model.predict_proba(frame[5:9]), expected[5:9])
     for ours, theirs in zip(model.categories_, reference.categories_):
         assert list(ours) == list(theirs)
+
+
+def test_a_broken_arrow_stream_export_is_a_clear_error():
+    """An object whose ``__arrow_c_stream__`` gives no stream capsule (another capsule,
+    or not a capsule at all) is refused with an error naming the problem, and the
+    vocabulary keeps none of it."""
+    from hebnb import _core
+
+    class WrongCapsule:
+        def __arrow_c_stream__(self, requested_schema=None):
+            return pa.array(["a"]).__arrow_c_array__()[0]  # an "arrow_schema" capsule
+
+    class NotACapsule:
+        def __arrow_c_stream__(self, requested_schema=None):
+            return "a stream"
+
+    vocabulary = _core.Vocabulary(1)
+    with pytest.raises(ValueError, match="name"):
+        vocabulary.encode_arrow_stream(0, WrongCapsule(), grow=True, name="f")
+    with pytest.raises(TypeError, match="PyCapsule"):
+        vocabulary.encode_arrow_stream(0, NotACapsule(), grow=True, name="f")
+    assert vocabulary.lengths() == [0]
