@@ -38,6 +38,8 @@ const INLINE_CELLS: usize = 1 << 14;
 const SEEN_SLOTS: usize = 1 << 12;
 /// Columns shorter than this skip that cache (setting it up would cost more).
 const SEEN_MIN_ROWS: usize = 256;
+/// Cells after which the cache is dropped unless an eighth of them were hits.
+const SEEN_TRIAL: usize = 256;
 
 /// One feature's saved state: `(kinds, ints, text, text_offsets, objects)`.
 type SavedFeature<'py> = (
@@ -168,12 +170,19 @@ impl Vocabulary {
         } else {
             Vec::new()
         };
-        for value in values.iter() {
+        // where the first cells are distinct objects (one object a cell, as `astype(str)`
+        // makes them), the cache only costs: it is dropped after a trial
+        let mut hits = 0;
+        for (s, value) in values.iter().enumerate() {
+            if s == SEEN_TRIAL && hits * 8 < SEEN_TRIAL {
+                seen = Vec::new();
+            }
             let value = value.bind(py);
             let address = value.as_ptr() as usize;
             let slot = (address >> 4) & (SEEN_SLOTS - 1);
             if let Some(&(known, code)) = seen.get(slot) {
                 if known == address {
+                    hits += 1;
                     codes.push(code);
                     continue;
                 }
