@@ -55,11 +55,12 @@ def hebnb_models(penalties: list[float] | None) -> dict:
         models[f"CategoricalNB laplace + cll-value{suffix}"] = lambda penalty=penalty: (
             CategoricalNB(smoothing="laplace", weighting="cll-value", penalty=penalty, n_jobs=2)
         )
-        models[f"AODE(parent_smoothing='heb', weighting='cll-feature'){suffix}"] = (
-            lambda penalty=penalty: AODE(
-                parent_smoothing="heb", weighting="cll-feature", penalty=penalty, n_jobs=2
+        for kind in ("cll-feature", "cll-value"):
+            models[f"AODE(parent_smoothing='heb', weighting='{kind}'){suffix}"] = (
+                lambda kind=kind, penalty=penalty: AODE(
+                    parent_smoothing="heb", weighting=kind, penalty=penalty, n_jobs=2
+                )
             )
-        )
     return models
 
 
@@ -94,6 +95,10 @@ def main() -> None:
     parser.add_argument("--penalties", type=float, nargs="*", default=None)
     parser.add_argument("--no-references", action="store_true")
     parser.add_argument("--csv", default=None, help="write the per-fold rows here")
+    parser.add_argument(
+        "--models", nargs="*", default=None, help="only the models whose name contains one"
+    )
+    parser.add_argument("--only-folds", type=int, default=None, help="run the first N folds")
     args = parser.parse_args()
 
     data = load_shared("amazon-employee")
@@ -106,7 +111,10 @@ def main() -> None:
     models = hebnb_models(args.penalties)
     if not args.no_references:
         models.update(reference_models())
+    if args.models:
+        models = {k: v for k, v in models.items() if any(m in k for m in args.models)}
     folds = list(StratifiedKFold(args.folds, shuffle=True, random_state=args.seed).split(X, y))
+    folds = folds[: args.only_folds]
     rows = []
     with tqdm(total=len(folds) * len(models), desc="fits") as progress:
         for fold, (train, test) in enumerate(folds):

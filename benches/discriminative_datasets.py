@@ -51,6 +51,7 @@ HEBNB_METHODS = [
     "heb-aode",
     "heb-aode-eb-parent",
     "heb-aode+cll-feature",
+    "heb-aode+cll-value",
 ]
 REFERENCES = ["onehot-lr", "catboost"]
 #: metric -> higher is better
@@ -123,11 +124,15 @@ def register() -> None:
     def make_estimator(name, **overrides):
         if name in EXTERNAL:
             return EXTERNAL[name]()
+        if "@" in name:  # "<method>@<penalty>": a penalty sweep (AODE cll-value: cells')
+            name, penalty = name.split("@")
+            key = "cell_penalty" if name == "heb-aode+cll-value" else "penalty"
+            return make(name, **{key: float(penalty)}, **overrides)
         return make(name, **overrides)
 
     def check_methods(names):
         names = list(names)
-        own = [name for name in names if name not in EXTERNAL]
+        own = [name.split("@")[0] for name in names if name not in EXTERNAL]
         if own:
             check(own)
         return names
@@ -175,7 +180,9 @@ def rank_analysis(
 
 def summarise(frame: pd.DataFrame, figures: Path | None) -> None:
     frame = frame.drop_duplicates(["dataset", "method", "fold"])
-    methods = [m for m in HEBNB_METHODS + REFERENCES if m in set(frame["method"])]
+    present = set(frame["method"])
+    sweep = sorted(m for m in present if "@" in m)
+    methods = [m for m in HEBNB_METHODS + sweep + REFERENCES if m in present]
     failed = frame[frame["error"].fillna("") != ""]
     if len(failed):
         print(f"{len(failed)} failed fits:\n{failed[['dataset', 'method', 'error']]}\n")
@@ -196,6 +203,7 @@ def summarise(frame: pd.DataFrame, figures: Path | None) -> None:
         ("heb-m+cll-value", "heb-m"),
         ("laplace+cll-value", "laplace"),
         ("heb-aode+cll-feature", "heb-aode-eb-parent"),
+        ("heb-aode+cll-value", "heb-aode-eb-parent"),
     ]
     for method, unweighted in pairs:
         if method in ece.columns and unweighted in ece.columns:

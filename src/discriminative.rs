@@ -40,6 +40,20 @@
 //! parallel over features (each feature owns its cells) and in row order within a feature.
 //! Neither order depends on the number of threads, so the results are bit-identical for
 //! any `n_jobs`.
+//!
+//! Weighted cells with their own values (ALR on AODE's pair tables, docs/discriminative.md):
+//! [`cell_weighted_log_likelihood`] scores
+//!
+//! ```text
+//! s_c(x_i) = b_c + o_ic + sum over columns k with a cell e = E[i, k] of  W[e, c] V[e, c]
+//! ```
+//!
+//! where `E` assigns each row a cell per column (an AODE orientation (parent, child), or a
+//! super-parent's whole term on that row), `V[e, c]` is the cell's log-probability, `o` a
+//! fixed offset per row and `W` the weights being learned. The gradient is
+//! `dL/dW[e, c] = V[e, c] sum over rows i using cell e of r_ic`. Each column owns a
+//! contiguous range of cells, so the scatter runs in parallel over columns and in row order
+//! within a column: bit-identical for any `n_jobs`, like the pass above.
 
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
@@ -270,6 +284,203 @@ pub fn conditional_log_likelihood(
             Some(_) => Some(as_table(correction)?),
             None => None,
         },
+    })
+}
+
+/// Which cell scores each row in each column, and the cells' values (module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct CellTerms<'a> {
+    /// `E`, shape (K, S) (column-major, like the codes): the cell of row i in column k,
+    /// -1 for none.
+    pub cells: ArrayView2<'a, i64>,
+    /// `V`, shape (cells, C).
+    pub values: ArrayView2<'a, f64>,
+    /// Length K + 1, non-decreasing, ending at the number of cells: column k's cells are
+    /// `column_starts[k]..column_starts[k + 1]`.
+    pub column_starts: &'a [usize],
+}
+
+/// The conditional log-likelihood of [`cell_weighted_log_likelihood`] and its gradient.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellLikelihood {
+    /// `L`, the weighted negative conditional log-likelihood.
+    pub negative_log_likelihood: f64,
+    /// `dL/dW`, shape (cells, C).
+    pub weight_gradient: Array2<f64>,
+    /// `dL/db`, length C.
+    pub class_residuals: Vec<f64>,
+}
+
+/// The weighted negative conditional log-likelihood of `(labels, sample_weights)` under the
+/// scores `b_c + o_ic + sum_k W[E[i, k], c] V[t_i, E[i, k], c]` (module docs), with its
+/// gradient with respect to the cell weights `W` (cells, C) and the class scores `b`.
+///
+/// # Errors
+/// Shape mismatches, a cell outside its column's range, a label out of range, class scores or offsets that are not finite, and [`HebError::Allocation`] for
+/// buffers beyond memory.
+pub fn cell_weighted_log_likelihood<'a>(
+    terms: CellTerms<'a>,
+    cell_weights: ArrayView2<'a, f64>,
+    offset: ArrayView2<f64>,
+    labels: ArrayView1<i64>,
+    sample_weights: ArrayView1<f64>,
+    class_scores: &[f64],
+) -> Result<CellLikelihood> {
+    let n_classes = class_scores.len();
+    let (n_columns, n_rows) = terms.cells.dim();
+    let n_cells = terms.values.nrows();
+    check_len("labels", n_rows, labels.len())?;
+    check_len("sample weights", n_rows, sample_weights.len())?;
+    check_len("column starts", n_columns + 1, terms.column_starts.len())?;
+    for (what, table, rows) in [
+        ("cell values", terms.values, n_cells),
+        ("cell weights", cell_weights, n_cells),
+        ("score offsets", offset, n_rows),
+    ] {
+        if table.dim() != (rows, n_classes) {
+            return Err(HebError::InvalidParameter(format!(
+                "{what} have shape {:?}, expected ({rows}, {n_classes})",
+                table.dim()
+            )));
+        }
+    }
+    let starts = terms.column_starts;
+    if starts[0] != 0 || starts[n_columns] != n_cells || starts.windows(2).any(|w| w[0] > w[1]) {
+        return Err(HebError::InvalidParameter(format!(
+            "column starts must rise from 0 to the {n_cells} cells"
+        )));
+    }
+    for (k, column) in terms.cells.rows().into_iter().enumerate() {
+        if let Some(&cell) = column
+            .iter()
+            .find(|&&e| e >= 0 && !(starts[k]..starts[k + 1]).contains(&(e as usize)))
+        {
+            return Err(HebError::InvalidParameter(format!(
+                "cell {cell} of column {k} lies outside its cells {}..{}",
+                starts[k],
+                starts[k + 1]
+            )));
+        }
+    }
+    if let Some(&class) = labels.iter().find(|&&c| c < 0 || c as usize >= n_classes) {
+        return Err(HebError::ClassOutOfRange { class, n_classes });
+    }
+    if class_scores
+        .iter()
+        .chain(offset.iter())
+        .any(|s| !s.is_finite())
+    {
+        return Err(HebError::InvalidParameter(
+            "class scores and score offsets must be finite".into(),
+        ));
+    }
+    let contiguous = |table: ArrayView2<'a, f64>, what: &str| {
+        table
+            .to_slice()
+            .ok_or_else(|| HebError::InvalidParameter(format!("{what} must be C-contiguous")))
+    };
+    let weights = contiguous(cell_weights, "cell weights")?;
+    let values = contiguous(terms.values, "cell values")?;
+    // pass 1: per chunk of rows, the scores column by column (each column's cells are
+    // contiguous), then each row's loss and residuals; loss and class sums per chunk
+    let mut residuals = zeroed(n_rows * n_classes, "cell likelihood residuals")?;
+    let chunk_sums: Vec<(f64, Vec<f64>)> = residuals
+        .par_chunks_mut(ROW_CHUNK * n_classes.max(1))
+        .enumerate()
+        .map(|(chunk, block)| {
+            if interrupt::cancelled() {
+                return (0.0, Vec::new());
+            }
+            let first = chunk * ROW_CHUNK;
+            let n = block.len() / n_classes.max(1);
+            for (i, row) in block.chunks_mut(n_classes).enumerate() {
+                for (c, score) in row.iter_mut().enumerate() {
+                    *score = class_scores[c] + offset[[first + i, c]];
+                }
+            }
+            for column in terms.cells.rows() {
+                for (i, &cell) in column
+                    .slice(ndarray::s![first..first + n])
+                    .iter()
+                    .enumerate()
+                {
+                    if cell < 0 {
+                        continue;
+                    }
+                    let at = cell as usize * n_classes;
+                    let row = &mut block[i * n_classes..(i + 1) * n_classes];
+                    for ((score, &w), &v) in row
+                        .iter_mut()
+                        .zip(&weights[at..at + n_classes])
+                        .zip(&values[at..at + n_classes])
+                    {
+                        *score += w * v;
+                    }
+                }
+            }
+            let mut loss = 0.0;
+            let mut class_sums = vec![0.0; n_classes];
+            for (i, row) in block.chunks_mut(n_classes).enumerate() {
+                let r = first + i;
+                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
+                let (label, weight) = (labels[r] as usize, sample_weights[r]);
+                if weight != 0.0 {
+                    loss -= weight * (row[label] - log_norm);
+                }
+                for (c, v) in row.iter_mut().enumerate() {
+                    let target = if c == label { 1.0 } else { 0.0 };
+                    *v = weight * ((*v - log_norm).exp() - target);
+                    class_sums[c] += *v;
+                }
+            }
+            (loss, class_sums)
+        })
+        .collect();
+    interrupt::check()?;
+    let mut negative_log_likelihood = 0.0;
+    let mut class_residuals = vec![0.0; n_classes];
+    for (loss, sums) in &chunk_sums {
+        negative_log_likelihood += loss;
+        class_residuals
+            .iter_mut()
+            .zip(sums)
+            .for_each(|(a, b)| *a += b);
+    }
+    // pass 2: each column sums its rows' residuals into its own cells (columns in
+    // parallel, rows in order), then multiplies them by the cells' values
+    let mut gradient = zeroed(n_cells * n_classes, "cell weight gradient")?;
+    let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_columns);
+    let mut rest = gradient.as_mut_slice();
+    for k in 0..n_columns {
+        let (head, tail) = rest.split_at_mut((starts[k + 1] - starts[k]) * n_classes);
+        slices.push((k, head));
+        rest = tail;
+    }
+    slices.into_par_iter().for_each(|(k, cells)| {
+        for (r, &cell) in terms.cells.row(k).iter().enumerate() {
+            if r % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
+                return;
+            }
+            if cell < 0 {
+                continue;
+            }
+            let at = (cell as usize - starts[k]) * n_classes;
+            let residual = &residuals[r * n_classes..(r + 1) * n_classes];
+            cells[at..at + n_classes]
+                .iter_mut()
+                .zip(residual)
+                .for_each(|(g, &res)| *g += res);
+        }
+        let own = &values[starts[k] * n_classes..starts[k + 1] * n_classes];
+        cells.iter_mut().zip(own).for_each(|(g, &v)| *g *= v);
+    });
+    interrupt::check()?;
+    Ok(CellLikelihood {
+        negative_log_likelihood,
+        weight_gradient: Array2::from_shape_vec((n_cells, n_classes), gradient)
+            .map_err(|e| HebError::InvalidParameter(e.to_string()))?,
+        class_residuals,
     })
 }
 
@@ -530,35 +741,195 @@ mod tests {
         let layout = FeatureLayout::from_cardinalities(&[2]);
         let table = array![[-1.0, -1.0], [-1.0, -1.0]];
         let weights = Array1::from(vec![1.0]);
-        let bad_label = conditional_log_likelihood(
-            array![[0]].view(),
-            Array1::from(vec![2_i64]).view(),
+        let call = |code: i32, label: i64, class_scores: &[f64]| {
+            conditional_log_likelihood(
+                array![[code]].view(),
+                Array1::from(vec![label]).view(),
+                weights.view(),
+                table.view(),
+                class_scores,
+                &layout,
+                None,
+            )
+        };
+        assert!(matches!(
+            call(0, 2, &[0.0, 0.0]),
+            Err(HebError::ClassOutOfRange { .. })
+        ));
+        assert!(matches!(
+            call(5, 0, &[0.0, 0.0]),
+            Err(HebError::CodeOutOfRange { .. })
+        ));
+        assert!(matches!(
+            call(0, 0, &[f64::NEG_INFINITY, 0.0]),
+            Err(HebError::InvalidParameter(_))
+        ));
+        assert!(call(0, 0, &[0.0, 0.0]).is_ok());
+    }
+
+    /// Four rows, two columns (cells 0..2 and 2..5), three classes.
+    fn cell_example() -> (Array2<i64>, Array2<f64>, Array2<f64>) {
+        let cells = array![[0, 1, -1, 0], [2, 4, 3, -1]];
+        let values = Array2::from_shape_fn((5, 3), |(e, c)| {
+            -0.2 - 0.3 * e as f64 - 0.4 * c as f64 + 0.05 * (e * c) as f64
+        });
+        let offset = array![
+            [0.1, -0.2, 0.0],
+            [0.0, 0.3, -0.1],
+            [0.2, 0.2, 0.2],
+            [-0.3, 0.0, 0.1]
+        ];
+        (cells, values, offset)
+    }
+
+    /// The cell-weighted loss written directly.
+    fn naive_cells(
+        (cells, values, offset): &(Array2<i64>, Array2<f64>, Array2<f64>),
+        weights: &Array2<f64>,
+        labels: &[i64],
+        sample_weights: &[f64],
+        class_scores: &[f64],
+    ) -> f64 {
+        let mut loss = 0.0;
+        for r in 0..cells.ncols() {
+            let mut s: Vec<f64> = (0..3).map(|c| class_scores[c] + offset[[r, c]]).collect();
+            for &e in cells.column(r) {
+                if e >= 0 {
+                    for (c, v) in s.iter_mut().enumerate() {
+                        *v += weights[[e as usize, c]] * values[[e as usize, c]];
+                    }
+                }
+            }
+            let z: f64 = s.iter().map(|v| v.exp()).sum();
+            loss -= sample_weights[r] * (s[labels[r] as usize] - z.ln());
+        }
+        loss
+    }
+
+    #[test]
+    fn cell_gradient_matches_finite_differences() {
+        let example = cell_example();
+        let (cells, values, offset) = &example;
+        let labels = [0_i64, 2, 1, 1];
+        let sample_weights = [1.0, 0.5, 2.0, 1.5];
+        let class_scores = [-0.9, -1.1, -1.3];
+        let weights =
+            Array2::from_shape_fn((5, 3), |(e, c)| 0.8 + 0.1 * e as f64 - 0.05 * c as f64);
+        let starts = [0usize, 2, 5];
+        let fit = cell_weighted_log_likelihood(
+            CellTerms {
+                cells: cells.view(),
+                values: values.view(),
+                column_starts: &starts,
+            },
             weights.view(),
-            table.view(),
-            &[0.0, 0.0],
-            &layout,
-            None,
-        );
-        assert!(matches!(bad_label, Err(HebError::ClassOutOfRange { .. })));
-        let bad_code = conditional_log_likelihood(
-            array![[5]].view(),
-            Array1::from(vec![0_i64]).view(),
-            weights.view(),
-            table.view(),
-            &[0.0, 0.0],
-            &layout,
-            None,
-        );
-        assert!(matches!(bad_code, Err(HebError::CodeOutOfRange { .. })));
-        let infinite_prior = conditional_log_likelihood(
-            array![[0]].view(),
-            Array1::from(vec![0_i64]).view(),
-            weights.view(),
-            table.view(),
-            &[f64::NEG_INFINITY, 0.0],
-            &layout,
-            None,
-        );
-        assert!(matches!(infinite_prior, Err(HebError::InvalidParameter(_))));
+            offset.view(),
+            Array1::from(labels.to_vec()).view(),
+            Array1::from(sample_weights.to_vec()).view(),
+            &class_scores,
+        )
+        .unwrap();
+        let loss =
+            |w: &Array2<f64>, b: &[f64]| naive_cells(&example, w, &labels, &sample_weights, b);
+        assert!((fit.negative_log_likelihood - loss(&weights, &class_scores)).abs() < 1e-12);
+        let h = 1e-6;
+        for e in 0..5 {
+            for c in 0..3 {
+                let (mut up, mut down) = (weights.clone(), weights.clone());
+                up[[e, c]] += h;
+                down[[e, c]] -= h;
+                let numeric = (loss(&up, &class_scores) - loss(&down, &class_scores)) / (2.0 * h);
+                assert!(
+                    (numeric - fit.weight_gradient[[e, c]]).abs() < 1e-7,
+                    "{e} {c}"
+                );
+            }
+        }
+        for c in 0..3 {
+            let (mut up, mut down) = (class_scores, class_scores);
+            up[c] += h;
+            down[c] -= h;
+            let numeric = (loss(&weights, &up) - loss(&weights, &down)) / (2.0 * h);
+            assert!((numeric - fit.class_residuals[c]).abs() < 1e-7);
+        }
+    }
+
+    #[test]
+    fn cell_results_do_not_depend_on_the_thread_count() {
+        let n = 5000;
+        let cells = Array2::from_shape_fn((3, n), |(k, r)| {
+            if (r + k) % 7 == 0 {
+                -1
+            } else {
+                (4 * k + (r * (k + 3) + r / 5) % 4) as i64
+            }
+        });
+        let values =
+            Array2::from_shape_fn((12, 2), |(e, c)| -0.1 - 0.2 * e as f64 - 0.3 * c as f64);
+        let offset = Array2::from_shape_fn((n, 2), |(r, c)| 0.01 * ((r + c) % 5) as f64);
+        let labels = Array1::from_shape_fn(n, |r| ((r * 13 + r / 7) % 2) as i64);
+        let sample_weights = Array1::from_elem(n, 1.0);
+        let weights = Array2::from_shape_fn((12, 2), |(e, c)| 0.9 + 0.02 * (e + c) as f64);
+        let starts = [0usize, 4, 8, 12];
+        let run = |threads| {
+            with_threads(threads, || {
+                cell_weighted_log_likelihood(
+                    CellTerms {
+                        cells: cells.view(),
+                        values: values.view(),
+                        column_starts: &starts,
+                    },
+                    weights.view(),
+                    offset.view(),
+                    labels.view(),
+                    sample_weights.view(),
+                    &[-0.6, -0.8],
+                )
+                .unwrap()
+            })
+            .unwrap()
+        };
+        let one = run(1);
+        assert_eq!(one, run(2));
+        assert_eq!(one, run(3));
+    }
+
+    #[test]
+    fn cells_outside_their_column_are_errors() {
+        let (cells, values, offset) = cell_example();
+        let weights = Array2::from_elem((5, 3), 1.0);
+        let labels = Array1::from(vec![0_i64, 2, 1, 1]);
+        let sample_weights = Array1::from_elem(4, 1.0);
+        let call = |cells: &Array2<i64>, starts: &[usize], labels: &Array1<i64>| {
+            cell_weighted_log_likelihood(
+                CellTerms {
+                    cells: cells.view(),
+                    values: values.view(),
+                    column_starts: starts,
+                },
+                weights.view(),
+                offset.view(),
+                labels.view(),
+                sample_weights.view(),
+                &[0.0, 0.0, 0.0],
+            )
+        };
+        assert!(call(&cells, &[0, 2, 5], &labels).is_ok());
+        // cell 2 belongs to the second column
+        let mut wrong = cells.clone();
+        wrong[[0, 0]] = 2;
+        assert!(matches!(
+            call(&wrong, &[0, 2, 5], &labels),
+            Err(HebError::InvalidParameter(_))
+        ));
+        assert!(matches!(
+            call(&cells, &[0, 3, 2], &labels),
+            Err(HebError::InvalidParameter(_))
+        ));
+        let bad_label = Array1::from(vec![0_i64, 3, 1, 1]);
+        assert!(matches!(
+            call(&cells, &[0, 2, 5], &bad_label),
+            Err(HebError::ClassOutOfRange { .. })
+        ));
     }
 }

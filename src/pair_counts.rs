@@ -886,6 +886,68 @@ mod tests {
     }
 
     #[test]
+    fn a_subset_of_dense_and_walked_pairs_matches_a_tally() {
+        // 12 features: walked pairs (K = 100 x 100 over 600 rows) between dense ones, a
+        // subset of the pairs, fractional weights
+        let cardinality = [3usize, 100, 2, 4, 100, 2, 3, 2, 5, 2, 3, 2];
+        let layout = FeatureLayout::from_cardinalities(&cardinality);
+        let mut state = 99u64;
+        let mut next = |k: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % k as u64) as usize
+        };
+        let n_rows = 600;
+        let codes = Array2::from_shape_fn((12, n_rows), |(f, _)| {
+            let v = next(cardinality[f] + 1);
+            if v == cardinality[f] {
+                -1
+            } else {
+                v as i32
+            }
+        });
+        let labels = Array1::from_shape_fn(n_rows, |_| next(3) as i64);
+        let weights = Array1::from_shape_fn(n_rows, |_| 0.1 * next(7) as f64);
+        let wanted: Vec<(usize, usize)> = pairs(12)
+            .into_iter()
+            .filter(|&(a, b)| a != 5 || b % 3 != 0)
+            .collect();
+        let t = count_pairs(
+            codes.view(),
+            labels.view(),
+            weights.view(),
+            &layout,
+            3,
+            &wanted,
+        )
+        .unwrap();
+        let view = t.view();
+        view.check(&layout, 3).unwrap();
+        let offsets = view.row_offsets(&layout).unwrap();
+        assert_eq!(view.pair_list().collect::<Vec<_>>(), wanted);
+        for (p, &(a, b)) in wanted.iter().enumerate() {
+            let (k_a, k_b) = (cardinality[a], cardinality[b]);
+            let mut tally = vec![0.0; k_a * k_b * 3];
+            for s in 0..n_rows {
+                let (u, v) = (codes[[a, s]], codes[[b, s]]);
+                if u >= 0 && v >= 0 {
+                    tally[(u as usize * k_b + v as usize) * 3 + labels[s] as usize] += weights[s];
+                }
+            }
+            for u in 0..k_a {
+                for v in 0..k_b {
+                    let cell = &tally[(u * k_b + v) * 3..(u * k_b + v + 1) * 3];
+                    match view.find(offsets[p], u, v as i32) {
+                        Some(k) => assert_eq!(t.counts.row(k).to_vec(), cell.to_vec()),
+                        None => assert!(cell.iter().all(|&n| n == 0.0), "pair {p}"),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn unwanted_pairs_keep_nothing_and_bad_codes_are_errors() {
         let layout = FeatureLayout::from_cardinalities(&[2, 2, 3]);
         let (y, w) = (array![0_i64, 1], array![1.0, 1.0]);

@@ -396,6 +396,55 @@ def test_pickle_and_clone():
     assert not hasattr(fresh, "classes_")
 
 
+@pytest.mark.parametrize(
+    "params", [{}, {"max_parents": 2}, {"max_parents": 3, "max_parent_cardinality": 40}]
+)
+def test_a_pickle_of_the_all_pairs_layout_loads(params):
+    """A model pickled when the pair tables kept rows for every pair (empty for pairs no
+    orientation models) and the diagnostics were (C, F, F) loads onto the stored-pairs
+    layout: the same tables and diagnostics as a fresh fit, the same probabilities."""
+    X, y = make_data(6, n_rows=500, cardinality=WIDE_CARDINALITY)
+    model = AODE(**params).fit(X, y)
+    k, n_features = model.n_categories_, X.shape[1]
+    # the old layout, written out pair by pair
+    stored = {(int(a), int(b)): p for p, (a, b) in enumerate(model.pair_features_)}
+    rows = np.concatenate([[0], np.cumsum([k[a] for a, _ in model.pair_features_])])
+    indptr = [0]
+    for a, b in _pairs(n_features):
+        if (a, b) in stored:
+            p = stored[(a, b)]
+            indptr.extend(model.pair_indptr_[rows[p] + 1 : rows[p + 1] + 1])
+        else:
+            indptr.extend([indptr[-1]] * k[a])
+    old = dict(model.__getstate__())
+    del old["pair_features_"]
+    old["pair_indptr_"] = np.asarray(indptr, dtype=np.int64)
+    old["_model"] = dict(old["_model"])
+    parents = model.super_parents_
+    for name, key, fill in [
+        ("concentration_", "concentration", np.nan),
+        ("log_evidence_", "log_evidence", np.nan),
+        ("n_iter_", "n_iter", 0),
+        ("converged_", "converged", True),
+    ]:
+        wide = np.full(
+            (len(model.classes_), n_features, n_features), fill, getattr(model, name).dtype
+        )
+        wide[:, parents] = getattr(model, name)
+        old[name] = old["_model"][key] = wide
+    wide = np.full((n_features, n_features), np.nan)
+    wide[parents] = model.pooled_concentration_
+    old["pooled_concentration_"] = old["_model"]["pooled_concentration"] = wide
+    restored = AODE.__new__(AODE)
+    restored.__setstate__(old)
+    for name in ["pair_features_", "pair_indptr_", "pair_indices_", "pair_counts_", "n_iter_"]:
+        np.testing.assert_array_equal(getattr(restored, name), getattr(model, name))
+    for name in ["concentration_", "log_evidence_", "pooled_concentration_", "converged_"]:
+        np.testing.assert_array_equal(getattr(restored, name), getattr(model, name))
+    X_test, _ = make_data(7, n_rows=80, missing=0.2, cardinality=WIDE_CARDINALITY)
+    np.testing.assert_array_equal(restored.predict_proba(X_test), model.predict_proba(X_test))
+
+
 def test_strings_and_dataframes():
     pd = pytest.importorskip("pandas")
     X, y = make_data(6)

@@ -1,7 +1,9 @@
-"""AODE with one discriminative weight per super-parent (``AODE(weighting="cll-feature")``,
-hebnb.weighting.fit_parent_weights): the parent terms against plain numpy counting, the
-weights against the same objective written here and minimised by scipy on cross-fitted
-terms computed here, and identical results for any n_jobs."""
+"""AODE with discriminative weights: one per super-parent (``weighting="cll-feature"``,
+hebnb.weighting.fit_parent_weights) and one per cell of every super-parent's tables
+(``weighting="cll-value"``, hebnb.weighting.fit_aode_cell_weights). The parent terms and
+cells against plain numpy counting, the weights against the same objective written here
+and minimised by scipy on cross-fitted terms computed here, and identical results for any
+n_jobs."""
 
 from __future__ import annotations
 
@@ -149,7 +151,7 @@ def test_weighting_is_refused_by_partial_fit_and_dropped_by_a_plain_refit():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"weighting": "cll-value"}, "'weighting' parameter"),
+        ({"weighting": "cll-cell"}, "'weighting' parameter"),
         ({"weighting": "cll-feature", "penalty": -1.0}, "'penalty' parameter"),
         ({"weighting": "cll-feature", "weighting_tol": 0.0}, "'weighting_tol' parameter"),
     ],
@@ -158,3 +160,184 @@ def test_bad_weighting_parameters_are_value_errors(params, message):
     X, y = _data(seed=4, n_rows=60)
     with pytest.raises(ValueError, match=message):
         AODE(**params).fit(X, y)
+
+
+def _laplace_cells(X_train, y_train, X, n_classes):
+    """Each row's cells of every super-parent i, Laplace AODE counted in numpy (SPEC eqs.
+    8-9): ``out[s, i, j] = ln P(x_j | c, x_i)`` for j != i and ``out[s, i, i] =
+    ln P(c, x_i) - ln pi_c`` with pi_c = (N_c + 1) / (S + C); every value present."""
+    n_rows, n_features = X.shape
+    cards = X_train.max(axis=0) + 1
+    log_prior = np.log(
+        (np.bincount(y_train, minlength=n_classes) + 1.0) / (len(y_train) + n_classes)
+    )
+    out = np.zeros((n_rows, n_features, n_features, n_classes))
+    for i in range(n_features):
+        same_parent = X_train[:, [i]] == X[:, i]  # (train, rows)
+        for c in range(n_classes):
+            both = (y_train == c)[:, None] & same_parent
+            parent = (both.sum(axis=0) + 1.0) / (len(y_train) + n_classes * cards[i])
+            out[:, i, i, c] = np.log(parent) - log_prior[c]
+            for j in range(n_features):
+                if j != i:
+                    joint = np.sum(both & (X_train[:, [j]] == X[:, j]), axis=0)
+                    out[:, i, j, c] = np.log((joint + 1.0) / (both.sum(axis=0) + cards[j]))
+    return out
+
+
+def _cell_reference(X, y, penalty, cell_penalty, n_classes=3):
+    """The cll-value weights of Laplace AODE, written directly: the super-parent terms
+    cross-fitted, the cells of the full model, the objective in numpy, minimised by scipy.
+    Returns ``(a, v, {(i, j, x_i, x_j): d[c]})``."""
+    n_rows, n_features = X.shape
+    log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (n_rows + n_classes))
+    folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
+    terms = np.zeros((n_rows, n_features, n_classes))
+    for train, held in folds:
+        assert all(set(X[train, f]) == set(X[:, f]) for f in range(n_features))
+        fold_prior = np.log((np.bincount(y[train], minlength=3) + 1.0) / (len(train) + 3))
+        terms[held] = _laplace_cells(X[train], y[train], X[held], n_classes).sum(axis=2)
+        terms[held] += fold_prior
+    likelihood = (terms - log_prior) / n_features
+    values = _laplace_cells(X, y, X, n_classes) / n_features  # (S, P, F, C)
+    # one cell per (i, j, x_i, x_j) seen in training (x_j = x_i at j = i), per class
+    keys = sorted(
+        {(i, j, X[s, i], X[s, j]) for s in range(n_rows) for i in range(4) for j in range(4)}
+    )
+    index = {key: e for e, key in enumerate(keys)}
+    cell_of = np.array(
+        [
+            [[index[(i, j, X[s, i], X[s, j])] for j in range(4)] for i in range(4)]
+            for s in range(n_rows)
+        ]
+    )  # (S, P, F)
+    scale = np.zeros((len(keys), n_classes))
+    scale[cell_of] = values**2
+    scale += 1e-12
+    targets = np.eye(n_classes)[y]
+    n_head = n_classes + n_features
+
+    def objective(theta):
+        a, v = theta[:n_classes], theta[n_classes:n_head]
+        d = theta[n_head:].reshape(len(keys), n_classes)
+        scores = a * log_prior + np.einsum("spc,p->sc", likelihood, v)
+        scores += np.sum(d[cell_of] * values, axis=(1, 2))
+        log_p = log_softmax(scores, axis=1)
+        residual = np.exp(log_p) - targets
+        grad_d = np.zeros_like(d)
+        np.add.at(grad_d, cell_of, residual[:, None, None, :] * values)
+        value = -np.sum(targets * log_p)
+        value += 0.5 * penalty * (np.sum((a - 1) ** 2) + np.sum((v - 1) ** 2))
+        value += 0.5 * cell_penalty * np.sum(scale * d**2)
+        grad = np.concatenate(
+            [
+                residual.sum(axis=0) * log_prior + penalty * (a - 1),
+                np.einsum("sc,spc->p", residual, likelihood) + penalty * (v - 1),
+                (grad_d + cell_penalty * scale * d).ravel(),
+            ]
+        )
+        return value, grad
+
+    start = np.concatenate([np.ones(n_head), np.zeros(len(keys) * n_classes)])
+    assert check_grad(lambda t: objective(t)[0], lambda t: objective(t)[1], start + 0.05) < 1e-4
+    # minimised over the deviations in score units, d sqrt(scale): the same minimiser,
+    # better conditioned (a cell with a small value has a flat deviation)
+    unit = np.concatenate([np.ones(n_head), 1.0 / np.sqrt(scale.ravel())])
+
+    def scaled(beta):
+        value, grad = objective(beta * unit)
+        return value, grad * unit
+
+    beta = start
+    for _ in range(5):  # restarts, until the gradient is at rounding level
+        beta = minimize(
+            scaled,
+            beta,
+            jac=True,
+            method="L-BFGS-B",
+            options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 20000, "maxcor": 30},
+        ).x
+        if np.max(np.abs(objective(beta * unit)[1])) < 1e-9:
+            break
+    theta = beta * unit
+    assert np.max(np.abs(objective(theta)[1])) < 1e-7
+    a, v = theta[:n_classes], theta[n_classes:n_head]
+    d = theta[n_head:].reshape(len(keys), n_classes)
+    return a, v, {key: d[e] for key, e in index.items()}
+
+
+def _model_cell_weights(model):
+    """The model's cell weights keyed by (i, j, x_i, x_j) in the original values."""
+    n_features = model.n_features_in_
+    cards = model.n_categories_
+    out, e = {}, 0
+    for k, keys in enumerate(model._cell_keys):
+        i, j = divmod(k, n_features)
+        for key in keys:
+            u, v = (key, key) if i == j else divmod(int(key), int(cards[j]))
+            raw = (i, j, model.categories_[i][u], model.categories_[j][v])
+            out[raw] = model.cell_weights_[e]
+            e += 1
+    return out
+
+
+def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
+    X, y = _data(seed=1, n_rows=300)
+    params = {"smoothing": "laplace", "parent_smoothing": "laplace"}
+    model = AODE(
+        **params, weighting="cll-value", penalty=0.5, cell_penalty=2.0, weighting_tol=1e-12
+    ).fit(X, y)
+    a, v, weights = _cell_reference(X, y, penalty=0.5, cell_penalty=2.0)
+    np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
+    np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
+    fitted = _model_cell_weights(model)
+    assert fitted.keys() == weights.keys()
+    for key, expected in weights.items():
+        np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
+    assert np.ptp(model.cell_weights_) > 0.1  # the cells moved apart
+    assert not np.allclose(model.parent_weights_, 1.0)
+    # prediction: the weighted terms of the full model plus d times each seen cell
+    rng = np.random.default_rng(5)
+    X_new = np.column_stack([rng.integers(0, k, 50) for k in X.max(axis=0) + 1])
+    X_new[0, 1] = X[:, 1].max() + 1  # an unknown value: no parent, no child
+    cells = _laplace_cells(X, y, X_new, 3)
+    log_prior = np.log((np.bincount(y, minlength=3) + 1.0) / (len(y) + 3))
+    cells[0, :, 1] = 0.0
+    terms = cells.sum(axis=2) + log_prior
+    # row 0's parent 1 does not qualify: its term is the Naive Bayes score
+    terms[0, 1] = log_prior + sum(
+        np.log(
+            (np.sum((y[:, None] == np.arange(3)) & (X[:, [j]] == X_new[0, j]), axis=0) + 1.0)
+            / (np.bincount(y, minlength=3) + X[:, j].max() + 1)
+        )
+        for j in (0, 2, 3)
+    )
+    scores = a * log_prior + np.einsum("spc,p->sc", (terms - log_prior) / 4, v)
+    for s in range(len(X_new)):
+        for i in range(4):
+            for j in range(4):
+                key = (i, j, X_new[s, i], X_new[s, j])
+                if key in weights and not (s == 0 and i == 1):
+                    scores[s] += weights[key] * cells[s, i, j] / 4
+    np.testing.assert_allclose(
+        model.predict_log_proba(X_new), log_softmax(scores, axis=1), atol=1e-6
+    )
+
+
+def test_cell_weights_do_not_depend_on_n_jobs():
+    X, y = _data(seed=2, n_rows=3000)
+    one = AODE(weighting="cll-value", n_jobs=1).fit(X, y)
+    two = AODE(weighting="cll-value", n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.cell_weights_, two.cell_weights_)
+    np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+
+
+def test_cell_weights_at_zero_give_the_cll_feature_model():
+    """With ``d = 0`` the cll-value score is the cll-feature score of the same ``a, v``."""
+    X, y = _data(seed=6, n_rows=500)
+    model = AODE(weighting="cll-value").fit(X, y)
+    reference = AODE(weighting="cll-feature").fit(X, y)
+    model.class_weights_ = reference.class_weights_
+    model.parent_weights_ = reference.parent_weights_
+    model.cell_weights_ = np.zeros_like(model.cell_weights_)
+    np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), rtol=1e-12)

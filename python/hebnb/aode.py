@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from numbers import Integral, Real
 from typing import Any, ClassVar, Self
 
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import _safe_indexing
 
 from . import _core, weighting
 from ._base import (
@@ -108,7 +109,7 @@ class AODE(CategoricalClassifier):
         Forgetting factor gamma of ``partial_fit``: before a batch of n rows is added,
         every stored count (single and pair) is multiplied by ``gamma ** n``; the
         smoothing pseudo-counts never decay. ``fit`` is unaffected.
-    weighting : {None, "cll-feature"}, default=None
+    weighting : {None, "cll-feature", "cll-value"}, default=None
         ``"cll-feature"``: one discriminative weight per super-parent (and per class
         prior) on the log-linear form of AODE, ``s_c = a_c ln pi_c + 1/P sum_i v_i
         (T_i,c - ln pi_c)`` with ``T_i`` the one-dependence model of super-parent ``i``,
@@ -116,13 +117,22 @@ class AODE(CategoricalClassifier):
         ``penalty / 2 (||a - 1||^2 + ||v - 1||^2)`` (:func:`hebnb.weighting.fit_parent_weights`,
         docs/discriminative.md). The training rows are scored by models fitted without
         them (5-fold cross-fitting): weights fitted on a row's own counts learn to trust
-        memorised pairs. Not with ``partial_fit``.
+        memorised pairs. ``"cll-value"`` (ALR on AODE's tables): the same plus a weight
+        ``d`` per class and cell of every super-parent's tables that a training row uses
+        (``ln P(x_j = v | y, x_i = u)`` and ``ln P(y, x_i = u)``), so that a cell's
+        log-probability weighs ``v_i + d``; ``d`` multiplies the fitted model's own cells
+        and is penalised by the change it makes to a score,
+        ``cell_penalty / 2 sum (d ln P / P)^2`` (:func:`hebnb.weighting.fit_aode_cell_weights`).
+        Not with ``partial_fit``.
     penalty : float or None, default=None
-        Precision of the Gaussian prior on the weights (None:
+        Precision of the Gaussian prior on the class and super-parent weights (None:
         ``hebnb.weighting.DEFAULT_PENALTY``).
     weighting_tol : float, default=1e-4
         The weights are converged when no entry of the objective's gradient, divided by
         the total sample weight, exceeds it.
+    cell_penalty : float or None, default=None
+        With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
+        of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 100).
 
     Attributes
     ----------
@@ -151,8 +161,12 @@ class AODE(CategoricalClassifier):
     super_parents_ : ndarray of shape (n_features,)
         Which features act as super-parents (all unless ``max_parents`` is set).
     parent_weights_ : ndarray of shape (n_super_parents,)
-        With ``weighting="cll-feature"``: the learned weight ``v_i`` of each super-parent
-        (in feature order).
+        With ``weighting``: the learned weight ``v_i`` of each super-parent (in feature
+        order).
+    cell_weights_ : ndarray of shape (n_cells, n_classes)
+        With ``weighting="cll-value"``: ``d`` of every cell a training row uses, ordered
+        by super-parent, then child (the parent's own term ``ln P(y, x_i)`` in its own
+        position), then parent and child code.
     class_weights_ : ndarray of shape (n_classes,)
         With ``weighting``: the learned weight of each class's log prior.
     weighting_n_iter_ : int
@@ -193,9 +207,10 @@ class AODE(CategoricalClassifier):
         "max_parent_cardinality": [StrictInterval(Integral, 1, None, closed="left"), None],
         "max_joint_cells": [StrictInterval(Real, 0, None, closed="neither"), None],
         "max_parents": [StrictInterval(Integral, 1, None, closed="left"), None],
-        "weighting": [StrOptions({"cll-feature"}), None],
+        "weighting": [StrOptions({"cll-feature", "cll-value"}), None],
         "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
         "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
+        "cell_penalty": [StrictInterval(Real, 0, None, closed="left"), None],
     }
 
     @keyword_only("smoothing", removed_in="0.3")
@@ -220,6 +235,7 @@ class AODE(CategoricalClassifier):
         weighting: str | None = None,
         penalty: float | None = None,
         weighting_tol: float = 1e-4,
+        cell_penalty: float | None = None,
     ) -> None:
         self.smoothing = smoothing
         self.prior = prior
@@ -239,6 +255,7 @@ class AODE(CategoricalClassifier):
         self.weighting = weighting
         self.penalty = penalty
         self.weighting_tol = weighting_tol
+        self.cell_penalty = cell_penalty
 
     @fit_context
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
@@ -281,6 +298,15 @@ class AODE(CategoricalClassifier):
     #: Folds of the cross-fitting that scores the training rows for the weights.
     _weighting_folds = 5
 
+    #: Fitted attributes of the discriminative weights (dropped by a refit without them).
+    _weight_attributes = (
+        "parent_weights_",
+        "class_weights_",
+        "cell_weights_",
+        "weighting_n_iter_",
+        "_cell_keys",
+    )
+
     def _fit_weights(
         self,
         X: ArrayLike,
@@ -291,41 +317,23 @@ class AODE(CategoricalClassifier):
         weights: np.ndarray,
         threads: int,
     ) -> None:
-        """Learns the super-parent weights of ``weighting`` (none: drops old ones).
+        """Learns the weights of ``weighting`` (none: drops old ones).
 
-        Each training row's parent terms come from an AODE fitted on the other folds of a
-        stratified split (``StratifiedKFold(5, shuffle=True, random_state=0)``); a fold
-        whose model lacks a class (a class with a single row) keeps the full model's
-        terms for its rows.
+        Each training row is scored by an AODE fitted on the other folds of a stratified
+        split (``StratifiedKFold(5, shuffle=True, random_state=0)``); a fold whose model
+        lacks a class (a class with a single row) keeps the full model for its rows.
         """
-        for name in ("parent_weights_", "class_weights_", "weighting_n_iter_"):
+        for name in self._weight_attributes:
             self.__dict__.pop(name, None)
         if self.weighting is None:
             return
-        from sklearn.base import clone
-        from sklearn.model_selection import StratifiedKFold
-        from sklearn.utils import _safe_indexing
-
+        folds = self._cross_fitted_models(X, y, sample_weight, labels, weights)
+        if self.weighting == "cll-value":
+            self._fit_cell_weights(codes, labels, weights, threads, folds)
+            return
         terms = self._parent_terms(codes, threads)
-        n_rows = codes.shape[1]
-        counts = np.bincount(labels, minlength=self.classes_.shape[0])
-        n_folds = min(self._weighting_folds, int(counts[counts > 0].max()))
-        if n_rows >= 2 * n_folds and n_folds >= 2:
-            splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # classes with few rows
-                folds = list(splitter.split(np.zeros(n_rows), labels))
-            sub = clone(self).set_params(
-                weighting=None, handle_unknown="ignore", n_jobs=self.n_jobs
-            )
-            for train, held in folds:
-                fold_weight = None if sample_weight is None else weights[train]
-                model = clone(sub).fit(
-                    _safe_indexing(X, train), _safe_indexing(y, train), sample_weight=fold_weight
-                )
-                if np.array_equal(model.classes_, self.classes_):
-                    held_codes, _ = model._encode(_safe_indexing(X, held))
-                    terms[held] = model._parent_terms(held_codes, threads)
+        for held, held_codes, model in folds:
+            terms[held] = model._parent_terms(held_codes, threads)
         fitted = weighting.fit_parent_weights(
             terms,
             labels,
@@ -337,6 +345,136 @@ class AODE(CategoricalClassifier):
         self.parent_weights_ = fitted.feature_weights
         self.class_weights_ = fitted.class_weights
         self.weighting_n_iter_ = fitted.n_iter
+
+    def _cross_fitted_models(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None,
+        labels: np.ndarray,
+        weights: np.ndarray,
+    ) -> list[tuple[np.ndarray, np.ndarray, AODE]]:
+        """``(held-out rows, their codes in the fold's model, the model fitted without
+        them)`` per fold, leaving out the folds whose model lacks a class."""
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold
+
+        n_rows = labels.shape[0]
+        counts = np.bincount(labels, minlength=self.classes_.shape[0])
+        n_folds = min(self._weighting_folds, int(counts[counts > 0].max()))
+        if n_rows < 2 * n_folds or n_folds < 2:
+            return []
+        splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # classes with few rows
+            splits = list(splitter.split(np.zeros(n_rows), labels))
+        sub = clone(self).set_params(weighting=None, handle_unknown="ignore", n_jobs=self.n_jobs)
+        models = []
+        for train, held in splits:
+            fold_weight = None if sample_weight is None else weights[train]
+            model = clone(sub).fit(
+                _safe_indexing(X, train), _safe_indexing(y, train), sample_weight=fold_weight
+            )
+            if np.array_equal(model.classes_, self.classes_):
+                models.append((held, _safe_indexing(X, held), model))
+        return [(held, model._encode(X_held)[0], model) for held, X_held, model in models]
+
+    def _fit_cell_weights(
+        self,
+        codes: np.ndarray,
+        labels: np.ndarray,
+        weights: np.ndarray,
+        threads: int,
+        folds: list[tuple[np.ndarray, np.ndarray, AODE]],
+    ) -> None:
+        """``weighting="cll-value"``: a weight per super-parent on its cross-fitted term
+        (as ``"cll-feature"``) plus one per cell of its tables that a training row uses
+        (:func:`hebnb.weighting.fit_aode_cell_weights`)."""
+        terms = self._parent_terms(codes, threads)
+        for held, held_codes, model in folds:
+            terms[held] = model._parent_terms(held_codes, threads)
+        parents = np.flatnonzero(self.super_parents_)
+        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
+        cells = np.full_like(keys, -1)
+        column_keys, starts = [], [0]
+        for k in range(keys.shape[1]):
+            present = keys[:, k] >= 0
+            distinct, inverse = np.unique(keys[present, k], return_inverse=True)
+            cells[present, k] = starts[-1] + inverse
+            column_keys.append(distinct)
+            starts.append(starts[-1] + distinct.shape[0])
+        cell_values = np.zeros((starts[-1], self.classes_.shape[0]))
+        for p, row_values in enumerate(self._cell_values(codes, threads)):
+            qualifies, values = row_values
+            block = cells[:, p * codes.shape[0] : (p + 1) * codes.shape[0]]
+            block[~qualifies] = -1  # a view: the rows score the Naive Bayes fallback
+            used = block >= 0
+            cell_values[block[used]] = values[used]
+        fitted = weighting.fit_aode_cell_weights(
+            (terms - self.class_log_prior_) / parents.shape[0],
+            cells,
+            starts,
+            cell_values,
+            labels,
+            weights,
+            self.class_log_prior_,
+            penalty=weighting.resolve_penalty(self.penalty),
+            cell_penalty=(
+                weighting.DEFAULT_CELL_PENALTY
+                if self.cell_penalty is None
+                else float(self.cell_penalty)
+            ),
+            n_threads=threads,
+            tol=float(self.weighting_tol),
+        )
+        self.class_weights_ = fitted.class_weights
+        self.parent_weights_ = fitted.parent_weights
+        self.cell_weights_ = fitted.cell_weights
+        self.weighting_n_iter_ = fitted.n_iter
+        self._cell_keys = column_keys
+
+    def _cell_values(
+        self, codes: np.ndarray, threads: int
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Per super-parent: whether it qualifies on each row, and the row's cells of its
+        tables divided by P, (S, F, C) (:func:`hebnb.weighting.aode_parent_values`; column
+        ``i`` holds ``ln P(y, x_i) - ln pi_y``)."""
+        parents = np.flatnonzero(self.super_parents_)
+        for i in parents:
+            qualifies, parent_value, child_values = weighting.aode_parent_values(
+                codes,
+                self._model,
+                self._pair_tables(),
+                list(self._encoder.offsets),
+                int(i),
+                self.class_log_prior_,
+                float(self.min_parent_count),
+                threads,
+            )
+            child_values[:, i] = parent_value
+            yield qualifies, child_values / parents.shape[0]
+
+    def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
+        """The ``weighting="cll-value"`` scores of coded rows, (S, C): the weighted
+        super-parent terms plus each seen cell's ``d`` times its value."""
+        scores = weighting.parent_weighted_log_scores(
+            self._parent_terms(codes, threads),
+            self.class_log_prior_,
+            self.class_weights_,
+            self.parent_weights_,
+        )
+        n_features = codes.shape[0]
+        keys = weighting.aode_cell_keys(
+            codes, np.flatnonzero(self.super_parents_), np.diff(self._encoder.offsets)
+        )
+        starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in self._cell_keys])])
+        for p, (qualifies, values) in enumerate(self._cell_values(codes, threads)):
+            for j in range(n_features):
+                k = p * n_features + j
+                cell = weighting.lookup_cells(keys[:, k], self._cell_keys[k], int(starts[k]))
+                seen = (cell >= 0) & qualifies
+                scores[seen] += self.cell_weights_[cell[seen]] * values[seen, j]
+        return scores
 
     def _parent_terms(self, codes: np.ndarray, threads: int) -> np.ndarray:
         """Each super-parent's one-dependence term ``T_i`` of coded rows, (S, P, C)."""
@@ -386,7 +524,7 @@ class AODE(CategoricalClassifier):
                 f"partial_fit does not support weighting={self.weighting!r}: the weights are "
                 "learned from the whole training set; use fit"
             )
-        for name in ("parent_weights_", "class_weights_", "weighting_n_iter_"):
+        for name in self._weight_attributes:
             self.__dict__.pop(name, None)  # weights of an earlier fit no longer apply
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
@@ -448,6 +586,11 @@ class AODE(CategoricalClassifier):
         self._counts = counts
         self._solve(threads)
         return self
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "pair_indptr_" in state and "pair_features_" not in state:
+            state = _upgrade_all_pairs_state(state)
+        super().__setstate__(state)
 
     def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
         self.pair_features_ = tables["pairs"]
@@ -527,6 +670,8 @@ class AODE(CategoricalClassifier):
 
     def _joint_log_likelihood(self, X: ArrayLike) -> np.ndarray:
         codes, threads = self._encode(X)
+        if "cell_weights_" in self.__dict__:
+            return self._cell_weighted_scores(codes, threads)
         if "parent_weights_" in self.__dict__:
             return weighting.parent_weighted_log_scores(
                 self._parent_terms(codes, threads),
@@ -542,6 +687,48 @@ class AODE(CategoricalClassifier):
             min_parent_count=float(self.min_parent_count),
             n_jobs=threads,
         )
+
+
+#: Diagnostics that were (C, F, F) (or (F, F)) over every parent before they had one row
+#: per super-parent: (attribute, key of the model dict, axis of the parent).
+_PER_PARENT_DIAGNOSTICS = (
+    ("concentration_", "concentration", 1),
+    ("log_evidence_", "log_evidence", 1),
+    ("n_iter_", "n_iter", 1),
+    ("converged_", "converged", 1),
+    ("pooled_concentration_", "pooled_concentration", 0),
+)
+
+
+def _upgrade_all_pairs_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A pickled AODE whose pair tables were laid out for every pair (one CSR row per
+    parent value of every pair ``a < b``, empty for the pairs no orientation models) and
+    whose diagnostics were (C, F, F), moved onto the stored-pairs layout: the rows of
+    the pairs it models are kept (the others hold no cell, so the cells and the fitted
+    child tables are unchanged) and the diagnostics keep the super-parents' rows."""
+    state = dict(state)
+    parents = np.asarray(state["super_parents_"], dtype=bool)
+    modelled = parents[:, None] & ~np.asarray(state["capped_"], dtype=bool)
+    np.fill_diagonal(modelled, False)
+    n_features = parents.shape[0]
+    first, second = np.triu_indices(n_features, 1)  # every pair, in table order
+    wanted = modelled[first, second] | modelled[second, first]
+    cardinality = np.asarray(state["_encoder"].cardinalities, dtype=np.int64)
+    keep_rows = np.repeat(wanted, cardinality[first])
+    indptr = np.asarray(state["pair_indptr_"])
+    state["pair_indptr_"] = np.concatenate([indptr[:1], indptr[1:][keep_rows]])
+    state["pair_features_"] = np.stack([first[wanted], second[wanted]], axis=1).astype(np.int32)
+    model = dict(state.get("_model", {}))
+    for attribute, key, axis in _PER_PARENT_DIAGNOSTICS:
+        for table, name in ((state, attribute), (model, key)):
+            if (
+                name in table
+                and np.ndim(table[name]) >= 2
+                and table[name].shape[axis] != parents.sum()
+            ):
+                table[name] = np.compress(parents, table[name], axis=axis)
+    state["_model"] = model
+    return state
 
 
 def count_pair_tables(

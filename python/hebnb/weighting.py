@@ -52,6 +52,10 @@ WEIGHTINGS = ("cll-feature", "cll-value")
 WEIGHTING_ROWS = ("leave-one-out", "in-sample")
 #: Precision of the Gaussian prior N(1, 1 / penalty) on every weight.
 DEFAULT_PENALTY = 1.0
+#: Default ``cell_penalty`` of ``AODE(weighting="cll-value")``: the precision, in score
+#: units, of a cell's change of a row's score (docs/discriminative.md: the best fixed value
+#: over 23 of the 25 shared datasets; the best per dataset ranges from 3 to 300).
+DEFAULT_CELL_PENALTY = 100.0
 #: Default ``tol``: the mean per-row gradient entry at which the weights are converged.
 DEFAULT_TOL = 1e-4
 #: L-BFGS iterations at most.
@@ -590,3 +594,286 @@ def parent_weighted_log_scores(
         "spc,p->sc", (terms - class_log_prior) / n_parents, parent_weights
     )
     return class_weights * class_log_prior + combined
+
+
+def aode_parent_values(
+    codes: npt.NDArray[np.int32],
+    model: dict[str, npt.NDArray[np.float64]],
+    pair_tables: dict[str, np.ndarray],
+    offsets: list[int],
+    parent: int,
+    class_log_prior: FloatArray,
+    min_parent_count: float,
+    n_threads: int,
+) -> tuple[npt.NDArray[np.bool_], FloatArray, FloatArray]:
+    """The cells of super-parent ``parent``'s one-dependence term on coded rows.
+
+    ``T_i = ln P(y, x_i) + sum_{j != i} ln P(x_j | y, x_i)`` (SPEC eq. 7) is a sum of
+    table cells. They are read through the fitted scorer, not the storage layout: each
+    distinct parent value ``u`` and each distinct ``(j, u, v)`` of the rows is scored as a
+    row holding only ``x_i = u`` (and ``x_j = v``) with ``i`` the only qualifying parent,
+    so that ``ln P(y, u)`` is the first score and ``ln P(v | y, u)`` the difference of the
+    two (zero where the child does not score: a zero-mean category).
+
+    Returns
+    -------
+    qualifies : ndarray of shape (S,)
+        Whether the parent qualifies on the row (value present, known and at least
+        ``min_parent_count``); the row's other outputs are zero where it does not.
+    parent_value : ndarray of shape (S, C)
+        ``ln P(y, x_i) - ln pi_y``.
+    child_values : ndarray of shape (S, F, C)
+        ``ln P(x_j | y, x_i)`` in column j (zero at ``j = i`` and where ``x_j`` is missing
+        or unknown).
+    """
+    n_features, n_rows = codes.shape
+    n_classes = class_log_prior.shape[0]
+    cardinality = np.diff(offsets)
+    parent_count = np.asarray(model["parent_count"], dtype=np.float64)
+    start = offsets[parent]
+    values = codes[parent].astype(np.int64)
+    qualifies = values >= 0
+    qualifies[qualifies] = parent_count[start + values[qualifies]] >= min_parent_count
+    rows = np.flatnonzero(qualifies)
+    parent_value = np.zeros((n_rows, n_classes))
+    child_values = np.zeros((n_rows, n_features, n_classes))
+    if rows.size == 0:
+        return qualifies, parent_value, child_values
+    only = np.full_like(parent_count, -np.inf)
+    only[start : offsets[parent + 1]] = parent_count[start : offsets[parent + 1]]
+    single = {**model, "parent_count": only}
+    distinct_parents, parent_of_row = np.unique(values[rows], return_inverse=True)
+    # the synthetic rows: first each distinct parent value alone, then each distinct
+    # (child, parent value, child value)
+    blocks: list[tuple[int, np.ndarray, np.ndarray | None]] = [(parent, distinct_parents, None)]
+    children = []
+    for j in range(n_features):
+        if j == parent:
+            continue
+        child = codes[j, rows].astype(np.int64)
+        present = child >= 0
+        keys = values[rows] * cardinality[j] + child
+        distinct, position = np.unique(keys[present], return_inverse=True)
+        blocks.append((j, distinct // cardinality[j], distinct % cardinality[j]))
+        children.append((j, present, position))
+    n_synthetic = sum(block[1].shape[0] for block in blocks)
+    synthetic = np.full((n_features, n_synthetic), -1, dtype=np.int32)
+    first = [0]
+    for j, parent_codes, child_codes in blocks:
+        at = slice(first[-1], first[-1] + parent_codes.shape[0])
+        synthetic[parent, at] = parent_codes
+        if child_codes is not None:
+            synthetic[j, at] = child_codes
+        first.append(at.stop)
+    scores = _core.aode_joint_log_likelihood(
+        synthetic,
+        single,
+        pair_tables,
+        offsets=offsets,
+        min_parent_count=min_parent_count,
+        n_jobs=n_threads,
+    )
+    alone = scores[: distinct_parents.shape[0]]
+    parent_value[rows] = alone[parent_of_row] - class_log_prior
+    for block, (j, present, position) in enumerate(children, start=1):
+        with_child = scores[first[block] : first[block + 1]]
+        child_parent = np.searchsorted(distinct_parents, blocks[block][1])
+        difference = with_child - alone[child_parent]
+        column = np.zeros((rows.shape[0], n_classes))
+        column[present] = difference[position]
+        child_values[rows, j] = column
+    return qualifies, parent_value, child_values
+
+
+def aode_cell_keys(
+    codes: npt.NDArray[np.int32], parents: npt.NDArray[np.intp], cardinality: npt.NDArray[np.intp]
+) -> npt.NDArray[np.int64]:
+    """Which cell of each super-parent's tables each row uses, shape (S, P F).
+
+    Column ``p F + j`` is super-parent ``i = parents[p]``'s child ``j`` (key ``u K_j + v``)
+    or, at ``j = i``, its own term ``ln P(y, x_i = u)`` (key ``u``); -1 where the parent
+    or the child value is missing or unknown.
+    """
+    n_features, n_rows = codes.shape
+    keys = np.full((n_rows, parents.shape[0] * n_features), -1, dtype=np.int64)
+    for p, i in enumerate(parents):
+        u = codes[i].astype(np.int64)
+        for j in range(n_features):
+            v = codes[j].astype(np.int64)
+            present = (u >= 0) & (v >= 0)
+            key = u if j == i else u * int(cardinality[j]) + v
+            keys[:, p * n_features + j] = np.where(present, key, -1)
+    return keys
+
+
+@dataclass(frozen=True)
+class AodeCellWeights:
+    """The learned weights of ``AODE(weighting="cll-value")`` (:func:`fit_aode_cell_weights`).
+
+    Attributes
+    ----------
+    class_weights : ndarray of shape (C,)
+        ``a``.
+    parent_weights : ndarray of shape (P,)
+        ``v``.
+    cell_weights : ndarray of shape (n_cells, C)
+        ``d``, columns in order (:func:`aode_cell_keys`).
+    objective, n_iter, converged
+    """
+
+    class_weights: FloatArray
+    parent_weights: FloatArray
+    cell_weights: FloatArray
+    objective: float
+    n_iter: int
+    converged: bool
+
+
+def fit_aode_cell_weights(
+    likelihood: FloatArray,
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    cell_values: FloatArray,
+    labels: npt.NDArray[np.int64],
+    sample_weight: FloatArray,
+    class_log_prior: FloatArray,
+    *,
+    penalty: float,
+    cell_penalty: float,
+    n_threads: int,
+    tol: float = DEFAULT_TOL,
+) -> AodeCellWeights:
+    """ALR on AODE's tables: the weights minimising the penalised negative conditional
+    log-likelihood of the scores
+
+    ``s_c = a_c ln pi_c + sum_p v_p L[p, c] + sum over the row's cells e of d[e, c] V[e, c]``
+
+    ``L`` (S, P, C) are the super-parents' terms ``(T_p - ln pi) / P``, cross-fitted (the
+    ``"cll-feature"`` model, :func:`fit_parent_weights`); ``cells`` (S, P F) the row's cell
+    in each column (-1: none; column ``k``'s cells inside
+    ``column_starts[k]:column_starts[k + 1]``) and ``V`` (cells, C) the fitted model's cell
+    values, ``ln P(x_j | c, x_i) / P`` (or the parent's ``(ln P(c, x_i) - ln pi_c) / P``).
+    So ``v_p + d[e, c]`` is the whole weight of a cell's log-probability, like the cell
+    weights of ``"cll-value"`` on Naive Bayes; ``d`` acts on the model's own tables, ``v``
+    on terms the row did not help to fit. The penalty
+    ``penalty / 2 (||a - 1||^2 + ||v - 1||^2) + cell_penalty / 2 sum V^2 d^2`` measures ``d``
+    by the change it makes to a score, like the coefficients of an L2 logistic regression on the cells'
+    indicators; ``d = 0`` is the ``"cll-feature"`` model. Each evaluation of the objective
+    and its gradient is one pass of the Rust kernel ``cell_weighted_log_likelihood``
+    (rows in parallel, deterministic: the same weights for any ``n_threads``).
+    """
+    n_rows, n_parents, n_classes = likelihood.shape
+    n_cells = int(column_starts[-1])
+    if not np.all(np.isfinite(class_log_prior)):
+        raise ValueError(
+            "discriminative weighting needs every class prior to be positive; "
+            "class_prior gives probability 0 to a class"
+        )
+    if not np.all(np.isfinite(likelihood)):
+        raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
+    # the kernel's cells: first each (parent, row) term, then the tables' cells
+    term_cells = np.arange(n_parents * n_rows, dtype=np.int64).reshape(n_parents, n_rows).T
+    kernel_cells = np.ascontiguousarray(
+        np.hstack([term_cells, np.where(cells >= 0, cells + n_parents * n_rows, -1)]).T
+    )
+    starts = [p * n_rows for p in range(n_parents)] + [
+        n_parents * n_rows + s for s in column_starts
+    ]
+    values = np.ascontiguousarray(
+        np.concatenate(
+            [likelihood.transpose(1, 0, 2).reshape(n_parents * n_rows, n_classes), cell_values]
+        )
+    )
+    offset = np.zeros((n_rows, n_classes))
+    gtol = tol * max(1.0, float(sample_weight.sum()))
+    n_head = n_classes + n_parents
+    start = np.concatenate([np.ones(n_head), np.zeros(n_cells * n_classes)])
+    scale = np.concatenate(
+        [np.full(n_head, penalty), cell_penalty * ((cell_values**2).ravel() + 1e-12)]
+    )
+
+    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
+        weights = np.empty((n_parents * n_rows + n_cells, n_classes))
+        weights[: n_parents * n_rows] = np.repeat(theta[n_classes:n_head], n_rows)[:, None]
+        weights[n_parents * n_rows :] = theta[n_head:].reshape(n_cells, n_classes)
+        loss, weight_gradient, class_residuals = _core.cell_weighted_log_likelihood(
+            kernel_cells,
+            values,
+            starts,
+            weights,
+            offset,
+            labels,
+            sample_weight,
+            np.ascontiguousarray(theta[:n_classes] * class_log_prior),
+            n_jobs=n_threads,
+        )
+        parent_gradient = (
+            weight_gradient[: n_parents * n_rows].sum(axis=1).reshape(n_parents, n_rows).sum(axis=1)
+        )
+        gradient = np.concatenate(
+            [
+                class_residuals * class_log_prior,
+                parent_gradient,
+                weight_gradient[n_parents * n_rows :].ravel(),
+            ]
+        )
+        deviation = theta - start
+        value = loss + 0.5 * float(deviation @ (scale * deviation))
+        return value, gradient + scale * deviation
+
+    # the data term's Hessian diagonal at the start: the preconditioner
+    scores = class_log_prior + likelihood.sum(axis=1)
+    probability = np.exp(scores - scores.max(axis=1, keepdims=True))
+    probability /= probability.sum(axis=1, keepdims=True)
+    spread = sample_weight[:, None] * probability * (1.0 - probability)
+    mean = np.einsum("sc,spc->sp", probability, likelihood)
+    variance = np.einsum("sc,spc->sp", probability, likelihood**2) - mean**2
+    cell_curvature = np.zeros((n_cells, n_classes))
+    used = cells >= 0
+    row_of = np.broadcast_to(np.arange(n_rows)[:, None], cells.shape)[used]
+    for c in range(n_classes):
+        cell_curvature[:, c] = np.bincount(
+            cells[used], weights=spread[row_of, c], minlength=n_cells
+        )
+    curvature = np.concatenate(
+        [
+            spread.sum(axis=0) * class_log_prior**2,
+            sample_weight @ np.maximum(variance, 0.0),
+            (cell_curvature * cell_values**2).ravel(),
+        ]
+    )
+    with threadpool_limits(limits=1, user_api="blas"):
+        theta, value, gradient, n_iter, converged = minimise_lbfgs(
+            objective,
+            start,
+            gtol=gtol,
+            max_iter=MAX_ITER,
+            inverse_curvature=1.0 / np.maximum(curvature + scale, 1e-300),
+        )
+    if not converged:
+        warnings.warn(
+            f"the AODE cell weights did not converge in {n_iter} L-BFGS iterations "
+            f"(largest gradient entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return AodeCellWeights(
+        class_weights=theta[:n_classes].copy(),
+        parent_weights=theta[n_classes:n_head].copy(),
+        cell_weights=theta[n_head:].reshape(n_cells, n_classes).copy(),
+        objective=value,
+        n_iter=n_iter,
+        converged=converged,
+    )
+
+
+def lookup_cells(
+    keys: npt.NDArray[np.int64], known: npt.NDArray[np.int64], first: int
+) -> npt.NDArray[np.int64]:
+    """The cell index ``first + position`` of each key in the sorted ``known`` keys, -1
+    for a key that is negative or not known."""
+    position = np.searchsorted(known, keys)
+    inside = position < known.shape[0]
+    found = inside & (keys >= 0)
+    found[found] = known[position[found]] == keys[found]
+    return np.where(found, first + position, -1)

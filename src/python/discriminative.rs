@@ -1,5 +1,6 @@
 //! Bindings of the discriminative-weighting kernel: the conditional log-likelihood of a
-//! weighted score table and its residual sums (src/discriminative.rs).
+//! weighted score table and its residual sums, and of weighted cells with their own values
+//! (src/discriminative.rs).
 
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -61,8 +62,52 @@ pub(super) fn conditional_log_likelihood<'py>(
     ))
 }
 
+/// `(loss, weight_gradient (cells, C), class_residuals (C,))` of the cell-weighted scores
+/// `class_scores + offset + sum_k cell_weights[cells[k]] * values[cells[k]]` (`cells` (K, S))
+/// (src/discriminative.rs, `cell_weighted_log_likelihood`).
+#[pyfunction]
+#[pyo3(signature = (cells, values, column_starts, cell_weights, offset, labels, sample_weights, class_scores, /, *, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn cell_weighted_log_likelihood<'py>(
+    py: Python<'py>,
+    cells: PyReadonlyArray2<'py, i64>,
+    values: PyReadonlyArray2<'py, f64>,
+    column_starts: Vec<usize>,
+    cell_weights: PyReadonlyArray2<'py, f64>,
+    offset: PyReadonlyArray2<'py, f64>,
+    labels: PyReadonlyArray1<'py, i64>,
+    sample_weights: PyReadonlyArray1<'py, f64>,
+    class_scores: PyReadonlyArray1<'py, f64>,
+    n_jobs: usize,
+) -> PyResult<(f64, Array2Py<'py>, Array1Py<'py>)> {
+    let terms = discriminative::CellTerms {
+        cells: cells.as_array(),
+        values: values.as_array(),
+        column_starts: &column_starts,
+    };
+    let (cell_weights, offset) = (cell_weights.as_array(), offset.as_array());
+    let (labels, sample_weights) = (labels.as_array(), sample_weights.as_array());
+    let class_scores = class_scores.as_slice()?;
+    let fit = run(py, n_jobs, || {
+        discriminative::cell_weighted_log_likelihood(
+            terms,
+            cell_weights,
+            offset,
+            labels,
+            sample_weights,
+            class_scores,
+        )
+    })?;
+    Ok((
+        fit.negative_log_likelihood,
+        fit.weight_gradient.into_pyarray(py),
+        fit.class_residuals.into_pyarray(py),
+    ))
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conditional_log_likelihood, m)?)?;
+    m.add_function(wrap_pyfunction!(cell_weighted_log_likelihood, m)?)?;
     Ok(())
 }

@@ -123,6 +123,12 @@ METHODS = {
             {"smoothing": "heb", "parent_smoothing": "heb", "weighting": "cll-feature"},
         ),
         Method(
+            "heb-aode+cll-value",
+            "HEB-AODE (EB parent term) + CLL super-parent and cell weights (ALR)",
+            "AODE",
+            {"smoothing": "heb", "parent_smoothing": "heb", "weighting": "cll-value"},
+        ),
+        Method(
             "aode-capped",
             "AODE (paper's cap)",
             "AODE",
