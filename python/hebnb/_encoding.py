@@ -3,8 +3,8 @@
 Every estimator sees its input through this module: tables become feature-major integer
 codes ``(F, S)`` with ``-1`` for a missing value (None, NaN, pandas NA) or a category not
 seen in training, labels become class indices, weights become a checked float vector.
-Encoding is hash-based (pandas factorisation), never a Python loop over rows, and never
-mutates the caller's data.
+Encoding goes through the vocabulary in the Rust core (``_core.Vocabulary``), never a
+Python loop over rows, and never mutates the caller's data.
 """
 
 from __future__ import annotations
@@ -81,9 +81,7 @@ class _Table:
 
     ``block`` holds a numeric 2-D array ``(S, F)`` as given (coded all features at once,
     by blocks of rows: see ``CategoryEncoder._encode``); otherwise ``columns`` holds one
-    column per feature: ``("ints",
-    values, missing)``, ``("objects", values)``, ``("arrow", chunked array)`` or
-    ``("category", codes, categories)``.
+    column per feature (see ``ColumnSpec``).
     """
 
     columns: list[ColumnSpec]
