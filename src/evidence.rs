@@ -49,6 +49,10 @@ pub struct EvidenceTerms {
     short_cells: f64,
     /// Poles `k / mu` of the steps `1 <= k < n` of those cells.
     poles: Vec<f64>,
+    /// Poles shared by several cells of the same count and mean, as (pole, number of
+    /// cells): [`Self::add_equal_cells`] (a uniform mean over a vocabulary gives every
+    /// cell of count n the same poles, so a distribution costs its distinct counts).
+    shared_poles: Vec<(f64, f64)>,
     /// Sum of `n ln mu` over the short cells (a constant of `l`, kept so `l` is exact).
     short_log_mean: f64,
     /// Product of means not yet folded into `short_log_mean`: one logarithm per many
@@ -69,6 +73,7 @@ impl Default for EvidenceTerms {
             long_totals: Vec::new(),
             short_cells: 0.0,
             poles: Vec::new(),
+            shared_poles: Vec::new(),
             short_log_mean: 0.0,
             short_mean_product: 1.0,
             long_cells: Vec::new(),
@@ -146,6 +151,19 @@ fn pole_log_sum(poles: &[f64], m: f64) -> f64 {
     sum + product.iter().map(|p| p.ln()).sum::<f64>()
 }
 
+/// `(sum w / (m + p), sum w / (m + p)^2)` over shared poles `(p, w)`.
+fn shared_pole_sums(poles: &[(f64, f64)], m: f64) -> (f64, f64) {
+    poles.iter().fold((0.0, 0.0), |(first, second), &(p, w)| {
+        let r = 1.0 / (m + p);
+        (first + w * r, second + w * r * r)
+    })
+}
+
+/// `sum w / (m + p)` over shared poles `(p, w)`.
+fn shared_pole_sum(poles: &[(f64, f64)], m: f64) -> f64 {
+    poles.iter().map(|&(p, w)| w / (m + p)).sum()
+}
+
 impl EvidenceTerms {
     /// Empty statistics (no documents).
     pub fn new() -> Self {
@@ -201,6 +219,28 @@ impl EvidenceTerms {
         } else {
             self.short_log_mean += count * mean.ln();
         }
+    }
+
+    /// Adds `cells` cells that all have the whole count `count` and the mean `mean`, as
+    /// `cells` calls of [`Self::add_cell`] would, but their steps once: each step's pole
+    /// `k / mu` is stored once with weight `cells`. Counts that are not short go to
+    /// [`Self::add_cell`] one cell at a time.
+    pub fn add_equal_cells(&mut self, count: f64, mean: f64, cells: f64) {
+        if count <= 0.0 || cells <= 0.0 {
+            return;
+        }
+        if !is_short(count) || cells == 1.0 || mean <= 1e-50 {
+            for _ in 0..cells as usize {
+                self.add_cell(count, mean);
+            }
+            return;
+        }
+        self.every_mean_is_one &= mean == 1.0;
+        self.short_cells += cells;
+        self.short_log_mean += cells * count * mean.ln();
+        let inverse = 1.0 / mean;
+        self.shared_poles
+            .extend((1..count as usize).map(|k| (k as f64 * inverse, cells)));
     }
 
     /// Multiplies `factor` (at least 1e-50) into the product of the short cells' means,
@@ -273,7 +313,9 @@ impl EvidenceTerms {
             .iter()
             .map(|&(n, mu)| m * mu * digamma_difference(m * mu, n))
             .sum();
-        let cells = self.short_cells + m * pole_sum(&self.poles, m) + long_cells;
+        let cells = self.short_cells
+            + m * (pole_sum(&self.poles, m) + shared_pole_sum(&self.shared_poles, m))
+            + long_cells;
         let short_documents: f64 = self
             .short_document_steps()
             .map(|(k, weight)| weight * m / (m + k))
@@ -313,8 +355,12 @@ impl EvidenceTerms {
             .max(self.largest_short_total);
         // the pass costs O(largest total): not worth it (nor affordable) where that dwarfs
         // the terms a gradient evaluation sums
-        let budget =
-            64.0 + 4.0 * (self.poles.len() + self.long_cells.len() + self.long_totals.len()) as f64;
+        let budget = 64.0
+            + 4.0
+                * (self.poles.len()
+                    + self.shared_poles.len()
+                    + self.long_cells.len()
+                    + self.long_totals.len()) as f64;
         if largest_total > budget {
             return GradientShape::Unknown;
         }
@@ -337,17 +383,20 @@ impl EvidenceTerms {
         // the last document pole only add (q - largest_total) to the tail
         let limit = largest_total;
         let mut tail_area = 0.0;
-        let mut place = |q: f64| {
+        let mut place = |q: f64, weight: f64| {
             if q < limit {
                 let j = q as usize;
-                bucket[j].rise += 1.0;
-                bucket[j].area += (j + 1) as f64 - q;
+                bucket[j].rise += weight;
+                bucket[j].area += weight * ((j + 1) as f64 - q);
             } else {
-                tail_area += q - limit;
+                tail_area += weight * (q - limit);
             }
         };
         for &q in &self.poles {
-            place(q);
+            place(q, 1.0);
+        }
+        for &(q, weight) in &self.shared_poles {
+            place(q, weight);
         }
         let mut closed_form_tail = 0.0;
         let mut placed = 0.0;
@@ -366,7 +415,7 @@ impl EvidenceTerms {
                     closed_form_tail += step_sum / mu - limit * remaining;
                     break;
                 }
-                place(q);
+                place(q, 1.0);
             }
         }
         let tail_area = tail_area + closed_form_tail;
@@ -394,7 +443,12 @@ impl EvidenceTerms {
             .map(|&(total, k)| k * ln_gamma_difference(m, total))
             .sum();
         let documents = self.short_documents * m.ln() + short_documents + long_documents;
-        let poles = pole_log_sum(&self.poles, m);
+        let poles = pole_log_sum(&self.poles, m)
+            + self
+                .shared_poles
+                .iter()
+                .map(|&(p, w)| w * (m + p).ln())
+                .sum::<f64>();
         let long_cells: f64 = self
             .long_cells
             .iter()
@@ -424,7 +478,10 @@ impl EvidenceTerms {
             .iter()
             .map(|&(total, k)| k * digamma_difference(m, total))
             .sum();
-        (self.short_cells - self.short_documents) / m + pole_sum(&self.poles, m) + long_cells
+        (self.short_cells - self.short_documents) / m
+            + pole_sum(&self.poles, m)
+            + shared_pole_sum(&self.shared_poles, m)
+            + long_cells
             - short_documents
             - long_documents
     }
@@ -432,8 +489,9 @@ impl EvidenceTerms {
     /// `(dl/dm, d²l/dm²)` in one pass over the terms (a Newton step needs both).
     pub fn gradient_and_curvature(&self, m: f64) -> (f64, f64) {
         let (pole_first, pole_second) = pole_sums(&self.poles, m);
-        let mut gradient = self.short_cells / m + pole_first;
-        let mut curvature = -self.short_cells / (m * m) - pole_second;
+        let (shared_first, shared_second) = shared_pole_sums(&self.shared_poles, m);
+        let mut gradient = self.short_cells / m + pole_first + shared_first;
+        let mut curvature = -self.short_cells / (m * m) - pole_second - shared_second;
         for &(n, mu) in &self.long_cells {
             let (first, second) = digamma_trigamma_difference(m * mu, n);
             gradient += mu * first;
@@ -500,7 +558,12 @@ impl EvidenceTerms {
             .iter()
             .map(|&(total, k)| -k * scaled_digamma_excess(m, total))
             .sum();
-        let poles: f64 = self.poles.iter().map(|&p| -p / (m + p)).sum();
+        let poles: f64 = self.poles.iter().map(|&p| -p / (m + p)).sum::<f64>()
+            + self
+                .shared_poles
+                .iter()
+                .map(|&(p, w)| -w * p / (m + p))
+                .sum::<f64>();
         let long_cells: f64 = self
             .long_cells
             .iter()

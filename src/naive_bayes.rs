@@ -17,7 +17,6 @@ use crate::evidence::{EvidenceTerms, GradientShape};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 use crate::small_solver::Staircases;
-use crate::smoothing::log_smoothed;
 use crate::solver::{maximise_evidence_from, maximise_with_shape, Solution, SolverSettings};
 
 /// Which prior mean a smoother shrinks toward.
@@ -63,6 +62,9 @@ pub struct ConcentrationFit {
     pub converged: Array2<bool>,
 }
 
+/// Whole counts below this are tallied per count when a feature's mean is uniform.
+const SHARED_COUNTS: usize = 33;
+
 /// The evidence statistics of the `(class, feature)` distribution.
 fn evidence_terms(
     counts: ArrayView2<f64>,
@@ -74,11 +76,38 @@ fn evidence_terms(
     let row = counts.row(class);
     let mut terms = EvidenceTerms::new();
     let mut total = 0.0;
-    for j in layout.columns(feature) {
-        let n = row[j];
-        if n > 0.0 {
-            total += n;
-            terms.add_cell(n, mean[j]);
+    let columns = layout.columns(feature);
+    let shared_mean = mean[columns.clone()]
+        .split_first()
+        .filter(|(first, rest)| rest.iter().all(|mu| mu == *first))
+        .map(|(first, _)| *first);
+    if let Some(mu) = shared_mean {
+        // one mean for every value (a uniform mean): cells of equal small whole counts
+        // share their poles, so they are added once per count (a text vocabulary has
+        // thousands of cells and a few dozen distinct small counts)
+        let mut cells_of_count = [0.0; SHARED_COUNTS];
+        for j in columns {
+            let n = row[j];
+            if n > 0.0 {
+                total += n;
+                let whole = n as usize;
+                if whole < SHARED_COUNTS && whole as f64 == n {
+                    cells_of_count[whole] += 1.0;
+                } else {
+                    terms.add_cell(n, mu);
+                }
+            }
+        }
+        for (n, &cells) in cells_of_count.iter().enumerate().skip(1) {
+            terms.add_equal_cells(n as f64, mu, cells);
+        }
+    } else {
+        for j in columns {
+            let n = row[j];
+            if n > 0.0 {
+                total += n;
+                terms.add_cell(n, mean[j]);
+            }
         }
     }
     terms.add_document(total);
@@ -277,8 +306,22 @@ pub fn log_probability_table(
                 let m = concentration[[c, f]];
                 let columns = layout.columns(f);
                 let total: f64 = columns.clone().map(|j| row[j]).sum();
+                // log_smoothed's two logarithms, each taken once where it repeats: the
+                // denominator is the distribution's, and an empty cell's numerator
+                // ln(m mu) is its neighbour's when their means are equal (a uniform
+                // mean: most of a vocabulary); the same numbers as log_smoothed's
+                let log_denominator = (total + m).ln();
+                let mut empty = (f64::NAN, f64::NAN); // (mean, ln(0 + m mean))
                 for j in columns {
-                    out[j] = log_smoothed(row[j], total, m, mean[j]);
+                    let numerator = if row[j] == 0.0 {
+                        if empty.0 != mean[j] {
+                            empty = (mean[j], (row[j] + m * mean[j]).ln());
+                        }
+                        empty.1
+                    } else {
+                        (row[j] + m * mean[j]).ln()
+                    };
+                    out[j] = numerator - log_denominator;
                 }
             }
             Ok(())

@@ -205,17 +205,29 @@ def test_token_models_fit_is_the_local_fit(client, model):
     np.testing.assert_allclose(model.predict_proba(counts), local.predict_proba(counts), atol=1e-10)
 
 
-def test_a_leave_one_out_power_is_not_fitted_from_count_tables(client):
+@pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
+def test_the_leave_one_out_power_is_the_local_fits(client, smoothing):
     rng = np.random.default_rng(3)
-    counts = rng.poisson(0.4, size=(120, 20)).astype(float)
-    labels = rng.integers(0, 2, size=120)
-    X = da.from_array(counts, chunks=((60, 60), (20,)))
-    y = da.from_array(labels, chunks=((60, 60),))
-    with pytest.warns(UserWarning, match="posterior power is 1"):
-        model = hd.fit(MultinomialNB(), X, y)
-    local = MultinomialNB(posterior_power=1.0).fit(counts, labels)
-    assert model.posterior_power_ == 1.0
+    counts = rng.poisson(0.4, size=(150, 20)).astype(float)
+    labels = rng.choice(["a", "b", "c"], size=150)
+    weights = rng.uniform(0.2, 2.0, size=150)
+    # uneven partitions, one of them empty
+    X = da.from_array(counts, chunks=((60, 0, 50, 40), (20,)))
+    y = da.from_array(labels, chunks=((60, 0, 50, 40),))
+    w = da.from_array(weights, chunks=((60, 0, 50, 40),))
+    model = hd.fit(MultinomialNB(smoothing=smoothing), X, y, sample_weight=w)
+    local = MultinomialNB(smoothing=smoothing).fit(counts, labels, sample_weight=weights)
+    assert local.posterior_power_ != 1.0
+    assert model.posterior_power_ == pytest.approx(local.posterior_power_, rel=1e-10)
+    assert model.leave_one_out_log_loss_ == pytest.approx(local.leave_one_out_log_loss_, rel=1e-10)
     np.testing.assert_allclose(model.predict_proba(counts), local.predict_proba(counts), atol=1e-10)
+    # and partial_fit continues from every row of the Dask fit, as after a local fit
+    more, more_labels = counts[:30], labels[:30]
+    np.testing.assert_allclose(
+        model.partial_fit(more, more_labels).predict_proba(counts),
+        local.partial_fit(more, more_labels).predict_proba(counts),
+        atol=1e-10,
+    )
 
 
 def test_predict_on_dask_collections(client):

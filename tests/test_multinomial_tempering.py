@@ -112,6 +112,44 @@ def test_leave_one_out_scores_equal_a_refit_without_the_row(smoothing):
 
 
 @pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
+def test_leave_one_out_scores_sum_duplicate_and_unsorted_entries(smoothing):
+    """The core reads a row's entries in any order and adds duplicates up before the row
+    leaves its class: the scores equal the refit of the summed, sorted rows."""
+    X, y = token_data(seed=11)
+    X[:, :5] += 1.0  # entries of count 2 and more in every row
+    weights = np.ones(y.shape[0])
+    weights[:30] = 2.0
+    weights[30:40] = 0.5
+    model = MultinomialNB(smoothing=smoothing).fit(X, y, sample_weight=weights)
+    matrix = sp.csr_matrix(X)
+    # each row's entries reversed, and each value split into 1 + (x - 1) where x > 1
+    indptr, indices, data = [0], [], []
+    for d in range(matrix.shape[0]):
+        row = slice(matrix.indptr[d], matrix.indptr[d + 1])
+        for v, x in zip(matrix.indices[row][::-1], matrix.data[row][::-1]):
+            parts = [1.0, x - 1.0] if x > 1 else [x]
+            indices += [v] * len(parts)
+            data += parts
+        indices.append(0)  # a stored zero
+        data.append(0.0)
+        indptr.append(len(data))
+    scores = _core.leave_one_out_log_likelihood(
+        np.asarray(indptr, dtype=np.int64),
+        np.asarray(indices, dtype=np.int32),
+        np.asarray(data),
+        y.astype(np.int64),
+        weights,
+        model.feature_count_,
+        model.concentration_,
+        np.ascontiguousarray(model.feature_log_prob_.T),
+        pooled_mean=smoothing == "heb-m",
+        n_jobs=2,
+    )
+    want = refit_scores(X, y, weights, model.concentration_, pooled=smoothing == "heb-m")
+    np.testing.assert_allclose(scores, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
 @pytest.mark.parametrize("prior", ["frequencies", "uniform", "given"])
 def test_the_power_maximises_the_leave_one_out_likelihood(smoothing, prior):
     X, y = token_data(seed=3)
@@ -177,19 +215,37 @@ def test_laplace_keeps_scikit_learn_unless_asked():
     assert tempered.posterior_power_ == pytest.approx(want, rel=1e-6)
 
 
-def test_partial_fit_fits_the_power_on_the_latest_batch():
+@pytest.mark.parametrize("start", ["partial_fit", "fit"])
+def test_partial_fit_fits_the_power_on_every_row_seen(start):
+    """The rule: every row seen enters the leave-one-out likelihood, scored by the model
+    of its batch (left out of all the counts up to its batch)."""
     X, y = token_data(seed=8, n_rows=300)
     model = MultinomialNB()
-    model.partial_fit(X[:200], y[:200], classes=[0, 1, 2])
+    if start == "fit":
+        model.fit(X[:200], y[:200])
+    else:
+        model.partial_fit(X[:120], y[:120], classes=[0, 1, 2])
+        model.partial_fit(X[120:200], y[120:200])
+    first_m = model.concentration_.copy()
     model.partial_fit(X[200:], y[200:])
     whole = MultinomialNB().fit(X, y)
     np.testing.assert_allclose(model.feature_count_, whole.feature_count_, rtol=1e-12)
     np.testing.assert_allclose(model.concentration_, whole.concentration_, rtol=1e-12)
-    # the rows of the last batch, each left out of all the counts so far
-    scores = refit_scores(X, y, np.ones(300), model.concentration_, pooled=False)[200:]
-    prior_rows = frequency_prior_rows(y, np.ones(300), 3)[200:]
-    want = best_power(scores, y[200:], np.ones(100), prior_rows)
+    batches = [(0, 200, first_m)] if start == "fit" else []
+    if start == "partial_fit":
+        one = MultinomialNB().partial_fit(X[:120], y[:120], classes=[0, 1, 2])
+        batches = [(0, 120, one.concentration_), (120, 200, first_m)]
+    batches.append((200, 300, model.concentration_))
+    scores, priors = [], []
+    for begin, end, m in batches:
+        seen = np.ones(end)
+        scores.append(refit_scores(X[:end], y[:end], seen, m, pooled=False)[begin:])
+        priors.append(frequency_prior_rows(y[:end], seen, 3)[begin:])
+    want = best_power(np.vstack(scores), y, np.ones(300), np.vstack(priors))
     assert model.posterior_power_ == pytest.approx(want, rel=1e-6)
+    # one partial_fit call is one fit
+    single = MultinomialNB().partial_fit(X, y)
+    assert single.posterior_power_ == pytest.approx(whole.posterior_power_, rel=1e-12)
 
 
 def test_power_does_not_depend_on_threads_format_or_duplicates():

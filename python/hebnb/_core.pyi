@@ -31,6 +31,7 @@ __all__ = [
     "fit_token_distributions",
     "joint_log_likelihood",
     "leave_one_out_log_likelihood",
+    "leave_one_out_rows",
     "log_posterior",
     "log_probability_table",
     "merge_pair_tables",
@@ -370,7 +371,7 @@ def fit_binary_features(
 ) -> dict[str, npt.NDArray[Any]]:
     """Bernoulli NB from (C, F) per-class document frequencies."""
 
-def fit_posterior_power(
+def leave_one_out_rows(
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int32],
     data: npt.NDArray[np.float64],
@@ -385,9 +386,21 @@ def fit_posterior_power(
     class_counts: npt.NDArray[np.float64] | None,
     class_log_prior: npt.NDArray[np.float64],
     n_jobs: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The training rows as Multinomial NB's posterior power reads them (log_probability
+    (V, C)): each row's leave-one-out joint log-likelihoods shifted by their maximum
+    (rows, C), its class and its weight (rows that do not enter the likelihood left out)."""
+
+def fit_posterior_power(
+    shifted_joint: npt.NDArray[np.float64],
+    classes: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    /,
+    *,
+    n_jobs: int,
 ) -> dict[str, Any]:
-    """Multinomial NB's posterior power by leave-one-out (log_probability (V, C)):
-    power, log_loss, n_iter."""
+    """The posterior power maximising the leave-one-out likelihood of the rows of
+    leave_one_out_rows: power, log_loss, n_iter."""
 
 def leave_one_out_log_likelihood(
     indptr: npt.NDArray[np.int64],

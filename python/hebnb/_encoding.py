@@ -1118,6 +1118,12 @@ def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("y contains missing labels (NaN or None): every row needs a class")
     if y.dtype.kind == "O":
         inferred = pd.api.types.infer_dtype(y, skipna=False)
+        if inferred == "string":
+            # strings are always class labels (scikit-learn's target check has nothing to
+            # refuse): pandas' hash-based factorize sorts the distinct labels only, where
+            # np.unique sorts every row's Python string; same classes, same order
+            indices, classes = pd.factorize(y, sort=True)
+            return np.asarray(classes, dtype=object), indices.astype(np.int64)
         if inferred in ("integer", "boolean", "floating", "mixed-integer-float"):
             # numbers held as objects (a pandas object column): scikit-learn's target check
             # calls them "Unknown label type: unknown", yet they are labels like any other
@@ -1136,8 +1142,13 @@ def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     return classes, indices.astype(np.int64).reshape(-1)
 
 
-def check_sample_weight(sample_weight: Any, n_samples: int) -> np.ndarray:
-    """Float64 weights, one per row, finite and non-negative with a positive sum."""
+def check_sample_weight(
+    sample_weight: Any, n_samples: int, *, positive_total: bool = True
+) -> np.ndarray:
+    """Float64 weights, one per row, finite and non-negative, in an aligned contiguous
+    array the core can borrow (arrays unpickled from the frames Dask ships between
+    processes may sit at any byte offset: those are copied). ``positive_total``: the sum
+    must be positive (a whole training set; one partition of one may weigh nothing)."""
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64)
     dtype = getattr(sample_weight, "dtype", None)
@@ -1149,7 +1160,7 @@ def check_sample_weight(sample_weight: Any, n_samples: int) -> np.ndarray:
         if isinstance(sample_weight, numbers.Real):
             weights = np.full(n_samples, float(sample_weight))
         else:
-            weights = np.asarray(sample_weight, dtype=np.float64)
+            weights = np.require(sample_weight, dtype=np.float64, requirements=["C", "A"])
     except (TypeError, ValueError) as error:
         raise ValueError(f"sample_weight must hold real numbers: {error}") from None
     if weights.ndim != 1 or weights.shape[0] != n_samples:
@@ -1162,14 +1173,14 @@ def check_sample_weight(sample_weight: Any, n_samples: int) -> np.ndarray:
         raise ValueError("Negative values in data passed to sample_weight")
     with np.errstate(over="ignore"):
         total = weights.sum()
-    if not total > 0:
+    if positive_total and not total > 0:
         raise ValueError("sample_weight sums to zero: at least one row needs positive weight")
     if not total <= MAX_TOTAL_WEIGHT:
         raise ValueError(
             f"sample_weight sums to {total:.3g}, beyond {MAX_TOTAL_WEIGHT:.0e}: counts that "
             "large overflow float64 sums; rescale the weights"
         )
-    return np.ascontiguousarray(weights)
+    return weights
 
 
 def check_table_size(n_classes: int, n_columns: int) -> None:

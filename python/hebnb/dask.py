@@ -6,12 +6,14 @@ partition of a Dask DataFrame / Array into a count table on the worker that hold
 category counts and, for :class:`~hebnb.AODE`, its sparse pair tables), adds the tables
 in a tree reduction (vocabularies merged by value, classes by label, pair cells by key),
 and solves the concentrations once where the tables meet. Only count tables travel,
-never rows, and the result is the ordinary estimator: it pickles, predicts locally on
+never rows (a :class:`~hebnb.MultinomialNB` posterior power adds a few numbers per row),
+and the result is the ordinary estimator: it pickles, predicts locally on
 numpy / pandas, and its ``predict_proba`` equals a local ``fit`` on the concatenated
 data (up to the order of floating-point additions).
 
 The graph's tasks are named ``hebnb-count-*`` (one per partition), ``hebnb-merge-*``
-(the reduction) and ``hebnb-solve-*``, so the Dask dashboard and
+(the reduction) and ``hebnb-solve-*`` (then, for the posterior power of
+:class:`~hebnb.MultinomialNB`, ``hebnb-rows-*`` and ``hebnb-power-*``), so the Dask dashboard and
 ``distributed.progress`` show the fit as it runs. An error in a partition (bad data in
 one file) is the error a local fit raises, its message prefixed with the partition.
 
@@ -29,7 +31,6 @@ Supported: :class:`~hebnb.CategoricalNB`, :class:`~hebnb.AODE`,
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -51,6 +52,7 @@ from ._encoding import (
     CategoryEncoder,
     _array_column,
     _encode_column,
+    check_sample_weight,
     check_table_size,
     encode_labels,
 )
@@ -141,25 +143,9 @@ def _class_rows(classes: npt.NDArray[Any], part: npt.NDArray[Any]) -> npt.NDArra
 
 
 def _weights(sample_weight: Any, n_rows: int) -> FloatArray:
-    """One partition's weights: finite, non-negative, one per row (a partition may weigh
-    zero in total; the whole fit is checked once the tables meet)."""
-    if sample_weight is None:
-        return np.ones(n_rows, dtype=np.float64)
-    values = sample_weight.to_numpy() if isinstance(sample_weight, pd.Series) else sample_weight
-    try:
-        # aligned too: arrays unpickled from a worker's frames may sit at any byte offset
-        weights = np.require(values, dtype=np.float64, requirements=["C", "A"])
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"sample_weight must hold real numbers: {error}") from None
-    if weights.shape != (n_rows,):
-        raise ValueError(
-            f"sample_weight.shape == {weights.shape}, expected ({n_rows},): one weight per row"
-        )
-    if not np.all(np.isfinite(weights)):
-        raise ValueError("sample_weight contains NaN or infinite values")
-    if np.any(weights < 0):
-        raise ValueError("Negative values in data passed to sample_weight")
-    return weights
+    """One partition's weights (a partition may weigh zero in total; the whole fit is
+    checked once the tables meet)."""
+    return check_sample_weight(sample_weight, n_rows, positive_total=False)
 
 
 def _check_total(class_count: FloatArray) -> None:
@@ -463,6 +449,16 @@ class TokenFamily(Family[TokenCounts]):
             a.n_rows + b.n_rows, classes, class_count, feature_count, a.n_features, a.feature_names
         )
 
+    def power_rows(self, model: BaseEstimator, X: Any, y: Any, sample_weight: Any) -> Any:
+        """A partition's rows as the posterior power of the solved ``model`` reads them
+        (``MultinomialNB``'s leave-one-out rows), class indices those of the whole fit."""
+        matrix = model._check_X(X, reset=False)
+        check_finite_labels(y)
+        classes, labels = encode_labels(y, matrix.n_rows)
+        labels = _class_rows(model.classes_, classes)[labels].astype(np.int64)
+        weights = _weights(sample_weight, matrix.n_rows)
+        return model._leave_one_out_rows(matrix, Batch(model.classes_, labels, weights))
+
     def solve(self, state: TokenCounts) -> BaseEstimator:
         model = clone(self.template)
         model._validate_params()
@@ -542,6 +538,35 @@ def _solve_task(family: Family[Any], state: Any) -> BaseEstimator:
     return family.solve(state)
 
 
+def _power_rows_task(
+    family: TokenFamily,
+    model: BaseEstimator,
+    X: Any,
+    y: Any,
+    sample_weight: Any,
+    index: int,
+    n_partitions: int,
+) -> Any:
+    """One partition's leave-one-out rows under the solved model (None for an empty one)."""
+    if n_rows_of(X) == 0 and len(y) == 0:
+        return None
+    X, y, sample_weight = _aligned(X), _aligned(y), _aligned(sample_weight)
+    return _in_partition(index, n_partitions, lambda: family.power_rows(model, X, y, sample_weight))
+
+
+def _power_task(model: BaseEstimator, *parts: Any) -> BaseEstimator:
+    """The solved model with the posterior power of all the partitions' rows, taken in
+    partition order: the rows, and so the power, of a local fit."""
+    fitted = copy.copy(model)  # a task's input is never changed (retries)
+    rows = None
+    for part in parts:
+        if part is not None:
+            rows = part if rows is None else rows.followed_by(part)
+    if rows is not None:
+        fitted._fit_power(rows)
+    return fitted
+
+
 def _blocks(collection: Any, name: str) -> list[Any]:
     """The partitions of a Dask DataFrame / Series / Array as Delayed objects, in order."""
     lazy: Any = collection  # Dask's collections are partly annotated
@@ -617,6 +642,17 @@ def fit_graph(
         depth += 1
     solve = _delayed(_solve_task, pure=True)
     result: Delayed = solve(family_node, level[0], dask_key_name=f"hebnb-solve-{token}")
+    if getattr(family.template, "_power_needs_rows", lambda: False)():
+        # the leave-one-out posterior power reads the rows under the solved model: a
+        # second pass over the partitions, whose (classes + 2) numbers per row meet in
+        # one task
+        rows = _delayed(_power_rows_task, pure=True)
+        parts = [
+            rows(family_node, result, xb, yb, wb, i, n, dask_key_name=f"hebnb-rows-{token}-{i}")
+            for i, (xb, yb, wb) in enumerate(blocks)
+        ]
+        power = _delayed(_power_task, pure=True)
+        result = power(result, *parts, dask_key_name=f"hebnb-power-{token}")
     return result
 
 
@@ -671,19 +707,12 @@ ComplementNB
     Uses the current Dask scheduler (a ``distributed.Client`` if one is active). Each
     partition becomes a count table on its worker (its own vocabulary, classes and
     counts); the tables are added in a tree reduction and the model is solved once,
-    in one task, with ``n_jobs`` threads. The count tables do not hold the rows, so a
-    ``MultinomialNB`` whose posterior power is fitted by leave-one-out (its default)
-    is fitted untempered (``posterior_power_ = 1``), with a warning; pass a number as
-    ``posterior_power`` to choose it.
+    in one task, with ``n_jobs`` threads. A ``MultinomialNB`` whose posterior power is
+    fitted by leave-one-out (its default) then reads the partitions a second time: each
+    gives its rows' leave-one-out scores under the solved model (``n_classes + 2``
+    numbers per row), and the power is fitted where they meet, as a local ``fit`` fits
+    it.
     """
-    if getattr(estimator, "_power_needs_rows", lambda: False)():
-        warnings.warn(
-            "hebnb.dask fits MultinomialNB from count tables, which cannot leave rows out: "
-            "its posterior power is 1 (untempered); set posterior_power to a number to "
-            "choose it",
-            UserWarning,
-            stacklevel=2,
-        )
     graph: Any = fit_graph(estimator, X, y, sample_weight, split_every=split_every)
     fitted = graph.compute()
     return _adopt(estimator, fitted)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar, Literal
 
@@ -31,6 +32,27 @@ from ._text import (
     empirical_class_log_prior,
     training_batch,
 )
+
+
+@dataclass(frozen=True)
+class LeaveOneOutRows:
+    """Training rows as the posterior power reads them (``_core.leave_one_out_rows``):
+    each row's leave-one-out joint log-likelihoods shifted by their maximum (rows, C),
+    its class index and its weight. The leave-one-out likelihood is a sum over rows, so
+    the rows of several batches or partitions are concatenated."""
+
+    shifted_joint: FloatArray
+    classes: npt.NDArray[np.int64]
+    weights: FloatArray
+
+    def followed_by(self, other: LeaveOneOutRows) -> LeaveOneOutRows:
+        """These rows, then ``other``'s."""
+        return LeaveOneOutRows(
+            np.concatenate([self.shifted_joint, other.shifted_joint]),
+            np.concatenate([self.classes, other.classes]),
+            np.concatenate([self.weights, other.weights]),
+        )
+
 
 #: smoothing -> prior mean of the Dirichlet prior.
 SMOOTHERS: dict[str, Literal["uniform", "marginal"]] = {
@@ -117,7 +139,7 @@ class DiscreteNB(NaiveBayesClassifier):
         self.class_count_ = class_count
         self.feature_count_ = feature_count
         self._solve()
-        self._fit_rows(matrix, batch)
+        self._fit_rows(matrix, batch, after=False)
         return self
 
     @fit_context
@@ -165,11 +187,12 @@ class DiscreteNB(NaiveBayesClassifier):
         self.class_count_ = class_count
         self.feature_count_ = feature_count
         self._solve()
-        self._fit_rows(matrix, batch)
+        self._fit_rows(matrix, batch, after=not first_call)
         return self
 
-    def _fit_rows(self, matrix: CountMatrix, batch: Batch) -> None:
-        """What a fit learns from the rows beyond their counts (nothing here)."""
+    def _fit_rows(self, matrix: CountMatrix, batch: Batch, *, after: bool) -> None:
+        """What a fit learns from the rows beyond their counts (nothing here); ``after``:
+        the batch follows earlier ones (``partial_fit``)."""
 
     def _alpha(self) -> float | None:
         """The fixed pseudo-count per cell, or None for Type-II ML."""
@@ -364,21 +387,16 @@ class MultinomialNB(DiscreteNB):
     def _set_power(self, power: float, log_loss: float) -> None:
         self.posterior_power_ = power
         self.leave_one_out_log_loss_ = log_loss
-        self._score_table = power * self._log_probability_by_token
-        self._score_bias = power * self.class_log_prior_
 
-    def _fit_rows(self, matrix: CountMatrix, batch: Batch) -> None:
-        """The leave-one-out posterior power of the batch's rows (see the class notes)."""
-        if self._fixed_power() is not None:
-            return
+    def _leave_one_out_rows(self, matrix: CountMatrix, batch: Batch) -> LeaveOneOutRows:
+        """The batch's rows as the posterior power reads them: each row's leave-one-out
+        joint log-likelihoods under the current counts (the row left out of them), shifted
+        by their maximum, with its class index and weight (rows of weight 0, and rows
+        whose class the leave-one-out prior excludes, are left out)."""
+        # the core sums a row's duplicate entries itself (a row leaves its whole count)
         rows = matrix.rows()
-        if not rows.matrix.has_canonical_format:
-            # a row leaves its whole count of a token: duplicate entries summed first
-            canonical = rows.matrix.copy()
-            canonical.sum_duplicates()
-            rows = CountMatrix(canonical, sparse_input=rows.sparse_input)
         frequencies = self.class_prior is None and self.fit_prior
-        fit = _core.fit_posterior_power(
+        joint, classes, weights = _core.leave_one_out_rows(
             rows.indptr,
             rows.indices,
             rows.data,
@@ -392,7 +410,29 @@ class MultinomialNB(DiscreteNB):
             class_log_prior=self.class_log_prior_,
             n_jobs=self._threads(),
         )
+        return LeaveOneOutRows(joint, classes, weights)
+
+    def _fit_power(self, rows: LeaveOneOutRows) -> None:
+        """The power that maximises the leave-one-out likelihood of ``rows``; they are
+        kept, so that ``partial_fit`` adds the next batch's rows to them."""
+        self._power_rows = rows
+        fit = _core.fit_posterior_power(
+            rows.shifted_joint, rows.classes, rows.weights, n_jobs=self._threads()
+        )
         self._set_power(float(fit["power"]), float(fit["log_loss"]))
+
+    def _fit_rows(self, matrix: CountMatrix, batch: Batch, *, after: bool) -> None:
+        """The leave-one-out posterior power of the rows seen (see the class notes):
+        ``after=True`` (``partial_fit``) adds the batch's rows to those of the earlier
+        batches."""
+        if self._fixed_power() is not None:
+            self.__dict__.pop("_power_rows", None)
+            return
+        rows = self._leave_one_out_rows(matrix, batch)
+        earlier = self.__dict__.get("_power_rows") if after else None
+        if earlier is not None:
+            rows = earlier.followed_by(rows)
+        self._fit_power(rows)
 
     def _solve(self) -> None:
         fit = _core.fit_token_distributions(
@@ -423,7 +463,12 @@ class MultinomialNB(DiscreteNB):
         self._set_power(1.0 if fixed is None else fixed, float("nan"))
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
-        return self._score(X, self._score_table, self._score_bias)
+        joint = self._score(X, self._log_probability_by_token, self.class_log_prior_)
+        if self.posterior_power_ != 1.0:
+            # the tempered joint, scaled in place: the (rows, classes) output, not the
+            # (vocabulary, classes) table, is multiplied
+            joint *= self.posterior_power_
+        return joint
 
 
 class ComplementNB(DiscreteNB):

@@ -1,7 +1,7 @@
 //! Bindings of the text and binary models' kernels: counting and scoring scipy sparse
 //! matrices, and smoothing the summed count tables (Multinomial, Complement, Bernoulli).
 
-use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -12,7 +12,7 @@ use crate::multinomial::{self, SmoothedFit, Smoothing};
 use crate::naive_bayes::PriorMean;
 use crate::solver::SolverSettings;
 use crate::sparse_rows::{self, Major, SparseMatrix, Values};
-use crate::tempering::{self, LeaveOneOutPrior, TokenModel};
+use crate::tempering::{self, LeaveOneOutPrior, LeaveOneOutRows, TokenModel};
 
 fn values(binarize: Option<f64>) -> Values {
     binarize.map_or(Values::Counts, Values::Binarize)
@@ -250,15 +250,15 @@ pub(super) fn fit_binary_features<'py>(
     Ok(out)
 }
 
-/// The posterior power of Multinomial NB chosen by the leave-one-out conditional
-/// likelihood of the training rows (a CSR matrix with their labels and weights): a dict of
-/// `power`, `log_loss` (the leave-one-out log-loss at it) and `n_iter`. `class_counts`
-/// given: the prior is the class frequencies, left one row out; else `class_log_prior`
-/// is fixed.
+/// The training rows (a CSR matrix with their labels and weights) as the posterior power
+/// of Multinomial NB reads them: `(shifted_joint (rows, C), classes, weights)` of the rows
+/// that enter the leave-one-out likelihood, each row's leave-one-out joint
+/// log-likelihoods shifted by their maximum. `class_counts` given: the prior is the
+/// class frequencies, left one row out; else `class_log_prior` is fixed.
 #[pyfunction]
 #[pyo3(signature = (indptr, indices, data, labels, weights, counts, concentration, log_probability, /, *, pooled_mean, class_counts, class_log_prior, n_jobs))]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn fit_posterior_power<'py>(
+pub(super) fn leave_one_out_rows<'py>(
     py: Python<'py>,
     indptr: PyReadonlyArray1<'py, i64>,
     indices: PyReadonlyArray1<'py, i32>,
@@ -272,7 +272,7 @@ pub(super) fn fit_posterior_power<'py>(
     class_counts: Option<PyReadonlyArray1<'py, f64>>,
     class_log_prior: PyReadonlyArray1<'py, f64>,
     n_jobs: usize,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<(Array2Py<'py>, Bound<'py, PyArray1<i64>>, Array1Py<'py>)> {
     let rows = TrainingRows::borrow(
         &indptr,
         &indices,
@@ -293,10 +293,44 @@ pub(super) fn fit_posterior_power<'py>(
         Some(counts) => LeaveOneOutPrior::Frequencies(counts),
         None => LeaveOneOutPrior::Fixed(log_prior),
     };
-    let fit = run(py, n_jobs, || {
+    let n_classes = rows.model.counts.nrows();
+    let kept = run(py, n_jobs, || {
         let scores = rows.leave_one_out_log_likelihood()?;
-        tempering::fit_posterior_power(scores.view(), &rows.classes, rows.weights, &prior)
+        LeaveOneOutRows::new(scores.view(), &rows.classes, rows.weights, &prior)
     })?;
+    let (joint, classes, weights) = kept.parts();
+    let joint = ndarray::Array2::from_shape_vec((classes.len(), n_classes), joint.to_vec())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let classes: Vec<i64> = classes.iter().map(|&c| c as i64).collect();
+    Ok((
+        joint.into_pyarray(py),
+        classes.into_pyarray(py),
+        weights.to_vec().into_pyarray(py),
+    ))
+}
+
+/// The posterior power that maximises the leave-one-out likelihood of the rows of
+/// [`leave_one_out_rows`] (of one batch, or of several concatenated): a dict of `power`,
+/// `log_loss` (the leave-one-out log-loss at it) and `n_iter`.
+#[pyfunction]
+#[pyo3(signature = (shifted_joint, classes, weights, /, *, n_jobs))]
+pub(super) fn fit_posterior_power<'py>(
+    py: Python<'py>,
+    shifted_joint: PyReadonlyArray2<'py, f64>,
+    classes: PyReadonlyArray1<'py, i64>,
+    weights: PyReadonlyArray1<'py, f64>,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let n_classes = shifted_joint.as_array().ncols();
+    let classes = class_indices(classes.as_array(), n_classes).map_err(to_py_err)?;
+    let rows = LeaveOneOutRows::from_parts(
+        shifted_joint.as_array().iter().copied().collect(),
+        classes,
+        weights.as_slice()?.to_vec(),
+        n_classes,
+    )
+    .map_err(to_py_err)?;
+    let fit = run(py, n_jobs, || Ok(rows.fit()))?;
     let out = PyDict::new(py);
     out.set_item("power", fit.power)?;
     out.set_item("log_loss", fit.log_loss)?;
@@ -343,6 +377,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(score_rows, m)?)?;
     m.add_function(wrap_pyfunction!(fit_token_distributions, m)?)?;
     m.add_function(wrap_pyfunction!(fit_binary_features, m)?)?;
+    m.add_function(wrap_pyfunction!(leave_one_out_rows, m)?)?;
     m.add_function(wrap_pyfunction!(fit_posterior_power, m)?)?;
     m.add_function(wrap_pyfunction!(leave_one_out_log_likelihood, m)?)?;
     Ok(())
