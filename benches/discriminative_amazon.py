@@ -11,6 +11,7 @@ Run from the repository root after ``pip install -e .`` (release build):
 
     nice -n 10 python benches/discriminative_amazon.py
     nice -n 10 python benches/discriminative_amazon.py --penalties 0.1 1 10   # penalty sweep
+    nice -n 10 python benches/discriminative_amazon.py --cell-penalties 10 30  # AODE cll-value
 
 Prints a markdown table of the fold means of log-loss, macro AUC, top-1 ECE (10 bins) and
 fit seconds per fold, and the fit-time ratios of the best hebnb model to the references.
@@ -34,7 +35,7 @@ from hebnb import AODE, CategoricalNB
 from hebnb.metrics import auc_ovr_macro, expected_calibration_error, log_loss
 
 
-def hebnb_models(penalties: list[float] | None) -> dict:
+def hebnb_models(penalties: list[float] | None, cell_penalties: list[float] | None) -> dict:
     """name -> factory of the hebnb models (2 threads, like CatBoost)."""
     models = {
         "CategoricalNB (HEB-M)": lambda: CategoricalNB(n_jobs=2),
@@ -61,6 +62,12 @@ def hebnb_models(penalties: list[float] | None) -> dict:
                     parent_smoothing="heb", weighting=kind, penalty=penalty, n_jobs=2
                 )
             )
+    for cell_penalty in cell_penalties or []:
+        models[
+            f"AODE(parent_smoothing='heb', weighting='cll-value') cell_penalty={cell_penalty:g}"
+        ] = lambda cell_penalty=cell_penalty: AODE(
+            parent_smoothing="heb", weighting="cll-value", cell_penalty=cell_penalty, n_jobs=2
+        )
     return models
 
 
@@ -93,6 +100,9 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--penalties", type=float, nargs="*", default=None)
+    parser.add_argument(
+        "--cell-penalties", type=float, nargs="*", default=None, help="AODE cll-value variants"
+    )
     parser.add_argument("--no-references", action="store_true")
     parser.add_argument("--csv", default=None, help="write the per-fold rows here")
     parser.add_argument(
@@ -108,7 +118,7 @@ def main() -> None:
         X_all, y_all, train_size=args.rows, stratify=y_all, random_state=args.seed
     )
     X = X.reset_index(drop=True)
-    models = hebnb_models(args.penalties)
+    models = hebnb_models(args.penalties, args.cell_penalties)
     if not args.no_references:
         models.update(reference_models())
     if args.models:

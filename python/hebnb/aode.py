@@ -664,7 +664,11 @@ class AODE(CategoricalClassifier):
         if self.max_parent_cardinality is not None:
             capped |= (k > self.max_parent_cardinality)[:, None]
         if self.max_joint_cells is not None:
-            capped |= np.outer(k, k) * n_classes > float(self.max_joint_cells)
+            # by blocks of parents: the (F, F) float products of a very wide table at
+            # once would take 8 bytes per orientation
+            for start in range(0, k.shape[0], 1024):
+                block = np.outer(k[start : start + 1024], k) * n_classes
+                capped[start : start + 1024] |= block > float(self.max_joint_cells)
         np.fill_diagonal(capped, False)
         return capped
 

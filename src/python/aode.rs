@@ -259,8 +259,9 @@ pub(super) fn fit_aode<'py>(
     out.set_item("parent_log_prob", fit.parent_log_prob.into_pyarray(py))?;
     out.set_item("parent_count", fit.parent_count.into_pyarray(py))?;
     out.set_item("class_log_prior", fit.class_log_prior.into_pyarray(py))?;
-    out.set_item("capped", capped.as_array().to_owned().into_pyarray(py))?;
-    out.set_item("parents", parents.as_array().to_owned().into_pyarray(py))?;
+    // the caller's masks themselves, not copies (the capped mask is F x F)
+    out.set_item("capped", capped.as_any())?;
+    out.set_item("parents", parents.as_any())?;
     Ok(out)
 }
 
