@@ -23,15 +23,20 @@
 
 use crate::gamma_differences::{
     digamma_difference, digamma_trigamma_difference, ln_gamma_difference, scaled_digamma_excess,
+    trigamma_difference,
 };
 use crate::sign_changes::{GradientShape, SignChanges};
-use crate::solver::{
-    at_end, better, maximise_by_search, newton_in_bracket, Evidence, Solution, SolverSettings,
-};
+use crate::solver::{maximise_by_search, Evidence, Solution, SolverSettings};
 
 /// Most unit intervals the shape certificate walks exactly before it gives up (then the
 /// bound search decides).
 const CERTIFICATE_UNITS: usize = 48;
+
+/// The Newton iteration of [`single_root`] stops once the error it predicts for its
+/// iterate (from the last two steps, the convergence being quadratic) is below this
+/// fraction of the solver's `log_tolerance`: the maximiser to ~1e-14 relative, without
+/// the last evaluation that only confirms a step below the tolerance.
+const QUADRATIC_STOP: f64 = 1e-3;
 
 /// Largest number of non-zero cells on the fast path.
 pub const MAX_CELLS: usize = 48;
@@ -175,6 +180,19 @@ impl Evidence for SmallEvidence {
     }
 
     fn scaled_gradient_and_curvature(&self, m: f64) -> (f64, f64) {
+        if m >= self.largest_total {
+            // the gradient as summed excesses; only the curvature's terms are new here
+            let cells: f64 = self
+                .cells()
+                .map(|(n, mu)| mu * mu * trigamma_difference(m * mu, n))
+                .sum();
+            let documents: f64 = self
+                .totals()
+                .iter()
+                .map(|&total| trigamma_difference(m, total))
+                .sum();
+            return (self.scaled_gradient(m), cells - documents);
+        }
         let (mut gradient, mut curvature) = (0.0, 0.0);
         for (n, mu) in self.cells() {
             let (first, second) = digamma_trigamma_difference(m * mu, n);
@@ -186,11 +204,7 @@ impl Evidence for SmallEvidence {
             gradient -= first;
             curvature -= second;
         }
-        if m >= self.largest_total {
-            (self.scaled_gradient(m), curvature)
-        } else {
-            (m * gradient, curvature)
-        }
+        (m * gradient, curvature)
     }
 
     fn increasing_parts(&self, m: f64) -> (f64, f64) {
@@ -426,6 +440,17 @@ impl Staircases<'_> {
         // cut [a, b] where s crosses a margin (a tolerance beyond it): between the cuts s
         // is above the upper level, below the lower one, or in the band between them
         let (upper, lower) = (below + tolerance, -above - tolerance);
+        // most segments lie wholly on one side (no cut): s's extremes on [a, b] are at
+        // the ends or the vertex, so that needs no root
+        let (lowest, highest) = smooth.range(a, b);
+        if lowest >= upper {
+            signs.observe_sign(true, false);
+            return true;
+        }
+        if highest <= lower {
+            signs.observe_sign(false, true);
+            return true;
+        }
         let mut cuts = [a; 6];
         let mut n_cuts = 1;
         for level in [upper, lower] {
@@ -497,6 +522,22 @@ impl Quadratic {
         (self.alpha * q + self.beta) * q + self.gamma
     }
 
+    /// The smallest and largest value on `[a, b]`: at an end, or at the vertex if it lies
+    /// inside.
+    fn range(&self, a: f64, b: f64) -> (f64, f64) {
+        let (at_a, at_b) = (self.at(a), self.at(b));
+        let (mut lowest, mut highest) = (at_a.min(at_b), at_a.max(at_b));
+        if self.alpha != 0.0 {
+            let vertex = -self.beta / (2.0 * self.alpha);
+            if vertex > a && vertex < b {
+                let at_vertex = self.at(vertex);
+                lowest = lowest.min(at_vertex);
+                highest = highest.max(at_vertex);
+            }
+        }
+        (lowest, highest)
+    }
+
     /// The real roots of `self = level` (NaN where there is none), by the stable formula.
     fn roots(&self, level: f64) -> [f64; 2] {
         let (a, b, c) = (self.alpha, self.beta, self.gamma - level);
@@ -516,43 +557,140 @@ impl Quadratic {
 /// refinement started at `start` (a related problem's answer saves steps). The same
 /// decisions as [`crate::solver::maximise_evidence_from`]: a certified shape decides the
 /// end or the single interior maximum; otherwise every local maximum is bracketed.
+///
+/// The log evidence at the maximiser is not reported (`log_evidence` is NaN): most
+/// answers are decided from the gradient alone, and the evidence would be one more
+/// evaluation of every term; [`Evidence::log_evidence`] gives it where it is wanted.
 pub fn maximise_small(terms: &SmallEvidence, settings: &SolverSettings, start: f64) -> Solution {
     let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
     if terms.is_flat() || lo_m == hi_m || terms.one_cell_per_document() {
-        return at_end(terms, lo_m, 0);
+        return at_end(lo_m, 0);
     }
     match terms.gradient_shape() {
-        GradientShape::Rising => at_end(terms, hi_m, 0),
-        GradientShape::Falling => at_end(terms, lo_m, 0),
+        GradientShape::Rising => at_end(hi_m, 0),
+        GradientShape::Falling => at_end(lo_m, 0),
         GradientShape::AtMostOneChange => {
-            let f_hi = terms.scaled_gradient(hi_m);
-            // l' ~ (cells - documents) / m > 0 near 0: positive at m_max too, it has not
-            // changed sign in between
-            if f_hi > 0.0 && terms.n_cells > terms.n_documents {
-                return at_end(terms, hi_m, 1);
-            }
-            let f_lo = terms.scaled_gradient(lo_m);
-            if f_lo > 0.0 && f_hi < 0.0 {
-                let start = terms.large_root().unwrap_or(start);
-                let start = if start > 0.0 && start.is_finite() {
-                    start.ln()
-                } else {
-                    f64::NAN
-                };
-                let inside = newton_in_bracket(terms, settings, lo_m.ln(), hi_m.ln(), start);
-                Solution {
-                    n_iter: inside.n_iter + 2,
-                    ..inside
+            // l' ~ (cells - documents) / m > 0 near 0 (the certificate needs more cells
+            // than documents) and changes sign at most once: the maximiser is the root of
+            // m l'(m) if it lies inside the bounds, else the end the sign points to
+            let guess = terms.large_root();
+            let start = guess.unwrap_or(start);
+            if guess.is_some_and(|root| root >= hi_m) {
+                // the expansion puts the root beyond m_max: one evaluation likely decides
+                let f_hi = terms.scaled_gradient(hi_m);
+                if f_hi >= 0.0 {
+                    return at_end(hi_m, 1);
                 }
-            } else if f_lo > 0.0 {
-                at_end(terms, hi_m, 2)
-            } else if f_hi < 0.0 {
-                at_end(terms, lo_m, 2)
-            } else {
-                better(at_end(terms, lo_m, 2), at_end(terms, hi_m, 2))
+                let inside = single_root(terms, settings, start, (false, true));
+                return Solution {
+                    n_iter: inside.n_iter + 1,
+                    ..inside
+                };
             }
+            single_root(terms, settings, start, (false, false))
         }
-        GradientShape::Unknown => maximise_by_search(terms, settings, start),
+        GradientShape::Unknown => Solution {
+            log_evidence: f64::NAN,
+            ..maximise_by_search(terms, settings, start)
+        },
+    }
+}
+
+/// The bound `m` as the answer (its evidence not evaluated).
+fn at_end(m: f64, n_iter: usize) -> Solution {
+    Solution {
+        concentration: m,
+        log_evidence: f64::NAN,
+        n_iter,
+        converged: true,
+    }
+}
+
+/// The maximiser of an evidence whose `f(t) = m l'(m)` (`t = ln m`) is positive near
+/// `m = 0` and changes sign at most once: Newton's method in `t` from `start`, kept
+/// inside a bracket by bisection as in [`newton_in_bracket`], whose ends are evaluated
+/// only when a step would leave the bracket (`verified` says which end's sign is already
+/// known to be right). An end whose sign says the root lies beyond it is the answer
+/// (`f(m_max) >= 0`: `m_max`; `f(m_min) <= 0`: `m_min`). Newton's iterates and the
+/// maximiser are those of evaluating both ends first (the decision of
+/// [`crate::solver::maximise_evidence_from`]); only the evaluations a good start makes
+/// unnecessary are saved.
+fn single_root(
+    terms: &SmallEvidence,
+    settings: &SolverSettings,
+    start: f64,
+    (mut lo_known, mut hi_known): (bool, bool),
+) -> Solution {
+    let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
+    let (mut lo, mut hi) = (lo_m.ln(), hi_m.ln());
+    let start = if start > 0.0 && start.is_finite() {
+        start.ln()
+    } else {
+        f64::NAN
+    };
+    let mut t = if start > lo && start < hi {
+        start
+    } else {
+        0.5 * (lo + hi)
+    };
+    let mut n_iter = 0;
+    let mut converged = false;
+    let mut previous_newton_step = None;
+    while n_iter < settings.max_iter {
+        n_iter += 1;
+        let m = t.exp();
+        let (f, curvature) = terms.scaled_gradient_and_curvature(m);
+        if f > 0.0 {
+            lo = t;
+            lo_known = true;
+        } else if f < 0.0 {
+            hi = t;
+            hi_known = true;
+        } else {
+            converged = true;
+            break;
+        }
+        // f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
+        let slope = f + m * m * curvature;
+        let newton = t - f / slope;
+        let inside = slope < 0.0 && newton > lo && newton < hi;
+        // a step out of the bracket or uphill bisects; first make sure the root is
+        // inside at all, by the end on the side it points to
+        if !inside && f > 0.0 && !hi_known {
+            n_iter += 1;
+            if terms.scaled_gradient(hi_m) >= 0.0 {
+                return at_end(hi_m, n_iter);
+            }
+            hi_known = true;
+        } else if !inside && f < 0.0 && !lo_known {
+            n_iter += 1;
+            if terms.scaled_gradient(lo_m) <= 0.0 {
+                return at_end(lo_m, n_iter);
+            }
+            lo_known = true;
+        }
+        let next = if inside { newton } else { 0.5 * (lo + hi) };
+        let step = (next - t).abs();
+        t = next;
+        // Newton's error squares from step to step (e' ~ K e², the step ~ the error),
+        // so after two Newton steps the new iterate is off by ~ step³ / previous²
+        let settled = previous_newton_step.is_some_and(|previous: f64| {
+            inside
+                && step < 0.1 * previous
+                && step * step * step
+                    < QUADRATIC_STOP * settings.log_tolerance * previous * previous
+        });
+        if settled || step < settings.log_tolerance || hi - lo < settings.log_tolerance {
+            converged = true;
+            break;
+        }
+        previous_newton_step = inside.then_some(step);
+    }
+    Solution {
+        concentration: t.exp(),
+        log_evidence: f64::NAN,
+        n_iter,
+        converged,
     }
 }
 
@@ -720,6 +858,11 @@ mod tests {
         settings: &SolverSettings,
     ) -> usize {
         let fast = maximise_small(small, settings, 1.0);
+        assert!(fast.log_evidence.is_nan());
+        let fast = Solution {
+            log_evidence: general.log_evidence(fast.concentration),
+            ..fast
+        };
         let reference = maximise_evidence_from(general, settings, 1.0);
         let scale = reference.log_evidence.abs().max(1.0);
         let same_m = (fast.concentration / reference.concentration - 1.0).abs() <= 1e-10;

@@ -339,6 +339,70 @@ def test_concentrations_match_scipy_and_the_fallback(prior):
     assert model.converged_.all()
 
 
+@pytest.mark.parametrize("prior", ["pooled", "two-level"])
+@pytest.mark.parametrize(
+    ("cardinality", "weighted"),
+    [(CARDINALITY, False), ((20, 4, 3), False), (CARDINALITY, True)],
+    ids=["stack-solver", "many-parent-values", "fractional-weights"],
+)
+def test_log_evidence_is_the_evidence_at_the_fitted_concentration(prior, cardinality, weighted):
+    # computed on first access, after the fit: eq. 11 at m[c, i, j], with the two-level
+    # cell means from the fitted a[i, j]; small whole-count tables (the stack solver),
+    # more than 16 parent values and fractional counts (the general terms) alike
+    X, y = make_data(7, n_rows=300, cardinality=cardinality)
+    w = np.random.default_rng(7).uniform(0.5, 2.0, len(y)) if weighted else np.ones(len(y))
+    model = AODE(prior=prior, min_count=25).fit(X, y, sample_weight=w if weighted else None)
+    assert "_log_evidence" not in vars(model)
+    K = [len(c) for c in model.categories_]
+    single, joint = dense_tables(codes_of(X, model.categories_), y, w, K, 3)
+    found = model.log_evidence_
+    assert found.shape == model.concentration_.shape
+    for (i, j), table in joint.items():
+        mean = single[j].sum(0) / single[j].sum()
+        if prior == "two-level":
+            a = model.pooled_concentration_[i, j]
+            pooled = table.sum(0)
+            mean = (pooled + a * mean) / (pooled.sum(1, keepdims=True) + a)
+        for c in range(3):
+            expected = evidence(model.concentration_[c, i, j], table[c], mean)
+            assert found[c, i, j] == pytest.approx(expected, rel=1e-10, abs=1e-10)
+    assert np.isnan(found[:, range(len(K)), range(len(K))]).all()
+    # kept, pickled with the model, and dropped when partial_fit refits
+    assert model.log_evidence_ is found
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.log_evidence_, found)
+    model.partial_fit(X[:50], y[:50])
+    assert not np.array_equal(model.log_evidence_, found, equal_nan=True)
+
+
+def test_log_evidence_has_one_row_per_super_parent():
+    X, y = make_data(9, n_rows=300)
+    model = AODE(max_parents=2, min_count=0).fit(X, y)
+    K = [len(c) for c in model.categories_]
+    single, joint = dense_tables(codes_of(X, model.categories_), y, np.ones(len(y)), K, 3)
+    parents = np.flatnonzero(model.super_parents_)
+    assert model.log_evidence_.shape == (3, 2, len(K))
+    for r, i in enumerate(parents):
+        for j in range(len(K)):
+            if j == i:
+                assert np.isnan(model.log_evidence_[:, r, j]).all()
+                continue
+            a = model.pooled_concentration_[r, j]
+            pooled = joint[i, j].sum(0)
+            marginal = single[j].sum(0) / single[j].sum()
+            mean = (pooled + a * marginal) / (pooled.sum(1, keepdims=True) + a)
+            for c in range(3):
+                expected = evidence(model.concentration_[c, r, j], joint[i, j][c], mean)
+                assert model.log_evidence_[c, r, j] == pytest.approx(expected, rel=1e-10)
+
+
+def test_log_evidence_is_nan_for_laplace_smoothing_and_needs_a_fit():
+    X, y = make_data(8)
+    model = AODE(smoothing="laplace")
+    assert not hasattr(model, "log_evidence_")
+    assert np.isnan(model.fit(X, y).log_evidence_).all()
+
+
 # --------------------------------------------------------------------------------------
 # A hand computation, invariances, persistence
 # --------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ __all__ = [
     "absorb_group_rows",
     "add_counts",
     "aode_joint_log_likelihood",
+    "aode_log_evidence",
     "aode_planned_bytes",
     "cell_weighted_log_likelihood",
     "conditional_log_likelihood",
@@ -207,6 +208,22 @@ def fit_aode(
     replace_class_prior: bool,
     n_jobs: int,
 ) -> dict[str, Any]: ...
+def aode_log_evidence(
+    counts: npt.NDArray[np.float64],
+    pair_tables: dict[str, Any],
+    /,
+    *,
+    offsets: list[int],
+    capped: npt.NDArray[np.bool_],
+    parents: npt.NDArray[np.bool_],
+    smoothing: str,
+    concentration: npt.NDArray[np.float64],
+    pooled_concentration: npt.NDArray[np.float64],
+    n_jobs: int,
+) -> npt.NDArray[np.float64]:
+    """Log evidence ``(C, n_parents, F)`` of every fitted AODE child at the concentrations
+    ``fit_aode`` returned, from the same counts and pair tables."""
+
 def aode_joint_log_likelihood(
     codes: npt.NDArray[np.int32],
     model: dict[str, Any],

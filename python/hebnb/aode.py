@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core, weighting
 from ._base import (
@@ -152,6 +153,11 @@ class AODE(CategoricalClassifier):
     pooled_concentration_ : ndarray of shape (n_super_parents, n_features)
         ``a[r, j]`` of the two-level prior; NaN where not used.
     log_evidence_ : ndarray of shape (n_classes, n_super_parents, n_features)
+        ``l[c, r, j]``, the log evidence (SPEC eq. 11) of each child at its fitted
+        concentration; NaN where ``concentration_`` is and for Laplace smoothing. Most
+        solves decide their maximiser from the gradient alone, so the fit does not
+        evaluate it: it is computed from the stored tables on first access (one
+        evaluation per child), then kept.
     n_iter_ : ndarray of shape (n_classes, n_super_parents, n_features)
         Gradient evaluations of each solve (0 where the low-count rule, or the shape of
         the evidence certified from its counts, decided without one).
@@ -612,6 +618,8 @@ class AODE(CategoricalClassifier):
             self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
         )
         heb = self.smoothing == "heb"
+        self._child_smoothing = self.prior if heb else "laplace"
+        self.__dict__.pop("_log_evidence", None)
         model = _core.fit_aode(
             self.class_count_,
             self._counts,
@@ -619,7 +627,7 @@ class AODE(CategoricalClassifier):
             offsets=self._encoder.offsets,
             capped=self.capped_,
             parents=self.super_parents_,
-            smoothing=self.prior if heb else "laplace",
+            smoothing=self._child_smoothing,
             parent_smoothing=self.parent_smoothing,
             min_count=float(self.min_count),
             concentration_bounds=concentration_interval(self.concentration_bounds),
@@ -636,12 +644,30 @@ class AODE(CategoricalClassifier):
             )
         self.concentration_ = model["concentration"]
         self.pooled_concentration_ = model["pooled_concentration"]
-        self.log_evidence_ = model["log_evidence"]
         self.n_iter_ = model["n_iter"]
         self.converged_ = model["converged"]
         self.marginal_concentration_ = model["marginal_concentration"]
         self.parent_concentration_ = model["parent_concentration"]
         self._model = model
+
+    @property
+    def log_evidence_(self) -> np.ndarray:
+        """Log evidence of every fitted child at its concentration, shape (n_classes,
+        n_super_parents, n_features); computed from the stored tables on first access."""
+        if "_log_evidence" not in self.__dict__:
+            check_is_fitted(self, "concentration_")
+            self._log_evidence = _core.aode_log_evidence(
+                self._counts,
+                self._pair_tables(),
+                offsets=self._encoder.offsets,
+                capped=self.capped_,
+                parents=self.super_parents_,
+                smoothing=self._child_smoothing,
+                concentration=self.concentration_,
+                pooled_concentration=self.pooled_concentration_,
+                n_jobs=n_threads(self.n_jobs),
+            )
+        return self._log_evidence
 
     def _super_parents(
         self, counts: np.ndarray, offsets: Sequence[int], threads: int

@@ -15,7 +15,7 @@
 //! a dense pair's whole `ln P(child | c, parent)` table, or a sparse pair's per-parent-value
 //! rows (log denominators) from which the scorer evaluates a cell.
 
-use ndarray::{Array2, Array3, ArrayView2};
+use ndarray::{Array2, Array3, ArrayView2, ArrayView3};
 use rayon::prelude::*;
 
 use super::storage::{sparse_width, ChildTables, Placement, TablePlan};
@@ -48,9 +48,6 @@ pub struct AodeFit {
     pub concentration: Array3<f64>,
     /// `a_{i,j}` of the two-level prior, shape (n_parents, F); NaN where not fitted.
     pub pooled_concentration: Array2<f64>,
-    /// Log evidence at `m_{c,i,j}`, shape (C, n_parents, F); NaN where not fitted (and
-    /// for Laplace).
-    pub log_evidence: Array3<f64>,
     /// Solver evaluations for `m_{c,i,j}` (0 where a rule decided), (C, n_parents, F).
     pub n_iter: Array3<i64>,
     /// Whether each solve met its stopping rule, shape (C, n_parents, F).
@@ -226,7 +223,6 @@ pub fn fit(
     Ok(AodeFit {
         concentration: children.concentration,
         pooled_concentration: children.pooled_concentration,
-        log_evidence: children.log_evidence,
         n_iter: children.n_iter,
         converged: children.converged,
         child_tables: children.tables,
@@ -243,11 +239,102 @@ pub fn fit(
     })
 }
 
+/// `l_{c,i,j}(m_{c,i,j})`: the log evidence of every fitted child at its concentration,
+/// shape (C, n_parents, F) like [`AodeFit::concentration`], NaN where no child is fitted
+/// (the diagonal, orientations that are not modelled) and for Laplace smoothing (`m` set
+/// by rule, no evidence maximised).
+///
+/// [`fit()`] does not evaluate it: most solves decide their maximiser from the gradient
+/// alone, and one more evaluation of the evidence per child would cost about a fifth of a
+/// wide fit. This evaluates it on demand from the same tables: `concentration` and
+/// `pooled_concentration` are the fit's (`a_{i,j}` gives the two-level cell means).
+///
+/// # Errors
+/// Tables that disagree with the layout, the structure or each other, or arrays too large
+/// to allocate ([`HebError::Allocation`]).
+pub fn log_evidence(
+    category_counts: ArrayView2<f64>,
+    pair_tables: PairTablesView,
+    layout: &FeatureLayout,
+    structure: &Structure,
+    smoothing: ChildSmoothing,
+    (concentration, pooled_concentration): (ArrayView3<f64>, ArrayView2<f64>),
+) -> Result<Array3<f64>> {
+    let n_classes = category_counts.nrows();
+    let n_features = layout.n_features();
+    check_len(
+        "count table columns",
+        layout.n_columns(),
+        category_counts.ncols(),
+    )?;
+    structure.check(n_features)?;
+    pair_tables.check(layout, n_classes)?;
+    structure.check_stored(&pair_tables)?;
+    let n_parents = structure.n_parents();
+    let shape = (n_classes, n_parents, n_features);
+    if concentration.dim() != shape || pooled_concentration.dim() != (n_parents, n_features) {
+        return Err(HebError::InvalidParameter(format!(
+            "concentrations of shape {:?} and {:?} do not fit {n_classes} classes, \
+             {n_parents} super-parents and {n_features} features",
+            concentration.dim(),
+            pooled_concentration.dim()
+        )));
+    }
+    let cube = n_classes * n_parents * n_features;
+    let mut out = shaped(shape, filled(cube, f64::NAN, "AODE log evidence")?)?;
+    if smoothing == ChildSmoothing::Laplace || n_classes == 0 {
+        return Ok(out);
+    }
+    let child_mean = prior_mean(category_counts, layout, PriorMean::PooledMarginal);
+    let row_offsets = pair_tables.row_offsets(layout)?;
+    let ranks = structure.parent_ranks();
+    let context = Context {
+        pair_tables,
+        category_counts,
+        child_mean: &child_mean,
+        log_child_mean: &[],
+        layout,
+        row_offsets: &row_offsets,
+    };
+    let n_pairs = pair_tables.n_pairs();
+    let chunks: Vec<std::ops::Range<usize>> = (0..n_pairs)
+        .step_by(PAIRS_PER_TASK)
+        .map(|first| first..(first + PAIRS_PER_TASK).min(n_pairs))
+        .collect();
+    let two_level = smoothing == ChildSmoothing::HebTwoLevel;
+    let results: Vec<Vec<(usize, usize, Vec<f64>)>> = chunks
+        .into_par_iter()
+        .map_init(Scratch::default, |scratch, range| {
+            let mut out = Vec::new();
+            for p in range {
+                let (a, b) = pair_tables.pair(p);
+                for (side, (parent, child)) in [(a, b), (b, a)].into_iter().enumerate() {
+                    let Some(rank) = ranks[parent].filter(|_| structure.modelled(parent, child))
+                    else {
+                        continue;
+                    };
+                    let pooled = two_level.then(|| pooled_concentration[[rank, child]]);
+                    let at = |c: usize| concentration[[c, rank, child]];
+                    let values =
+                        context.orientation_log_evidence(scratch, (p, (a, b)), side, at, pooled);
+                    out.push((rank, child, values));
+                }
+            }
+            out
+        })
+        .collect();
+    for (rank, child, values) in results.into_iter().flatten() {
+        for (c, value) in values.into_iter().enumerate() {
+            out[[c, rank, child]] = value;
+        }
+    }
+    Ok(out)
+}
+
 /// The child tables and their diagnostics.
 struct Children {
     concentration: Array3<f64>,
     pooled_concentration: Array2<f64>,
-    log_evidence: Array3<f64>,
     n_iter: Array3<i64>,
     converged: Array3<bool>,
     tables: ChildTables,
@@ -302,7 +389,6 @@ fn fit_children(
         child_mean,
         log_child_mean,
         layout,
-        params,
         row_offsets: &row_offsets,
     };
     let results: Vec<Vec<OrientationResult>> = tasks
@@ -332,7 +418,8 @@ fn fit_children(
                             Target::Sparse(&mut sparse[at..at + (k_parent + 1) * width])
                         }
                     };
-                    let (solutions, pooled) = context.fit_orientation(scratch, p, side, target);
+                    let (solutions, pooled) =
+                        context.fit_orientation(scratch, params, ((p, (a, b)), side), target);
                     out.push((p, side, solutions, pooled));
                 }
             }
@@ -347,7 +434,6 @@ fn fit_children(
     let cube = n_classes * n_parents * n_features;
     let shape = (n_classes, n_parents, n_features);
     let mut concentration = shaped(shape, filled(cube, f64::NAN, "AODE concentrations")?)?;
-    let mut log_evidence = shaped(shape, filled(cube, f64::NAN, "AODE log evidence")?)?;
     let mut n_iter = shaped(shape, filled(cube, 0i64, "AODE solver steps")?)?;
     let mut converged = shaped(shape, filled(cube, true, "AODE convergence flags")?)?;
     let mut pooled_concentration = shaped(
@@ -365,7 +451,6 @@ fn fit_children(
         let parent = ranks[parent].expect("modelled parents are super-parents");
         for (c, s) in solutions.iter().enumerate() {
             concentration[[c, parent, child]] = s.concentration;
-            log_evidence[[c, parent, child]] = s.log_evidence;
             n_iter[[c, parent, child]] = s.n_iter as i64;
             converged[[c, parent, child]] = s.converged;
         }
@@ -376,7 +461,6 @@ fn fit_children(
     Ok(Children {
         concentration,
         pooled_concentration,
-        log_evidence,
         n_iter,
         converged,
         tables: ChildTables {
@@ -405,7 +489,6 @@ struct Context<'a, 't> {
     child_mean: &'a [f64],
     log_child_mean: &'a [f64],
     layout: &'a FeatureLayout,
-    params: &'a AodeParams,
     row_offsets: &'a [usize],
 }
 
@@ -417,30 +500,41 @@ enum Target<'o> {
     Sparse(&'o mut [f64]),
 }
 
-impl Context<'_, '_> {
-    /// Fits one orientation of pair `p` and writes its tables into `target`.
-    fn fit_orientation(
+/// One orientation's tables as the solves read them (the cells are in [`Scratch`]).
+#[derive(Clone, Copy)]
+struct Tally<'t> {
+    parent: usize,
+    child: usize,
+    k_parent: usize,
+    child_start: usize,
+    /// `N_{c,u,v}` of the non-zero cells, one row per cell.
+    counts: ArrayView2<'t, f64>,
+    /// Whether the stack solver takes it ([`crate::small_solver`]).
+    small: bool,
+}
+
+impl<'t> Context<'_, 't> {
+    /// Reads one orientation of pair `p` into `s`: the parent and child value of every
+    /// non-zero cell, the document totals `N_{c,u}`, their class-pooled sums `N_u` and the
+    /// cells' class-pooled counts.
+    fn tally(
         &self,
-        scratch: &mut Scratch,
-        p: usize,
+        s: &mut Scratch,
+        (p, (a, b)): (usize, (usize, usize)),
         side: usize,
-        target: Target,
-    ) -> (Vec<Solution>, Option<f64>) {
+    ) -> Tally<'t> {
         let layout = self.layout;
         let n_classes = self.category_counts.nrows();
-        let (a, b) = self.pair_tables.pair(p);
         let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
         let k_parent = layout.cardinality(parent);
-        let k_child = layout.cardinality(child) as f64;
         let child_start = layout.columns(child).start;
         let tables = &self.pair_tables;
         let rows = self.row_offsets[p]..self.row_offsets[p] + layout.cardinality(a);
         let cells = tables.indptr[rows.start] as usize..tables.indptr[rows.end] as usize;
         let n_cells = cells.len();
-        let counts = tables.counts.slice(ndarray::s![cells.clone(), ..]);
+        let counts = tables.counts.slice_move(ndarray::s![cells.clone(), ..]);
 
         // parent value and child value of every cell in this orientation
-        let s = scratch;
         s.parent_of.clear();
         s.child_of.clear();
         {
@@ -455,7 +549,6 @@ impl Context<'_, '_> {
             }
             by_index.extend(tables.indices[cells.clone()].iter().map(|&v| v as usize));
         }
-        let mean_of = |k: usize, child_of: &[usize]| self.child_mean[child_start + child_of[k]];
 
         // document totals N_{c,u} (rows with both present) and their class-pooled sums N_u
         s.documents.clear();
@@ -472,11 +565,81 @@ impl Context<'_, '_> {
             }
             s.pooled_documents[u] += s.pooled_cells[k];
         }
-        let small = k_parent <= MAX_DOCUMENTS && n_cells <= MAX_CELLS;
-        let settings = &self.params.solver;
+        Tally {
+            parent,
+            child,
+            k_parent,
+            child_start,
+            counts,
+            small: k_parent <= MAX_DOCUMENTS && n_cells <= MAX_CELLS,
+        }
+    }
+
+    /// Each cell's prior mean: `mu_{j,v}`, or the two-level `mu_{u,v}` given `a_{i,j}`.
+    fn cell_means(&self, s: &mut Scratch, tally: &Tally, pooled: Option<f64>) {
+        s.cell_mean.clear();
+        for k in 0..tally.counts.nrows() {
+            let mean = self.child_mean[tally.child_start + s.child_of[k]];
+            s.cell_mean.push(match pooled {
+                Some(a) => {
+                    (s.pooled_cells[k] + a * mean) / (s.pooled_documents[s.parent_of[k]] + a)
+                }
+                None => mean,
+            });
+        }
+    }
+
+    /// `l(m_{c,i,j})` of one orientation at its fitted concentrations (`pooled`: the
+    /// fitted `a_{i,j}` of the two-level prior), one per class.
+    fn orientation_log_evidence(
+        &self,
+        s: &mut Scratch,
+        pair: (usize, (usize, usize)),
+        side: usize,
+        concentration: impl Fn(usize) -> f64,
+        pooled: Option<f64>,
+    ) -> Vec<f64> {
+        let n_classes = self.category_counts.nrows();
+        let tally = self.tally(s, pair, side);
+        self.cell_means(s, &tally, pooled);
+        let counts = tally.counts;
+        (0..n_classes)
+            .map(|c| {
+                let documents = (0..tally.k_parent).map(|u| s.documents[u * n_classes + c]);
+                let cells =
+                    (0..counts.nrows()).map(|k| (s.parent_of[k], counts[[k, c]], s.cell_mean[k]));
+                log_evidence_at(tally.small, documents, cells, concentration(c))
+            })
+            .collect()
+    }
+
+    /// Fits one orientation of pair `p` and writes its tables into `target`.
+    fn fit_orientation(
+        &self,
+        scratch: &mut Scratch,
+        params: &AodeParams,
+        (pair, side): ((usize, (usize, usize)), usize),
+        target: Target,
+    ) -> (Vec<Solution>, Option<f64>) {
+        let layout = self.layout;
+        let n_classes = self.category_counts.nrows();
+        let s = scratch;
+        let tally = self.tally(s, pair, side);
+        let Tally {
+            parent,
+            child,
+            k_parent,
+            child_start,
+            counts,
+            small,
+        } = tally;
+        let n_cells = counts.nrows();
+        let k_child = layout.cardinality(child) as f64;
+        let mean_of = |k: usize, child_of: &[usize]| self.child_mean[child_start + child_of[k]];
+        let settings = &params.solver;
 
         // the two-level prior: a_{i,j} and the per-document mean mu_{u,v}
-        let pooled = (self.params.smoothing == ChildSmoothing::HebTwoLevel).then(|| {
+        let pooled = (params.smoothing == ChildSmoothing::HebTwoLevel).then(|| {
             let cells =
                 (0..n_cells).map(|k| (s.parent_of[k], s.pooled_cells[k], mean_of(k, &s.child_of)));
             solve(
@@ -489,18 +652,9 @@ impl Context<'_, '_> {
             )
             .concentration
         });
-        s.cell_mean.clear();
-        for k in 0..n_cells {
-            let mean = mean_of(k, &s.child_of);
-            s.cell_mean.push(match pooled {
-                Some(a) => {
-                    (s.pooled_cells[k] + a * mean) / (s.pooled_documents[s.parent_of[k]] + a)
-                }
-                None => mean,
-            });
-        }
+        self.cell_means(s, &tally, pooled);
 
-        let solutions: Vec<Solution> = if self.params.smoothing == ChildSmoothing::Laplace {
+        let solutions: Vec<Solution> = if params.smoothing == ChildSmoothing::Laplace {
             let rule = Solution {
                 concentration: k_child,
                 log_evidence: f64::NAN,
@@ -519,7 +673,7 @@ impl Context<'_, '_> {
                         .clone()
                         .map(|col| self.category_counts[[c, col]])
                         .fold(0.0, f64::max);
-                    let low = largest_parent_value < self.params.min_count;
+                    let low = largest_parent_value < params.min_count;
                     let documents = (0..k_parent).map(|u| s.documents[u * n_classes + c]);
                     let cells =
                         (0..n_cells).map(|k| (s.parent_of[k], counts[[k, c]], s.cell_mean[k]));
@@ -596,7 +750,8 @@ impl Context<'_, '_> {
 
 /// The maximiser of the multi-document evidence of `documents` (totals, by parent value)
 /// and `cells` (parent value, count, mean); `rule` (the low-count fallback) decides
-/// without solving. Small whole-count tables go to the stack solver.
+/// without solving. Small whole-count tables go to the stack solver. The log evidence at
+/// the answer is not evaluated (NaN): [`log_evidence`] gives it on demand.
 fn solve(
     small: bool,
     documents: impl Iterator<Item = f64> + Clone,
@@ -605,17 +760,56 @@ fn solve(
     rule: Option<f64>,
     start: f64,
 ) -> Solution {
+    if let Some(m) = rule {
+        return Solution {
+            concentration: m,
+            log_evidence: f64::NAN,
+            n_iter: 0,
+            converged: true,
+        };
+    }
     if small {
-        let mut terms = SmallEvidence::new();
-        let fits = documents.clone().all(|total| terms.add_document(total))
-            && cells.clone().all(|(u, n, mu)| terms.add_cell(u, n, mu));
-        if fits {
-            return match rule {
-                Some(m) => decided(m, Evidence::log_evidence(&terms, m)),
-                None => maximise_small(&terms, settings, start),
-            };
+        if let Some(terms) = small_terms(documents.clone(), cells.clone()) {
+            return maximise_small(&terms, settings, start);
         }
     }
+    Solution {
+        log_evidence: f64::NAN,
+        ..maximise_evidence_from(&general_terms(documents, cells), settings, start)
+    }
+}
+
+/// The evidence of the same tables as [`solve`], at `m`.
+fn log_evidence_at(
+    small: bool,
+    documents: impl Iterator<Item = f64> + Clone,
+    cells: impl Iterator<Item = (usize, f64, f64)> + Clone,
+    m: f64,
+) -> f64 {
+    if small {
+        if let Some(terms) = small_terms(documents.clone(), cells.clone()) {
+            return Evidence::log_evidence(&terms, m);
+        }
+    }
+    general_terms(documents, cells).log_evidence(m)
+}
+
+/// The tables on the stack, or None where they do not fit (too many terms, fractions).
+fn small_terms(
+    mut documents: impl Iterator<Item = f64>,
+    mut cells: impl Iterator<Item = (usize, f64, f64)>,
+) -> Option<SmallEvidence> {
+    let mut terms = SmallEvidence::new();
+    let fits = documents.all(|total| terms.add_document(total))
+        && cells.all(|(u, n, mu)| terms.add_cell(u, n, mu));
+    fits.then_some(terms)
+}
+
+/// The tables as general evidence terms.
+fn general_terms(
+    documents: impl Iterator<Item = f64>,
+    cells: impl Iterator<Item = (usize, f64, f64)>,
+) -> EvidenceTerms {
     let mut terms = EvidenceTerms::new();
     for total in documents {
         terms.add_document(total);
@@ -624,18 +818,5 @@ fn solve(
         terms.add_cell(n, mu);
     }
     terms.finish();
-    match rule {
-        Some(m) => decided(m, terms.log_evidence(m)),
-        None => maximise_evidence_from(&terms, settings, start),
-    }
-}
-
-/// A concentration set by rule.
-fn decided(m: f64, log_evidence: f64) -> Solution {
-    Solution {
-        concentration: m,
-        log_evidence,
-        n_iter: 0,
-        converged: true,
-    }
+    terms
 }

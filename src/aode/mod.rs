@@ -40,7 +40,7 @@ use crate::layout::FeatureLayout;
 use crate::pair_counts::PairTablesView;
 use crate::solver::SolverSettings;
 
-pub use fit::{fit, AodeCounts, AodeFit};
+pub use fit::{fit, log_evidence, AodeCounts, AodeFit};
 pub use score::{joint_log_likelihood, AodeModel};
 
 /// How the child conditionals are smoothed.

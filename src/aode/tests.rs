@@ -334,7 +334,6 @@ fn planned_bytes_bound_what_the_fit_holds() {
     let children = held((fit.child_tables.dense.len() + fit.child_tables.sparse.len()) * 8);
     let diagnostics = held(
         fit.concentration.len() * 8
-            + fit.log_evidence.len() * 8
             + fit.n_iter.len() * 8
             + fit.converged.len()
             + fit.pooled_concentration.len() * 8,

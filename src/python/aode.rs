@@ -1,7 +1,7 @@
 //! Bindings of the AODE kernels: pair tables (counting, merging), the planned memory,
 //! the one-call fit and the scorer. Tables travel as dicts of numpy arrays.
 
-use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -169,6 +169,18 @@ pub(super) fn aode_planned_bytes<'py>(
     Ok(out)
 }
 
+/// The child smoothing named `name`, or ValueError.
+fn child_smoothing(name: &str) -> PyResult<ChildSmoothing> {
+    match name {
+        "laplace" => Ok(ChildSmoothing::Laplace),
+        "pooled" => Ok(ChildSmoothing::HebPooled),
+        "two-level" => Ok(ChildSmoothing::HebTwoLevel),
+        other => Err(PyValueError::new_err(format!(
+            "unknown child smoothing {other:?}: expected 'laplace', 'pooled' or 'two-level'"
+        ))),
+    }
+}
+
 /// The whole AODE model from the single counts and the pair tables: a dict of every
 /// scoring table and diagnostic (see `aode::AodeFit`), plus the structure it was fitted on.
 #[pyfunction]
@@ -194,16 +206,7 @@ pub(super) fn fit_aode<'py>(
     replace_class_prior: bool,
     n_jobs: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let smoothing = match smoothing {
-        "laplace" => ChildSmoothing::Laplace,
-        "pooled" => ChildSmoothing::HebPooled,
-        "two-level" => ChildSmoothing::HebTwoLevel,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown child smoothing {other:?}: expected 'laplace', 'pooled' or 'two-level'"
-            )))
-        }
-    };
+    let smoothing = child_smoothing(smoothing)?;
     let parent_smoothing = match parent_smoothing {
         "laplace" => ParentSmoothing::Laplace,
         "heb" => ParentSmoothing::Heb,
@@ -240,7 +243,6 @@ pub(super) fn fit_aode<'py>(
         "pooled_concentration",
         fit.pooled_concentration.into_pyarray(py),
     )?;
-    out.set_item("log_evidence", fit.log_evidence.into_pyarray(py))?;
     out.set_item("n_iter", fit.n_iter.into_pyarray(py))?;
     out.set_item("converged", fit.converged.into_pyarray(py))?;
     out.set_item("dense_log_prob", fit.child_tables.dense.into_pyarray(py))?;
@@ -263,6 +265,49 @@ pub(super) fn fit_aode<'py>(
     out.set_item("capped", capped.as_any())?;
     out.set_item("parents", parents.as_any())?;
     Ok(out)
+}
+
+/// Log evidence `(C, n_parents, F)` of every fitted AODE child at the concentrations `fit_aode`
+/// returned (see `aode::log_evidence`), from the same counts and pair tables.
+#[pyfunction]
+#[pyo3(signature = (
+    counts, pair_tables, /, *, offsets, capped, parents, smoothing, concentration,
+    pooled_concentration, n_jobs
+))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn aode_log_evidence<'py>(
+    py: Python<'py>,
+    counts: PyReadonlyArray2<'py, f64>,
+    pair_tables: Bound<'py, PyDict>,
+    offsets: Vec<usize>,
+    capped: PyReadonlyArray2<'py, bool>,
+    parents: PyReadonlyArray1<'py, bool>,
+    smoothing: &str,
+    concentration: PyReadonlyArray3<'py, f64>,
+    pooled_concentration: PyReadonlyArray2<'py, f64>,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyArray3<f64>>> {
+    let smoothing = child_smoothing(smoothing)?;
+    let layout = layout(offsets)?;
+    let s = structure(&capped, &parents, layout.n_features())?;
+    let tables = PairArrays::from_dict(&pair_tables)?;
+    let tables = tables.view()?;
+    let (counts, concentration, pooled) = (
+        counts.as_array(),
+        concentration.as_array(),
+        pooled_concentration.as_array(),
+    );
+    let evidence = run(py, n_jobs, || {
+        aode::log_evidence(
+            counts,
+            tables,
+            &layout,
+            &s,
+            smoothing,
+            (concentration, pooled),
+        )
+    })?;
+    Ok(evidence.into_pyarray(py))
 }
 
 /// AODE joint log-likelihood `(S, C)` of feature-major codes `(F, S)` (SPEC eq. 7), from
@@ -316,6 +361,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge_pair_tables, m)?)?;
     m.add_function(wrap_pyfunction!(aode_planned_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aode, m)?)?;
+    m.add_function(wrap_pyfunction!(aode_log_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(aode_joint_log_likelihood, m)?)?;
     Ok(())
 }
