@@ -22,6 +22,7 @@
 //! ```
 
 pub mod aode;
+pub mod arrow_columns;
 pub mod counts;
 pub mod dirichlet_groups;
 pub mod discriminative;

@@ -157,16 +157,7 @@ impl Evidence for SmallEvidence {
     }
 
     fn log_evidence(&self, m: f64) -> f64 {
-        let cells: f64 = self
-            .cells()
-            .map(|(n, mu)| ln_gamma_difference(m * mu, n))
-            .sum();
-        let documents: f64 = self
-            .totals()
-            .iter()
-            .map(|&total| ln_gamma_difference(m, total))
-            .sum();
-        cells - documents
+        self.staircases().log_evidence(m)
     }
 
     fn scaled_gradient(&self, m: f64) -> f64 {
@@ -274,6 +265,57 @@ impl SmallEvidence {
         (first < 0.0 && second > 0.0 && root > largest_pole).then_some(root)
     }
 
+    /// What the signs of `l'` over `m > 0` can be ([`Staircases::gradient_shape`]).
+    pub fn gradient_shape(&self) -> GradientShape {
+        if self.is_flat() {
+            return GradientShape::Unknown;
+        }
+        self.staircases().gradient_shape()
+    }
+
+    fn staircases(&self) -> Staircases<'_> {
+        Staircases {
+            counts: &self.count[..self.n_cells],
+            means: &self.mean[..self.n_cells],
+            totals: self.totals(),
+        }
+    }
+}
+
+/// Whole-count cells `(counts[i], means[i])` and document totals sharing one
+/// concentration, seen as the pole staircases of [`crate::sign_changes`]: the
+/// closed-form Karlin certificate of their evidence gradient, in O(terms log terms)
+/// work whatever the counts (no pass over the units up to the largest total).
+#[derive(Debug, Clone, Copy)]
+pub struct Staircases<'a> {
+    pub counts: &'a [f64],
+    pub means: &'a [f64],
+    pub totals: &'a [f64],
+}
+
+impl Staircases<'_> {
+    fn cells(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.counts.iter().copied().zip(self.means.iter().copied())
+    }
+
+    fn totals(&self) -> &[f64] {
+        self.totals
+    }
+
+    /// `l(m)`, one gamma difference per term.
+    pub fn log_evidence(&self, m: f64) -> f64 {
+        let cells: f64 = self
+            .cells()
+            .map(|(n, mu)| ln_gamma_difference(m * mu, n))
+            .sum();
+        let documents: f64 = self
+            .totals()
+            .iter()
+            .map(|&total| ln_gamma_difference(m, total))
+            .sum();
+        cells - documents
+    }
+
     /// `V(q)` of [`crate::sign_changes`] exactly, and its right slope `W(q+)`: each cell's
     /// poles `k / mu` and each document's poles `k` are a staircase integrated in closed
     /// form, so the cost is O(terms) whatever the counts.
@@ -308,11 +350,21 @@ impl SmallEvidence {
     /// `sum_d N_d (N_d - 1) / 2 - sum_cells n (n - 1) / (2 mu)`. Gives up
     /// ([`GradientShape::Unknown`]) beyond [`CERTIFICATE_UNITS`] unit intervals.
     pub fn gradient_shape(&self) -> GradientShape {
-        if self.is_flat() || self.n_cells <= self.n_documents {
+        let (n_cells, n_documents) = (self.counts.len(), self.totals.len());
+        let flat = n_documents == 0 || self.means.iter().all(|&mu| mu == 1.0);
+        if flat || n_cells <= n_documents {
             return GradientShape::Unknown;
         }
-        // breakpoints with the term that saturates there (cells first, then documents)
-        let mut breakpoints = [(0.0, 0usize); MAX_CELLS + MAX_DOCUMENTS];
+        // breakpoints with the term that saturates there (cells first, then documents),
+        // on the stack for a small table
+        let mut stack = [(0.0, 0usize); MAX_CELLS + MAX_DOCUMENTS];
+        let mut heap = Vec::new();
+        let breakpoints: &mut [(f64, usize)] = if n_cells + n_documents <= stack.len() {
+            &mut stack[..n_cells + n_documents]
+        } else {
+            heap.resize(n_cells + n_documents, (0.0, 0usize));
+            &mut heap
+        };
         let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, 0.0);
         let (mut above, mut below) = (0.0, 0.0);
         let mut scale = 1.0;
@@ -326,14 +378,13 @@ impl SmallEvidence {
             limit -= n * (n - 1.0) / (2.0 * mu);
         }
         for (d, &total) in self.totals().iter().enumerate() {
-            breakpoints[self.n_cells + d] = (total, self.n_cells + d);
+            breakpoints[n_cells + d] = (total, n_cells + d);
             alpha -= 0.5;
             beta -= 0.5;
             below += 0.125;
             scale += total * total;
             limit += total * (total - 1.0) / 2.0;
         }
-        let breakpoints = &mut breakpoints[..self.n_cells + self.n_documents];
         breakpoints.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
         let tolerance = 1e-11 * scale;
         let mut signs = SignChanges::new();
@@ -341,9 +392,7 @@ impl SmallEvidence {
         signs.observe_sign(true, false);
         let mut units = 0;
         // the first cell pole beyond 0 is 1 / mu >= 1 for a mean up to 1
-        let largest_mean = self.mean[..self.n_cells]
-            .iter()
-            .fold(0.0, |m: f64, &x| m.max(x));
+        let largest_mean = self.means.iter().fold(0.0, |m: f64, &x| m.max(x));
         let mut from = 1.0f64.min(1.0 / largest_mean);
         for &(to, term) in breakpoints.iter() {
             if to > from {
@@ -358,14 +407,14 @@ impl SmallEvidence {
                 from = to;
             }
             // the term saturates: its quadratic part becomes linear
-            if term < self.n_cells {
-                let (n, mu) = (self.count[term], self.mean[term]);
+            if term < n_cells {
+                let (n, mu) = (self.counts[term], self.means[term]);
                 alpha -= 0.5 * mu;
                 beta += n - 0.5;
                 gamma -= n * (n - 1.0) / (2.0 * mu);
                 above -= 0.125 / mu;
             } else {
-                let total = self.total[term - self.n_cells];
+                let total = self.totals[term - n_cells];
                 alpha += 0.5;
                 beta += 0.5 - total;
                 gamma += total * (total - 1.0) / 2.0;

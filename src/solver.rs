@@ -155,7 +155,20 @@ pub fn maximise_evidence_from(
     if terms.is_flat() || lo_m == hi_m {
         return at_end(terms, lo_m, 0);
     }
-    match terms.gradient_shape() {
+    maximise_with_shape(terms, settings, start, terms.gradient_shape())
+}
+
+/// [`maximise_evidence_from`] of an evidence that is not flat, with what the signs of its
+/// gradient can be already known (from a certificate the caller ran; `Unknown` runs the
+/// bracket search).
+pub fn maximise_with_shape(
+    terms: &EvidenceTerms,
+    settings: &SolverSettings,
+    start: f64,
+    shape: GradientShape,
+) -> Solution {
+    let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
+    match shape {
         GradientShape::Rising => at_end(terms, hi_m, 0),
         GradientShape::Falling => at_end(terms, lo_m, 0),
         GradientShape::AtMostOneChange => {

@@ -19,14 +19,19 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::arrow_columns::{ArrowColumn, Offsets, Validity};
 use crate::encoding::{MISSING, UNKNOWN};
 use crate::error::{HebError, Result};
 
-/// A category value as the vocabulary keeps it.
+/// A category value as the vocabulary keeps it. A string of at most [`SHORT`] bytes is
+/// kept as its packed bytes (the key of its map entry), with no allocation of its own:
+/// a category column or a first fit inserts thousands of them at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Value {
+enum Value {
     Bool(bool),
     Int(i64),
+    /// The little-endian bytes of [`pack`]: the string, then its length in the last byte.
+    ShortStr([u8; 16]),
     Str(Box<str>),
     Bytes(Box<[u8]>),
     /// A value of another type, named by a token the bindings assign.
@@ -34,14 +39,31 @@ pub enum Value {
 }
 
 impl Value {
-    /// Rank of the type in the sorted view: booleans, integers, strings, bytes, objects.
-    fn type_rank(&self) -> u8 {
+    /// The value as a key (borrowed from it).
+    fn key(&self) -> Key<'_> {
         match self {
-            Value::Bool(_) => 0,
-            Value::Int(_) => 1,
-            Value::Str(_) => 2,
-            Value::Bytes(_) => 3,
-            Value::Object(_) => 4,
+            Value::Bool(b) => Key::Bool(*b),
+            Value::Int(v) => Key::Int(*v),
+            Value::ShortStr(packed) => Key::Str(
+                std::str::from_utf8(&packed[..usize::from(packed[SHORT])])
+                    .expect("checked as UTF-8 when it joined"),
+            ),
+            Value::Str(s) => Key::Str(s),
+            Value::Bytes(b) => Key::Bytes(b),
+            Value::Object(t) => Key::Object(*t),
+        }
+    }
+}
+
+impl Key<'_> {
+    /// Rank of the type in the sorted view: booleans, integers, strings, bytes, objects.
+    pub fn type_rank(&self) -> u8 {
+        match self {
+            Key::Bool(_) => 0,
+            Key::Int(_) => 1,
+            Key::Str(_) => 2,
+            Key::Bytes(_) => 3,
+            Key::Object(_) => 4,
         }
     }
 }
@@ -66,6 +88,10 @@ pub struct FeatureVocabulary {
     /// Strings of at most [`SHORT`] bytes, packed into one integer (no pointer to follow
     /// on a lookup: most categorical strings are short codes and IDs).
     short_strs: FxHashMap<u128, u32>,
+    /// Strings of at most [`TINY`] bytes (most IDs and codes), packed into a `u64`: a
+    /// table of half the entry size, which matters as each lookup of a large vocabulary
+    /// is a cache miss.
+    tiny_strs: FxHashMap<u64, u32>,
     strs: FxHashMap<Box<str>, u32>,
     bytes: FxHashMap<Box<[u8]>, u32>,
     objects: FxHashMap<u64, u32>,
@@ -73,6 +99,17 @@ pub struct FeatureVocabulary {
 
 /// Longest string kept packed in a `u128`: its bytes, then its length in the last byte.
 const SHORT: usize = 15;
+
+/// Longest string kept packed in a `u64` (its bytes, then its length in the last byte).
+const TINY: usize = 7;
+
+/// The `u64` key of a packed string of at most [`TINY`] bytes (None for a longer one):
+/// its low bytes are the string (the rest zero), so the length goes in the top byte.
+#[inline]
+fn tiny_key(packed: u128) -> Option<u64> {
+    let len = (packed >> (8 * SHORT)) as u64;
+    (len as usize <= TINY).then_some(packed as u64 | (len << (8 * TINY)))
+}
 
 /// Bytes of one Arrow string view, and the longest string a view holds inline.
 const VIEW: usize = 16;
@@ -101,8 +138,8 @@ impl FeatureVocabulary {
     }
 
     /// The values in insertion order (code k is the k-th).
-    pub fn values(&self) -> &[Value] {
-        &self.values
+    pub fn values(&self) -> impl ExactSizeIterator<Item = Key<'_>> + '_ {
+        self.values.iter().map(Value::key)
     }
 
     /// The code of `key`, if known.
@@ -111,7 +148,7 @@ impl FeatureVocabulary {
             Key::Bool(b) => self.bools[b as usize],
             Key::Int(v) => self.ints.get(&v).copied(),
             Key::Str(s) => match pack(s) {
-                Some(packed) => self.short_strs.get(&packed).copied(),
+                Some(packed) => self.get_packed(packed),
                 None => self.strs.get(s).copied(),
             },
             Key::Bytes(b) => self.bytes.get(b).copied(),
@@ -140,7 +177,17 @@ impl FeatureVocabulary {
             .map_err(|_| allocation_error(self.values.len() + additional))?;
         self.short_strs
             .try_reserve(additional)
+            .and_then(|()| self.tiny_strs.try_reserve(additional))
             .map_err(|_| allocation_error(self.values.len() + additional))
+    }
+
+    /// The code of a packed short string ([`pack`]), if known.
+    #[inline]
+    fn get_packed(&self, packed: u128) -> Option<u32> {
+        match tiny_key(packed) {
+            Some(key) => self.tiny_strs.get(&key).copied(),
+            None => self.short_strs.get(&packed).copied(),
+        }
     }
 
     /// [`FeatureVocabulary::insert`] of a key known not to be in the vocabulary.
@@ -163,13 +210,19 @@ impl FeatureVocabulary {
                 self.ints.insert(v, code);
                 Value::Int(v)
             }
-            Key::Str(s) => {
-                match pack(s) {
-                    Some(packed) => self.short_strs.insert(packed, code),
-                    None => self.strs.insert(s.into(), code),
-                };
-                Value::Str(s.into())
-            }
+            Key::Str(s) => match pack(s) {
+                Some(packed) => {
+                    match tiny_key(packed) {
+                        Some(key) => self.tiny_strs.insert(key, code),
+                        None => self.short_strs.insert(packed, code),
+                    };
+                    Value::ShortStr(packed.to_le_bytes())
+                }
+                None => {
+                    self.strs.insert(s.into(), code);
+                    Value::Str(s.into())
+                }
+            },
             Key::Bytes(b) => {
                 self.bytes.insert(b.into(), code);
                 Value::Bytes(b.into())
@@ -205,11 +258,15 @@ impl FeatureVocabulary {
                 Value::Int(v) => {
                     self.ints.remove(&v);
                 }
-                Value::Str(s) => {
-                    match pack(&s) {
-                        Some(packed) => self.short_strs.remove(&packed),
-                        None => self.strs.remove(&s),
+                Value::ShortStr(packed) => {
+                    let packed = u128::from_le_bytes(packed);
+                    match tiny_key(packed) {
+                        Some(key) => self.tiny_strs.remove(&key),
+                        None => self.short_strs.remove(&packed),
                     };
+                }
+                Value::Str(s) => {
+                    self.strs.remove(&s);
                 }
                 Value::Bytes(b) => {
                     self.bytes.remove(&b);
@@ -226,16 +283,16 @@ impl FeatureVocabulary {
     pub fn sorted_order(&self) -> Vec<u32> {
         let mut order: Vec<u32> = (0..self.values.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| {
-            let (a, b) = (&self.values[a as usize], &self.values[b as usize]);
+            let (a, b) = (self.values[a as usize].key(), self.values[b as usize].key());
             a.type_rank()
                 .cmp(&b.type_rank())
                 .then_with(|| match (a, b) {
-                    (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-                    (Value::Int(x), Value::Int(y)) => x.cmp(y),
+                    (Key::Bool(x), Key::Bool(y)) => x.cmp(&y),
+                    (Key::Int(x), Key::Int(y)) => x.cmp(&y),
                     // UTF-8 byte order is code point order
-                    (Value::Str(x), Value::Str(y)) => x.cmp(y),
-                    (Value::Bytes(x), Value::Bytes(y)) => x.cmp(y),
-                    (Value::Object(x), Value::Object(y)) => x.cmp(y),
+                    (Key::Str(x), Key::Str(y)) => x.cmp(y),
+                    (Key::Bytes(x), Key::Bytes(y)) => x.cmp(y),
+                    (Key::Object(x), Key::Object(y)) => x.cmp(&y),
                     _ => std::cmp::Ordering::Equal,
                 })
         });
@@ -442,7 +499,7 @@ impl FeatureVocabulary {
                 Some(window) => pack_window(window, bytes.len()),
                 None => pack_bytes(bytes),
             };
-            if let Some(&code) = self.short_strs.get(&packed) {
+            if let Some(code) = self.get_packed(packed) {
                 return Ok(code as i32);
             }
             if !grow {
@@ -454,6 +511,179 @@ impl FeatureVocabulary {
         let text = std::str::from_utf8(bytes).map_err(|_| not_utf8())?;
         self.code(Key::Str(text), grow)
     }
+}
+
+impl FeatureVocabulary {
+    /// Codes an Arrow array read through the C data interface
+    /// ([`crate::arrow_columns`]). A dictionary column is coded through its dictionary:
+    /// growing, the dictionary values the rows use join in order of first use (as the
+    /// values themselves would, one row at a time); scoring fewer rows than the
+    /// dictionary holds, the rows' values are coded instead of the whole dictionary.
+    ///
+    /// # Errors
+    /// An index outside the dictionary, a dictionary of dictionaries, an unsigned 64-bit
+    /// value beyond int64 (the caller checks [`ArrowColumn::fits_int64`] first); as
+    /// [`FeatureVocabulary::encode_utf8`].
+    pub fn encode_arrow(
+        &mut self,
+        column: &ArrowColumn<'_>,
+        grow: bool,
+        name: &str,
+    ) -> Result<Vec<i32>> {
+        let ArrowColumn::Dictionary {
+            indices,
+            validity,
+            dictionary,
+        } = column
+        else {
+            return self.encode_arrow_rows(column, None, grow, name);
+        };
+        let (n, k) = (indices.len(), dictionary.len());
+        // the dictionary index of every row, -1 where the row is missing
+        let mut rows = Vec::new();
+        rows.try_reserve_exact(n).map_err(|_| allocation_error(n))?;
+        for s in 0..n {
+            rows.push(if is_missing(*validity, s) {
+                -1
+            } else {
+                let index = indices.get(s);
+                if !(0..k as i128).contains(&index) {
+                    return Err(HebError::InvalidParameter(format!(
+                        "{name}: dictionary index {index} outside the {k} dictionary values"
+                    )));
+                }
+                index as i64
+            });
+        }
+        let mapped = if !grow && n < k {
+            // a few rows: their values, not the whole dictionary
+            let positions: Vec<i64> = rows.iter().map(|&r| r.max(0)).collect();
+            let mut codes = self.encode_arrow_rows(dictionary, Some(&positions), false, name)?;
+            for (code, &r) in codes.iter_mut().zip(&rows) {
+                if r < 0 {
+                    *code = MISSING;
+                }
+            }
+            return Ok(codes);
+        } else if grow {
+            let order = first_appearance(&rows, k)?;
+            let mut mapped = vec![UNKNOWN; k];
+            let coded = self.encode_arrow_rows(dictionary, Some(&order), true, name)?;
+            for (&index, code) in order.iter().zip(coded) {
+                mapped[index as usize] = code;
+            }
+            mapped
+        } else {
+            self.encode_arrow_rows(dictionary, None, false, name)?
+        };
+        let mut codes = codes_buffer(n)?;
+        codes.extend(
+            rows.iter()
+                .map(|&r| if r < 0 { MISSING } else { mapped[r as usize] }),
+        );
+        Ok(codes)
+    }
+
+    /// Codes the values of a column that is not a dictionary (only those at
+    /// `positions`, in that order, when given).
+    fn encode_arrow_rows(
+        &mut self,
+        column: &ArrowColumn<'_>,
+        positions: Option<&[i64]>,
+        grow: bool,
+        name: &str,
+    ) -> Result<Vec<i32>> {
+        let n = column.len();
+        let count = positions.map_or(n, <[i64]>::len);
+        let row = |k: usize| -> Result<usize> {
+            match positions {
+                None => Ok(k),
+                Some(p) => usize::try_from(p[k])
+                    .ok()
+                    .filter(|&s| s < n)
+                    .ok_or_else(|| {
+                        HebError::InvalidParameter(format!("{name}: a position outside the array"))
+                    }),
+            }
+        };
+        match column {
+            ArrowColumn::Utf8 {
+                offsets,
+                data,
+                validity,
+            } => match offsets {
+                Offsets::Small(o) => self.encode_utf8(o, data, *validity, positions, grow, name),
+                Offsets::Large(o) => self.encode_utf8(o, data, *validity, positions, grow, name),
+            },
+            ArrowColumn::Views {
+                views,
+                buffers,
+                validity,
+            } => self.encode_utf8_views(views, buffers, *validity, positions, grow, name),
+            ArrowColumn::Integers { values, validity } => {
+                self.code_each(count, row, *validity, grow, |s| {
+                    i64::try_from(values.get(s)).map(Key::Int).map_err(|_| {
+                        HebError::InvalidParameter(format!(
+                            "{name}: an unsigned integer beyond int64"
+                        ))
+                    })
+                })
+            }
+            ArrowColumn::Booleans {
+                bits,
+                bit_offset,
+                validity,
+                ..
+            } => self.code_each(count, row, *validity, grow, |s| {
+                let bit = bit_offset + s;
+                Ok(Key::Bool(bits[bit / 8] & (1 << (bit % 8)) != 0))
+            }),
+            ArrowColumn::Null { .. } => {
+                for k in 0..count {
+                    row(k)?;
+                }
+                let mut codes = codes_buffer(count)?;
+                codes.resize(count, MISSING);
+                Ok(codes)
+            }
+            ArrowColumn::Dictionary { .. } => Err(HebError::InvalidParameter(format!(
+                "{name}: a dictionary whose values are a dictionary"
+            ))),
+        }
+    }
+}
+
+impl FeatureVocabulary {
+    /// Codes `count` values one by one: value `row(k)` is missing by `validity` or is
+    /// `key(row(k))`.
+    fn code_each<'k>(
+        &mut self,
+        count: usize,
+        row: impl Fn(usize) -> Result<usize>,
+        validity: Validity<'_>,
+        grow: bool,
+        key: impl Fn(usize) -> Result<Key<'k>>,
+    ) -> Result<Vec<i32>> {
+        let mut codes = codes_buffer(count)?;
+        for k in 0..count {
+            let s = row(k)?;
+            codes.push(if is_missing(validity, s) {
+                MISSING
+            } else {
+                self.code(key(s)?, grow)?
+            });
+        }
+        Ok(codes)
+    }
+}
+
+/// Whether value `s` is missing by a validity bitmap.
+#[inline]
+fn is_missing(validity: Validity<'_>, s: usize) -> bool {
+    validity.is_some_and(|(bitmap, first)| {
+        let bit = first + s;
+        bitmap[bit / 8] & (1 << (bit % 8)) == 0
+    })
 }
 
 /// The distinct values of `codes` (each in `-1..n`, -1 missing and skipped) in order of
@@ -571,17 +801,17 @@ impl FeatureVocabulary {
             text_offsets: vec![0],
             ..FeatureParts::default()
         };
-        for value in &self.values {
-            parts.kinds.push(value.type_rank());
-            match value {
-                Value::Bool(b) => parts.ints.push(*b as i64),
-                Value::Int(v) => parts.ints.push(*v),
-                Value::Object(t) => parts.ints.push(*t as i64),
-                Value::Str(s) => {
+        for key in self.values() {
+            parts.kinds.push(key.type_rank());
+            match key {
+                Key::Bool(b) => parts.ints.push(b as i64),
+                Key::Int(v) => parts.ints.push(v),
+                Key::Object(t) => parts.ints.push(t as i64),
+                Key::Str(s) => {
                     parts.text.extend_from_slice(s.as_bytes());
                     parts.text_offsets.push(parts.text.len() as u64);
                 }
-                Value::Bytes(b) => {
+                Key::Bytes(b) => {
                     parts.text.extend_from_slice(b);
                     parts.text_offsets.push(parts.text.len() as u64);
                 }
@@ -690,12 +920,36 @@ mod tests {
     fn short_and_long_strings_are_told_apart() {
         let mut v = FeatureVocabulary::default();
         let long = "0123456789abcdef"; // 16 bytes: kept unpacked
-        for s in ["", "\0", "\0\0", "a", "a\0", "0123456789abcde", long] {
+        let texts = [
+            "",
+            "\0",
+            "\0\0",
+            "a",
+            "a\0",
+            "0123456789abcde",
+            long,
+            "abcdefg",
+            "abcdefg\0",
+        ];
+        for s in texts {
             let before = v.len();
             assert_eq!(v.insert(Key::Str(s)).unwrap() as usize, before, "{s:?}");
         }
         assert_eq!(v.get(Key::Str("a\0")), Some(4));
         assert_eq!(v.get(Key::Str(long)), Some(6));
+        // packed (no allocation) or not, each value reads back as the text it was
+        let read_back: Vec<Key<'_>> = v.values().collect();
+        // 7 bytes (the u64 table) and 8 (the u128 one) are told apart
+        assert_eq!(v.get(Key::Str("abcdefg")), Some(7));
+        assert_eq!(v.get(Key::Str("abcdefg\0")), Some(8));
+        assert_eq!(read_back, texts.map(Key::Str).to_vec());
+        let mut w = FeatureVocabulary::default();
+        for s in ["é", "\u{1F600}\u{1F600}\u{1F600}x", "ab\u{0}cd"] {
+            w.insert(Key::Str(s)).unwrap();
+        }
+        assert!(w
+            .values()
+            .eq(["é", "\u{1F600}\u{1F600}\u{1F600}x", "ab\u{0}cd"].map(Key::Str)));
         assert_eq!(v.get(Key::Str("0123456789abcdeF")), None);
         v.truncate(1);
         assert_eq!(v.get(Key::Str("a")), None);
@@ -853,7 +1107,7 @@ mod tests {
         }
         let parts = v.to_parts();
         let back = FeatureVocabulary::from_parts(&parts).unwrap();
-        assert_eq!(back.values(), v.values());
+        assert!(back.values().eq(v.values()));
         assert_eq!(back.get(Key::Str("")), Some(5));
         let mut twice = parts.clone();
         twice.kinds.push(1);

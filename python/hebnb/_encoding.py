@@ -3,8 +3,8 @@
 Every estimator sees its input through this module: tables become feature-major integer
 codes ``(F, S)`` with ``-1`` for a missing value (None, NaN, pandas NA) or a category not
 seen in training, labels become class indices, weights become a checked float vector.
-Encoding is hash-based (pandas factorisation), never a Python loop over rows, and never
-mutates the caller's data.
+Encoding goes through the vocabulary in the Rust core (``_core.Vocabulary``), never a
+Python loop over rows, and never mutates the caller's data.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ MAX_TOTAL_WEIGHT = 1e300
 INT64_MAX = int(np.iinfo(np.int64).max)
 
 #: One column as the encoder reads it: ``("ints", values, missing, floats)``,
-#: ``("objects", values)``, ``("arrow", chunked array)`` or ``("category", codes, categories)``.
+#: ``("objects", values)``, ``("arrow", chunked array)``, ``("category", codes, categories)``
+#: or ``("stream", source, fallback)`` (an object exporting ``__arrow_c_stream__``, read in
+#: Rust; ``fallback()`` gives the spec to read it by where its type is not read there).
 ColumnSpec = tuple[Any, ...]
 
 
@@ -79,9 +81,7 @@ class _Table:
 
     ``block`` holds a numeric 2-D array ``(S, F)`` as given (coded all features at once,
     by blocks of rows: see ``CategoryEncoder._encode``); otherwise ``columns`` holds one
-    column per feature: ``("ints",
-    values, missing)``, ``("objects", values)``, ``("arrow", chunked array)`` or
-    ``("category", codes, categories)``.
+    column per feature (see ``ColumnSpec``).
     """
 
     columns: list[ColumnSpec]
@@ -177,7 +177,7 @@ def _small_column(array: Any, feature: int) -> ColumnSpec:
         values = np.empty(len(arrow), dtype=object)
         values[:] = arrow.to_pylist()
         return ("objects", values)
-    return _pandas_column(pd.Series(array, copy=False), feature)
+    return _frame_column(array, feature)
 
 
 def _small_objects(column: ColumnSpec) -> np.ndarray | None:
@@ -257,7 +257,7 @@ def _module_of(X: object) -> str:
 def _split_table(X: Any) -> _Table:
     if isinstance(X, pd.DataFrame):
         labels = X.columns.tolist()
-        columns = [_pandas_column(column, f) for f, (_, column) in enumerate(X.items())]
+        columns = [_frame_column(array, f) for f, array in enumerate(_column_arrays(X))]
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
     module = _module_of(X)
@@ -329,33 +329,46 @@ def _array_column(column: np.ndarray, feature: int) -> ColumnSpec:
 
 def _pandas_column(series: pd.Series, feature: int) -> ColumnSpec:
     """One column of a DataFrame (feature number ``feature``, for messages) as a column spec."""
-    dtype = series.dtype
+    return _frame_column(series.array, feature)
+
+
+def _frame_column(array: Any, feature: int) -> ColumnSpec:
+    """One column array of a DataFrame (a numpy array or a pandas extension array, as
+    ``_column_arrays`` gives them) as a column spec, without building a Series."""
+    if isinstance(array, np.ndarray):
+        return _array_column(array, feature)
+    dtype = array.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        return ("category", series.cat.codes.to_numpy(), dtype.categories)
+        return ("category", array.codes, dtype.categories)
     if isinstance(dtype, np.dtype):
-        return _array_column(series.to_numpy(), feature)
-    array = series.array
+        return _array_column(array.to_numpy(), feature)
     arrow_backed = isinstance(dtype, pd.ArrowDtype) or (
         isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
     )
     if arrow_backed and hasattr(array, "__arrow_array__"):
         return ("arrow", _chunked(array.__arrow_array__()))
     if dtype.kind in "iu":  # pandas' nullable integers
-        missing = np.asarray(series.isna(), dtype=bool)
-        values = series.to_numpy(dtype=np.float64 if dtype.kind == "u" else np.int64, na_value=0)
+        missing = np.asarray(array.isna(), dtype=bool)
+        values = array.to_numpy(dtype=np.float64 if dtype.kind == "u" else np.int64, na_value=0)
         if dtype.kind == "u":
             return _array_column(np.where(missing, np.nan, values), feature)
         return ("ints", values, missing if missing.any() else None, False)
     if dtype.kind == "f":
-        return _array_column(series.to_numpy(dtype=np.float64, na_value=np.nan), feature)
-    # pandas-stubs leave None out of na_value, which pandas accepts
-    return ("objects", series.to_numpy(dtype=np.object_, na_value=None))  # type: ignore[call-overload]
+        return _array_column(array.to_numpy(dtype=np.float64, na_value=np.nan), feature)
+    return ("objects", array.to_numpy(dtype=np.object_, na_value=None))
 
 
 def _polars_column(series: Any, feature: int) -> ColumnSpec:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
+        dtype = series.dtype
+        if hasattr(series, "__arrow_c_stream__") and (
+            dtype.is_integer() or dtype.base_type().__name__ in _POLARS_STREAM_TYPES
+        ):
+            # read in Rust through the Arrow C stream interface ("stream" spec), numpy
+            # values where its type turns out not to be read there
+            return ("stream", series, lambda: _array_column(np.asarray(series.to_numpy()), feature))
         return _array_column(np.asarray(series.to_numpy()), feature)
     import polars
 
@@ -363,6 +376,10 @@ def _polars_column(series: Any, feature: int) -> ColumnSpec:
     newest = getattr(getattr(polars, "CompatLevel", None), "newest", None)
     arrow = series.to_arrow() if newest is None else series.to_arrow(compat_level=newest())
     return ("arrow", _chunked(arrow))
+
+
+#: polars types read through the Arrow C stream interface without pyarrow (integers too).
+_POLARS_STREAM_TYPES = {"String", "Categorical", "Enum", "Boolean", "Null"}
 
 
 def _integer_values(
@@ -489,9 +506,7 @@ def _values_column(categories: Any, feature: int) -> ColumnSpec:
     an Arrow dictionary (an array)."""
     if isinstance(categories, pd.Index):
         array = categories.array
-        if isinstance(array, np.ndarray):
-            return _array_column(array, feature)
-        return _pandas_column(pd.Series(array, copy=False), feature)
+        return _frame_column(array, feature)
     return ("arrow", _chunked(categories))
 
 
@@ -514,6 +529,13 @@ def _encode_column(
     kind = column[0]
     if positions is not None or kind == "category":
         return _encode_rows(vocabulary, feature, column, grow, name, positions)
+    if kind in ("arrow", "stream") and hasattr(column[1], "__arrow_c_stream__"):
+        # read in Rust through the Arrow C stream interface: no pyarrow call per chunk
+        coded = vocabulary.encode_arrow_stream(feature, column[1], grow=grow, name=name)
+        if coded is not None:
+            return coded
+    if kind == "stream":  # a type the Rust reader does not read: as numpy values
+        return _encode_column(vocabulary, feature, column[2](), grow, name)
     if kind == "arrow":
         pieces = [
             chunk.slice(start, ENCODE_BLOCK_ROWS)
@@ -1066,6 +1088,8 @@ def _examples(table: _Table, f: int, where: np.ndarray) -> list[Any]:
             values = column[1][rows]
         elif column[0] == "category":
             values = np.asarray(column[2].take(np.asarray(column[1])[rows]))
+        elif column[0] == "stream":
+            values = np.asarray(column[1].to_numpy(), dtype=object)[rows]
         else:
             values = np.asarray(column[1].take(rows).to_pylist(), dtype=object)
     examples: list[Any] = pd.unique(np.asarray(values))[:5].tolist()

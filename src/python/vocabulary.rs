@@ -8,15 +8,14 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyCapsule, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 
 use super::{run, to_py_err};
+use crate::arrow_columns::{read_column, ArrayStream, ArrowColumn};
 use crate::encoding::MISSING;
 use crate::error::{HebError, Result as CoreResult};
-use crate::vocabulary::{
-    codes_buffer, FeatureParts, FeatureVocabulary, Key, Value, FORMAT_VERSION,
-};
+use crate::vocabulary::{codes_buffer, FeatureParts, FeatureVocabulary, Key, FORMAT_VERSION};
 
 /// Per-feature maps from value to code that only grow (codes in order of first
 /// appearance). Build with the number of features.
@@ -28,6 +27,10 @@ pub(super) struct Vocabulary {
     objects: Vec<Py<PyList>>,
 }
 
+/// Values of an Arrow stream coded per block without the GIL (Ctrl-C is seen between
+/// blocks).
+const STREAM_BLOCK_ROWS: usize = 1 << 20;
+
 /// Most cells coded on the calling thread instead of the pool.
 const INLINE_CELLS: usize = 1 << 14;
 
@@ -35,6 +38,8 @@ const INLINE_CELLS: usize = 1 << 14;
 const SEEN_SLOTS: usize = 1 << 12;
 /// Columns shorter than this skip that cache (setting it up would cost more).
 const SEEN_MIN_ROWS: usize = 256;
+/// Cells after which the cache is dropped unless an eighth of them were hits.
+const SEEN_TRIAL: usize = 256;
 
 /// One feature's saved state: `(kinds, ints, text, text_offsets, objects)`.
 type SavedFeature<'py> = (
@@ -53,15 +58,19 @@ enum Cell<'a> {
     Other,
 }
 
+/// The UTF-8 text of a Python string, or the error naming feature `name`.
+fn text_of<'a>(text: &'a Bound<'_, PyString>, name: &str) -> PyResult<&'a str> {
+    text.to_str().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{name} holds a string that is not valid Unicode (a lone surrogate such as \
+             '\\ud800'): categories must be encodable as UTF-8"
+        ))
+    })
+}
+
 fn classify<'a>(value: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Cell<'a>> {
     if let Ok(text) = value.cast::<PyString>() {
-        return match text.to_str() {
-            Ok(s) => Ok(Cell::Key(Key::Str(s))),
-            Err(_) => Err(PyValueError::new_err(format!(
-                "{name} holds a string that is not valid Unicode (a lone surrogate such as \
-                 '\\ud800'): categories must be encodable as UTF-8"
-            ))),
-        };
+        return Ok(Cell::Key(Key::Str(text_of(text, name)?)));
     }
     if value.is_none() {
         return Ok(Cell::Missing);
@@ -161,26 +170,36 @@ impl Vocabulary {
         } else {
             Vec::new()
         };
-        for value in values.iter() {
+        // where the first cells are distinct objects (one object a cell, as `astype(str)`
+        // makes them), the cache only costs: it is dropped after a trial
+        let mut hits = 0;
+        for (s, value) in values.iter().enumerate() {
+            if s == SEEN_TRIAL && hits * 8 < SEEN_TRIAL {
+                seen = Vec::new();
+            }
             let value = value.bind(py);
             let address = value.as_ptr() as usize;
             let slot = (address >> 4) & (SEEN_SLOTS - 1);
             if let Some(&(known, code)) = seen.get(slot) {
                 if known == address {
+                    hits += 1;
                     codes.push(code);
                     continue;
                 }
+            }
+            // an exact str (the common cell) is told by its type pointer, without the
+            // type-flags call of the general check
+            if let Ok(text) = value.cast_exact::<PyString>() {
+                let key = Key::Str(text_of(text, name)?);
+                let code = self.features[feature].code(key, grow).map_err(to_py_err)?;
+                if let Some(entry) = seen.get_mut(slot) {
+                    *entry = (address, code);
+                }
+                codes.push(code);
+                continue;
             }
             let normalized;
             let mut cell = classify(value, name)?;
-            if let (Cell::Key(key @ Key::Str(_)), true) = (&cell, slot < seen.len()) {
-                if value.is_exact_instance_of::<PyString>() {
-                    let code = self.features[feature].code(*key, grow).map_err(to_py_err)?;
-                    seen[slot] = (address, code);
-                    codes.push(code);
-                    continue;
-                }
-            }
             if matches!(cell, Cell::Other) {
                 normalized = normalize.call1((value,))?;
                 cell = classify(&normalized, name)?;
@@ -200,6 +219,45 @@ impl Vocabulary {
             });
         }
         Ok(codes)
+    }
+
+    /// The codes of every array of `stream` (see `encode_arrow_stream`), by blocks of
+    /// `STREAM_BLOCK_ROWS` values coded without the GIL, Ctrl-C checked between blocks;
+    /// None for a type not read here. The caller rolls back on None or an error.
+    fn code_stream(
+        &mut self,
+        py: Python<'_>,
+        feature: usize,
+        stream: &mut ArrayStream,
+        grow: bool,
+        name: &str,
+    ) -> PyResult<Option<Vec<i32>>> {
+        let schema = stream.schema().map_err(to_py_err)?;
+        let mut codes: Vec<i32> = Vec::new();
+        while let Some(array) = stream.next_array().map_err(to_py_err)? {
+            // SAFETY: `schema` and `array` are owned here and released after their use
+            let column = unsafe { read_column(&schema.0, &array.0) }.map_err(to_py_err)?;
+            let Some(column) = column.filter(ArrowColumn::fits_int64) else {
+                return Ok(None);
+            };
+            let n = column.len();
+            codes.try_reserve(n).map_err(|_| {
+                to_py_err(HebError::Allocation {
+                    what: "category codes",
+                    bytes: (codes.len() + n) as u128 * 4,
+                })
+            })?;
+            let vocabulary = &mut self.features[feature];
+            for start in (0..n).step_by(STREAM_BLOCK_ROWS) {
+                let block = column.slice(start, STREAM_BLOCK_ROWS.min(n - start));
+                let coded = py
+                    .detach(|| vocabulary.encode_arrow(&block, grow, name))
+                    .map_err(to_py_err)?;
+                codes.extend_from_slice(&coded);
+                py.check_signals()?;
+            }
+        }
+        Ok(Some(codes))
     }
 
     fn lengths_now(&self, py: Python<'_>) -> Vec<(usize, usize)> {
@@ -288,52 +346,14 @@ impl Vocabulary {
         }
         let this = slf.borrow();
         this.check_block(values, missing)?;
-        let (n_features, n_rows) = values.dim();
-        let features = &this.features;
-        let encode_feature =
-            |(f, vocabulary): (usize, &FeatureVocabulary)| -> CoreResult<Vec<i32>> {
-                crate::interrupt::check()?;
-                let mask = missing.as_ref().map(|m| m.row(f));
-                let mut codes = codes_buffer(n_rows)?;
-                for (s, &v) in values.row(f).iter().enumerate() {
-                    codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
-                        MISSING
-                    } else {
-                        vocabulary
-                            .get(Key::Int(v))
-                            .map_or(crate::encoding::UNKNOWN, |code| code as i32)
-                    });
-                }
-                Ok(codes)
-            };
-        let assemble = |per_feature: Vec<Vec<i32>>| -> CoreResult<ndarray::Array2<i32>> {
-            let mut flat = codes_buffer(n_features * n_rows)?;
-            for codes in per_feature {
-                flat.extend_from_slice(&codes);
-            }
-            ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
-                .map_err(|e| HebError::InvalidParameter(e.to_string()))
-        };
-        // one thread, or a few rows, are coded on the calling thread: a pool's hand-off
-        // costs more (a context switch, milliseconds on a loaded machine)
-        let codes = if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
-            features
-                .iter()
-                .enumerate()
-                .map(encode_feature)
-                .collect::<CoreResult<Vec<_>>>()
-                .and_then(assemble)
-                .map_err(to_py_err)?
-        } else {
-            run(py, n_jobs, || {
-                features
-                    .par_iter()
-                    .enumerate()
-                    .map(encode_feature)
-                    .collect::<CoreResult<Vec<_>>>()
-                    .and_then(assemble)
-            })?
-        };
+        let features: Vec<&FeatureVocabulary> = this.features.iter().collect();
+        let codes = code_block(py, features, values.ncols(), n_jobs, |f, vocabulary| {
+            code_int_row(values, missing, f, |v| {
+                Ok(vocabulary
+                    .get(Key::Int(v))
+                    .map_or(crate::encoding::UNKNOWN, |code| code as i32))
+            })
+        })?;
         Ok(codes.into_pyarray(py))
     }
 
@@ -442,6 +462,43 @@ impl Vocabulary {
         Ok(codes_to_array(py, codes))
     }
 
+    /// Codes one Arrow column of feature `feature` read in Rust through the Arrow C
+    /// stream interface (`source.__arrow_c_stream__()`: a pyarrow ChunkedArray, a polars
+    /// Series, ...), chunk by chunk, without pyarrow or a Python object per value. None
+    /// (nothing coded, the vocabulary unchanged) when the column's type is not one the
+    /// reader reads (`crate::arrow_columns`), for the caller to read it another way.
+    #[pyo3(signature = (feature, source, *, grow, name))]
+    fn encode_arrow_stream<'py>(
+        &mut self,
+        py: Python<'py>,
+        feature: usize,
+        source: &Bound<'py, PyAny>,
+        grow: bool,
+        name: &str,
+    ) -> PyResult<Option<Bound<'py, PyArray1<i32>>>> {
+        self.check_feature(feature)?;
+        let capsule = source.call_method0("__arrow_c_stream__")?;
+        let capsule = capsule
+            .cast::<PyCapsule>()
+            .map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
+        let pointer = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
+        // SAFETY: the capsule holds a live stream for as long as it lives (to the end of
+        // this call); the capsule's destructor releases it
+        let mut stream = unsafe { ArrayStream::new(pointer.as_ptr().cast()) }.map_err(to_py_err)?;
+        let mark = self.features[feature].len();
+        match self.code_stream(py, feature, &mut stream, grow, name) {
+            Ok(Some(codes)) => Ok(Some(codes_to_array(py, codes))),
+            Ok(None) => {
+                self.features[feature].truncate(mark);
+                Ok(None)
+            }
+            Err(error) => {
+                self.features[feature].truncate(mark);
+                Err(error)
+            }
+        }
+    }
+
     /// Codes one column of Python objects. `normalize` maps a value that is not a str,
     /// bytes, bool, int, float or None to one of those (a numpy scalar to its Python
     /// value, pandas NA to None) or returns it as is (then it is coded as an object).
@@ -504,11 +561,11 @@ impl Vocabulary {
         let list = PyList::empty(py);
         for value in self.features[feature].values() {
             match value {
-                Value::Bool(b) => list.append(*b)?,
-                Value::Int(v) => list.append(*v)?,
-                Value::Str(s) => list.append(&**s)?,
-                Value::Bytes(b) => list.append(PyBytes::new(py, b))?,
-                Value::Object(t) => list.append(objects.get_item(*t as usize)?)?,
+                Key::Bool(b) => list.append(b)?,
+                Key::Int(v) => list.append(v)?,
+                Key::Str(s) => list.append(s)?,
+                Key::Bytes(b) => list.append(PyBytes::new(py, b))?,
+                Key::Object(t) => list.append(objects.get_item(t as usize)?)?,
             }
         }
         Ok(list)
@@ -525,7 +582,7 @@ impl Vocabulary {
         let mut out = Vec::with_capacity(self.features[feature].len());
         for value in self.features[feature].values() {
             match value {
-                Value::Int(v) => out.push(*v),
+                Key::Int(v) => out.push(v),
                 _ => return Ok(None),
             }
         }
@@ -680,50 +737,11 @@ impl Vocabulary {
         n_jobs: usize,
     ) -> PyResult<Bound<'py, PyArray2<i32>>> {
         self.check_block(values, missing)?;
-        let (n_features, n_rows) = values.dim();
         let mark = self.lengths_now(py);
-        let features = &mut self.features;
-        let encode_feature = |(f, vocabulary): (usize, &mut FeatureVocabulary)| {
-            crate::interrupt::check()?;
-            let row = values.row(f);
-            let mask = missing.as_ref().map(|m| m.row(f));
-            let mut codes = codes_buffer(n_rows)?;
-            for (s, &v) in row.iter().enumerate() {
-                codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
-                    MISSING
-                } else {
-                    vocabulary.code(Key::Int(v), true)?
-                });
-            }
-            Ok(codes)
-        };
-        let assemble = |per_feature: Vec<Vec<i32>>| -> CoreResult<ndarray::Array2<i32>> {
-            let mut flat = codes_buffer(n_features * n_rows)?;
-            for codes in per_feature {
-                flat.extend_from_slice(&codes);
-            }
-            ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
-                .map_err(|e| HebError::InvalidParameter(e.to_string()))
-        };
-        // as in `encode_int_block`: small or single-threaded calls stay on this thread
-        let result = if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
-            features
-                .iter_mut()
-                .enumerate()
-                .map(encode_feature)
-                .collect::<CoreResult<Vec<_>>>()
-                .and_then(assemble)
-                .map_err(to_py_err)
-        } else {
-            run(py, n_jobs, || {
-                features
-                    .par_iter_mut()
-                    .enumerate()
-                    .map(encode_feature)
-                    .collect::<CoreResult<Vec<_>>>()
-                    .and_then(assemble)
-            })
-        };
+        let features: Vec<&mut FeatureVocabulary> = self.features.iter_mut().collect();
+        let result = code_block(py, features, values.ncols(), n_jobs, |f, vocabulary| {
+            code_int_row(values, missing, f, |v| vocabulary.code(Key::Int(v), true))
+        });
         match result {
             Ok(codes) => Ok(codes.into_pyarray(py)),
             Err(error) => {
@@ -731,6 +749,70 @@ impl Vocabulary {
                 Err(error)
             }
         }
+    }
+}
+
+/// The codes of row `f` (one feature) of an integer block: `code(v)` of each value,
+/// [`MISSING`] where `missing` marks the cell.
+fn code_int_row(
+    values: ndarray::ArrayView2<'_, i64>,
+    missing: Option<ndarray::ArrayView2<'_, bool>>,
+    f: usize,
+    mut code: impl FnMut(i64) -> CoreResult<i32>,
+) -> CoreResult<Vec<i32>> {
+    let mask = missing.as_ref().map(|m| m.row(f));
+    let mut codes = codes_buffer(values.ncols())?;
+    for (s, &v) in values.row(f).iter().enumerate() {
+        codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
+            MISSING
+        } else {
+            code(v)?
+        });
+    }
+    Ok(codes)
+}
+
+/// Codes a block feature by feature: `code_feature(f, vocabulary)` gives the `n_rows`
+/// codes of feature `f`, assembled into `(F, n_rows)`. One thread, or a few cells, are
+/// coded on the calling thread (a pool's hand-off costs more: a context switch,
+/// milliseconds on a loaded machine); otherwise the features go to a local pool.
+fn code_block<T: Send>(
+    py: Python<'_>,
+    features: Vec<T>,
+    n_rows: usize,
+    n_jobs: usize,
+    code_feature: impl Fn(usize, T) -> CoreResult<Vec<i32>> + Send + Sync,
+) -> PyResult<ndarray::Array2<i32>> {
+    let n_features = features.len();
+    let code_feature = |(f, vocabulary): (usize, T)| {
+        crate::interrupt::check()?;
+        code_feature(f, vocabulary)
+    };
+    let assemble = |per_feature: Vec<Vec<i32>>| -> CoreResult<ndarray::Array2<i32>> {
+        let mut flat = codes_buffer(n_features * n_rows)?;
+        for codes in per_feature {
+            flat.extend_from_slice(&codes);
+        }
+        ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
+            .map_err(|e| HebError::InvalidParameter(e.to_string()))
+    };
+    if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
+        features
+            .into_iter()
+            .enumerate()
+            .map(code_feature)
+            .collect::<CoreResult<Vec<_>>>()
+            .and_then(assemble)
+            .map_err(to_py_err)
+    } else {
+        run(py, n_jobs, || {
+            features
+                .into_par_iter()
+                .enumerate()
+                .map(code_feature)
+                .collect::<CoreResult<Vec<_>>>()
+                .and_then(assemble)
+        })
     }
 }
 
