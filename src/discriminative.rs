@@ -205,31 +205,13 @@ pub fn conditional_log_likelihood(
                             * held.held_out_shift(column, label, weights[r]);
                     }
                 }
-                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
-                let (label, weight) = (labels[r] as usize, weights[r]);
-                if weight != 0.0 {
-                    loss -= weight * (row[label] - log_norm);
-                }
-                for (c, v) in row.iter_mut().enumerate() {
-                    let target = if c == label { 1.0 } else { 0.0 };
-                    *v = weight * ((*v - log_norm).exp() - target);
-                    class_sums[c] += *v;
-                }
+                loss += residuals_in_place(row, labels[r] as usize, weights[r], &mut class_sums);
             }
             (loss, class_sums)
         })
         .collect();
     interrupt::check()?;
-    let mut negative_log_likelihood = 0.0;
-    let mut class_residuals = vec![0.0; n_classes];
-    for (loss, sums) in &chunk_sums {
-        negative_log_likelihood += loss;
-        class_residuals
-            .iter_mut()
-            .zip(sums)
-            .for_each(|(a, b)| *a += b);
-    }
+    let (negative_log_likelihood, class_residuals) = total_of_chunks(&chunk_sums, n_classes);
     // pass 2: scatter the residuals into each feature's cells, features in parallel
     let width = layout.n_columns() * n_classes;
     let mut table_residuals = zeroed(width, "table residuals")?;
@@ -422,31 +404,14 @@ pub fn cell_weighted_log_likelihood<'a>(
             let mut class_sums = vec![0.0; n_classes];
             for (i, row) in block.chunks_mut(n_classes).enumerate() {
                 let r = first + i;
-                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
-                let (label, weight) = (labels[r] as usize, sample_weights[r]);
-                if weight != 0.0 {
-                    loss -= weight * (row[label] - log_norm);
-                }
-                for (c, v) in row.iter_mut().enumerate() {
-                    let target = if c == label { 1.0 } else { 0.0 };
-                    *v = weight * ((*v - log_norm).exp() - target);
-                    class_sums[c] += *v;
-                }
+                loss +=
+                    residuals_in_place(row, labels[r] as usize, sample_weights[r], &mut class_sums);
             }
             (loss, class_sums)
         })
         .collect();
     interrupt::check()?;
-    let mut negative_log_likelihood = 0.0;
-    let mut class_residuals = vec![0.0; n_classes];
-    for (loss, sums) in &chunk_sums {
-        negative_log_likelihood += loss;
-        class_residuals
-            .iter_mut()
-            .zip(sums)
-            .for_each(|(a, b)| *a += b);
-    }
+    let (negative_log_likelihood, class_residuals) = total_of_chunks(&chunk_sums, n_classes);
     // pass 2: each column sums its rows' residuals into its own cells (columns in
     // parallel, rows in order), then multiplies them by the cells' values
     let mut gradient = zeroed(n_cells * n_classes, "cell weight gradient")?;
@@ -482,6 +447,40 @@ pub fn cell_weighted_log_likelihood<'a>(
             .map_err(|e| HebError::InvalidParameter(e.to_string()))?,
         class_residuals,
     })
+}
+
+/// Turns one row of class scores into its residuals `s_i (P(c | x_i) - [c = y_i])` in place,
+/// adds them to `class_sums`, and returns the row's loss `-s_i ln P(y_i | x_i)` (zero for a
+/// zero-weight row, whose scores may be infinite).
+fn residuals_in_place(row: &mut [f64], label: usize, weight: f64, class_sums: &mut [f64]) -> f64 {
+    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let log_norm = max + row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
+    let loss = if weight != 0.0 {
+        -(weight * (row[label] - log_norm))
+    } else {
+        0.0
+    };
+    for (c, v) in row.iter_mut().enumerate() {
+        let target = if c == label { 1.0 } else { 0.0 };
+        *v = weight * ((*v - log_norm).exp() - target);
+        class_sums[c] += *v;
+    }
+    loss
+}
+
+/// The chunks' losses and per-class residual sums added in chunk order, so that the totals
+/// are the same for any number of threads.
+fn total_of_chunks(chunk_sums: &[(f64, Vec<f64>)], n_classes: usize) -> (f64, Vec<f64>) {
+    let mut negative_log_likelihood = 0.0;
+    let mut class_residuals = vec![0.0; n_classes];
+    for (loss, sums) in chunk_sums {
+        negative_log_likelihood += loss;
+        class_residuals
+            .iter_mut()
+            .zip(sums)
+            .for_each(|(a, b)| *a += b);
+    }
+    (negative_log_likelihood, class_residuals)
 }
 
 #[cfg(test)]

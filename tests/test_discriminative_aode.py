@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad, minimize
 from scipy.special import log_softmax, logsumexp
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
-from hebnb import AODE
+import hebnb.weighting
+from hebnb import AODE, CategoricalNB
 
 
 def _data(seed=0, n_rows=400, n_classes=3):
@@ -341,3 +343,18 @@ def test_cell_weights_at_zero_give_the_cll_feature_model():
     model.parent_weights_ = reference.parent_weights_
     model.cell_weights_ = np.zeros_like(model.cell_weights_)
     np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make, what",
+    [
+        (lambda: CategoricalNB(weighting="cll-feature"), "cll-feature weights"),
+        (lambda: AODE(weighting="cll-feature"), "AODE parent weights"),
+        (lambda: AODE(weighting="cll-value"), "AODE cell weights"),
+    ],
+)
+def test_weights_stopped_early_warn_that_they_did_not_converge(monkeypatch, make, what):
+    X, y = _data(seed=3)
+    monkeypatch.setattr(hebnb.weighting, "MAX_ITER", 1)
+    with pytest.warns(ConvergenceWarning, match=f"the {what} did not converge in 1 L-BFGS"):
+        make().fit(X, y)

@@ -243,23 +243,9 @@ def fit_weights(
         kind, codes, sample_weight, log_table_zeroed, class_log_prior, offsets
     )
     inverse_curvature = 1.0 / np.maximum(curvature + penalty * scale, 1e-12 * gtol + 1e-300)
-    # one BLAS thread: the vector products are short, and a BLAS pool spinning up on
-    # each one slows them twentyfold on a busy machine (the row pass has its own threads)
-    with threadpool_limits(limits=1, user_api="blas"):
-        theta, value, gradient, n_iter, converged = minimise_lbfgs(
-            objective,
-            start,
-            gtol=gtol,
-            max_iter=MAX_ITER,
-            inverse_curvature=inverse_curvature,
-        )
-    if not converged:
-        warnings.warn(
-            f"the {kind} weights did not converge in {n_iter} L-BFGS iterations (largest "
-            f"gradient entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+    theta, value, n_iter, converged = _minimise_or_warn(
+        objective, start, gtol=gtol, inverse_curvature=inverse_curvature, what=f"the {kind} weights"
+    )
     table_weights = (
         np.array(cell_weights(theta))
         if kind == "cll-value"
@@ -346,6 +332,39 @@ def _diagonal_curvature(
     if kind == "cll-value":
         parts.append((cell_curvature * log_table**2).ravel())
     return np.concatenate(parts)
+
+
+def _minimise_or_warn(
+    objective: Callable[[FloatArray], tuple[float, FloatArray]],
+    start: FloatArray,
+    *,
+    gtol: float,
+    inverse_curvature: FloatArray,
+    what: str,
+) -> tuple[FloatArray, float, int, bool]:
+    """:func:`minimise_lbfgs` with one BLAS thread, warning (``ConvergenceWarning``, at the
+    estimator's caller) when ``what`` did not converge; returns (theta, value, n_iter,
+    converged).
+
+    One BLAS thread: the vector products are short, and a BLAS pool spinning up on each
+    one slows them twentyfold on a busy machine (the row passes have their own threads).
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        theta, value, gradient, n_iter, converged = minimise_lbfgs(
+            objective,
+            start,
+            gtol=gtol,
+            max_iter=MAX_ITER,
+            inverse_curvature=inverse_curvature,
+        )
+    if not converged:
+        warnings.warn(
+            f"{what} did not converge in {n_iter} L-BFGS iterations (largest gradient "
+            f"entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    return theta, value, n_iter, converged
 
 
 def minimise_lbfgs(
@@ -554,21 +573,13 @@ def fit_parent_weights(
             sample_weight @ np.maximum(variance, 0.0),
         ]
     )
-    with threadpool_limits(limits=1, user_api="blas"):
-        theta, value, gradient, n_iter, converged = minimise_lbfgs(
-            objective,
-            start,
-            gtol=gtol,
-            max_iter=MAX_ITER,
-            inverse_curvature=1.0 / np.maximum(curvature + penalty, 1e-300),
-        )
-    if not converged:
-        warnings.warn(
-            f"the AODE parent weights did not converge in {n_iter} L-BFGS iterations "
-            f"(largest gradient entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+    theta, value, n_iter, converged = _minimise_or_warn(
+        objective,
+        start,
+        gtol=gtol,
+        inverse_curvature=1.0 / np.maximum(curvature + penalty, 1e-300),
+        what="the AODE parent weights",
+    )
     parent_weights = theta[n_classes:].copy()
     return DiscriminativeWeights(
         kind="cll-feature",
@@ -842,21 +853,13 @@ def fit_aode_cell_weights(
             (cell_curvature * cell_values**2).ravel(),
         ]
     )
-    with threadpool_limits(limits=1, user_api="blas"):
-        theta, value, gradient, n_iter, converged = minimise_lbfgs(
-            objective,
-            start,
-            gtol=gtol,
-            max_iter=MAX_ITER,
-            inverse_curvature=1.0 / np.maximum(curvature + scale, 1e-300),
-        )
-    if not converged:
-        warnings.warn(
-            f"the AODE cell weights did not converge in {n_iter} L-BFGS iterations "
-            f"(largest gradient entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+    theta, value, n_iter, converged = _minimise_or_warn(
+        objective,
+        start,
+        gtol=gtol,
+        inverse_curvature=1.0 / np.maximum(curvature + scale, 1e-300),
+        what="the AODE cell weights",
+    )
     return AodeCellWeights(
         class_weights=theta[:n_classes].copy(),
         parent_weights=theta[n_classes:n_head].copy(),
