@@ -826,62 +826,101 @@ mod tests {
         assert_eq!(t.counts.row(k).to_vec(), vec![1.0, 0.0]);
     }
 
+    /// A fixed-seed linear congruential generator: reproducible test rows without a crate.
+    struct Lcg(u64);
+
+    impl Lcg {
+        /// The next draw from `0..k`.
+        fn below(&mut self, k: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) % k as u64) as usize
+        }
+    }
+
+    /// Random codes `(F, n_rows)` (missing with probability `1 / (K + 1)`), labels in
+    /// `0..n_classes` and weights `weight_step * (0..weight_levels)`, drawn in that order.
+    fn random_rows(
+        rng: &mut Lcg,
+        cardinality: &[usize],
+        n_rows: usize,
+        n_classes: usize,
+        (weight_step, weight_levels): (f64, usize),
+    ) -> (Array2<i32>, Array1<i64>, Array1<f64>) {
+        let codes = Array2::from_shape_fn((cardinality.len(), n_rows), |(f, _)| {
+            let v = rng.below(cardinality[f] + 1);
+            if v == cardinality[f] {
+                -1
+            } else {
+                v as i32
+            }
+        });
+        let labels = Array1::from_shape_fn(n_rows, |_| rng.below(n_classes) as i64);
+        let weights =
+            Array1::from_shape_fn(n_rows, |_| weight_step * rng.below(weight_levels) as f64);
+        (codes, labels, weights)
+    }
+
+    /// Counts the `wanted` pairs of the rows and checks every cell of every pair against a
+    /// direct tally (a cell the tables do not hold must tally zero).
+    fn assert_counts_match_a_tally(
+        (codes, labels, weights): &(Array2<i32>, Array1<i64>, Array1<f64>),
+        cardinality: &[usize],
+        n_classes: usize,
+        wanted: &[(usize, usize)],
+    ) {
+        let layout = FeatureLayout::from_cardinalities(cardinality);
+        let t = count_pairs(
+            codes.view(),
+            labels.view(),
+            weights.view(),
+            &layout,
+            n_classes,
+            wanted,
+        )
+        .unwrap();
+        let view = t.view();
+        view.check(&layout, n_classes).unwrap();
+        let offsets = view.row_offsets(&layout).unwrap();
+        assert_eq!(view.pair_list().collect::<Vec<_>>(), wanted);
+        let n_rows = codes.ncols();
+        for (p, &(a, b)) in wanted.iter().enumerate() {
+            let (k_a, k_b) = (cardinality[a], cardinality[b]);
+            let mut tally = vec![0.0; k_a * k_b * n_classes];
+            for s in 0..n_rows {
+                let (u, v) = (codes[[a, s]], codes[[b, s]]);
+                if u >= 0 && v >= 0 {
+                    tally[(u as usize * k_b + v as usize) * n_classes + labels[s] as usize] +=
+                        weights[s];
+                }
+            }
+            for u in 0..k_a {
+                for v in 0..k_b {
+                    let at = (u * k_b + v) * n_classes;
+                    let cell = &tally[at..at + n_classes];
+                    match view.find(offsets[p], u, v as i32) {
+                        Some(k) => assert_eq!(t.counts.row(k).to_vec(), cell.to_vec()),
+                        None => assert!(
+                            cell.iter().all(|&n| n == 0.0),
+                            "{n_rows} rows, pair {p} cell ({u}, {v})"
+                        ),
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn dense_and_walked_counting_match_a_tally() {
         // K = (50, 60, 7), two classes: pair (0, 1) has 6,000 cells, counted densely over
         // 8,000 rows and by the value walk over 2,000
         let cardinality = [50usize, 60, 7];
-        let layout = FeatureLayout::from_cardinalities(&cardinality);
-        let mut state = 12345u64;
-        let mut next = |k: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) % k as u64) as usize
-        };
+        let mut rng = Lcg(12345);
         for n_rows in [2000usize, 8000] {
-            let codes = Array2::from_shape_fn((3, n_rows), |(f, _)| {
-                let v = next(cardinality[f] + 1);
-                if v == cardinality[f] {
-                    -1
-                } else {
-                    v as i32
-                }
-            });
-            let labels = Array1::from_shape_fn(n_rows, |_| next(2) as i64);
-            let weights = Array1::from_shape_fn(n_rows, |_| 0.5 * next(4) as f64);
-            let t = count_pairs(
-                codes.view(),
-                labels.view(),
-                weights.view(),
-                &layout,
-                2,
-                &pairs(3),
-            )
-            .unwrap();
-            let view = t.view();
-            view.check(&layout, 2).unwrap();
-            let offsets = view.row_offsets(&layout).unwrap();
-            for (p, (a, b)) in pairs(3).into_iter().enumerate() {
-                let (k_a, k_b) = (cardinality[a], cardinality[b]);
-                let mut tally = vec![0.0; k_a * k_b * 2];
-                for s in 0..n_rows {
-                    let (u, v) = (codes[[a, s]], codes[[b, s]]);
-                    if u >= 0 && v >= 0 {
-                        tally[(u as usize * k_b + v as usize) * 2 + labels[s] as usize] +=
-                            weights[s];
-                    }
-                }
-                for u in 0..k_a {
-                    for v in 0..k_b {
-                        let cell = &tally[(u * k_b + v) * 2..(u * k_b + v + 1) * 2];
-                        match view.find(offsets[p], u, v as i32) {
-                            Some(k) => assert_eq!(t.counts.row(k).to_vec(), cell.to_vec()),
-                            None => assert_eq!(cell, [0.0, 0.0], "{n_rows} rows, pair {p}"),
-                        }
-                    }
-                }
-            }
+            let rows = random_rows(&mut rng, &cardinality, n_rows, 2, (0.5, 4));
+            assert_counts_match_a_tally(&rows, &cardinality, 2, &pairs(3));
         }
     }
 
@@ -890,61 +929,12 @@ mod tests {
         // 12 features: walked pairs (K = 100 x 100 over 600 rows) between dense ones, a
         // subset of the pairs, fractional weights
         let cardinality = [3usize, 100, 2, 4, 100, 2, 3, 2, 5, 2, 3, 2];
-        let layout = FeatureLayout::from_cardinalities(&cardinality);
-        let mut state = 99u64;
-        let mut next = |k: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) % k as u64) as usize
-        };
-        let n_rows = 600;
-        let codes = Array2::from_shape_fn((12, n_rows), |(f, _)| {
-            let v = next(cardinality[f] + 1);
-            if v == cardinality[f] {
-                -1
-            } else {
-                v as i32
-            }
-        });
-        let labels = Array1::from_shape_fn(n_rows, |_| next(3) as i64);
-        let weights = Array1::from_shape_fn(n_rows, |_| 0.1 * next(7) as f64);
+        let rows = random_rows(&mut Lcg(99), &cardinality, 600, 3, (0.1, 7));
         let wanted: Vec<(usize, usize)> = pairs(12)
             .into_iter()
             .filter(|&(a, b)| a != 5 || b % 3 != 0)
             .collect();
-        let t = count_pairs(
-            codes.view(),
-            labels.view(),
-            weights.view(),
-            &layout,
-            3,
-            &wanted,
-        )
-        .unwrap();
-        let view = t.view();
-        view.check(&layout, 3).unwrap();
-        let offsets = view.row_offsets(&layout).unwrap();
-        assert_eq!(view.pair_list().collect::<Vec<_>>(), wanted);
-        for (p, &(a, b)) in wanted.iter().enumerate() {
-            let (k_a, k_b) = (cardinality[a], cardinality[b]);
-            let mut tally = vec![0.0; k_a * k_b * 3];
-            for s in 0..n_rows {
-                let (u, v) = (codes[[a, s]], codes[[b, s]]);
-                if u >= 0 && v >= 0 {
-                    tally[(u as usize * k_b + v as usize) * 3 + labels[s] as usize] += weights[s];
-                }
-            }
-            for u in 0..k_a {
-                for v in 0..k_b {
-                    let cell = &tally[(u * k_b + v) * 3..(u * k_b + v + 1) * 3];
-                    match view.find(offsets[p], u, v as i32) {
-                        Some(k) => assert_eq!(t.counts.row(k).to_vec(), cell.to_vec()),
-                        None => assert!(cell.iter().all(|&n| n == 0.0), "pair {p}"),
-                    }
-                }
-            }
-        }
+        assert_counts_match_a_tally(&rows, &cardinality, 3, &wanted);
     }
 
     #[test]
