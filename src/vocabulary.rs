@@ -251,6 +251,14 @@ impl FeatureVocabulary {
         }
     }
 
+    /// The code of `text` if it is a known string of at most [`SHORT`] bytes (the common
+    /// cell of a column being scored): no error path, so the caller's loop stays in
+    /// registers; None sends it the general way ([`FeatureVocabulary::code_str`]).
+    #[inline(always)]
+    pub fn known_short_str(&self, text: &str) -> Option<u32> {
+        pack(text).and_then(|packed| self.get_packed(packed))
+    }
+
     /// [`FeatureVocabulary::code`] of a string, the common cell of an object column, with
     /// the lookup of a known short string inlined into the caller's loop.
     ///
