@@ -174,7 +174,8 @@ class AODE(CategoricalClassifier):
     cell_weights_ : ndarray of shape (n_cells, n_classes)
         With ``weighting="cll-value"``: ``d`` of every cell a training row uses, ordered
         by super-parent, then child (the parent's own term ``ln P(y, x_i)`` in its own
-        position), then parent and child code.
+        position), then parent and child code (codes number each feature's categories
+        in order of first appearance in training, not in the order of ``categories_``).
     class_weights_ : ndarray of shape (n_classes,)
         With ``weighting``: the learned weight of each class's log prior.
     weighting_n_iter_ : int
@@ -193,7 +194,9 @@ class AODE(CategoricalClassifier):
     pair_indptr_, pair_indices_, pair_counts_ : ndarray
         The sparse pair tables of the stored pairs: for stored pair ``(a, b)``, one CSR
         row per value u of ``a`` lists the values v of ``b`` seen with it and, in
-        ``pair_counts_`` of shape (n_cells, n_classes), the class counts ``N[c, u, v]``.
+        ``pair_counts_`` of shape (n_cells, n_classes), the class counts ``N[c, u, v]``;
+        u and v are positions in ``categories_``. (The model stores them by code, in
+        order of first appearance, and builds this view on first access.)
 
     Examples
     --------
