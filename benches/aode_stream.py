@@ -2,7 +2,7 @@
 (run by hand from the repo root).
 
     nice -n 5 python benches/aode_stream.py
-    nice -n 5 python benches/aode_stream.py --old /tmp/hebnb-old/python   # + an old build
+    nice -n 5 python benches/aode_stream.py --old /tmp/hebnb-old/python   # and an old build
     nice -n 5 python benches/aode_stream.py --quick                       # 50,000 rows
 
 200,000 rows x 20 features (Zipf-like draws, cardinalities 2 to 10,000: the vocabulary
@@ -17,9 +17,8 @@ grows all along the stream), binary label from three features, 1,000-row batches
 - the prequential stream: ``predict_proba`` of each batch before its ``partial_fit``
   (the model is solved on every call), over the first ``--prequential`` calls.
 
-With ``--old PATH`` the same streams run on the hebnb package found under PATH (e.g. a
-copy of the previous main's ``python/`` with its built ``_core``), over the first
-``--old-calls`` calls (the old stream costs the model per call).
+With ``--old PATH`` the same two streams also run on the hebnb package found under PATH
+(e.g. a copy of the previous main's ``python/`` with its built ``_core``).
 
 Every measurement runs in a fresh process (``ru_maxrss`` is its peak memory), one after
 another in alternating rounds; wall and CPU (process_time) time side by side, the median
@@ -94,8 +93,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--old", default=None, help="a directory holding an old hebnb package")
-    parser.add_argument("--old-calls", type=int, default=20)
-    parser.add_argument("--prequential", type=int, default=50)
+    parser.add_argument("--prequential", type=int, default=20)
     args = parser.parse_args()
     n_rows, batch = (50_000 if args.quick else 200_000), 1_000
     n_calls = n_rows // batch
@@ -105,10 +103,8 @@ def main() -> None:
         "prequential": (None, "prequential", args.prequential),
     }
     if args.old is not None:
-        jobs["old stream"] = (args.old, "stream", args.old_calls)
-        jobs["new stream, same calls"] = (None, "stream", args.old_calls)
-        jobs["old prequential"] = (args.old, "prequential", args.old_calls)
-        jobs["new prequential, same calls"] = (None, "prequential", args.old_calls)
+        jobs["old stream"] = (args.old, "stream", n_calls)
+        jobs["old prequential"] = (args.old, "prequential", args.prequential)
     results: dict[str, list[dict]] = {name: [] for name in jobs}
     for _ in range(args.rounds):
         for name, (path, mode, calls) in jobs.items():
@@ -130,18 +126,13 @@ def main() -> None:
         label = name if name == "fit" else f"{name} ({calls} calls, then predict_proba)"
         print(f"| {label} | {total(name, 0):.2f} s ({total(name, 1):.2f} s) | {peak:.0f} MiB |")
     for k, clock in ((0, "wall"), (1, "CPU")):
-        print(
-            f"| stream / one fit ({clock}) | {total('stream', k) / total('fit', k):.2f}x | |"
-        )
+        print(f"| stream / one fit ({clock}) | {total('stream', k) / total('fit', k):.2f}x | |")
     if args.old is not None:
         for k, clock in ((0, "wall"), (1, "CPU")):
-            old, new = total("old stream", k), total("new stream, same calls", k)
-            print(f"| old stream / new stream, {args.old_calls} calls ({clock}) | {old / new:.1f}x | |")
-            old, new = total("old prequential", k), total("new prequential, same calls", k)
-            print(
-                f"| old prequential / new prequential, {args.old_calls} calls ({clock}) | "
-                f"{old / new:.2f}x | |"
-            )
+            ratio = total("old stream", k) / total("stream", k)
+            print(f"| old stream / new stream ({clock}) | {ratio:.1f}x | |")
+            ratio = total("old prequential", k) / total("prequential", k)
+            print(f"| old prequential / new prequential ({clock}) | {ratio:.2f}x | |")
 
     print("\n| per call (ms) | stream | prequential | old stream | old prequential |")
     print("|---|---|---|---|---|")

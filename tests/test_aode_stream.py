@@ -8,6 +8,7 @@ numpy from the raw rows."""
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
 
 import numpy as np
@@ -41,7 +42,7 @@ def _random_splits(n_rows, rng, largest=200):
     while sum(sizes) < n_rows:
         sizes.append(int(rng.integers(1, largest + 1)))
     bounds = np.minimum(np.cumsum([0, *sizes]), n_rows)
-    return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def _same_model(online, full, *, atol=1e-10):

@@ -677,7 +677,11 @@ class AODE(CategoricalClassifier):
         # only called when ordinary lookup fails: the pair tables in the order of
         # categories_, computed from the stored ones on first access
         state = self.__dict__
-        if name in _PAIR_VIEWS and "_encoder" in state and ("_pairs" in state or "_stream" in state):
+        if (
+            name in _PAIR_VIEWS
+            and "_encoder" in state
+            and ("_pairs" in state or "_stream" in state)
+        ):
             tables = self._sorted_pair_tables()
             for key, attribute in zip(_PAIR_KEYS, _PAIR_VIEWS):
                 state[attribute] = tables[key]
