@@ -69,8 +69,13 @@ else:
     wall.append(time.perf_counter() - t)
     cpu.append(time.process_time() - c)
 total = (time.perf_counter() - start_wall, time.process_time() - start_cpu)
-print(json.dumps({"total": total, "wall": wall, "cpu": cpu, "before": before, "peak": rss(),
-                  "cells": int(model.pair_indices_.size) if mode != "fit" else None}))
+peak = rss()
+# the stored cells (not the public view, which the timed part never built)
+stored = model.__dict__.get("_pairs", model.__dict__).get("indices") if mode != "fit" else None
+if stored is None and mode != "fit":
+    stored = model.__dict__["pair_indices_"]  # an old build: the tables are attributes
+print(json.dumps({"total": total, "wall": wall, "cpu": cpu, "before": before, "peak": peak,
+                  "cells": None if stored is None else int(stored.size)}))
 """
 
 
