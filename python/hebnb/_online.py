@@ -5,9 +5,10 @@ vocabulary.
 Every model in hebnb is a sum of counts, so a batch is counted on its own and added to the
 stored counts, after they are multiplied by ``learning_rate ** n_rows`` (exponential
 forgetting; the smoothing pseudo-counts are not counts and never decay). When a batch
-brings new categories, the encoder inserts them at their sorted positions and the stored
-tables' columns move with their categories, so the result equals one ``fit`` on all the
-data seen.
+brings new categories, the estimators' encoders give them the next codes (codes by first
+appearance), so the stored tables only grow; a table coded by sorted rank (an older
+model) has its columns moved with their categories. The result equals one ``fit`` on all
+the data seen.
 """
 
 from __future__ import annotations
