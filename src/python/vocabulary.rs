@@ -120,7 +120,9 @@ struct OtherObjects<'a, 'py> {
 
 impl OtherObjects<'_, '_> {
     /// The code of a cell that is not an exact `str`: a value the core hashes (possibly
-    /// after `normalize`), missing, or an object coded through its token.
+    /// after `normalize`), missing, or an object coded through its token. Kept out of
+    /// line, so that the str cells' loop stays small.
+    #[inline(never)]
     fn code(
         &self,
         vocabulary: &mut FeatureVocabulary,
