@@ -23,6 +23,7 @@ from ._base import (
     class_log_prior,
     concentration_interval,
     n_threads,
+    reading,
 )
 from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
 from ._online import (
@@ -685,10 +686,11 @@ class AODE(CategoricalClassifier):
             and "_encoder" in state
             and ("_pairs" in state or "_stream" in state)
         ):
-            tables = self._sorted_pair_tables()
-            for key, attribute in zip(_PAIR_KEYS, _PAIR_VIEWS):
-                state[attribute] = tables[key]
-            return state[name]
+            with reading(self):  # the tables and the vocabulary of one state
+                tables = self._sorted_pair_tables()
+                for key, attribute in zip(_PAIR_KEYS, _PAIR_VIEWS):
+                    state[attribute] = tables[key]
+                return state[name]
         return super().__getattr__(name)
 
     def _sorted_pair_tables(self) -> dict[str, np.ndarray]:
@@ -708,9 +710,10 @@ class AODE(CategoricalClassifier):
         return recode_pair_tables(tables, encoder.offsets, ranks)
 
     def __getstate__(self) -> dict[str, Any]:
-        if self.__dict__.get("_unsolved"):
-            self._solve_deferred()  # a pickle (or copy) holds the solved model
-        state = super().__getstate__()
+        with reading(self):  # no update meanwhile (the base's pickle reads under it too)
+            if self.__dict__.get("_unsolved"):
+                self._solve_deferred()  # a pickle (or copy) holds the solved model
+            state = super().__getstate__()
         for name in _PAIR_VIEWS:
             state.pop(name, None)  # recomputed from _pairs on first access
         return state
