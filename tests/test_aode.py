@@ -470,19 +470,22 @@ def test_a_pickle_of_the_all_pairs_layout_loads(params):
     X, y = make_data(6, n_rows=500, cardinality=WIDE_CARDINALITY)
     model = AODE(**params).fit(X, y)
     k, n_features = model.n_categories_, X.shape[1]
-    # the old layout, written out pair by pair
-    stored = {(int(a), int(b)): p for p, (a, b) in enumerate(model.pair_features_)}
-    rows = np.concatenate([[0], np.cumsum([k[a] for a, _ in model.pair_features_])])
+    # the old layout, written out pair by pair (the tables were then public attributes
+    # in the encoder's codes)
+    old = dict(model.__getstate__())
+    tables = old.pop("_pairs")
+    stored = {(int(a), int(b)): p for p, (a, b) in enumerate(tables["pairs"])}
+    rows = np.concatenate([[0], np.cumsum([k[a] for a, _ in tables["pairs"]])])
     indptr = [0]
     for a, b in _pairs(n_features):
         if (a, b) in stored:
             p = stored[(a, b)]
-            indptr.extend(model.pair_indptr_[rows[p] + 1 : rows[p + 1] + 1])
+            indptr.extend(tables["indptr"][rows[p] + 1 : rows[p + 1] + 1])
         else:
             indptr.extend([indptr[-1]] * k[a])
-    old = dict(model.__getstate__())
-    del old["pair_features_"]
+    assert "pair_features_" not in old
     old["pair_indptr_"] = np.asarray(indptr, dtype=np.int64)
+    old["pair_indices_"], old["pair_counts_"] = tables["indices"], tables["counts"]
     old["_model"] = dict(old["_model"])
     parents = model.super_parents_
     for name, key, fill in [

@@ -272,12 +272,16 @@ def _model_cell_weights(model):
     """The model's cell weights keyed by (i, j, x_i, x_j) in the original values."""
     n_features = model.n_features_in_
     cards = model.n_categories_
+    # the category of every code (codes by first appearance, categories_ sorted)
+    value = [np.empty(k, dtype=object) for k in cards]
+    for f, k in enumerate(cards):
+        value[f][np.asarray(model._encoder.sorted_order(f))] = list(model.categories_[f])
     out, e = {}, 0
     for k, keys in enumerate(model._cell_keys):
         i, j = divmod(k, n_features)
         for key in keys:
             u, v = (key, key) if i == j else divmod(int(key), int(cards[j]))
-            raw = (i, j, model.categories_[i][u], model.categories_[j][v])
+            raw = (i, j, value[i][u], value[j][v])
             out[raw] = model.cell_weights_[e]
             e += 1
     return out

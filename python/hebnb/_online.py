@@ -5,9 +5,10 @@ vocabulary.
 Every model in hebnb is a sum of counts, so a batch is counted on its own and added to the
 stored counts, after they are multiplied by ``learning_rate ** n_rows`` (exponential
 forgetting; the smoothing pseudo-counts are not counts and never decay). When a batch
-brings new categories, the encoder inserts them at their sorted positions and the stored
-tables' columns move with their categories, so the result equals one ``fit`` on all the
-data seen.
+brings new categories, the estimators' encoders give them the next codes (codes by first
+appearance), so the stored tables only grow; a table coded by sorted rank (an older
+model) has its columns moved with their categories. The result equals one ``fit`` on all
+the data seen.
 """
 
 from __future__ import annotations
@@ -205,3 +206,47 @@ def merge_pair_tables(
         decay=float(decay),
         n_jobs=n_jobs,
     )
+
+
+def grow_columns(
+    counts: np.ndarray, old_offsets: Sequence[int], offsets: Sequence[int]
+) -> np.ndarray:
+    """A ``(rows, sum K_f)`` count table laid out by codes in order of first appearance,
+    widened onto a grown vocabulary (new categories join at the end of their feature,
+    with 0). The table itself when nothing grew."""
+    if list(old_offsets) == list(offsets):
+        return counts
+    sizes = np.diff(np.asarray(old_offsets)).tolist()
+    moved = [np.arange(k, dtype=np.int64) for k in sizes]
+    return move_columns(counts, old_offsets, offsets, moved)
+
+
+def recode_pair_tables(
+    tables: dict[str, np.ndarray], offsets: Sequence[int], codes: Sequence[np.ndarray]
+) -> dict[str, np.ndarray]:
+    """AODE's sparse pair tables with every code ``u`` of feature f replaced by
+    ``codes[f][u]`` (a permutation of ``range(K_f)``), rows and the cells of every row
+    sorted again: e.g. tables coded in order of first appearance seen in the order of the
+    sorted categories. O(cells log cells), numpy."""
+    pairs, indptr = tables["pairs"], tables["indptr"]
+    indices, counts = tables["indices"], tables["counts"]
+    start = np.asarray(offsets, dtype=np.int64)
+    flat = np.concatenate([np.asarray(c, dtype=np.int64) for c in codes] or [np.zeros(0, np.int64)])
+    parent, child = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+    rows_of_pair = np.diff(start)[parent]
+    first_row = np.concatenate([[0], np.cumsum(rows_of_pair)]).astype(np.int64)
+    n_rows = int(first_row[-1])
+    row = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
+    pair_of_row = np.repeat(np.arange(pairs.shape[0], dtype=np.int64), rows_of_pair)
+    pair = pair_of_row[row]
+    u = row - first_row[pair]
+    new_row = first_row[pair] + flat[start[parent[pair]] + u]
+    new_v = flat[start[child[pair]] + indices.astype(np.int64)]
+    order = np.lexsort((new_v, new_row))
+    new_indptr = np.concatenate([[0], np.cumsum(np.bincount(new_row, minlength=n_rows))])
+    return {
+        "pairs": pairs,
+        "indptr": new_indptr.astype(indptr.dtype),
+        "indices": new_v[order].astype(indices.dtype),
+        "counts": counts[order],
+    }

@@ -188,11 +188,12 @@ class CategoricalFamily(Family[CategoricalCounts]):
     def count(self, X: Any, y: Any, sample_weight: Any) -> CategoricalCounts:
         threads = self._threads()
         n_rows = n_rows_of(X)
-        # codes as the estimator's own encoder gives them (CategoricalNB: first appearance,
-        # AODE: rank among the sorted categories), so the merged tables need no reordering
-        encoder = CategoryEncoder(
-            order=self.template._code_order, categories=self.template.categories
-        )
+        # codes as the estimator's own encoder gives them (CategoricalNB: first appearance),
+        # so the merged tables need no reordering; AODE's by rank among the sorted
+        # categories, as the pair-table merge asks increasing codes (its partial_fit
+        # recodes such a model once, by first appearance)
+        order = "sorted" if self.aode else self.template._code_order
+        encoder = CategoryEncoder(order=order, categories=self.template.categories)
         codes = encoder.fit_transform(X, n_threads=threads)
         classes, labels = encode_labels(y, n_rows)
         weights = _weights(sample_weight, n_rows)
