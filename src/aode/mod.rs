@@ -271,8 +271,12 @@ pub fn planned_bytes(
     // `score::rows_per_chunk`)
     let threads = rayon::current_num_threads().max(1) as u128;
     PlannedBytes {
-        // cells and the pair list twice (blocks and assembled tables), row pointers
-        pair_tables: 2 * cells * (4 + 8 * c) + 16 * n_pairs + 8 * (table_rows + 1),
+        // cells and the pair list twice (blocks and assembled tables), row pointers, the
+        // row bitsets of the small features while counting
+        pair_tables: 2 * cells * (4 + 8 * c)
+            + 16 * n_pairs
+            + 8 * (table_rows + 1)
+            + crate::pair_counts::bitset_bytes(layout, n_rows, n_classes),
         child_tables,
         diagnostics: n_parents * n_features * (25 * c + 8),
         category_tables: width * (8 * c * 5 + 16),
