@@ -197,7 +197,8 @@ pub struct PlannedBytes {
     /// pair's whole tables, a sparse pair's per-parent-value rows.
     pub child_tables: u128,
     /// Per-(class, super-parent, child) diagnostics: concentration, log evidence, steps,
-    /// convergence, and the two-level concentration.
+    /// convergence (and their transposed copies while fitting), and the two-level
+    /// concentration.
     pub diagnostics: u128,
     /// Per-category tables: counts, child mean, Naive Bayes and parent log-probabilities.
     pub category_tables: u128,
@@ -278,7 +279,8 @@ pub fn planned_bytes(
             + 8 * (table_rows + 1)
             + crate::pair_counts::bitset_bytes(layout, n_rows, n_classes),
         child_tables,
-        diagnostics: n_parents * n_features * (25 * c + 8),
+        // and while fitting, the transposed steps, concentrations and flags
+        diagnostics: n_parents * n_features * (42 * c + 8),
         category_tables: width * (8 * c * 5 + 16),
         scoring: index + 49 * n_pairs + 48 * n_parents * n_features + threads * (9 << 20),
     }
