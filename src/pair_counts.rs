@@ -266,6 +266,14 @@ fn count_dense(
             scratch[cell] += weight;
         }
     }
+    // the cells' exact room first: grown by doubling, a group's blocks would hold up to
+    // twice their cells
+    let nnz = scratch
+        .chunks_exact(n_classes.max(1))
+        .filter(|cell| cell.iter().any(|&n| n != 0.0))
+        .count();
+    block.indices.reserve_exact(nnz);
+    block.counts.reserve_exact(nnz * n_classes);
     for u in 0..k_parent {
         let before = block.indices.len();
         for v in 0..k_child {
@@ -333,6 +341,46 @@ struct ValueBitsets {
     complete: Vec<bool>,
     /// Whether the CPU has AVX2 and POPCNT (checked once).
     fast: bool,
+}
+
+/// What one counting thread reuses from pair to pair.
+#[derive(Default)]
+struct ThreadScratch {
+    parent_bits: ParentBitsets,
+    walk: WalkScratch,
+}
+
+/// The walked pairs' scratch: `K_b C` counts (all zero between groups), the group that
+/// last touched each child value (a running stamp, so nothing is cleared between pairs)
+/// and the child values touched by the current group.
+#[derive(Default)]
+struct WalkScratch {
+    counts: Vec<f64>,
+    group_of: Vec<u32>,
+    group: u32,
+    touched: Vec<i32>,
+}
+
+impl WalkScratch {
+    /// Room for a pair of `cells` counts and `k_child` child values.
+    fn prepare(&mut self, cells: usize, k_child: usize) {
+        if self.counts.len() < cells {
+            self.counts.resize(cells, 0.0);
+        }
+        if self.group_of.len() < k_child {
+            self.group_of.resize(k_child, 0);
+        }
+    }
+
+    /// A stamp no child value holds yet.
+    fn next_group(&mut self) -> u32 {
+        if self.group == u32::MAX {
+            self.group_of.iter_mut().for_each(|g| *g = 0);
+            self.group = 0;
+        }
+        self.group += 1;
+        self.group
+    }
 }
 
 /// The parent-side bitsets of one thread: `x_a = u` and `y = c` for every (u, c), with
@@ -674,7 +722,7 @@ pub fn count_pairs(
         })
         .collect::<Result<_>>()?;
 
-    let count_pair = |parent_bits: &mut ParentBitsets, &(a, b): &(usize, usize)| {
+    let count_pair = |scratch: &mut ThreadScratch, &(a, b): &(usize, usize)| {
         let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
         let mut block = PairBlock {
             row_lengths: vec![0; k_parent],
@@ -684,7 +732,7 @@ pub fn count_pairs(
         crate::interrupt::check()?;
         let how = method(a, b);
         if let (Method::Bitsets, Some(bitsets)) = (how, &bitsets) {
-            bitsets.count_pair(&mut block, parent_bits, a, b, k_child);
+            bitsets.count_pair(&mut block, &mut scratch.parent_bits, a, b, k_child);
             return Ok(block);
         }
         if how == Method::Dense {
@@ -703,10 +751,10 @@ pub fn count_pairs(
         }
         let (order, starts) = &grouped[a];
         let child_codes = codes.row(b);
-        let mut scratch = vec![0.0; k_child * n_classes];
-        let mut last_group = vec![usize::MAX; k_child];
-        let mut touched: Vec<i32> = Vec::new();
+        let walk = &mut scratch.walk;
+        walk.prepare(k_child * n_classes, k_child);
         for u in 0..k_parent {
+            let group = walk.next_group();
             for &row in &order[starts[u]..starts[u + 1]] {
                 let row = row as usize;
                 let v = child_codes[row];
@@ -721,23 +769,24 @@ pub fn count_pairs(
                     });
                 }
                 let v = v as usize;
-                if last_group[v] != u {
-                    last_group[v] = u;
-                    touched.push(v as i32);
+                if walk.group_of[v] != group {
+                    walk.group_of[v] = group;
+                    walk.touched.push(v as i32);
                 }
-                scratch[v * n_classes + classes[row]] += weights[row];
+                let weight = if unit_weights { 1.0 } else { weights[row] };
+                walk.counts[v * n_classes + class_of_row[row] as usize] += weight;
             }
-            touched.sort_unstable();
+            walk.touched.sort_unstable();
             let before = block.indices.len();
-            for &v in &touched {
-                let cell = &mut scratch[v as usize * n_classes..(v as usize + 1) * n_classes];
+            for &v in &walk.touched {
+                let cell = &mut walk.counts[v as usize * n_classes..(v as usize + 1) * n_classes];
                 if cell.iter().any(|&n| n != 0.0) {
                     block.indices.push(v);
                     block.counts.extend_from_slice(cell);
                 }
                 cell.iter_mut().for_each(|n| *n = 0.0);
             }
-            touched.clear();
+            walk.touched.clear();
             block.row_lengths[u] = (block.indices.len() - before) as i64;
         }
         Ok(block)
@@ -746,9 +795,9 @@ pub fn count_pairs(
     // Pairs are counted a group at a time and appended to the tables, so the per-pair
     // blocks of only one group coexist with the assembled tables (not all of them: on a
     // table with dense pairs that doubled the peak memory). A group holds up to
-    // GROUP_CELLS cells by the bound min(S, K_a K_b) per pair, and enough pairs to feed
-    // every thread.
-    const GROUP_CELLS: usize = 1 << 20;
+    // GROUP_CELLS cells by the bound min(S, K_a K_b) per pair (about 7 MB with three
+    // classes), and enough pairs to feed every thread.
+    const GROUP_CELLS: usize = 1 << 18;
     let min_pairs = 16 * rayon::current_num_threads();
     let mut assembled = Assembled::new(
         pair_list,
@@ -766,7 +815,7 @@ pub fn count_pairs(
         let blocks: Vec<PairBlock> = wanted[first..last]
             .par_iter()
             .with_min_len(16)
-            .map_init(ParentBitsets::default, count_pair)
+            .map_init(ThreadScratch::default, count_pair)
             .collect::<Result<_>>()?;
         assembled.append(blocks, n_classes)?;
         first = last;

@@ -692,6 +692,63 @@ impl<'t> Context<'_, 't> {
             .collect()
     }
 
+    /// [`Self::fit_orientation`] for Laplace smoothing into sparse rows, which hold only
+    /// `m = K_j` and the log denominators `ln(N_{c,u} + K_j)`: the document totals are
+    /// summed straight from the pair table, in the cells' order as [`Self::tally`] sums
+    /// them (the same numbers), without listing the cells.
+    fn fit_laplace_sparse(
+        &self,
+        s: &mut Scratch,
+        (p, (a, b)): (usize, (usize, usize)),
+        side: usize,
+        rows: &mut [f64],
+    ) -> (Vec<Solution>, Option<f64>) {
+        let layout = self.layout;
+        let n_classes = self.category_counts.nrows();
+        let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+        let k_parent = layout.cardinality(parent);
+        let k_child = layout.cardinality(child) as f64;
+        let tables = &self.pair_tables;
+        s.documents.clear();
+        s.documents.resize(k_parent * n_classes, 0.0);
+        let first_row = self.row_offsets[p];
+        for u in 0..layout.cardinality(a) {
+            let cells =
+                tables.indptr[first_row + u] as usize..tables.indptr[first_row + u + 1] as usize;
+            for k in cells {
+                let document = if side == 0 {
+                    u
+                } else {
+                    tables.indices[k] as usize
+                };
+                let totals = &mut s.documents[document * n_classes..(document + 1) * n_classes];
+                for (total, &n) in totals.iter_mut().zip(tables.counts.row(k)) {
+                    *total += n;
+                }
+            }
+        }
+        let width = sparse_width(n_classes);
+        rows[..n_classes].fill(k_child);
+        rows[n_classes] = f64::NAN;
+        for u in 0..k_parent {
+            let row = &mut rows[(u + 1) * width..(u + 2) * width];
+            for (value, &total) in row[..n_classes]
+                .iter_mut()
+                .zip(&s.documents[u * n_classes..(u + 1) * n_classes])
+            {
+                *value = (total + k_child).ln();
+            }
+            row[n_classes] = f64::NAN;
+        }
+        let rule = Solution {
+            concentration: k_child,
+            log_evidence: f64::NAN,
+            n_iter: 0,
+            converged: true,
+        };
+        (vec![rule; n_classes], None)
+    }
+
     /// Fits one orientation of pair `p` and writes its tables into `target`.
     fn fit_orientation(
         &self,
@@ -703,6 +760,12 @@ impl<'t> Context<'_, 't> {
         let layout = self.layout;
         let n_classes = self.category_counts.nrows();
         let s = scratch;
+        let target = match target {
+            Target::Sparse(rows) if params.smoothing == ChildSmoothing::Laplace => {
+                return self.fit_laplace_sparse(s, pair, side, rows);
+            }
+            target => target,
+        };
         let tally = self.tally(s, pair, side);
         let Tally {
             parent,
