@@ -14,7 +14,7 @@ use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
 use rayon::prelude::*;
 
 use crate::counts::class_indices;
-use crate::error::{check_len, HebError, Result};
+use crate::error::{check_len, with_capacity, HebError, Result};
 
 /// Adds the rows `codes (F, S)` (-1: missing) with `labels` and `weights` to the
 /// per-feature tables `tables[f]` of shape `(C, capacity_f)` and to `class_totals`, after
@@ -77,6 +77,80 @@ pub fn add_batch(
     Ok(())
 }
 
+/// The stored values of the cells the rows `codes (F, S)` with `labels` would add to,
+/// feature by feature and row by row (missing cells skipped): taken before
+/// [`add_batch`], they let [`restore_cells`] undo it exactly at the cost of the batch.
+///
+/// # Errors
+/// As [`add_batch`]: shape mismatches, a class or code outside its table.
+pub fn touched_cells(
+    tables: &[ArrayViewMut2<'_, f64>],
+    codes: ArrayView2<'_, i32>,
+    labels: ArrayView1<'_, i64>,
+) -> Result<Vec<f64>> {
+    let classes = check_cells(tables, codes, labels)?;
+    let mut saved = with_capacity(codes.len(), "saved counts")?;
+    for (table, row) in tables.iter().zip(codes.rows()) {
+        for (&code, &c) in row.iter().zip(&classes) {
+            if code >= 0 {
+                saved.push(table[[c, code as usize]]);
+            }
+        }
+    }
+    Ok(saved)
+}
+
+/// Writes back the values [`touched_cells`] saved for the same rows. Every saved value
+/// predates the batch, so a cell the batch touched twice gets its value from before.
+///
+/// # Errors
+/// As [`touched_cells`], or `saved` of another length.
+pub fn restore_cells(
+    tables: &mut [ArrayViewMut2<'_, f64>],
+    codes: ArrayView2<'_, i32>,
+    labels: ArrayView1<'_, i64>,
+    saved: &[f64],
+) -> Result<()> {
+    let classes = check_cells(tables, codes, labels)?;
+    let present = codes.iter().filter(|&&code| code >= 0).count();
+    check_len("number of saved cells", present, saved.len())?;
+    let mut values = saved.iter();
+    for (table, row) in tables.iter_mut().zip(codes.rows()) {
+        for ((&code, &c), &value) in row
+            .iter()
+            .zip(&classes)
+            .filter(|(&code, _)| code >= 0)
+            .zip(&mut values)
+        {
+            table[[c, code as usize]] = value;
+        }
+    }
+    Ok(())
+}
+
+/// The class index of every row, once the tables are checked to hold every cell of the
+/// batch.
+fn check_cells(
+    tables: &[ArrayViewMut2<'_, f64>],
+    codes: ArrayView2<'_, i32>,
+    labels: ArrayView1<'_, i64>,
+) -> Result<Vec<usize>> {
+    check_len("number of features", tables.len(), codes.nrows())?;
+    check_len("number of labels", codes.ncols(), labels.len())?;
+    let n_classes = tables.first().map_or(0, |t| t.nrows());
+    for (f, (table, row)) in tables.iter().zip(codes.rows()).enumerate() {
+        check_len("rows of a count table", n_classes, table.nrows())?;
+        if let Some(&bad) = row.iter().find(|&&c| c >= 0 && c as usize >= table.ncols()) {
+            return Err(HebError::CodeOutOfRange {
+                feature: f,
+                code: bad as i64,
+                n_categories: table.ncols(),
+            });
+        }
+    }
+    class_indices(labels, n_classes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +189,40 @@ mod tests {
                 assert_eq!(tables[1][[c, v]], all.table[[c, 3 + v]]);
             }
         }
+    }
+
+    #[test]
+    fn restoring_the_touched_cells_undoes_a_batch_exactly() {
+        let mut tables = [
+            array![[0.1, 0.7, 0.0], [1.0 / 3.0, 0.0, 2.5]],
+            array![[0.2, 0.4], [0.6, 0.8]],
+        ];
+        let before = tables.clone();
+        // repeated cells, a missing one, weights that do not round-trip by subtraction
+        let codes = array![[1, 1, -1, 2, 0], [0, 0, 1, 1, 1]];
+        let labels = array![0_i64, 0, 1, 1, 1];
+        let weights = array![0.1, 0.2, 0.3, 1e-17, 0.7];
+        let mut totals = vec![0.0; 2];
+        let mut views: Vec<_> = tables.iter_mut().map(|t| t.view_mut()).collect();
+        let saved = touched_cells(&views, codes.view(), labels.view()).unwrap();
+        assert_eq!(saved.len(), 9);
+        add_batch(
+            &mut views,
+            &mut totals,
+            codes.view(),
+            labels.view(),
+            weights.view(),
+            1.0,
+        )
+        .unwrap();
+        restore_cells(&mut views, codes.view(), labels.view(), &saved).unwrap();
+        drop(views);
+        assert_eq!(tables, before);
+        let mut views: Vec<_> = tables.iter_mut().map(|t| t.view_mut()).collect();
+        let short = restore_cells(&mut views, codes.view(), labels.view(), &saved[1..]);
+        assert!(short.is_err());
+        let beyond = touched_cells(&views, array![[3], [0]].view(), array![0_i64].view());
+        assert!(matches!(beyond, Err(HebError::CodeOutOfRange { .. })));
     }
 
     #[test]

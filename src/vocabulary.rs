@@ -181,8 +181,9 @@ impl FeatureVocabulary {
             .map_err(|_| allocation_error(self.values.len() + additional))
     }
 
-    /// The code of a packed short string ([`pack`]), if known.
-    #[inline]
+    /// The code of a packed short string ([`pack`]), if known (inlined: it is the whole
+    /// per-cell work of coding known strings).
+    #[inline(always)]
     fn get_packed(&self, packed: u128) -> Option<u32> {
         match tiny_key(packed) {
             Some(key) => self.tiny_strs.get(&key).copied(),
@@ -246,6 +247,24 @@ impl FeatureVocabulary {
         match self.get(key) {
             Some(code) => Ok(code as i32),
             None if grow => Ok(self.insert_new(key)? as i32),
+            None => Ok(UNKNOWN),
+        }
+    }
+
+    /// [`FeatureVocabulary::code`] of a string, the common cell of an object column, with
+    /// the lookup of a known short string inlined into the caller's loop.
+    ///
+    /// # Errors
+    /// As [`FeatureVocabulary::insert`].
+    #[inline]
+    pub fn code_str(&mut self, text: &str, grow: bool) -> Result<i32> {
+        let known = match pack(text) {
+            Some(packed) => self.get_packed(packed),
+            None => self.strs.get(text).copied(),
+        };
+        match known {
+            Some(code) => Ok(code as i32),
+            None if grow => Ok(self.insert_new(Key::Str(text))? as i32),
             None => Ok(UNKNOWN),
         }
     }

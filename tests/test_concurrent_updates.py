@@ -134,11 +134,13 @@ def test_concurrent_partial_fits_of_the_group_classifier_keep_every_row():
     np.testing.assert_array_equal(model.group_counts_, tally[order])
 
 
+@pytest.mark.parametrize("learning_rate", [1.0, 0.9])  # cells restored / tables restored
 @pytest.mark.parametrize("error", [KeyboardInterrupt, MemoryError])
-def test_an_update_that_fails_midway_leaves_the_model_as_it_was(monkeypatch, error):
+def test_an_update_that_fails_midway_leaves_the_model_as_it_was(monkeypatch, error, learning_rate):
     rng = np.random.default_rng(3)
     X, y = rng.integers(0, 4, size=(300, 3)), rng.integers(0, 2, size=300)
-    model = CategoricalNB().fit(X, y).partial_fit(X[:50], y[:50])  # a stream: tables grow
+    model = CategoricalNB(learning_rate=learning_rate).fit(X, y)
+    model.partial_fit(X[:50], y[:50])  # a stream: tables grow
     model.predict_proba(X[:1])  # in place from here on
     before = pickle.dumps(model)
     probe = model.predict_proba(X[:20])

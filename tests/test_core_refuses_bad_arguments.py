@@ -21,3 +21,17 @@ def test_encode_integers_refuses_categories_it_cannot_search(categories, offsets
     values = np.array([[0, 1, 3]], dtype=np.int64)
     with pytest.raises(ValueError, match="categor"):
         _core.encode_integers(values, None, categories, offsets, 1)
+
+
+def test_saving_and_restoring_counts_refuse_cells_outside_the_tables():
+    tables = [np.zeros((2, 3)), np.zeros((2, 2))]
+    codes = np.array([[0, 2], [1, 1]], dtype=np.int32)
+    labels = np.array([0, 1], dtype=np.int64)
+    saved = _core.touched_counts(tables, codes, labels)
+    assert saved.shape == (4,)
+    with pytest.raises(ValueError, match="saved cells"):
+        _core.restore_counts(tables, codes, labels, saved[:3])
+    with pytest.raises(ValueError):
+        _core.touched_counts(tables, np.array([[0, 3], [1, 1]], dtype=np.int32), labels)
+    with pytest.raises(ValueError):
+        _core.touched_counts(tables, codes, np.array([0, 2], dtype=np.int64))  # no class 2

@@ -237,14 +237,25 @@ def _is_inside(model: object) -> bool:
     return id(model) in getattr(_working, "ids", ())
 
 
+def on_failure(undo: Callable[[], None]) -> None:
+    """Registers ``undo`` to run should the update running on this thread fail: an update
+    that changes arrays it shares with the model in place (cost O(batch), where a private
+    copy would cost O(model)) says here how to put them back. Outside a guarded update
+    there is nothing to roll back to, and ``undo`` is dropped."""
+    stack = getattr(_working, "undos", None)
+    if stack:
+        stack[-1].append(undo)
+
+
 def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps an updating method: calls on one model run one at a time and exclude
     readers; each runs on a private copy of the model whose state replaces the model's
     as a whole when (and only when) the call succeeds. The private copy shares the
     model's arrays (updates build new ones), except the attributes a class lists in
-    ``_updated_in_place``, which are copied, and a vocabulary that grows in place, which
-    is taken back to its mark on failure. An exception, KeyboardInterrupt included,
-    leaves the model as it was."""
+    ``_updated_in_place``, which are copied, arrays the update changes in place, which it
+    restores through the undos it registers with :func:`on_failure`, and a vocabulary
+    that grows in place, which is taken back to its mark on failure. An exception,
+    KeyboardInterrupt included, leaves the model as it was."""
 
     @functools.wraps(method)
     def update(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -261,13 +272,21 @@ def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
                         work.__dict__[name] = copy.deepcopy(work.__dict__[name])
                 encoder = self.__dict__.get("_encoder")
                 mark = encoder.mark() if hasattr(encoder, "mark") else None
+                undos: list[Callable[[], None]] = []
+                if not hasattr(_working, "undos"):
+                    _working.undos = []
+                _working.undos.append(undos)
                 try:
                     with _Inside(work):
                         result = method(work, *args, **kwargs)
                 except BaseException:
+                    for undo in reversed(undos):
+                        undo()
                     if mark is not None:
                         encoder.undo(mark)
                     raise
+                finally:
+                    _working.undos.pop()
                 # the constructor parameters stay the model's own (set_params may have
                 # run meanwhile; an update never changes them)
                 params = set(self._get_param_names())
@@ -305,6 +324,10 @@ def _consistent_read(method: Callable[..., Any]) -> Callable[..., Any]:
     return read
 
 
+#: Constructor parameter names per estimator class (``ThreadSafeModel._get_param_names``).
+_PARAM_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 class ThreadSafeModel:
     """Mixin making a model's public methods safe to call from several threads.
 
@@ -318,6 +341,16 @@ class ThreadSafeModel:
 
     #: Attributes an update modifies in place (copied for the update's private copy).
     _updated_in_place: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """scikit-learn's parameter names (read from the constructor's signature), read
+        once per class: every update and every later ``partial_fit``'s parameter check
+        asks for them, and ``inspect.signature`` costs tens of microseconds a call."""
+        names = _PARAM_NAMES.get(cls)
+        if names is None:
+            names = _PARAM_NAMES[cls] = tuple(super()._get_param_names())  # type: ignore[misc]
+        return list(names)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -39,7 +39,9 @@ __all__ = [
     "mutual_information",
     "posterior",
     "prior_mean",
+    "restore_counts",
     "score_rows",
+    "touched_counts",
 ]
 
 #: The package version, Cargo.toml's.
@@ -325,6 +327,17 @@ def add_counts(
     *,
     decay: float,
     n_jobs: int,
+) -> None: ...
+def touched_counts(
+    tables: list[npt.NDArray[np.float64]],
+    codes: npt.NDArray[np.int32],
+    labels: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]: ...
+def restore_counts(
+    tables: list[npt.NDArray[np.float64]],
+    codes: npt.NDArray[np.int32],
+    labels: npt.NDArray[np.int64],
+    saved: npt.NDArray[np.float64],
 ) -> None: ...
 
 # text and binary models (src/python/text.rs)

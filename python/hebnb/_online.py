@@ -13,7 +13,7 @@ data seen.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence, Sized
+from collections.abc import Callable, Sequence, Sized
 
 import numpy as np
 import pandas as pd
@@ -129,6 +129,25 @@ def grow_tables(
             table = wider
         grown.append(table)
     return grown
+
+
+def undo_of_added_counts(
+    tables: list[np.ndarray], codes: np.ndarray, labels: np.ndarray, decay: float
+) -> Callable[[], None]:
+    """What puts ``tables`` back as they are now after ``_core.add_counts`` adds the batch
+    ``codes (F, S)`` / ``labels`` into them in place: the cells the batch touches, saved
+    (O(batch)), or, when forgetting ages every count, the whole tables. Saved before any
+    change, so an undo restores the exact values, duplicates in the batch included."""
+    if decay != 1.0:
+        whole = [table.copy() for table in tables]
+
+        def restore_tables() -> None:
+            for table, saved in zip(tables, whole):
+                table[...] = saved
+
+        return restore_tables
+    saved = _core.touched_counts(tables, codes, labels)
+    return lambda: _core.restore_counts(tables, codes, labels, saved)
 
 
 def new_codes(moved: Sequence[np.ndarray | None], cardinalities: Sequence[int]) -> list[np.ndarray]:

@@ -21,9 +21,10 @@ from ._base import (
     class_log_prior,
     concentration_interval,
     n_threads,
+    on_failure,
 )
 from ._encoding import check_sample_weight, check_table_size
-from ._online import batch_classes, grow_tables, n_rows_of
+from ._online import batch_classes, grow_tables, n_rows_of, undo_of_added_counts
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
@@ -262,9 +263,6 @@ class CategoricalNB(CategoricalClassifier):
     def _deferred_attributes(cls) -> frozenset[str]:
         return cls._SOLVED
 
-    #: ``partial_fit`` adds each batch into these growable tables in place.
-    _updated_in_place = ("_feature_counts",)
-
     def _check_combinations(self) -> None:
         """The checks ``_parameter_constraints`` cannot state: parameters that exclude
         each other."""
@@ -379,6 +377,8 @@ class CategoricalNB(CategoricalClassifier):
             decay = float(self.learning_rate) ** n_rows
             class_count = self.class_count_.copy()
         tables = grow_tables(tables, encoder.cardinalities, n_classes)
+        # the tables are the model's own (no copy per batch): a failed call restores them
+        on_failure(undo_of_added_counts(tables, codes, labels, decay))
         _core.add_counts(tables, class_count, codes, labels, weights, decay=decay, n_jobs=threads)
         self._learn_vocabulary(encoder, declared)
         self.class_count_ = class_count

@@ -59,6 +59,7 @@ enum Cell<'a> {
 }
 
 /// The UTF-8 text of a Python string, or the error naming feature `name`.
+#[inline]
 fn text_of<'a>(text: &'a Bound<'_, PyString>, name: &str) -> PyResult<&'a str> {
     text.to_str().map_err(|_| {
         PyValueError::new_err(format!(
@@ -108,29 +109,48 @@ fn classify<'a>(value: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Cell<'a>> {
     Ok(Cell::Other)
 }
 
-impl Vocabulary {
-    fn check_feature(&self, feature: usize) -> PyResult<()> {
-        if feature < self.features.len() {
-            Ok(())
-        } else {
-            Err(PyValueError::new_err(format!(
-                "feature {feature} outside the {} features of the vocabulary",
-                self.features.len()
-            )))
-        }
-    }
+/// What codes the cells of an object column that are not exact `str`s: the
+/// normalising callback and the feature's dict of hashable objects to tokens.
+struct OtherObjects<'a, 'py> {
+    /// object -> token, and the objects by token.
+    tokens: &'a Bound<'py, PyDict>,
+    objects: &'a Bound<'py, PyList>,
+    normalize: &'a Bound<'py, PyAny>,
+}
 
-    /// Token of a hashable object of feature `f` (a new one when `grow`), or None.
-    fn object_token(
+impl OtherObjects<'_, '_> {
+    /// The code of a cell that is not an exact `str`: a value the core hashes (possibly
+    /// after `normalize`), missing, or an object coded through its token. Kept out of
+    /// line, so that the str cells' loop stays small.
+    #[inline(never)]
+    fn code(
         &self,
-        py: Python<'_>,
-        f: usize,
+        vocabulary: &mut FeatureVocabulary,
         value: &Bound<'_, PyAny>,
         grow: bool,
         name: &str,
-    ) -> PyResult<Option<u64>> {
-        let tokens = self.object_tokens[f].bind(py);
-        let found = tokens.get_item(value).map_err(|error| {
+    ) -> PyResult<i32> {
+        let normalized;
+        let mut cell = classify(value, name)?;
+        if matches!(cell, Cell::Other) {
+            normalized = self.normalize.call1((value,))?;
+            cell = classify(&normalized, name)?;
+            if matches!(cell, Cell::Other) {
+                match self.token(&normalized, grow, name)? {
+                    Some(token) => cell = Cell::Key(Key::Object(token)),
+                    None => return Ok(crate::encoding::UNKNOWN),
+                }
+            }
+        }
+        match cell {
+            Cell::Key(key) => vocabulary.code(key, grow).map_err(to_py_err),
+            _ => Ok(MISSING),
+        }
+    }
+
+    /// Token of a hashable object (a new one when `grow`), or None.
+    fn token(&self, value: &Bound<'_, PyAny>, grow: bool, name: &str) -> PyResult<Option<u64>> {
+        let found = self.tokens.get_item(value).map_err(|error| {
             PyValueError::new_err(format!(
                 "{name} holds values that cannot be categories ({error}): categories must be \
                  hashable, such as strings, numbers or tuples"
@@ -142,11 +162,23 @@ impl Vocabulary {
         if !grow {
             return Ok(None);
         }
-        let objects = self.objects[f].bind(py);
-        let token = objects.len() as u64;
-        tokens.set_item(value, token)?;
-        objects.append(value)?;
+        let token = self.objects.len() as u64;
+        self.tokens.set_item(value, token)?;
+        self.objects.append(value)?;
         Ok(Some(token))
+    }
+}
+
+impl Vocabulary {
+    fn check_feature(&self, feature: usize) -> PyResult<()> {
+        if feature < self.features.len() {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "feature {feature} outside the {} features of the vocabulary",
+                self.features.len()
+            )))
+        }
     }
 
     /// Codes of one column of Python objects of `feature` (see `encode_objects`); on an
@@ -160,63 +192,58 @@ impl Vocabulary {
         grow: bool,
         name: &str,
     ) -> PyResult<Vec<i32>> {
+        let vocabulary = &mut self.features[feature];
+        let others = OtherObjects {
+            tokens: self.object_tokens[feature].bind(py),
+            objects: self.objects[feature].bind(py),
+            normalize,
+        };
+        // an exact str (the common cell) is told by its type pointer, without the
+        // type-flags call of the general check
+        let mut code_cell = |value: &Bound<'_, PyAny>| match value.cast_exact::<PyString>() {
+            Ok(text) => vocabulary
+                .code_str(text_of(text, name)?, grow)
+                .map_err(to_py_err),
+            Err(_) => others.code(vocabulary, value, grow, name),
+        };
         let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
         // Equal strings are often one object (pandas' CSV reader shares them within a
         // column): a direct-mapped cache from a str object's address to its code skips
         // reading and hashing it again. The array holds every value for the whole call,
-        // so an address names one immutable string throughout.
-        let mut seen: Vec<(usize, i32)> = if values.len() >= SEEN_MIN_ROWS {
-            vec![(0, 0); SEEN_SLOTS]
+        // so an address names one immutable string throughout. Where the first cells are
+        // distinct objects (one object a cell, as `astype(str)` makes them), the cache
+        // only costs: it is dropped after a trial.
+        let trial = if values.len() >= SEEN_MIN_ROWS {
+            SEEN_TRIAL
         } else {
-            Vec::new()
+            0
         };
-        // where the first cells are distinct objects (one object a cell, as `astype(str)`
-        // makes them), the cache only costs: it is dropped after a trial
+        let mut seen = vec![(0_usize, 0_i32); if trial > 0 { SEEN_SLOTS } else { 0 }];
         let mut hits = 0;
-        for (s, value) in values.iter().enumerate() {
-            if s == SEEN_TRIAL && hits * 8 < SEEN_TRIAL {
-                seen = Vec::new();
-            }
-            let value = value.bind(py);
+        let mut through_cache = |value: &Bound<'_, PyAny>, hits: &mut usize| {
             let address = value.as_ptr() as usize;
-            let slot = (address >> 4) & (SEEN_SLOTS - 1);
-            if let Some(&(known, code)) = seen.get(slot) {
-                if known == address {
-                    hits += 1;
-                    codes.push(code);
-                    continue;
-                }
+            let slot = &mut seen[(address >> 4) & (SEEN_SLOTS - 1)];
+            if slot.0 == address {
+                *hits += 1;
+                return Ok(slot.1);
             }
-            // an exact str (the common cell) is told by its type pointer, without the
-            // type-flags call of the general check
-            if let Ok(text) = value.cast_exact::<PyString>() {
-                let key = Key::Str(text_of(text, name)?);
-                let code = self.features[feature].code(key, grow).map_err(to_py_err)?;
-                if let Some(entry) = seen.get_mut(slot) {
-                    *entry = (address, code);
-                }
-                codes.push(code);
-                continue;
+            let code = code_cell(value)?;
+            if value.is_exact_instance_of::<PyString>() {
+                *slot = (address, code);
             }
-            let normalized;
-            let mut cell = classify(value, name)?;
-            if matches!(cell, Cell::Other) {
-                normalized = normalize.call1((value,))?;
-                cell = classify(&normalized, name)?;
-                if matches!(cell, Cell::Other) {
-                    match self.object_token(py, feature, &normalized, grow, name)? {
-                        Some(token) => cell = Cell::Key(Key::Object(token)),
-                        None => {
-                            codes.push(crate::encoding::UNKNOWN);
-                            continue;
-                        }
-                    }
-                }
+            PyResult::Ok(code)
+        };
+        for value in values.iter().take(trial) {
+            codes.push(through_cache(value.bind(py), &mut hits)?);
+        }
+        if trial > 0 && hits * 8 >= SEEN_TRIAL {
+            for value in values.iter().skip(trial) {
+                codes.push(through_cache(value.bind(py), &mut hits)?);
             }
-            codes.push(match cell {
-                Cell::Key(key) => self.features[feature].code(key, grow).map_err(to_py_err)?,
-                _ => MISSING,
-            });
+        } else {
+            for value in values.iter().skip(trial) {
+                codes.push(code_cell(value.bind(py))?);
+            }
         }
         Ok(codes)
     }
