@@ -140,9 +140,7 @@ def one_row(X, y, objects, repeats) -> None:
         "hebnb, one-row DataFrame of pandas str (Arrow)": lambda: arrow_model.predict_proba(
             arrow_row
         ),
-        "hebnb, one-row DataFrame of category": lambda: category_model.predict_proba(
-            category_row
-        ),
+        "hebnb, one-row DataFrame of category": lambda: category_model.predict_proba(category_row),
         "scikit-learn OrdinalEncoder + CategoricalNB, one-row DataFrame": lambda: (
             sklearn.predict_proba(string_row)
         ),
