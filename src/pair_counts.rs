@@ -604,6 +604,19 @@ struct PairBlock {
     counts: Vec<f64>,
 }
 
+/// [`HebError::CodeOutOfRange`] for the first code of feature `feature` at or beyond
+/// its `k` categories.
+fn check_code_range(codes: ArrayView1<i32>, k: usize, feature: usize) -> Result<()> {
+    match codes.iter().find(|&&code| code >= 0 && code as usize >= k) {
+        Some(&code) => Err(HebError::CodeOutOfRange {
+            feature,
+            code: code as i64,
+            n_categories: k,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Rows with `x_f` present, ordered by value (stable): `(order, group starts)`.
 fn rows_by_value(
     codes: ArrayView1<i32>,
@@ -690,6 +703,12 @@ pub fn count_pairs(
             Method::Walk
         }
     };
+    // every code in range (negative: missing) before any pair is counted, whichever way
+    // its pairs are counted and whether or not it is in a pair
+    (0..n_features).into_par_iter().try_for_each(|f| {
+        crate::interrupt::check()?;
+        check_code_range(codes.row(f), layout.cardinality(f), f)
+    })?;
     let mut needs_bitsets = vec![false; n_features];
     let mut needs_groups = vec![false; n_features];
     for &(a, b) in wanted {
@@ -1352,5 +1371,17 @@ mod tests {
             bad,
             Err(HebError::CodeOutOfRange { feature: 1, .. })
         ));
+        // the same with weights 2 (the dense scratch, not bitsets), and a bad code in a
+        // feature that is in no counted pair
+        let twos = array![2.0, 2.0];
+        let layout = FeatureLayout::from_cardinalities(&[2, 2, 2]);
+        let codes = array![[0, 1], [1, 2], [0, 1]];
+        for (weights, wanted) in [(&twos, vec![(0, 1)]), (&w, vec![(0, 2)])] {
+            let bad = count_pairs(codes.view(), y.view(), weights.view(), &layout, 2, &wanted);
+            assert!(matches!(
+                bad,
+                Err(HebError::CodeOutOfRange { feature: 1, .. })
+            ));
+        }
     }
 }
