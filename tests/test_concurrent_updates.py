@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import pickle
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -206,3 +207,36 @@ def test_threads_predicting_with_one_model_at_once_agree(make):
     assert len(results) == 20
     for proba in results:
         np.testing.assert_array_equal(proba, expected)
+
+
+def test_a_pickle_taken_while_an_update_adds_counts_in_place_holds_all_of_it_or_none(
+    monkeypatch,
+):
+    """partial_fit adds a batch into the model's count tables in place: a pickle from
+    another thread waits for the update, never catching the tables with the batch and the
+    class totals without it."""
+    rng = np.random.default_rng(8)
+    X, y = rng.integers(0, 5, size=(200, 3)), rng.integers(0, 2, size=200)
+    model = CategoricalNB().fit(X[:100], y[:100]).partial_fit(X[100:150], y[100:150])
+    model.predict_proba(X[:1])  # the stream's tables exist: the next batch goes in place
+    real_add_counts = _core.add_counts
+    added, taken = threading.Event(), {}
+
+    def add_then_pause(*args, **kwargs):
+        real_add_counts(*args, **kwargs)
+        added.set()
+        time.sleep(0.3)  # the reader pickles the model now, mid-update
+
+    def reader():
+        added.wait(timeout=30)
+        taken["model"] = pickle.loads(pickle.dumps(model))
+
+    monkeypatch.setattr(_core, "add_counts", add_then_pause)
+    thread = threading.Thread(target=reader)
+    thread.start()
+    model.partial_fit(X[150:], y[150:])
+    thread.join()
+    snapshot = taken["model"]
+    for table in snapshot.category_count_:
+        np.testing.assert_array_equal(table.sum(axis=1), snapshot.class_count_)
+    np.testing.assert_array_equal(snapshot.class_count_, np.bincount(y, minlength=2))

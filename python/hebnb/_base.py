@@ -5,6 +5,7 @@ are atomic and thread-safe (:class:`ThreadSafeModel`), and ``predict`` /
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import numbers
@@ -304,21 +305,31 @@ def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
     return update
 
 
+@contextlib.contextmanager
+def reading(model: object) -> Any:
+    """Holds the model's state for reading, as a guarded reading method does: no update
+    runs meanwhile (updates change some arrays in place). Within a guarded method of the
+    model on this thread it holds nothing more."""
+    if _is_inside(model):
+        yield
+        return
+    state = _lock(model, _STATE_LOCK)
+    state.acquire_read()
+    try:
+        with _Inside(model):
+            yield
+    finally:
+        state.release_read()
+
+
 def _consistent_read(method: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps a reading method: it runs while no update does (reads share the model), so
     it never sees a half-replaced state or a vocabulary that is growing."""
 
     @functools.wraps(method)
     def read(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _is_inside(self):
+        with reading(self):
             return method(self, *args, **kwargs)
-        state = _lock(self, _STATE_LOCK)
-        state.acquire_read()
-        try:
-            with _Inside(self):
-                return method(self, *args, **kwargs)
-        finally:
-            state.release_read()
 
     read._hebnb_guarded = True  # type: ignore[attr-defined]
     return read
@@ -361,9 +372,10 @@ class ThreadSafeModel:
                     setattr(cls, name, guard(method))
 
     def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()  # scikit-learn's: the instance dict and its version
-        assert isinstance(state, dict)
-        return without_locks(state)
+        with reading(self):  # never a state an update is halfway through
+            state = super().__getstate__()  # scikit-learn's: the instance dict and version
+            assert isinstance(state, dict)
+            return without_locks(state)
 
 
 #: Cells (rows x features) scored per chunk by ``predict*``: a chunk's codes and scores
@@ -422,7 +434,9 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             state["categories_"] = state["_encoder"].categories
             return state["categories_"]
         if name in self._deferred_attributes() and state.get("_unsolved"):
-            self._solve_deferred()
+            with reading(self):  # solved from counts no update is changing
+                if state.get("_unsolved"):
+                    self._solve_deferred()
             return state[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
