@@ -23,11 +23,23 @@
 //! (always for two classes).
 //!
 //! # Counting
-//! Rows are first ordered by each feature's value (a stable counting sort, shared by all
-//! pairs with that feature as `a`); a pair then walks the rows value group by value group,
-//! accumulating into a scratch of `K_b C` counts. O(S + K_a + K_b) per pair plus sorting
-//! the distinct child values of each group. Each pair is one parallel task and adds in row
-//! order, so the counts do not depend on the number of threads.
+//! Three ways, chosen per pair by its size, all giving the same cells:
+//!
+//! * **Bitsets** (every weight 1, `K_a K_b C <= BITSET_CELLS`, both cardinalities at most
+//!   `BITSET_CARDINALITY`): each small feature's rows are one bitset per value, the
+//!   classes one bitset each, and `N_{c,u,v} = popcount(bits(x_a = u) & bits(y = c) &
+//!   bits(x_b = v))`, `S / 64` words per cell; a child present in every row gets its last
+//!   value as `N_{c,u}` less the others (whole numbers: exact). The parent-side ANDs are
+//!   kept while consecutive pairs share the parent.
+//! * **Dense** (`K_a K_b C <= DENSE_CELLS`, or larger with many rows): one pass over the
+//!   rows adding each row's weight into a `K_a K_b C` scratch.
+//! * **Walked**: rows are first ordered by each parent feature's value (a stable counting
+//!   sort, shared by all pairs with that feature as `a`); a pair then walks the rows value
+//!   group by value group, accumulating into a scratch of `K_b C` counts. O(S + K_a +
+//!   K_b) per pair plus sorting the distinct child values of each group.
+//!
+//! Each pair is one parallel task and adds in row order, so the counts do not depend on
+//! the number of threads.
 
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
@@ -254,6 +266,14 @@ fn count_dense(
             scratch[cell] += weight;
         }
     }
+    // the cells' exact room first: grown by doubling, a group's blocks would hold up to
+    // twice their cells
+    let nnz = scratch
+        .chunks_exact(n_classes.max(1))
+        .filter(|cell| cell.iter().any(|&n| n != 0.0))
+        .count();
+    block.indices.reserve_exact(nnz);
+    block.counts.reserve_exact(nnz * n_classes);
     for u in 0..k_parent {
         let before = block.indices.len();
         for v in 0..k_child {
@@ -268,11 +288,333 @@ fn count_dense(
     }
 }
 
+/// Largest `K_a K_b C` counted from bitsets when every weight is 1: a pair then costs
+/// `K_a C (K_b - 1)` passes of `S / 64` words (AND and population count) instead of one
+/// scattered addition per row, about 20 times less for ternary features and two classes.
+pub const BITSET_CELLS: usize = 256;
+
+/// Largest cardinality of a feature with per-value bitsets (their memory, `K_f S / 8`
+/// bytes a feature, stays below the codes' `4 S` bytes).
+pub const BITSET_CARDINALITY: usize = 16;
+
+/// Whether a pair of cardinalities `k_a`, `k_b` is counted from bitsets (unit weights).
+pub fn counted_by_bitsets(k_a: usize, k_b: usize, n_classes: usize) -> bool {
+    (1..=BITSET_CARDINALITY).contains(&k_a)
+        && (1..=BITSET_CARDINALITY).contains(&k_b)
+        && k_a * k_b * n_classes <= BITSET_CELLS
+}
+
+/// Bytes of the value bitsets [`count_pairs`] builds for the features of its bitset pairs
+/// (at most this, whatever the pairs): `K_f ceil(S / 64)` words for each feature with
+/// `K_f <= BITSET_CARDINALITY`, and `C` more for the classes.
+pub fn bitset_bytes(layout: &FeatureLayout, n_rows: usize, n_classes: usize) -> u128 {
+    let words = n_rows.div_ceil(64) as u128;
+    let values: u128 = (0..layout.n_features())
+        .map(|f| layout.cardinality(f))
+        .filter(|&k| k <= BITSET_CARDINALITY)
+        .map(|k| k as u128)
+        .sum();
+    8 * words * (values + n_classes as u128)
+}
+
+/// How one pair is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    /// AND and population counts of per-value bitsets ([`BITSET_CELLS`]).
+    Bitsets,
+    /// One pass over the rows into a dense scratch ([`DENSE_CELLS`]).
+    Dense,
+    /// The rows value group by value group (see the module docs).
+    Walk,
+}
+
+/// Row bitsets: bit `s` of value `v` of feature `f` is set when `x_{f,s} = v`, and of
+/// class `c` when `y_s = c`; words past the last row are zero.
+struct ValueBitsets {
+    words: usize,
+    n_classes: usize,
+    /// First word of each feature's bitsets (meaningful where built).
+    start: Vec<usize>,
+    bits: Vec<u64>,
+    class_bits: Vec<u64>,
+    /// Whether each feature is present in every row.
+    complete: Vec<bool>,
+    /// Whether the CPU has AVX2 and POPCNT (checked once).
+    fast: bool,
+}
+
+/// What one counting thread reuses from pair to pair.
+#[derive(Default)]
+struct ThreadScratch {
+    parent_bits: ParentBitsets,
+    walk: WalkScratch,
+}
+
+/// The walked pairs' scratch: `K_b C` counts (all zero between groups), the group that
+/// last touched each child value (a running stamp, so nothing is cleared between pairs)
+/// and the child values touched by the current group.
+#[derive(Default)]
+struct WalkScratch {
+    counts: Vec<f64>,
+    group_of: Vec<u32>,
+    group: u32,
+    touched: Vec<i32>,
+}
+
+impl WalkScratch {
+    /// Room for a pair of `cells` counts and `k_child` child values.
+    fn prepare(&mut self, cells: usize, k_child: usize) {
+        if self.counts.len() < cells {
+            self.counts.resize(cells, 0.0);
+        }
+        if self.group_of.len() < k_child {
+            self.group_of.resize(k_child, 0);
+        }
+    }
+
+    /// A stamp no child value holds yet.
+    fn next_group(&mut self) -> u32 {
+        if self.group == u32::MAX {
+            self.group_of.iter_mut().for_each(|g| *g = 0);
+            self.group = 0;
+        }
+        self.group += 1;
+        self.group
+    }
+}
+
+/// The parent-side bitsets of one thread: `x_a = u` and `y = c` for every (u, c), with
+/// their population counts, kept while consecutive pairs share the parent `a`.
+#[derive(Default)]
+struct ParentBitsets {
+    feature: Option<usize>,
+    bits: Vec<u64>,
+    totals: Vec<u64>,
+}
+
+impl ValueBitsets {
+    /// The bitsets of the features marked in `wanted` (codes range-checked here).
+    fn new(
+        codes: ArrayView2<i32>,
+        layout: &FeatureLayout,
+        classes: &[u32],
+        n_classes: usize,
+        wanted: &[bool],
+    ) -> Result<Self> {
+        let n_rows = codes.ncols();
+        let words = n_rows.div_ceil(64);
+        let mut start = with_capacity(wanted.len(), "AODE pair bitsets")?;
+        let mut total = 0usize;
+        for (f, &w) in wanted.iter().enumerate() {
+            start.push(total);
+            if w {
+                total += layout.cardinality(f) * words;
+            }
+        }
+        let mut bits = with_capacity(total, "AODE pair bitsets")?;
+        bits.resize(total, 0u64);
+        let mut class_bits = with_capacity(n_classes * words, "AODE pair bitsets")?;
+        class_bits.resize(n_classes * words, 0u64);
+        for (s, &c) in classes.iter().enumerate() {
+            class_bits[c as usize * words + s / 64] |= 1 << (s % 64);
+        }
+        // each feature's bitsets are its own slice, filled in parallel
+        let mut slices: Vec<(usize, &mut [u64])> = Vec::new();
+        let mut rest = &mut bits[..];
+        for (f, &w) in wanted.iter().enumerate() {
+            if w {
+                let (mine, tail) =
+                    std::mem::take(&mut rest).split_at_mut(layout.cardinality(f) * words);
+                slices.push((f, mine));
+                rest = tail;
+            }
+        }
+        let complete: Vec<Result<bool>> = slices
+            .into_par_iter()
+            .map(|(f, mine)| {
+                crate::interrupt::check()?;
+                let k = layout.cardinality(f);
+                let mut complete = true;
+                for (s, &code) in codes.row(f).iter().enumerate() {
+                    if code < 0 {
+                        complete = false;
+                        continue;
+                    }
+                    if code as usize >= k {
+                        return Err(HebError::CodeOutOfRange {
+                            feature: f,
+                            code: code as i64,
+                            n_categories: k,
+                        });
+                    }
+                    mine[code as usize * words + s / 64] |= 1 << (s % 64);
+                }
+                Ok(complete)
+            })
+            .collect();
+        let mut complete_of = vec![false; wanted.len()];
+        let built = wanted
+            .iter()
+            .enumerate()
+            .filter(|&(_, &w)| w)
+            .map(|(f, _)| f);
+        for (f, flag) in built.zip(complete) {
+            complete_of[f] = flag?;
+        }
+        Ok(Self {
+            words,
+            n_classes,
+            start,
+            bits,
+            class_bits,
+            complete: complete_of,
+            fast: fast_popcount(),
+        })
+    }
+
+    fn value(&self, f: usize, v: usize) -> &[u64] {
+        let at = self.start[f] + v * self.words;
+        &self.bits[at..at + self.words]
+    }
+
+    /// Counts pair `(a, b)` into `block`: `N_{c,u,v} = |x_a = u, y = c, x_b = v|`, the
+    /// last child value of a complete child as `N_{c,u}` less the others (exact: whole
+    /// numbers), the same cells as [`count_dense`] with unit weights.
+    fn count_pair(
+        &self,
+        block: &mut PairBlock,
+        parent: &mut ParentBitsets,
+        a: usize,
+        b: usize,
+        k_child: usize,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if self.fast {
+            // SAFETY: `fast` says the CPU has AVX2 and POPCNT.
+            return unsafe { self.count_pair_avx2(block, parent, (a, b), k_child) };
+        }
+        self.count_pair_portable(block, parent, (a, b), k_child);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn count_pair_avx2(
+        &self,
+        block: &mut PairBlock,
+        parent: &mut ParentBitsets,
+        pair: (usize, usize),
+        k_child: usize,
+    ) {
+        self.count_pair_portable(block, parent, pair, k_child);
+    }
+
+    #[inline(always)]
+    fn count_pair_portable(
+        &self,
+        block: &mut PairBlock,
+        parent: &mut ParentBitsets,
+        (a, b): (usize, usize),
+        k_child: usize,
+    ) {
+        let (words, n_classes) = (self.words, self.n_classes);
+        let k_parent = block.row_lengths.len();
+        if parent.feature != Some(a) {
+            parent.feature = Some(a);
+            parent.bits.clear();
+            parent.totals.clear();
+            for u in 0..k_parent {
+                let value = self.value(a, u);
+                for c in 0..n_classes {
+                    let class = &self.class_bits[c * words..(c + 1) * words];
+                    let start = parent.bits.len();
+                    parent
+                        .bits
+                        .extend(value.iter().zip(class).map(|(x, y)| x & y));
+                    parent.totals.push(ones(&parent.bits[start..]));
+                }
+            }
+        }
+        // a complete child's last value is what its other values leave of N_{c,u}
+        let counted = if self.complete[b] {
+            k_child - 1
+        } else {
+            k_child
+        };
+        let (mut rest, mut counts) = ([0u64; BITSET_CELLS], [0u64; BITSET_CELLS]);
+        let (rest, counts) = (&mut rest[..n_classes], &mut counts[..n_classes]);
+        block.indices.reserve(k_parent * k_child);
+        block.counts.reserve(k_parent * k_child * n_classes);
+        for u in 0..k_parent {
+            let row = &parent.bits[u * n_classes * words..(u + 1) * n_classes * words];
+            rest.copy_from_slice(&parent.totals[u * n_classes..(u + 1) * n_classes]);
+            let before = block.indices.len();
+            for v in 0..k_child {
+                if v < counted {
+                    let child = self.value(b, v);
+                    for (c, n) in counts.iter_mut().enumerate() {
+                        *n = and_ones(&row[c * words..(c + 1) * words], child);
+                    }
+                    for (r, &n) in rest.iter_mut().zip(counts.iter()) {
+                        *r -= n;
+                    }
+                } else {
+                    counts.copy_from_slice(rest);
+                }
+                if counts.iter().any(|&n| n != 0) {
+                    block.indices.push(v as i32);
+                    block.counts.extend(counts.iter().map(|&n| n as f64));
+                }
+            }
+            block.row_lengths[u] = (block.indices.len() - before) as i64;
+        }
+    }
+}
+
+/// Set bits of a bitset.
+#[inline(always)]
+fn ones(x: &[u64]) -> u64 {
+    x.iter().map(|w| w.count_ones() as u64).sum()
+}
+
+/// Set bits of the AND of two bitsets of equal length.
+#[inline(always)]
+fn and_ones(x: &[u64], y: &[u64]) -> u64 {
+    x.iter()
+        .zip(y)
+        .map(|(a, b)| (a & b).count_ones() as u64)
+        .sum()
+}
+
+/// Whether the CPU runs the AVX2 and POPCNT build of the bitset kernel.
+fn fast_popcount() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// One pair's cells while counting.
 struct PairBlock {
     row_lengths: Vec<i64>,
     indices: Vec<i32>,
     counts: Vec<f64>,
+}
+
+/// [`HebError::CodeOutOfRange`] for the first code of feature `feature` at or beyond
+/// its `k` categories.
+fn check_code_range(codes: ArrayView1<i32>, k: usize, feature: usize) -> Result<()> {
+    match codes.iter().find(|&&code| code >= 0 && code as usize >= k) {
+        Some(&code) => Err(HebError::CodeOutOfRange {
+            feature,
+            code: code as i64,
+            n_categories: k,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Rows with `x_f` present, ordered by value (stable): `(order, group starts)`.
@@ -344,19 +686,62 @@ pub fn count_pairs(
     }
     let classes = class_indices(labels, n_classes)?;
     let n_features = layout.n_features();
+    let class_of_row: Vec<u32> = classes.iter().map(|&c| c as u32).collect();
+    let weight_slice = weights.as_slice();
+    let dense_ready = weight_slice.is_some() && codes.is_standard_layout();
+    let unit_weights = dense_ready && weights.iter().all(|&w| w == 1.0);
+
+    // how each pair is counted, and what that needs: bitsets of the features of the
+    // bitset pairs, the value-sorted rows of the parents of the walked pairs
+    let method = |a: usize, b: usize| {
+        let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
+        if unit_weights && counted_by_bitsets(k_a, k_b, n_classes) {
+            Method::Bitsets
+        } else if dense_ready && counted_densely(k_a * k_b * n_classes, n_rows) {
+            Method::Dense
+        } else {
+            Method::Walk
+        }
+    };
+    // every code in range (negative: missing) before any pair is counted, whichever way
+    // its pairs are counted and whether or not it is in a pair
+    (0..n_features).into_par_iter().try_for_each(|f| {
+        crate::interrupt::check()?;
+        check_code_range(codes.row(f), layout.cardinality(f), f)
+    })?;
+    let mut needs_bitsets = vec![false; n_features];
+    let mut needs_groups = vec![false; n_features];
+    for &(a, b) in wanted {
+        match method(a, b) {
+            Method::Bitsets => (needs_bitsets[a], needs_bitsets[b]) = (true, true),
+            Method::Dense => {}
+            Method::Walk => needs_groups[a] = true,
+        }
+    }
+    let bitsets = if needs_bitsets.iter().any(|&n| n) {
+        Some(ValueBitsets::new(
+            codes,
+            layout,
+            &class_of_row,
+            n_classes,
+            &needs_bitsets,
+        )?)
+    } else {
+        None
+    };
     let grouped: Vec<(Vec<u32>, Vec<usize>)> = (0..n_features)
         .into_par_iter()
         .map(|f| {
             crate::interrupt::check()?;
-            rows_by_value(codes.row(f), layout.cardinality(f), f)
+            if needs_groups[f] {
+                rows_by_value(codes.row(f), layout.cardinality(f), f)
+            } else {
+                Ok((Vec::new(), Vec::new()))
+            }
         })
         .collect::<Result<_>>()?;
 
-    let class_of_row: Vec<u32> = classes.iter().map(|&c| c as u32).collect();
-    let weight_slice = weights.as_slice();
-    let dense_ready = weight_slice.is_some() && codes.is_standard_layout();
-
-    let count_pair = |&(a, b): &(usize, usize)| {
+    let count_pair = |scratch: &mut ThreadScratch, &(a, b): &(usize, usize)| {
         let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
         let mut block = PairBlock {
             row_lengths: vec![0; k_parent],
@@ -364,7 +749,12 @@ pub fn count_pairs(
             counts: Vec::new(),
         };
         crate::interrupt::check()?;
-        if dense_ready && counted_densely(k_parent * k_child * n_classes, n_rows) {
+        let how = method(a, b);
+        if let (Method::Bitsets, Some(bitsets)) = (how, &bitsets) {
+            bitsets.count_pair(&mut block, &mut scratch.parent_bits, a, b, k_child);
+            return Ok(block);
+        }
+        if how == Method::Dense {
             let rows = |f: usize| codes.row(f).to_slice().unwrap_or(&[]);
             let weights = weight_slice.unwrap_or(&[]);
             count_dense(
@@ -380,10 +770,10 @@ pub fn count_pairs(
         }
         let (order, starts) = &grouped[a];
         let child_codes = codes.row(b);
-        let mut scratch = vec![0.0; k_child * n_classes];
-        let mut last_group = vec![usize::MAX; k_child];
-        let mut touched: Vec<i32> = Vec::new();
+        let walk = &mut scratch.walk;
+        walk.prepare(k_child * n_classes, k_child);
         for u in 0..k_parent {
+            let group = walk.next_group();
             for &row in &order[starts[u]..starts[u + 1]] {
                 let row = row as usize;
                 let v = child_codes[row];
@@ -398,23 +788,24 @@ pub fn count_pairs(
                     });
                 }
                 let v = v as usize;
-                if last_group[v] != u {
-                    last_group[v] = u;
-                    touched.push(v as i32);
+                if walk.group_of[v] != group {
+                    walk.group_of[v] = group;
+                    walk.touched.push(v as i32);
                 }
-                scratch[v * n_classes + classes[row]] += weights[row];
+                let weight = if unit_weights { 1.0 } else { weights[row] };
+                walk.counts[v * n_classes + class_of_row[row] as usize] += weight;
             }
-            touched.sort_unstable();
+            walk.touched.sort_unstable();
             let before = block.indices.len();
-            for &v in &touched {
-                let cell = &mut scratch[v as usize * n_classes..(v as usize + 1) * n_classes];
+            for &v in &walk.touched {
+                let cell = &mut walk.counts[v as usize * n_classes..(v as usize + 1) * n_classes];
                 if cell.iter().any(|&n| n != 0.0) {
                     block.indices.push(v);
                     block.counts.extend_from_slice(cell);
                 }
                 cell.iter_mut().for_each(|n| *n = 0.0);
             }
-            touched.clear();
+            walk.touched.clear();
             block.row_lengths[u] = (block.indices.len() - before) as i64;
         }
         Ok(block)
@@ -423,9 +814,9 @@ pub fn count_pairs(
     // Pairs are counted a group at a time and appended to the tables, so the per-pair
     // blocks of only one group coexist with the assembled tables (not all of them: on a
     // table with dense pairs that doubled the peak memory). A group holds up to
-    // GROUP_CELLS cells by the bound min(S, K_a K_b) per pair, and enough pairs to feed
-    // every thread.
-    const GROUP_CELLS: usize = 1 << 20;
+    // GROUP_CELLS cells by the bound min(S, K_a K_b) per pair (about 7 MB with three
+    // classes), and enough pairs to feed every thread.
+    const GROUP_CELLS: usize = 1 << 18;
     let min_pairs = 16 * rayon::current_num_threads();
     let mut assembled = Assembled::new(
         pair_list,
@@ -443,7 +834,7 @@ pub fn count_pairs(
         let blocks: Vec<PairBlock> = wanted[first..last]
             .par_iter()
             .with_min_len(16)
-            .map(count_pair)
+            .map_init(ThreadScratch::default, count_pair)
             .collect::<Result<_>>()?;
         assembled.append(blocks, n_classes)?;
         first = last;
@@ -925,6 +1316,25 @@ mod tests {
     }
 
     #[test]
+    fn bitset_counting_matches_a_tally() {
+        // unit weights: the small pairs are counted from bitsets (some features complete,
+        // so their last value is derived, others with missing values), a 20 x 20 pair
+        // densely; 70 rows leave a partial last word, 130 rows span three words
+        let cardinality = [3usize, 2, 4, 20, 3, 16, 20, 5];
+        assert!(counted_by_bitsets(3, 2, 3) && counted_by_bitsets(16, 5, 3));
+        assert!(!counted_by_bitsets(20, 3, 3) && !counted_by_bitsets(16, 16, 3));
+        for (seed, n_rows) in [(7u64, 70usize), (8, 130), (9, 1)] {
+            let (mut codes, labels, mut weights) =
+                random_rows(&mut Lcg(seed), &cardinality, n_rows, 3, (1.0, 2));
+            weights.fill(1.0);
+            for f in [0usize, 2, 5] {
+                codes.row_mut(f).mapv_inplace(|v| v.max(0));
+            }
+            assert_counts_match_a_tally(&(codes, labels, weights), &cardinality, 3, &pairs(8));
+        }
+    }
+
+    #[test]
     fn a_subset_of_dense_and_walked_pairs_matches_a_tally() {
         // 12 features: walked pairs (K = 100 x 100 over 600 rows) between dense ones, a
         // subset of the pairs, fractional weights
@@ -961,5 +1371,17 @@ mod tests {
             bad,
             Err(HebError::CodeOutOfRange { feature: 1, .. })
         ));
+        // the same with weights 2 (the dense scratch, not bitsets), and a bad code in a
+        // feature that is in no counted pair
+        let twos = array![2.0, 2.0];
+        let layout = FeatureLayout::from_cardinalities(&[2, 2, 2]);
+        let codes = array![[0, 1], [1, 2], [0, 1]];
+        for (weights, wanted) in [(&twos, vec![(0, 1)]), (&w, vec![(0, 2)])] {
+            let bad = count_pairs(codes.view(), y.view(), weights.view(), &layout, 2, &wanted);
+            assert!(matches!(
+                bad,
+                Err(HebError::CodeOutOfRange { feature: 1, .. })
+            ));
+        }
     }
 }

@@ -343,8 +343,13 @@ struct Children {
 /// Pairs per parallel task: consecutive pairs share a slice of the output tables.
 const PAIRS_PER_TASK: usize = 64;
 
-/// The solutions of one orientation: (pair index, side, per-class solutions, pooled a).
-type OrientationResult = (usize, usize, Vec<Solution>, Option<f64>);
+/// The solutions of one chunk of pairs: per fitted orientation its pair, side and pooled
+/// `a_{i,j}`, and its C class solutions side by side.
+#[derive(Default)]
+struct ChunkResult {
+    orientations: Vec<(usize, usize, Option<f64>)>,
+    solutions: Vec<Solution>,
+}
 
 /// Fits the child conditionals of every modelled orientation, in parallel over chunks
 /// of consecutive pairs.
@@ -362,12 +367,10 @@ fn fit_children(
     let row_offsets = pair_tables.row_offsets(layout)?;
     let n_pairs = pair_tables.n_pairs();
     let width = sparse_width(n_classes);
-    let mut dense = filled(plan.dense_len(), f64::NAN, "AODE dense child tables")?;
-    let mut sparse = filled(
-        plan.sparse_rows() * width,
-        f64::NAN,
-        "AODE sparse child tables",
-    )?;
+    // every element is written by its orientation's fit; zeroed pages are only touched
+    // there, by the thread that fits them, instead of being filled here first
+    let mut dense = zeroed(plan.dense_len(), "AODE dense child tables")?;
+    let mut sparse = zeroed(plan.sparse_rows() * width, "AODE sparse child tables")?;
 
     // cut the output tables into one slice per chunk of pairs
     let mut tasks = Vec::new();
@@ -391,12 +394,12 @@ fn fit_children(
         layout,
         row_offsets: &row_offsets,
     };
-    let results: Vec<Vec<OrientationResult>> = tasks
+    let results: Vec<ChunkResult> = tasks
         .into_par_iter()
         .map_init(Scratch::default, |scratch, (range, dense, sparse)| {
             let dense_start = plan.dense_start[range.start];
             let sparse_start = plan.sparse_start[range.start];
-            let mut out = Vec::new();
+            let mut out = ChunkResult::default();
             for p in range {
                 let (a, b) = pair_tables.pair(p);
                 for side in 0..2 {
@@ -420,7 +423,8 @@ fn fit_children(
                     };
                     let (solutions, pooled) =
                         context.fit_orientation(scratch, params, ((p, (a, b)), side), target);
-                    out.push((p, side, solutions, pooled));
+                    out.orientations.push((p, side, pooled));
+                    out.solutions.extend_from_slice(&solutions);
                 }
             }
             out
@@ -444,20 +448,53 @@ fn fit_children(
             "AODE pooled concentrations",
         )?,
     )?;
-    for (p, side, solutions, pooled) in results.into_iter().flatten() {
-        let (a, b) = pair_tables.pair(p);
-        let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
-        // a modelled orientation's parent is a super-parent
-        let parent = ranks[parent].expect("modelled parents are super-parents");
-        for (c, s) in solutions.iter().enumerate() {
-            concentration[[c, parent, child]] = s.concentration;
-            n_iter[[c, parent, child]] = s.n_iter as i64;
-            converged[[c, parent, child]] = s.converged;
-        }
-        if let Some(a_ij) = pooled {
-            pooled_concentration[[parent, child]] = a_ij;
+    // Orientation (a, b) of pair a < b writes row a (consecutive pairs: consecutive
+    // columns); orientation (b, a) writes column a of row b, one cache line per value in
+    // a row-major array, so those go to the transposed arrays (C, F, n_parents), in
+    // order, and are moved into place by a blocked transpose.
+    let mut lower_concentration = shaped(
+        (n_classes, n_features, n_parents),
+        filled(cube, f64::NAN, "AODE concentrations")?,
+    )?;
+    let mut lower_n_iter = shaped(
+        (n_classes, n_features, n_parents),
+        filled(cube, 0i64, "AODE solver steps")?,
+    )?;
+    let mut lower_converged = shaped(
+        (n_classes, n_features, n_parents),
+        filled(cube, true, "AODE convergence flags")?,
+    )?;
+    for chunk in &results {
+        let per_class = chunk.solutions.chunks_exact(n_classes.max(1));
+        for (&(p, side, pooled), solutions) in chunk.orientations.iter().zip(per_class) {
+            let (a, b) = pair_tables.pair(p);
+            let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+            // a modelled orientation's parent is a super-parent
+            let rank = ranks[parent].expect("modelled parents are super-parents");
+            for (c, s) in solutions.iter().enumerate() {
+                let (m, steps, done) = if side == 0 {
+                    let at = [c, rank, child];
+                    (&mut concentration[at], &mut n_iter[at], &mut converged[at])
+                } else {
+                    let at = [c, child, rank];
+                    (
+                        &mut lower_concentration[at],
+                        &mut lower_n_iter[at],
+                        &mut lower_converged[at],
+                    )
+                };
+                (*m, *steps, *done) = (s.concentration, s.n_iter as i64, s.converged);
+            }
+            if let Some(a_ij) = pooled {
+                pooled_concentration[[rank, child]] = a_ij;
+            }
         }
     }
+    drop(results);
+    let parent_features: Vec<usize> = (0..n_features).filter(|&f| ranks[f].is_some()).collect();
+    transpose_lower(&mut concentration, &lower_concentration, &parent_features);
+    transpose_lower(&mut n_iter, &lower_n_iter, &parent_features);
+    transpose_lower(&mut converged, &lower_converged, &parent_features);
     Ok(Children {
         concentration,
         pooled_concentration,
@@ -468,6 +505,48 @@ fn fit_children(
             sparse: shaped((plan.sparse_rows(), width), sparse)?,
         },
     })
+}
+
+/// `out[c, r, a] = lower[c, a, r]` for every child `a` below super-parent `r`'s feature
+/// (`parent_features[r]`): the orientations (parent b, child a < b), which the fit writes
+/// transposed. Blocks of 64 x 64 keep both sides in cache.
+fn transpose_lower<T: Copy>(out: &mut Array3<T>, lower: &Array3<T>, parent_features: &[usize]) {
+    const BLOCK: usize = 64;
+    let (n_classes, n_parents, n_features) = out.dim();
+    for c in 0..n_classes {
+        for r0 in (0..n_parents).step_by(BLOCK) {
+            let r1 = (r0 + BLOCK).min(n_parents);
+            for a0 in (0..n_features).step_by(BLOCK) {
+                let a1 = (a0 + BLOCK).min(n_features);
+                for r in r0..r1 {
+                    for a in a0..a1.min(parent_features[r]) {
+                        out[[c, r, a]] = lower[[c, a, r]];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A vector of `len` zeros, or [`HebError::Allocation`]: from the allocator's zeroed
+/// memory, so that its pages are first touched by whoever writes them.
+fn zeroed(len: usize, what: &'static str) -> Result<Vec<f64>> {
+    let error = HebError::Allocation {
+        what,
+        bytes: len as u128 * 8,
+    };
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<f64>(len).map_err(|_| error.clone())?;
+    // SAFETY: `layout` has a non-zero size; the null check below handles failure.
+    let pointer = unsafe { std::alloc::alloc_zeroed(layout) } as *mut f64;
+    if pointer.is_null() {
+        return Err(error);
+    }
+    // SAFETY: allocated by the global allocator with the layout of `len` f64s (what a
+    // Vec of capacity `len` uses), all bytes zero, which is the f64 0.0.
+    Ok(unsafe { Vec::from_raw_parts(pointer, len, len) })
 }
 
 /// Buffers of one thread, reused from orientation to orientation.
@@ -613,6 +692,63 @@ impl<'t> Context<'_, 't> {
             .collect()
     }
 
+    /// [`Self::fit_orientation`] for Laplace smoothing into sparse rows, which hold only
+    /// `m = K_j` and the log denominators `ln(N_{c,u} + K_j)`: the document totals are
+    /// summed straight from the pair table, in the cells' order as [`Self::tally`] sums
+    /// them (the same numbers), without listing the cells.
+    fn fit_laplace_sparse(
+        &self,
+        s: &mut Scratch,
+        (p, (a, b)): (usize, (usize, usize)),
+        side: usize,
+        rows: &mut [f64],
+    ) -> (Vec<Solution>, Option<f64>) {
+        let layout = self.layout;
+        let n_classes = self.category_counts.nrows();
+        let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+        let k_parent = layout.cardinality(parent);
+        let k_child = layout.cardinality(child) as f64;
+        let tables = &self.pair_tables;
+        s.documents.clear();
+        s.documents.resize(k_parent * n_classes, 0.0);
+        let first_row = self.row_offsets[p];
+        for u in 0..layout.cardinality(a) {
+            let cells =
+                tables.indptr[first_row + u] as usize..tables.indptr[first_row + u + 1] as usize;
+            for k in cells {
+                let document = if side == 0 {
+                    u
+                } else {
+                    tables.indices[k] as usize
+                };
+                let totals = &mut s.documents[document * n_classes..(document + 1) * n_classes];
+                for (total, &n) in totals.iter_mut().zip(tables.counts.row(k)) {
+                    *total += n;
+                }
+            }
+        }
+        let width = sparse_width(n_classes);
+        rows[..n_classes].fill(k_child);
+        rows[n_classes] = f64::NAN;
+        for u in 0..k_parent {
+            let row = &mut rows[(u + 1) * width..(u + 2) * width];
+            for (value, &total) in row[..n_classes]
+                .iter_mut()
+                .zip(&s.documents[u * n_classes..(u + 1) * n_classes])
+            {
+                *value = (total + k_child).ln();
+            }
+            row[n_classes] = f64::NAN;
+        }
+        let rule = Solution {
+            concentration: k_child,
+            log_evidence: f64::NAN,
+            n_iter: 0,
+            converged: true,
+        };
+        (vec![rule; n_classes], None)
+    }
+
     /// Fits one orientation of pair `p` and writes its tables into `target`.
     fn fit_orientation(
         &self,
@@ -624,6 +760,12 @@ impl<'t> Context<'_, 't> {
         let layout = self.layout;
         let n_classes = self.category_counts.nrows();
         let s = scratch;
+        let target = match target {
+            Target::Sparse(rows) if params.smoothing == ChildSmoothing::Laplace => {
+                return self.fit_laplace_sparse(s, pair, side, rows);
+            }
+            target => target,
+        };
         let tally = self.tally(s, pair, side);
         let Tally {
             parent,

@@ -197,7 +197,8 @@ pub struct PlannedBytes {
     /// pair's whole tables, a sparse pair's per-parent-value rows.
     pub child_tables: u128,
     /// Per-(class, super-parent, child) diagnostics: concentration, log evidence, steps,
-    /// convergence, and the two-level concentration.
+    /// convergence (and their transposed copies while fitting), and the two-level
+    /// concentration.
     pub diagnostics: u128,
     /// Per-category tables: counts, child mean, Naive Bayes and parent log-probabilities.
     pub category_tables: u128,
@@ -271,10 +272,15 @@ pub fn planned_bytes(
     // `score::rows_per_chunk`)
     let threads = rayon::current_num_threads().max(1) as u128;
     PlannedBytes {
-        // cells and the pair list twice (blocks and assembled tables), row pointers
-        pair_tables: 2 * cells * (4 + 8 * c) + 16 * n_pairs + 8 * (table_rows + 1),
+        // cells and the pair list twice (blocks and assembled tables), row pointers, the
+        // row bitsets of the small features while counting
+        pair_tables: 2 * cells * (4 + 8 * c)
+            + 16 * n_pairs
+            + 8 * (table_rows + 1)
+            + crate::pair_counts::bitset_bytes(layout, n_rows, n_classes),
         child_tables,
-        diagnostics: n_parents * n_features * (25 * c + 8),
+        // and while fitting, the transposed steps, concentrations and flags
+        diagnostics: n_parents * n_features * (42 * c + 8),
         category_tables: width * (8 * c * 5 + 16),
         scoring: index + 49 * n_pairs + 48 * n_parents * n_features + threads * (9 << 20),
     }
