@@ -440,10 +440,13 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             return state[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    #: Fitted attributes a subclass computes only when they are first used (after a
+    #: ``partial_fit``: see ``_solve_deferred``).
+    _SOLVED: ClassVar[frozenset[str]] = frozenset()
+
     @classmethod
     def _deferred_attributes(cls) -> frozenset[str]:
-        """Fitted attributes a subclass computes only when they are first used."""
-        return frozenset()
+        return cls._SOLVED
 
     def _solve_deferred(self) -> None:  # pragma: no cover - subclasses that defer
         raise NotImplementedError

@@ -628,10 +628,6 @@ class AODE(CategoricalClassifier):
         }
     )
 
-    @classmethod
-    def _deferred_attributes(cls) -> frozenset[str]:
-        return cls._SOLVED
-
     def _stored_stream(self) -> _Stream:
         """The stream state of the model: its own between calls, else the stored tables
         of the fitted model, in codes by first appearance (a model coded by sorted rank,

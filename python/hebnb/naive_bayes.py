@@ -259,10 +259,6 @@ class CategoricalNB(CategoricalClassifier):
         }
     )
 
-    @classmethod
-    def _deferred_attributes(cls) -> frozenset[str]:
-        return cls._SOLVED
-
     def _check_combinations(self) -> None:
         """The checks ``_parameter_constraints`` cannot state: parameters that exclude
         each other."""
