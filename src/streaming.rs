@@ -30,43 +30,25 @@ pub fn add_batch(
     weights: ArrayView1<'_, f64>,
     decay: f64,
 ) -> Result<()> {
-    let n_classes = class_totals.len();
-    check_len("number of features", tables.len(), codes.nrows())?;
-    check_len("number of labels", codes.ncols(), labels.len())?;
     check_len("number of weights", codes.ncols(), weights.len())?;
-    for table in tables.iter() {
-        check_len("rows of a count table", n_classes, table.nrows())?;
-    }
-    let classes = class_indices(labels, n_classes)?;
+    // every cell checked before any is added: a refused batch changes no table
+    let classes = check_cells(tables, codes, labels, class_totals.len())?;
     let add_feature = |(f, table): (usize, &mut ArrayViewMut2<'_, f64>)| {
-        let row = codes.row(f);
-        let capacity = table.ncols();
-        if let Some(&bad) = row.iter().find(|&&c| c >= 0 && c as usize >= capacity) {
-            return Err(HebError::CodeOutOfRange {
-                feature: f,
-                code: bad as i64,
-                n_categories: capacity,
-            });
-        }
         if decay != 1.0 {
             table.mapv_inplace(|n| n * decay);
         }
-        for ((&code, &c), &w) in row.iter().zip(&classes).zip(weights.iter()) {
+        for ((&code, &c), &w) in codes.row(f).iter().zip(&classes).zip(weights.iter()) {
             if code >= 0 {
                 table[[c, code as usize]] += w;
             }
         }
-        Ok(())
     };
     // inside a pool the features are counted in parallel; outside one (a single thread
     // asked for) on the calling thread, with no hand-off
     if rayon::current_thread_index().is_some() {
-        tables
-            .par_iter_mut()
-            .enumerate()
-            .try_for_each(add_feature)?;
+        tables.par_iter_mut().enumerate().for_each(add_feature);
     } else {
-        tables.iter_mut().enumerate().try_for_each(add_feature)?;
+        tables.iter_mut().enumerate().for_each(add_feature);
     }
     for total in class_totals.iter_mut() {
         *total *= decay;
@@ -88,7 +70,7 @@ pub fn touched_cells(
     codes: ArrayView2<'_, i32>,
     labels: ArrayView1<'_, i64>,
 ) -> Result<Vec<f64>> {
-    let classes = check_cells(tables, codes, labels)?;
+    let classes = check_cells(tables, codes, labels, n_classes_of(tables))?;
     let mut saved = with_capacity(codes.len(), "saved counts")?;
     for (table, row) in tables.iter().zip(codes.rows()) {
         for (&code, &c) in row.iter().zip(&classes) {
@@ -111,7 +93,7 @@ pub fn restore_cells(
     labels: ArrayView1<'_, i64>,
     saved: &[f64],
 ) -> Result<()> {
-    let classes = check_cells(tables, codes, labels)?;
+    let classes = check_cells(tables, codes, labels, n_classes_of(tables))?;
     let present = codes.iter().filter(|&&code| code >= 0).count();
     check_len("number of saved cells", present, saved.len())?;
     let mut values = saved.iter();
@@ -128,16 +110,21 @@ pub fn restore_cells(
     Ok(())
 }
 
-/// The class index of every row, once the tables are checked to hold every cell of the
-/// batch.
+/// The number of classes of per-feature tables `(C, capacity_f)`.
+fn n_classes_of(tables: &[ArrayViewMut2<'_, f64>]) -> usize {
+    tables.first().map_or(0, |t| t.nrows())
+}
+
+/// The class index of every row, once the `n_classes`-row tables are checked to hold
+/// every cell of the batch.
 fn check_cells(
     tables: &[ArrayViewMut2<'_, f64>],
     codes: ArrayView2<'_, i32>,
     labels: ArrayView1<'_, i64>,
+    n_classes: usize,
 ) -> Result<Vec<usize>> {
     check_len("number of features", tables.len(), codes.nrows())?;
     check_len("number of labels", codes.ncols(), labels.len())?;
-    let n_classes = tables.first().map_or(0, |t| t.nrows());
     for (f, (table, row)) in tables.iter().zip(codes.rows()).enumerate() {
         check_len("rows of a count table", n_classes, table.nrows())?;
         if let Some(&bad) = row.iter().find(|&&c| c >= 0 && c as usize >= table.ncols()) {
