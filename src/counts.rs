@@ -12,7 +12,7 @@
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use crate::error::{check_len, with_capacity, zeroed, HebError, Result};
+use crate::error::{check_len, code_out_of_range, with_capacity, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 
@@ -123,11 +123,7 @@ pub fn count_categories(
                     continue;
                 }
                 if code as usize >= k {
-                    return Err(HebError::CodeOutOfRange {
-                        feature: f,
-                        code: code as i64,
-                        n_categories: k,
-                    });
+                    return Err(code_out_of_range(f, code, k));
                 }
                 block[c * k + code as usize] += w;
             }

@@ -65,6 +65,33 @@ impl std::error::Error for HebError {}
 /// The core's result type.
 pub type Result<T> = std::result::Result<T, HebError>;
 
+/// [`HebError::CodeOutOfRange`] for `code` of `feature`, which has `n_categories` values.
+/// Cold: it is built once, on the way out of a counting or scoring loop.
+#[cold]
+pub fn code_out_of_range(feature: usize, code: i32, n_categories: usize) -> HebError {
+    HebError::CodeOutOfRange {
+        feature,
+        code: i64::from(code),
+        n_categories,
+    }
+}
+
+/// [`HebError::CodeOutOfRange`] for the first of `codes` (feature `feature`) at or beyond
+/// its `n_categories` values; negative codes are missing values and pass.
+pub fn check_code_range<'a>(
+    feature: usize,
+    codes: impl IntoIterator<Item = &'a i32>,
+    n_categories: usize,
+) -> Result<()> {
+    match codes
+        .into_iter()
+        .find(|&&code| code >= 0 && code as usize >= n_categories)
+    {
+        Some(&code) => Err(code_out_of_range(feature, code, n_categories)),
+        None => Ok(()),
+    }
+}
+
 /// [`HebError::ShapeMismatch`] unless `found == expected`.
 pub fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
     if expected == found {

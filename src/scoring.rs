@@ -12,7 +12,7 @@ use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::check_codes;
-use crate::error::{check_len, zeroed, HebError, Result};
+use crate::error::{check_len, code_out_of_range, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 
@@ -78,11 +78,7 @@ pub fn joint_log_likelihood(
                         continue;
                     }
                     if code as usize >= k {
-                        return Err(HebError::CodeOutOfRange {
-                            feature: f,
-                            code: code as i64,
-                            n_categories: k,
-                        });
+                        return Err(code_out_of_range(f, code, k));
                     }
                     let entry = log_table.row(start + code as usize);
                     if entry[0] == f64::NEG_INFINITY {

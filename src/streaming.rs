@@ -14,7 +14,7 @@ use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
 use rayon::prelude::*;
 
 use crate::counts::class_indices;
-use crate::error::{check_len, with_capacity, HebError, Result};
+use crate::error::{check_code_range, check_len, with_capacity, Result};
 
 /// Adds the rows `codes (F, S)` (-1: missing) with `labels` and `weights` to the
 /// per-feature tables `tables[f]` of shape `(C, capacity_f)` and to `class_totals`, after
@@ -127,13 +127,7 @@ fn check_cells(
     check_len("number of labels", codes.ncols(), labels.len())?;
     for (f, (table, row)) in tables.iter().zip(codes.rows()).enumerate() {
         check_len("rows of a count table", n_classes, table.nrows())?;
-        if let Some(&bad) = row.iter().find(|&&c| c >= 0 && c as usize >= table.ncols()) {
-            return Err(HebError::CodeOutOfRange {
-                feature: f,
-                code: bad as i64,
-                n_categories: table.ncols(),
-            });
-        }
+        check_code_range(f, row, table.ncols())?;
     }
     class_indices(labels, n_classes)
 }
@@ -142,6 +136,7 @@ fn check_cells(
 mod tests {
     use super::*;
     use crate::counts::count_categories;
+    use crate::error::HebError;
     use crate::layout::FeatureLayout;
     use ndarray::{array, Array2};
 
