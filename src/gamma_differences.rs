@@ -268,6 +268,33 @@ pub fn digamma_trigamma_difference(a: f64, n: f64) -> (f64, f64) {
     (digamma_difference(a, n), trigamma_difference(a, n))
 }
 
+/// Argument from which [`newton_trigamma_difference`] sums the short series.
+const SHORT_TRIGAMMA_FROM: f64 = 8.0;
+
+/// `ψ'(a + n) - ψ'(a)` to ~1e-8 relative, for the curvature of a Newton step (which needs
+/// no more: an error `ε` in the slope adds `ε` times the step to the next iterate's
+/// error, far below the square of the step that Newton's method leaves anyway). From
+/// `a >= 8`, `ψ'(z) = 1/z + 1/(2 z^2) + 1/(6 z^3) - 1/(30 z^5) + 1/(42 z^7) - 1/(30 z^9)`,
+/// truncated before `5/(66 z^11)` (below 1e-11 there; its change between the two
+/// arguments below 1e-9 of the difference), at both arguments: two divisions and a few
+/// products, where [`trigamma_difference`] sums the whole series (and the shift below 10)
+/// twice. Whole counts up to [`SHORT_SUM_LIMIT`] and small `a` take the exact
+/// [`trigamma_difference`].
+pub fn newton_trigamma_difference(a: f64, n: f64) -> f64 {
+    if a < SHORT_TRIGAMMA_FROM || is_short_whole(n) {
+        return trigamma_difference(a, n);
+    }
+    let series = |z: f64| {
+        let inverse = 1.0 / z;
+        let inverse_squared = inverse * inverse;
+        let tail = 1.0 / 6.0
+            + inverse_squared
+                * (-1.0 / 30.0 + inverse_squared * (1.0 / 42.0 - inverse_squared / 30.0));
+        inverse * (1.0 + inverse * (0.5 + inverse * tail))
+    };
+    series(a + n) - series(a)
+}
+
 /// `ψ'(a + n) - ψ'(a)` for `a > 0`, `n >= 0` (non-positive).
 ///
 /// Only Newton steps use it, so it needs good, not last-digit, accuracy.
@@ -392,6 +419,32 @@ mod tests {
             );
         }
         assert_eq!(scaled_digamma_excess(3.0, 1.0), 0.0);
+    }
+
+    #[test]
+    fn newton_trigamma_difference_is_close_to_the_full_one() {
+        // the short series against the whole one (and against the exact finite sum for
+        // whole counts beyond the short sums), relative to the difference itself
+        let mut worst: f64 = 0.0;
+        for &a in &[0.5, 5.9, 6.0, 7.3, 12.0, 40.0, 333.3, 1e4, 1e8] {
+            for &n in &[0.5, 1.0, 3.0, 33.0, 47.0, 250.0, 1e3, 1e5] {
+                let (fast, full) = (newton_trigamma_difference(a, n), trigamma_difference(a, n));
+                // both are differences of two values ~ 1 / a: rounding of those aside
+                let slack = 1e-14 / a;
+                let relative = ((fast - full).abs() - slack).max(0.0) / full.abs();
+                worst = worst.max((fast - full).abs() / full.abs());
+                assert!(relative < 1e-8, "a={a} n={n}: {fast} vs {full}");
+                if n.fract() == 0.0 && n <= 1e3 {
+                    let exact: f64 = -(0..n as usize)
+                        .map(|k| (a + k as f64).powi(-2))
+                        .sum::<f64>();
+                    let error = ((fast - exact).abs() - slack).max(0.0) / exact.abs();
+                    assert!(error < 1e-8, "a={a} n={n}: {fast} vs {exact}");
+                }
+            }
+        }
+        // the short series is really in use (not the full one everywhere)
+        assert!(worst > 1e-14, "{worst}");
     }
 
     #[test]
