@@ -32,6 +32,7 @@ pub mod evidence;
 pub mod gamma_differences;
 pub mod interrupt;
 pub mod layout;
+pub mod lbfgs;
 pub mod multinomial;
 pub mod mutual_information;
 pub mod naive_bayes;
@@ -47,6 +48,7 @@ pub mod sparse_rows;
 pub mod streaming;
 pub mod tempering;
 pub mod vocabulary;
+pub mod weight_fit;
 
 #[cfg(test)]
 mod gamma_difference_reference;

@@ -25,9 +25,11 @@ __all__ = [
     "factorize_integers",
     "first_appearance",
     "fit_aode",
+    "fit_aode_weights",
     "fit_binary_features",
     "fit_concentrations",
     "fit_dirichlet_prior",
+    "fit_naive_bayes_weights",
     "fit_posterior_power",
     "fit_token_distributions",
     "joint_log_likelihood",
@@ -132,6 +134,50 @@ def cell_weighted_log_likelihood(
     ``class_scores + offset + sum_k cell_weights[e] * values[e]`` over the
     cells ``e = cells[k]`` (-1: none; shape (K, S)) of each row; column k's cells lie in
     ``column_starts[k]:column_starts[k + 1]``."""
+
+def fit_naive_bayes_weights(
+    codes: npt.NDArray[np.int32],
+    labels: npt.NDArray[np.int64],
+    sample_weights: npt.NDArray[np.float64],
+    log_table: npt.NDArray[np.float64],
+    class_log_prior: npt.NDArray[np.float64],
+    offsets: list[int],
+    /,
+    *,
+    cell_weights: bool,
+    start: npt.NDArray[np.float64],
+    precision: npt.NDArray[np.float64],
+    inverse_curvature: npt.NDArray[np.float64],
+    gradient_tolerance: float,
+    max_iter: int,
+    memory: int,
+    n_jobs: int,
+    held_out: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None,
+) -> tuple[npt.NDArray[np.float64], float, float, int, bool]:
+    """``(weights [a, w, d], objective, largest gradient entry, iterations, converged)``:
+    the weighted Naive Bayes fit, objective and L-BFGS in Rust (src/weight_fit.rs)."""
+
+def fit_aode_weights(
+    parent_terms: npt.NDArray[np.float64],
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    values: npt.NDArray[np.float64],
+    labels: npt.NDArray[np.int64],
+    sample_weights: npt.NDArray[np.float64],
+    class_log_prior: npt.NDArray[np.float64],
+    /,
+    *,
+    start: npt.NDArray[np.float64],
+    precision: npt.NDArray[np.float64],
+    inverse_curvature: npt.NDArray[np.float64],
+    gradient_tolerance: float,
+    max_iter: int,
+    memory: int,
+    n_jobs: int,
+) -> tuple[npt.NDArray[np.float64], float, float, int, bool]:
+    """``(weights [a, v, d], objective, largest gradient entry, iterations, converged)``:
+    the weighted AODE fit over parent terms (S, P, C) and cells (K, S) (K = 0: super-parent
+    weights only), objective and L-BFGS in Rust (src/weight_fit.rs)."""
 
 def posterior(
     codes: npt.NDArray[np.int32],

@@ -359,6 +359,7 @@ class AODE(CategoricalClassifier):
             self.class_log_prior_,
             penalty=weighting.resolve_penalty(self.penalty),
             tol=float(self.weighting_tol),
+            n_threads=threads,
         )
         self.parent_weights_ = fitted.feature_weights
         self.class_weights_ = fitted.class_weights

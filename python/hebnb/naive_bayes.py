@@ -164,7 +164,7 @@ class CategoricalNB(CategoricalClassifier):
         With ``weighting="cll-value"``: the learned weight of every cell of
         ``feature_log_prob_``.
     weighting_n_iter_ : int
-        With ``weighting``: L-BFGS-B iterations of the weight fit.
+        With ``weighting``: L-BFGS iterations of the weight fit.
 
     Notes
     -----

@@ -28,21 +28,20 @@ standard deviation) needs no tuning per dataset (docs/discriminative.md). ``J`` 
 (the scores are linear in the weights) and strictly so for ``penalty > 0``, so the optimum
 is unique and the result does not depend on the starting point or the optimiser.
 
-The optimiser is scipy's L-BFGS-B; each evaluation of ``J`` and its gradient is one pass
-of the Rust kernel ``conditional_log_likelihood`` over the rows (parallel over rows, with
+The objective, its gradient and the optimiser (a preconditioned L-BFGS, src/lbfgs.rs) run
+in Rust in one call (``_core.fit_naive_bayes_weights``, src/weight_fit.rs): each
+evaluation of ``J`` and its gradient is one pass over the rows (parallel over rows, with
 deterministic reductions: the weights are identical for any ``n_jobs``).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from . import _core
 
@@ -193,7 +192,6 @@ def fit_weights(
     n_classes = class_log_prior.shape[0]
     n_features = len(offsets) - 1
     log_table_zeroed = np.where(np.isfinite(log_table), log_table, 0.0)
-    feature = _feature_of_column(offsets)
     n_cells = log_table.size if kind == "cll-value" else 0
     gtol = tol * max(1.0, float(sample_weight.sum()))
     # theta = [a (C), w (F), d (cells, "cll-value" only)]; start: the generative model
@@ -211,41 +209,28 @@ def fit_weights(
             weights = weights + theta[n_classes + n_features :].reshape(log_table.shape)
         return weights
 
-    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
-        weights = np.ascontiguousarray(cell_weights(theta))
-        table, class_scores = score_tables(
-            "cll-value", log_table, class_log_prior, theta[:n_classes], weights, offsets
-        )
-        loss, table_residuals, class_residuals, correction = _core.conditional_log_likelihood(
-            codes,
-            labels,
-            sample_weight,
-            table,
-            class_scores,
-            offsets,
-            n_threads,
-            held_out=None if held_out is None else (weights, *held_out),
-        )
-        cell_gradient = table_residuals * log_table_zeroed
-        if correction is not None:
-            cell_gradient += correction
-        feature_gradient = np.bincount(
-            feature, weights=cell_gradient.sum(axis=1), minlength=n_features
-        ).astype(np.float64)
-        parts = [class_residuals * class_log_prior, feature_gradient]
-        if kind == "cll-value":
-            parts.append(cell_gradient.ravel())
-        deviation = theta - start
-        value = loss + 0.5 * penalty * float(deviation @ (scale * deviation))
-        return value, np.concatenate(parts) + penalty * scale * deviation
-
     curvature = _diagonal_curvature(
         kind, codes, sample_weight, log_table_zeroed, class_log_prior, offsets
     )
     inverse_curvature = 1.0 / np.maximum(curvature + penalty * scale, 1e-12 * gtol + 1e-300)
-    theta, value, n_iter, converged = _minimise_or_warn(
-        objective, start, gtol=gtol, inverse_curvature=inverse_curvature, what=f"the {kind} weights"
+    theta, value, largest, n_iter, converged = _core.fit_naive_bayes_weights(
+        codes,
+        labels,
+        sample_weight,
+        log_table,
+        np.ascontiguousarray(class_log_prior, dtype=np.float64),
+        list(offsets),
+        cell_weights=kind == "cll-value",
+        start=start,
+        precision=penalty * scale,
+        inverse_curvature=inverse_curvature,
+        gradient_tolerance=gtol,
+        max_iter=MAX_ITER,
+        memory=MEMORY,
+        n_jobs=n_threads,
+        held_out=None if held_out is None else tuple(np.ascontiguousarray(p) for p in held_out),
     )
+    _warn_unless_converged(converged, n_iter, largest, gtol, f"the {kind} weights")
     table_weights = (
         np.array(cell_weights(theta))
         if kind == "cll-value"
@@ -334,134 +319,18 @@ def _diagonal_curvature(
     return np.concatenate(parts)
 
 
-def _minimise_or_warn(
-    objective: Callable[[FloatArray], tuple[float, FloatArray]],
-    start: FloatArray,
-    *,
-    gtol: float,
-    inverse_curvature: FloatArray,
-    what: str,
-) -> tuple[FloatArray, float, int, bool]:
-    """:func:`minimise_lbfgs` with one BLAS thread, warning (``ConvergenceWarning``, at the
-    estimator's caller) when ``what`` did not converge; returns (theta, value, n_iter,
-    converged).
-
-    One BLAS thread: the vector products are short, and a BLAS pool spinning up on each
-    one slows them twentyfold on a busy machine (the row passes have their own threads).
-    """
-    with threadpool_limits(limits=1, user_api="blas"):
-        theta, value, gradient, n_iter, converged = minimise_lbfgs(
-            objective,
-            start,
-            gtol=gtol,
-            max_iter=MAX_ITER,
-            inverse_curvature=inverse_curvature,
-        )
+def _warn_unless_converged(
+    converged: bool, n_iter: int, largest: float, gtol: float, what: str
+) -> None:
+    """Warns (``ConvergenceWarning``, at the estimator's caller) when ``what`` did not
+    converge."""
     if not converged:
         warnings.warn(
             f"{what} did not converge in {n_iter} L-BFGS iterations (largest gradient "
-            f"entry {np.max(np.abs(gradient)):.3g}, tolerance {gtol:.3g})",
+            f"entry {largest:.3g}, tolerance {gtol:.3g})",
             ConvergenceWarning,
             stacklevel=4,
         )
-    return theta, value, n_iter, converged
-
-
-def minimise_lbfgs(
-    objective: Callable[[FloatArray], tuple[float, FloatArray]],
-    start: FloatArray,
-    *,
-    gtol: float,
-    max_iter: int,
-    memory: int = MEMORY,
-    inverse_curvature: FloatArray | None = None,
-) -> tuple[FloatArray, float, FloatArray, int, bool]:
-    """Unconstrained L-BFGS (Nocedal and Wright, Algorithm 7.4 and 7.5) with a
-    backtracking Armijo line search, for a smooth convex objective.
-
-    scipy's L-BFGS-B spends about 0.3 s per iteration in its bound-constrained step
-    computation at 24,000 weights (measured on amazon-employee), far more than one pass
-    of the objective over the rows; the weights have no bounds, so this plain two-loop
-    recursion is enough.
-
-    Parameters
-    ----------
-    objective : callable
-        ``theta -> (value, gradient)``.
-    start : ndarray
-    gtol : float
-        Converged when no gradient entry exceeds it.
-    max_iter : int
-    memory : int, default=MEMORY
-        Corrections kept.
-    inverse_curvature : ndarray, default=None
-        A diagonal preconditioner: the inverse of the Hessian's diagonal (estimated). It
-        is L-BFGS's initial inverse Hessian, scaled at each iteration by
-        ``s'y / y'Dy`` (Nocedal and Wright eq. 7.20 with a diagonal ``D``); None is the
-        identity.
-
-    Returns
-    -------
-    (theta, value, gradient, n_iter, converged)
-    """
-    theta = np.array(start, dtype=np.float64)
-    diagonal = None if inverse_curvature is None else np.asarray(inverse_curvature, np.float64)
-    value, gradient = objective(theta)
-    steps: list[FloatArray] = []
-    changes: list[FloatArray] = []
-    for n_iter in range(max_iter):
-        if float(np.max(np.abs(gradient), initial=0.0)) <= gtol:
-            return theta, value, gradient, n_iter, True
-        # two-loop recursion: direction = -H gradient
-        direction = -gradient
-        alphas = []
-        for s, y in zip(reversed(steps), reversed(changes)):
-            alpha = float(s @ direction) / float(y @ s)
-            direction = direction - alpha * y
-            alphas.append(alpha)
-        if steps:
-            latest = changes[-1] if diagonal is None else diagonal * changes[-1]
-            direction *= float(steps[-1] @ changes[-1]) / float(changes[-1] @ latest)
-        if diagonal is not None:
-            direction *= diagonal
-        for (s, y), alpha in zip(zip(steps, changes), reversed(alphas)):
-            beta = float(y @ direction) / float(y @ s)
-            direction = direction + (alpha - beta) * s
-        slope = float(gradient @ direction)
-        if not slope < 0:  # not a descent direction: restart from (scaled) steepest descent
-            steps.clear()
-            changes.clear()
-            direction = -gradient if diagonal is None else -diagonal * gradient
-            slope = float(gradient @ direction)
-        if steps or diagonal is not None:
-            step = 1.0  # a quasi-Newton step; the preconditioned first step is one too
-        else:
-            step = min(1.0, 1.0 / float(np.max(np.abs(gradient))))
-        for _ in range(60):
-            candidate = theta + step * direction
-            new_value, new_gradient = objective(candidate)
-            if new_value <= value + 1e-4 * step * slope:
-                break
-            # near the optimum the decrease drowns in the rounding of the value: accept a
-            # step whose slope shows progress (the approximate Wolfe conditions of Hager and
-            # Zhang 2005), which the gradient measures far more finely than the value
-            new_slope = float(new_gradient @ direction)
-            within_rounding = new_value <= value + 1e-12 * abs(value)
-            if within_rounding and 0.9 * slope <= new_slope <= -0.9998 * slope:
-                break
-            step *= 0.5
-        else:  # no decrease within floating-point precision: as close as it gets
-            return theta, value, gradient, n_iter, False
-        s, y = candidate - theta, new_gradient - gradient
-        theta, value, gradient = candidate, new_value, new_gradient
-        if float(s @ y) > 1e-12 * float(s @ s):  # keep the update positive definite
-            steps.append(s)
-            changes.append(y)
-            if len(steps) > memory:
-                steps.pop(0)
-                changes.pop(0)
-    converged = float(np.max(np.abs(gradient), initial=0.0)) <= gtol
-    return theta, value, gradient, max_iter, converged
 
 
 def aode_parent_terms(
@@ -510,6 +379,7 @@ def fit_parent_weights(
     *,
     penalty: float,
     tol: float = DEFAULT_TOL,
+    n_threads: int = 1,
 ) -> DiscriminativeWeights:
     """One weight per AODE super-parent (and per class prior), learned like
     ``"cll-feature"``: WANBIA-C on the log-linear form of AODE.
@@ -519,8 +389,9 @@ def fit_parent_weights(
     of the P one-dependence models (the log-linear AODE of Zaidi et al.'s discriminative
     AnDE), which the weights move by minimising
     ``J = -sum_i s_i ln P(y_i | x_i) + penalty / 2 (||a - 1||^2 + ||v - 1||^2)``.
-    ``J`` is convex; it is computed in numpy over the (S, P, C) terms, one thread, so the
-    weights do not depend on ``n_jobs``.
+    ``J`` is convex; it is minimised in Rust (``_core.fit_aode_weights`` without cells:
+    objective, gradient and L-BFGS in one call), deterministically, so the weights do not
+    depend on ``n_threads``.
 
     Returns
     -------
@@ -537,29 +408,12 @@ def fit_parent_weights(
     if not finite.all():
         raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
     likelihood = (terms - class_log_prior) / n_parents  # (S, P, C)
-    targets = np.zeros((n_rows, n_classes))
-    targets[np.arange(n_rows), labels] = 1.0
     gtol = tol * max(1.0, float(sample_weight.sum()))
     start = np.ones(n_classes + n_parents)
 
     def scores(theta: FloatArray) -> FloatArray:
         combined: FloatArray = np.einsum("spc,p->sc", likelihood, theta[n_classes:])
         return theta[:n_classes] * class_log_prior + combined
-
-    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
-        s = scores(theta)
-        log_norm = np.logaddexp.reduce(s, axis=1, keepdims=True)
-        log_p = s - log_norm
-        loss = -float(sample_weight @ log_p[np.arange(n_rows), labels])
-        residual = sample_weight[:, None] * (np.exp(log_p) - targets)
-        gradient = np.concatenate(
-            [
-                residual.sum(axis=0) * class_log_prior,
-                np.einsum("sc,spc->p", residual, likelihood),
-            ]
-        )
-        deviation = theta - start
-        return loss + 0.5 * penalty * float(deviation @ deviation), gradient + penalty * deviation
 
     # the data term's Hessian diagonal at the start: the preconditioner
     s0 = scores(start)
@@ -573,13 +427,23 @@ def fit_parent_weights(
             sample_weight @ np.maximum(variance, 0.0),
         ]
     )
-    theta, value, n_iter, converged = _minimise_or_warn(
-        objective,
-        start,
-        gtol=gtol,
+    theta, value, largest, n_iter, converged = _core.fit_aode_weights(
+        np.ascontiguousarray(likelihood),
+        np.zeros((0, n_rows), dtype=np.int64),
+        [0],
+        np.zeros((0, n_classes)),
+        np.ascontiguousarray(labels, dtype=np.int64),
+        np.ascontiguousarray(sample_weight, dtype=np.float64),
+        np.ascontiguousarray(class_log_prior, dtype=np.float64),
+        start=start,
+        precision=np.full(start.shape[0], float(penalty)),
         inverse_curvature=1.0 / np.maximum(curvature + penalty, 1e-300),
-        what="the AODE parent weights",
+        gradient_tolerance=gtol,
+        max_iter=MAX_ITER,
+        memory=MEMORY,
+        n_jobs=n_threads,
     )
+    _warn_unless_converged(converged, n_iter, largest, gtol, "the AODE parent weights")
     parent_weights = theta[n_classes:].copy()
     return DiscriminativeWeights(
         kind="cll-feature",
@@ -769,9 +633,9 @@ def fit_aode_cell_weights(
     on terms the row did not help to fit. The penalty
     ``penalty / 2 (||a - 1||^2 + ||v - 1||^2) + cell_penalty / 2 sum V^2 d^2`` measures ``d``
     by the change it makes to a score, like the coefficients of an L2 logistic regression on the cells'
-    indicators; ``d = 0`` is the ``"cll-feature"`` model. Each evaluation of the objective
-    and its gradient is one pass of the Rust kernel ``cell_weighted_log_likelihood``
-    (rows in parallel, deterministic: the same weights for any ``n_threads``).
+    indicators; ``d = 0`` is the ``"cll-feature"`` model. The objective, its gradient and
+    L-BFGS run in Rust in one call (``_core.fit_aode_weights``: rows in parallel,
+    deterministic, the same weights for any ``n_threads``).
     """
     n_rows, n_parents, n_classes = likelihood.shape
     n_cells = int(column_starts[-1])
@@ -782,55 +646,12 @@ def fit_aode_cell_weights(
         )
     if not np.all(np.isfinite(likelihood)):
         raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
-    # the kernel's cells: first each (parent, row) term, then the tables' cells
-    term_cells = np.arange(n_parents * n_rows, dtype=np.int64).reshape(n_parents, n_rows).T
-    kernel_cells = np.ascontiguousarray(
-        np.hstack([term_cells, np.where(cells >= 0, cells + n_parents * n_rows, -1)]).T
-    )
-    starts = [p * n_rows for p in range(n_parents)] + [
-        n_parents * n_rows + s for s in column_starts
-    ]
-    values = np.ascontiguousarray(
-        np.concatenate(
-            [likelihood.transpose(1, 0, 2).reshape(n_parents * n_rows, n_classes), cell_values]
-        )
-    )
-    offset = np.zeros((n_rows, n_classes))
     gtol = tol * max(1.0, float(sample_weight.sum()))
     n_head = n_classes + n_parents
     start = np.concatenate([np.ones(n_head), np.zeros(n_cells * n_classes)])
     scale = np.concatenate(
         [np.full(n_head, penalty), cell_penalty * ((cell_values**2).ravel() + 1e-12)]
     )
-
-    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
-        weights = np.empty((n_parents * n_rows + n_cells, n_classes))
-        weights[: n_parents * n_rows] = np.repeat(theta[n_classes:n_head], n_rows)[:, None]
-        weights[n_parents * n_rows :] = theta[n_head:].reshape(n_cells, n_classes)
-        loss, weight_gradient, class_residuals = _core.cell_weighted_log_likelihood(
-            kernel_cells,
-            values,
-            starts,
-            weights,
-            offset,
-            labels,
-            sample_weight,
-            np.ascontiguousarray(theta[:n_classes] * class_log_prior),
-            n_jobs=n_threads,
-        )
-        parent_gradient = (
-            weight_gradient[: n_parents * n_rows].sum(axis=1).reshape(n_parents, n_rows).sum(axis=1)
-        )
-        gradient = np.concatenate(
-            [
-                class_residuals * class_log_prior,
-                parent_gradient,
-                weight_gradient[n_parents * n_rows :].ravel(),
-            ]
-        )
-        deviation = theta - start
-        value = loss + 0.5 * float(deviation @ (scale * deviation))
-        return value, gradient + scale * deviation
 
     # the data term's Hessian diagonal at the start: the preconditioner
     scores = class_log_prior + likelihood.sum(axis=1)
@@ -853,13 +674,23 @@ def fit_aode_cell_weights(
             (cell_curvature * cell_values**2).ravel(),
         ]
     )
-    theta, value, n_iter, converged = _minimise_or_warn(
-        objective,
-        start,
-        gtol=gtol,
+    theta, value, largest, n_iter, converged = _core.fit_aode_weights(
+        np.ascontiguousarray(likelihood),
+        np.ascontiguousarray(cells.T, dtype=np.int64),
+        list(column_starts),
+        np.ascontiguousarray(cell_values, dtype=np.float64),
+        np.ascontiguousarray(labels, dtype=np.int64),
+        np.ascontiguousarray(sample_weight, dtype=np.float64),
+        np.ascontiguousarray(class_log_prior, dtype=np.float64),
+        start=start,
+        precision=scale,
         inverse_curvature=1.0 / np.maximum(curvature + scale, 1e-300),
-        what="the AODE cell weights",
+        gradient_tolerance=gtol,
+        max_iter=MAX_ITER,
+        memory=MEMORY,
+        n_jobs=n_threads,
     )
+    _warn_unless_converged(converged, n_iter, largest, gtol, "the AODE cell weights")
     return AodeCellWeights(
         class_weights=theta[:n_classes].copy(),
         parent_weights=theta[n_classes:n_head].copy(),

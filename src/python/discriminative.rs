@@ -1,12 +1,139 @@
 //! Bindings of the discriminative-weighting kernel: the conditional log-likelihood of a
 //! weighted score table and its residual sums, and of weighted cells with their own values
-//! (src/discriminative.rs).
+//! (src/discriminative.rs), and the whole weight fits, objective and L-BFGS in one call
+//! (src/weight_fit.rs).
 
-use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::prelude::*;
 
 use super::{layout, run, Array1Py, Array2Py};
 use crate::discriminative;
+use crate::lbfgs::{LbfgsResult, LbfgsSettings};
+use crate::weight_fit;
+
+/// `(weights, objective, largest gradient entry, iterations, converged)` of a weight fit.
+type FitPy<'py> = (Array1Py<'py>, f64, f64, usize, bool);
+
+fn fit_to_py(py: Python<'_>, fit: LbfgsResult) -> FitPy<'_> {
+    let largest = fit.gradient.iter().fold(0.0_f64, |m, g| m.max(g.abs()));
+    (
+        fit.theta.into_pyarray(py),
+        fit.value,
+        largest,
+        fit.n_iter,
+        fit.converged,
+    )
+}
+
+/// The weights `[a, w, d]` of a weighted Naive Bayes model (src/weight_fit.rs,
+/// `fit_naive_bayes_weights`): `cell_weights` adds `d`, `held_out = (numerator,
+/// denominator)` scores every training row without its own count; the penalty
+/// `1/2 sum precision (theta - start)^2`, L-BFGS from `start` with the diagonal initial
+/// inverse Hessian `inverse_curvature`.
+#[pyfunction]
+#[pyo3(signature = (codes, labels, sample_weights, log_table, class_log_prior, offsets, /, *, cell_weights, start, precision, inverse_curvature, gradient_tolerance, max_iter, memory, n_jobs, held_out=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub(super) fn fit_naive_bayes_weights<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray2<'py, i32>,
+    labels: PyReadonlyArray1<'py, i64>,
+    sample_weights: PyReadonlyArray1<'py, f64>,
+    log_table: PyReadonlyArray2<'py, f64>,
+    class_log_prior: PyReadonlyArray1<'py, f64>,
+    offsets: Vec<usize>,
+    cell_weights: bool,
+    start: PyReadonlyArray1<'py, f64>,
+    precision: PyReadonlyArray1<'py, f64>,
+    inverse_curvature: PyReadonlyArray1<'py, f64>,
+    gradient_tolerance: f64,
+    max_iter: usize,
+    memory: usize,
+    n_jobs: usize,
+    held_out: Option<(PyReadonlyArray2<'py, f64>, PyReadonlyArray2<'py, f64>)>,
+) -> PyResult<FitPy<'py>> {
+    let layout = layout(offsets)?;
+    let (codes, labels) = (codes.as_array(), labels.as_array());
+    let sample_weights = sample_weights.as_array();
+    let tables = weight_fit::NaiveBayesTables {
+        log_table: log_table.as_array(),
+        class_log_prior: class_log_prior.as_slice()?,
+        layout: &layout,
+        held_out: held_out
+            .as_ref()
+            .map(|(numerator, denominator)| (numerator.as_array(), denominator.as_array())),
+    };
+    let fit = weight_fit::WeightFit {
+        start: start.as_slice()?,
+        precision: precision.as_slice()?,
+        inverse_curvature: inverse_curvature.as_slice()?,
+        settings: LbfgsSettings {
+            gradient_tolerance,
+            max_iter,
+            memory,
+        },
+    };
+    let result = run(py, n_jobs, || {
+        weight_fit::fit_naive_bayes_weights(
+            codes,
+            labels,
+            sample_weights,
+            tables,
+            cell_weights,
+            fit,
+        )
+    })?;
+    Ok(fit_to_py(py, result))
+}
+
+/// The weights `[a, v, d]` of a weighted AODE (src/weight_fit.rs, `fit_aode_weights`):
+/// `parent_terms` (S, P, C), the cells `cells` (K, S) with `column_starts` and `values`
+/// (cells, C) (K = 0: super-parent weights only); penalty and L-BFGS as in
+/// `fit_naive_bayes_weights`.
+#[pyfunction]
+#[pyo3(signature = (parent_terms, cells, column_starts, values, labels, sample_weights, class_log_prior, /, *, start, precision, inverse_curvature, gradient_tolerance, max_iter, memory, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fit_aode_weights<'py>(
+    py: Python<'py>,
+    parent_terms: PyReadonlyArray3<'py, f64>,
+    cells: PyReadonlyArray2<'py, i64>,
+    column_starts: Vec<usize>,
+    values: PyReadonlyArray2<'py, f64>,
+    labels: PyReadonlyArray1<'py, i64>,
+    sample_weights: PyReadonlyArray1<'py, f64>,
+    class_log_prior: PyReadonlyArray1<'py, f64>,
+    start: PyReadonlyArray1<'py, f64>,
+    precision: PyReadonlyArray1<'py, f64>,
+    inverse_curvature: PyReadonlyArray1<'py, f64>,
+    gradient_tolerance: f64,
+    max_iter: usize,
+    memory: usize,
+    n_jobs: usize,
+) -> PyResult<FitPy<'py>> {
+    let terms = weight_fit::AodeTerms {
+        parent_terms: parent_terms.as_array(),
+        cells: discriminative::CellTerms {
+            cells: cells.as_array(),
+            values: values.as_array(),
+            column_starts: &column_starts,
+        },
+        class_log_prior: class_log_prior.as_slice()?,
+    };
+    let (labels, sample_weights) = (labels.as_array(), sample_weights.as_array());
+    let fit = weight_fit::WeightFit {
+        start: start.as_slice()?,
+        precision: precision.as_slice()?,
+        inverse_curvature: inverse_curvature.as_slice()?,
+        settings: LbfgsSettings {
+            gradient_tolerance,
+            max_iter,
+            memory,
+        },
+    };
+    let result = run(py, n_jobs, || {
+        weight_fit::fit_aode_weights(terms, labels, sample_weights, fit)
+    })?;
+    Ok(fit_to_py(py, result))
+}
 
 /// `(loss, table_residuals (sum K_f, C), class_residuals (C,), held_out_correction)` of a
 /// training set under the score table `(sum K_f, C)` and class scores; with
@@ -109,5 +236,7 @@ pub(super) fn cell_weighted_log_likelihood<'py>(
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conditional_log_likelihood, m)?)?;
     m.add_function(wrap_pyfunction!(cell_weighted_log_likelihood, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_naive_bayes_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_aode_weights, m)?)?;
     Ok(())
 }

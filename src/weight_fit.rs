@@ -1,0 +1,980 @@
+//! Fitting the discriminative weights in one call: the penalised objective over the weight
+//! vector itself and [`crate::lbfgs`] minimising it (docs/discriminative.md).
+//!
+//! Two models, both scoring class `c` of row `i` linearly in the weights `theta`:
+//!
+//! ```text
+//! Naive Bayes  [a, w, d]:  s_ic = a_c ln pi_c + sum_f (w[f] + d[f, x_f, c]) ln theta[f, x_f, c]
+//! AODE         [a, v, d]:  s_ic = a_c ln pi_c + sum_p v_p L[i, p, c] + sum_k d[E[k, i], c] V[E[k, i], c]
+//! ```
+//!
+//! (`d` only with cell weights; for AODE `L` are the cross-fitted super-parent terms and
+//! `V` the fitted tables' cells, [`crate::discriminative`]). The objective is
+//!
+//! ```text
+//! J(theta) = - sum_i s_i ln P(y_i | x_i; theta) + 1/2 sum_k precision_k (theta_k - start_k)^2
+//! ```
+//!
+//! Everything that does not depend on the weights is prepared once per fit: the Naive Bayes
+//! leave-one-out shift `ln theta^(-i) - ln theta` of every (row, feature) on the row's own
+//! class (one logarithm per row and feature per fit instead of two per pass), the column of
+//! every code and which columns score. A pass then reads the weights where they are, writes
+//! the gradient into the optimiser's buffer and allocates only its residuals.
+//!
+//! Determinism: rows run in fixed chunks in parallel, each row's residuals depend on the
+//! row only, and the per-chunk sums (loss, class sums, super-parent gradients) are added in
+//! chunk order; the cell gradients are summed per feature (or per column) in parallel, rows
+//! in order. The L-BFGS vector algebra is deterministic too, so the weights are
+//! bit-identical for any number of threads.
+
+use ndarray::{ArrayView1, ArrayView2, ArrayView3};
+use rayon::prelude::*;
+
+use crate::counts::check_rows;
+use crate::discriminative::CellTerms;
+use crate::error::{check_len, filled, zeroed, HebError, Result};
+use crate::interrupt;
+use crate::layout::FeatureLayout;
+use crate::lbfgs::{minimise, LbfgsResult, LbfgsSettings};
+
+/// Rows per parallel task (fixed: the reduction order must not depend on the threads).
+const ROW_CHUNK: usize = 1024;
+
+/// The Gaussian prior on the weights and the optimiser's settings, shared by both models.
+#[derive(Debug, Clone, Copy)]
+pub struct WeightFit<'a> {
+    /// The prior's centre (the generative model), also the starting point.
+    pub start: &'a [f64],
+    /// The prior's precision of every weight (0: unpenalised).
+    pub precision: &'a [f64],
+    /// L-BFGS's diagonal initial inverse Hessian (the caller's estimate of the inverse of
+    /// `J`'s Hessian diagonal).
+    pub inverse_curvature: &'a [f64],
+    pub settings: LbfgsSettings,
+}
+
+impl WeightFit<'_> {
+    fn check(&self, n_weights: usize) -> Result<()> {
+        check_len("starting weights", n_weights, self.start.len())?;
+        check_len("weight precisions", n_weights, self.precision.len())?;
+        check_len("inverse curvature", n_weights, self.inverse_curvature.len())?;
+        if self
+            .start
+            .iter()
+            .chain(self.precision)
+            .chain(self.inverse_curvature)
+            .any(|v| !v.is_finite())
+            || self.precision.iter().any(|&p| p < 0.0)
+        {
+            return Err(HebError::InvalidParameter(
+                "starting weights, precisions and inverse curvature must be finite \
+                 (precisions non-negative)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Minimises `data + penalty` with `data(theta, gradient)` the data term.
+    fn run<F>(&self, mut data: F) -> Result<LbfgsResult>
+    where
+        F: FnMut(&[f64], &mut [f64]) -> Result<f64>,
+    {
+        let objective = |theta: &[f64], gradient: &mut [f64]| {
+            let mut value = data(theta, gradient)?;
+            let mut penalty = 0.0;
+            for (k, g) in gradient.iter_mut().enumerate() {
+                let deviation = theta[k] - self.start[k];
+                penalty += deviation * self.precision[k] * deviation;
+                *g += self.precision[k] * deviation;
+            }
+            value += 0.5 * penalty;
+            Ok(value)
+        };
+        minimise(
+            objective,
+            self.start,
+            Some(self.inverse_curvature),
+            self.settings,
+        )
+    }
+}
+
+/// Turns one row of class scores into its residuals `s_i (P(c | x_i) - [c = y_i])` in place,
+/// adds them to `class_sums`, and returns the row's loss `-s_i ln P(y_i | x_i)` (zero for a
+/// zero-weight row). One exponential per class and one logarithm per row: the posterior is
+/// `e_c / sum e` with `e_c = exp(s_c - max s)`.
+fn residuals_in_place(row: &mut [f64], label: usize, weight: f64, class_sums: &mut [f64]) -> f64 {
+    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let own = row[label] - max;
+    let mut total = 0.0;
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        total += *v;
+    }
+    let loss = if weight != 0.0 {
+        -(weight * (own - total.ln()))
+    } else {
+        0.0
+    };
+    for (c, v) in row.iter_mut().enumerate() {
+        let target = if c == label { 1.0 } else { 0.0 };
+        *v = weight * (*v / total - target);
+        class_sums[c] += *v;
+    }
+    loss
+}
+
+/// Renumbers the cells of every column in the order the rows first use them (unused cells
+/// last), so that a pass over the rows in order reads and writes the cells nearly in
+/// sequence: most AODE cells are used by one or two rows, and numbered by their key they
+/// would be scattered over the whole table. Returns `new_of_old` and the renumbered cells.
+fn first_use_order(cells: ArrayView2<i64>, starts: &[usize]) -> Result<(Vec<usize>, Vec<i64>)> {
+    let n_cells = starts[starts.len() - 1];
+    let mut new_of_old = filled(n_cells, usize::MAX, "cell order")?;
+    let mut renumbered: Vec<i64> = filled(cells.len(), -1, "renumbered cells")?;
+    for (k, column) in cells.rows().into_iter().enumerate() {
+        let mut next = starts[k];
+        let out = &mut renumbered[k * cells.ncols()..(k + 1) * cells.ncols()];
+        for (slot, &cell) in out.iter_mut().zip(column.iter()) {
+            if cell < 0 {
+                continue;
+            }
+            let old = cell as usize;
+            if new_of_old[old] == usize::MAX {
+                new_of_old[old] = next;
+                next += 1;
+            }
+            *slot = new_of_old[old] as i64;
+        }
+        for order in &mut new_of_old[starts[k]..starts[k + 1]] {
+            if *order == usize::MAX {
+                *order = next;
+                next += 1;
+            }
+        }
+        interrupt::check()?;
+    }
+    Ok((new_of_old, renumbered))
+}
+
+/// The generative Naive Bayes model whose log-probabilities the weights multiply.
+#[derive(Debug, Clone, Copy)]
+pub struct NaiveBayesTables<'a> {
+    /// `ln theta`, `(sum K_f, C)`; a column starting with `-inf` (zero-mean category) never
+    /// scores.
+    pub log_table: ArrayView2<'a, f64>,
+    /// `ln pi`, length C, finite.
+    pub class_log_prior: &'a [f64],
+    pub layout: &'a FeatureLayout,
+    /// The plug-in parts `(N + m mu, N_f + m)` of `log_table` `(sum K_f, C)`: with them every
+    /// training row is scored without its own count ([`crate::discriminative::LeaveOneOut`]).
+    pub held_out: Option<(ArrayView2<'a, f64>, ArrayView2<'a, f64>)>,
+}
+
+/// The weights `[a (C), w (F), d (sum K_f x C, row-major like the table; only with
+/// `cell_weights`)]` of a weighted Naive Bayes model minimising `J` on `(codes, labels,
+/// sample_weights)` (module docs).
+///
+/// # Errors
+/// Shape mismatches, codes or labels out of range, a class log prior that is not finite,
+/// non-finite starting weights, precisions or curvature, [`HebError::Allocation`] and
+/// [`HebError::Interrupted`].
+pub fn fit_naive_bayes_weights(
+    codes: ArrayView2<i32>,
+    labels: ArrayView1<i64>,
+    sample_weights: ArrayView1<f64>,
+    tables: NaiveBayesTables,
+    cell_weights: bool,
+    fit: WeightFit,
+) -> Result<LbfgsResult> {
+    let layout = tables.layout;
+    check_rows(codes, labels, sample_weights, layout)?;
+    let n_classes = tables.class_log_prior.len();
+    let (n_features, n_rows) = (layout.n_features(), codes.ncols());
+    let n_columns = layout.n_columns();
+    check_len("log table rows", n_columns, tables.log_table.nrows())?;
+    check_len("log table columns", n_classes, tables.log_table.ncols())?;
+    if tables.class_log_prior.iter().any(|v| !v.is_finite()) {
+        return Err(HebError::InvalidParameter(
+            "class log priors must be finite: a class with prior probability 0 cannot be \
+             weighted"
+                .into(),
+        ));
+    }
+    if let Some(&class) = labels.iter().find(|&&c| c < 0 || c as usize >= n_classes) {
+        return Err(HebError::ClassOutOfRange { class, n_classes });
+    }
+    for f in 0..n_features {
+        let k = layout.cardinality(f);
+        if let Some(&code) = codes.row(f).iter().find(|&&c| c >= 0 && c as usize >= k) {
+            return Err(HebError::CodeOutOfRange {
+                feature: f,
+                code: code as i64,
+                n_categories: k,
+            });
+        }
+    }
+    if let Some((numerator, denominator)) = tables.held_out {
+        for part in [numerator, denominator] {
+            if part.dim() != tables.log_table.dim() {
+                return Err(HebError::InvalidParameter(format!(
+                    "leave-one-out parts have shape {:?}, expected {:?} like the log table",
+                    part.dim(),
+                    tables.log_table.dim()
+                )));
+            }
+        }
+    }
+    let n_cells = if cell_weights {
+        n_columns * n_classes
+    } else {
+        0
+    };
+    let n_weights = n_classes + n_features + n_cells;
+    fit.check(n_weights)?;
+    // prepared once: the table with -inf zeroed, each code's scoring column (usize::MAX:
+    // none) and each row's leave-one-out shift per feature
+    let mut log_table = zeroed(n_columns * n_classes, "weighted log table")?;
+    for ((column, c), &v) in tables.log_table.indexed_iter() {
+        if v.is_finite() {
+            log_table[column * n_classes + c] = v;
+        }
+    }
+    let scores = |column: usize| tables.log_table[[column, 0]] != f64::NEG_INFINITY;
+    let mut column_of = filled(n_features * n_rows, usize::MAX, "scoring columns")?;
+    let mut shift = zeroed(
+        if tables.held_out.is_some() {
+            n_features * n_rows
+        } else {
+            0
+        },
+        "leave-one-out shifts",
+    )?;
+    for f in 0..n_features {
+        let start = layout.columns(f).start;
+        for (r, &code) in codes.row(f).iter().enumerate() {
+            if code < 0 || !scores(start + code as usize) {
+                continue;
+            }
+            let column = start + code as usize;
+            column_of[f * n_rows + r] = column;
+            if let Some((numerator, denominator)) = tables.held_out {
+                let (label, weight) = (labels[r] as usize, sample_weights[r]);
+                let (n, d) = (numerator[[column, label]], denominator[[column, label]]);
+                let (held_n, held_d) = (n - weight, d - weight);
+                if weight > 0.0 && held_n > 0.0 && held_d > 0.0 {
+                    shift[f * n_rows + r] = (held_n / held_d).ln() - (n / d).ln();
+                }
+            }
+        }
+        interrupt::check()?;
+    }
+    let held_out = tables.held_out.is_some();
+    let class_log_prior = tables.class_log_prior;
+    let (log_table, column_of, shift) = (&log_table, &column_of, &shift);
+    let mut weights = zeroed(n_columns * n_classes, "cell weights")?;
+    let mut table = zeroed(n_columns * n_classes, "weighted log table")?;
+    let mut residuals = zeroed(n_rows * n_classes, "residuals")?;
+    let mut cell_gradient = zeroed(n_columns * n_classes, "cell gradient")?;
+    let data = |theta: &[f64], gradient: &mut [f64]| -> Result<f64> {
+        let (a, rest) = theta.split_at(n_classes);
+        let (w, d) = rest.split_at(n_features);
+        for (f, &feature_weight) in w.iter().enumerate() {
+            for column in layout.columns(f) {
+                for c in 0..n_classes {
+                    let at = column * n_classes + c;
+                    weights[at] = feature_weight + if cell_weights { d[at] } else { 0.0 };
+                    table[at] = weights[at] * log_table[at];
+                }
+            }
+        }
+        let (weights, table) = (&weights, &table);
+        // pass 1: residuals row by row, loss and class sums per chunk
+        let chunk_sums: Vec<(f64, Vec<f64>)> = residuals
+            .par_chunks_mut(ROW_CHUNK * n_classes)
+            .enumerate()
+            .map(|(chunk, block)| {
+                let first = chunk * ROW_CHUNK;
+                let mut loss = 0.0;
+                let mut class_sums = vec![0.0; n_classes];
+                if interrupt::cancelled() {
+                    return (loss, class_sums);
+                }
+                for (i, row) in block.chunks_mut(n_classes).enumerate() {
+                    let r = first + i;
+                    let label = labels[r] as usize;
+                    for (c, score) in row.iter_mut().enumerate() {
+                        *score = a[c] * class_log_prior[c];
+                    }
+                    for f in 0..n_features {
+                        let column = column_of[f * n_rows + r];
+                        if column == usize::MAX {
+                            continue;
+                        }
+                        let at = column * n_classes;
+                        row.iter_mut()
+                            .zip(&table[at..at + n_classes])
+                            .for_each(|(score, t)| *score += t);
+                        if held_out {
+                            row[label] += weights[at + label] * shift[f * n_rows + r];
+                        }
+                    }
+                    loss += residuals_in_place(row, label, sample_weights[r], &mut class_sums);
+                }
+                (loss, class_sums)
+            })
+            .collect();
+        interrupt::check()?;
+        let mut loss = 0.0;
+        let mut class_residuals = vec![0.0; n_classes];
+        for (chunk_loss, sums) in &chunk_sums {
+            loss += chunk_loss;
+            class_residuals
+                .iter_mut()
+                .zip(sums)
+                .for_each(|(t, s)| *t += s);
+        }
+        // pass 2: each feature sums its rows' residuals times the cell's log-probability
+        // (plus the own-class shift) into its own cells, features in parallel, rows in order
+        let residuals = &residuals;
+        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_features);
+        let mut rest = cell_gradient.as_mut_slice();
+        for f in 0..n_features {
+            let (head, tail) = rest.split_at_mut(layout.cardinality(f) * n_classes);
+            slices.push((f, head));
+            rest = tail;
+        }
+        slices.into_par_iter().for_each(|(f, cells)| {
+            cells.iter_mut().for_each(|g| *g = 0.0);
+            let first = layout.columns(f).start * n_classes;
+            for r in 0..n_rows {
+                if r % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
+                    return;
+                }
+                let column = column_of[f * n_rows + r];
+                if column == usize::MAX {
+                    continue;
+                }
+                let at = column * n_classes;
+                let residual = &residuals[r * n_classes..(r + 1) * n_classes];
+                for c in 0..n_classes {
+                    cells[at - first + c] += residual[c] * log_table[at + c];
+                }
+                if held_out {
+                    let label = labels[r] as usize;
+                    cells[at - first + label] += residual[label] * shift[f * n_rows + r];
+                }
+            }
+        });
+        interrupt::check()?;
+        let (grad_a, grad_rest) = gradient.split_at_mut(n_classes);
+        let (grad_w, grad_d) = grad_rest.split_at_mut(n_features);
+        for c in 0..n_classes {
+            grad_a[c] = class_residuals[c] * class_log_prior[c];
+        }
+        for (f, g) in grad_w.iter_mut().enumerate() {
+            let range = layout.columns(f);
+            *g = cell_gradient[range.start * n_classes..range.end * n_classes]
+                .iter()
+                .sum();
+        }
+        if cell_weights {
+            grad_d.copy_from_slice(&cell_gradient);
+        }
+        Ok(loss)
+    };
+    fit.run(data)
+}
+
+/// The fixed inputs of the AODE weights: the super-parents' cross-fitted terms and the
+/// table cells every row uses.
+#[derive(Debug, Clone, Copy)]
+pub struct AodeTerms<'a> {
+    /// `L[i, p, c] = (T_p,c(x_i) - ln pi_c) / P`, shape (S, P, C), finite.
+    pub parent_terms: ArrayView3<'a, f64>,
+    /// The table cells (`E` (K, S), `V` (cells, C)); K = 0 for super-parent weights only.
+    pub cells: CellTerms<'a>,
+    /// `ln pi`, length C, finite.
+    pub class_log_prior: &'a [f64],
+}
+
+/// The weights `[a (C), v (P), d (cells x C, row-major)]` of the weighted AODE minimising
+/// `J` on `(labels, sample_weights)` (module docs).
+///
+/// # Errors
+/// Shape mismatches, a cell outside its column's range, labels out of range, terms or
+/// class log priors that are not finite, non-finite starting weights, precisions or
+/// curvature, [`HebError::Allocation`] and [`HebError::Interrupted`].
+pub fn fit_aode_weights(
+    terms: AodeTerms,
+    labels: ArrayView1<i64>,
+    sample_weights: ArrayView1<f64>,
+    fit: WeightFit,
+) -> Result<LbfgsResult> {
+    let n_classes = terms.class_log_prior.len();
+    let (n_rows, n_parents, n_term_classes) = terms.parent_terms.dim();
+    let (n_columns, n_cell_rows) = terms.cells.cells.dim();
+    let n_cells = terms.cells.values.nrows();
+    check_len("parent term classes", n_classes, n_term_classes)?;
+    check_len("labels", n_rows, labels.len())?;
+    check_len("sample weights", n_rows, sample_weights.len())?;
+    if n_columns > 0 {
+        check_len("cell rows", n_rows, n_cell_rows)?;
+    }
+    check_len(
+        "column starts",
+        n_columns + 1,
+        terms.cells.column_starts.len(),
+    )?;
+    if terms.cells.values.dim() != (n_cells, n_classes) {
+        return Err(HebError::InvalidParameter(format!(
+            "cell values have shape {:?}, expected ({n_cells}, {n_classes})",
+            terms.cells.values.dim()
+        )));
+    }
+    let starts = terms.cells.column_starts;
+    if starts[0] != 0 || starts[n_columns] != n_cells || starts.windows(2).any(|w| w[0] > w[1]) {
+        return Err(HebError::InvalidParameter(format!(
+            "column starts must rise from 0 to the {n_cells} cells"
+        )));
+    }
+    for (k, column) in terms.cells.cells.rows().into_iter().enumerate() {
+        if let Some(&cell) = column
+            .iter()
+            .find(|&&e| e >= 0 && !(starts[k]..starts[k + 1]).contains(&(e as usize)))
+        {
+            return Err(HebError::InvalidParameter(format!(
+                "cell {cell} of column {k} lies outside its cells {}..{}",
+                starts[k],
+                starts[k + 1]
+            )));
+        }
+    }
+    if let Some(&class) = labels.iter().find(|&&c| c < 0 || c as usize >= n_classes) {
+        return Err(HebError::ClassOutOfRange { class, n_classes });
+    }
+    if terms
+        .class_log_prior
+        .iter()
+        .chain(terms.parent_terms.iter())
+        .chain(terms.cells.values.iter())
+        .any(|v| !v.is_finite())
+    {
+        return Err(HebError::InvalidParameter(
+            "class log priors, parent terms and cell values must be finite".into(),
+        ));
+    }
+    let n_weights = n_classes + n_parents + n_cells * n_classes;
+    fit.check(n_weights)?;
+    let not_contiguous =
+        |what: &str| HebError::InvalidParameter(format!("{what} must be C-contiguous"));
+    let parent_terms = terms
+        .parent_terms
+        .to_slice()
+        .ok_or_else(|| not_contiguous("parent terms"))?;
+    let values = terms
+        .cells
+        .values
+        .to_slice()
+        .ok_or_else(|| not_contiguous("cell values"))?;
+    // the cells renumbered by first use (locality), with their values and the penalty,
+    // start and curvature of their weights; the result is numbered back at the end
+    let (new_of_old, renumbered) = first_use_order(terms.cells.cells, starts)?;
+    let n_head = n_classes + n_parents;
+    let mut values_new = zeroed(n_cells * n_classes, "renumbered cell values")?;
+    let mut parts: Vec<Vec<f64>> = Vec::with_capacity(3);
+    for (what, part) in [
+        ("renumbered start", fit.start),
+        ("renumbered precision", fit.precision),
+        ("renumbered curvature", fit.inverse_curvature),
+    ] {
+        let mut moved = zeroed(n_weights, what)?;
+        moved[..n_head].copy_from_slice(&part[..n_head]);
+        for (old, &new) in new_of_old.iter().enumerate() {
+            for c in 0..n_classes {
+                moved[n_head + new * n_classes + c] = part[n_head + old * n_classes + c];
+            }
+        }
+        parts.push(moved);
+    }
+    for (old, &new) in new_of_old.iter().enumerate() {
+        values_new[new * n_classes..(new + 1) * n_classes]
+            .copy_from_slice(&values[old * n_classes..(old + 1) * n_classes]);
+    }
+    let values = values_new.as_slice();
+    let cells = ArrayView2::from_shape((n_columns, n_rows), renumbered.as_slice())
+        .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
+    let renumbered_fit = WeightFit {
+        start: &parts[0],
+        precision: &parts[1],
+        inverse_curvature: &parts[2],
+        settings: fit.settings,
+    };
+    let class_log_prior = terms.class_log_prior;
+    let mut residuals = zeroed(n_rows * n_classes, "residuals")?;
+    // each pass's cell terms d V, computed in sequence before the rows read them
+    let mut products = zeroed(n_cells * n_classes, "cell terms")?;
+    let data = |theta: &[f64], gradient: &mut [f64]| -> Result<f64> {
+        let (a, rest) = theta.split_at(n_classes);
+        let (v, d) = rest.split_at(n_parents);
+        products
+            .iter_mut()
+            .zip(d.iter().zip(values))
+            .for_each(|(p, (w, value))| *p = w * value);
+        let products = &products;
+        // pass 1: per chunk of rows the scores (parent terms, then column by column: each
+        // column's cells are contiguous), residuals, loss, class and parent sums
+        let chunk_sums: Vec<(f64, Vec<f64>)> = residuals
+            .par_chunks_mut(ROW_CHUNK * n_classes)
+            .enumerate()
+            .map(|(chunk, block)| {
+                let first = chunk * ROW_CHUNK;
+                let n = block.len() / n_classes;
+                // class sums, then parent gradients
+                let mut sums = vec![0.0; n_classes + n_parents];
+                if interrupt::cancelled() {
+                    return (0.0, sums);
+                }
+                for (i, row) in block.chunks_mut(n_classes).enumerate() {
+                    let term = &parent_terms[(first + i) * n_parents * n_classes..];
+                    for (c, score) in row.iter_mut().enumerate() {
+                        let mut s = a[c] * class_log_prior[c];
+                        for p in 0..n_parents {
+                            s += v[p] * term[p * n_classes + c];
+                        }
+                        *score = s;
+                    }
+                }
+                for column in cells.rows() {
+                    for (i, &cell) in column
+                        .slice(ndarray::s![first..first + n])
+                        .iter()
+                        .enumerate()
+                    {
+                        if cell < 0 {
+                            continue;
+                        }
+                        let at = cell as usize * n_classes;
+                        let row = &mut block[i * n_classes..(i + 1) * n_classes];
+                        row.iter_mut()
+                            .zip(&products[at..at + n_classes])
+                            .for_each(|(score, p)| *score += p);
+                    }
+                }
+                let mut loss = 0.0;
+                let (class_sums, parent_sums) = sums.split_at_mut(n_classes);
+                for (i, row) in block.chunks_mut(n_classes).enumerate() {
+                    let r = first + i;
+                    let label = labels[r] as usize;
+                    loss += residuals_in_place(row, label, sample_weights[r], class_sums);
+                    let term = &parent_terms[r * n_parents * n_classes..];
+                    for (p, g) in parent_sums.iter_mut().enumerate() {
+                        for c in 0..n_classes {
+                            *g += row[c] * term[p * n_classes + c];
+                        }
+                    }
+                }
+                (loss, sums)
+            })
+            .collect();
+        interrupt::check()?;
+        let mut loss = 0.0;
+        let mut sums = vec![0.0; n_classes + n_parents];
+        for (chunk_loss, chunk) in &chunk_sums {
+            loss += chunk_loss;
+            sums.iter_mut().zip(chunk).for_each(|(t, s)| *t += s);
+        }
+        let (head, grad_d) = gradient.split_at_mut(n_classes + n_parents);
+        for c in 0..n_classes {
+            head[c] = sums[c] * class_log_prior[c];
+        }
+        head[n_classes..].copy_from_slice(&sums[n_classes..]);
+        // pass 2: each column sums its rows' residuals into its own cells (columns in
+        // parallel, rows in order), then multiplies them by the cells' values
+        let residuals = &residuals;
+        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_columns);
+        let mut rest = grad_d;
+        for k in 0..n_columns {
+            let (cell_head, tail) = rest.split_at_mut((starts[k + 1] - starts[k]) * n_classes);
+            slices.push((k, cell_head));
+            rest = tail;
+        }
+        slices.into_par_iter().for_each(|(k, own)| {
+            own.iter_mut().for_each(|g| *g = 0.0);
+            for (r, &cell) in cells.row(k).iter().enumerate() {
+                if r % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
+                    return;
+                }
+                if cell < 0 {
+                    continue;
+                }
+                let at = (cell as usize - starts[k]) * n_classes;
+                let residual = &residuals[r * n_classes..(r + 1) * n_classes];
+                own[at..at + n_classes]
+                    .iter_mut()
+                    .zip(residual)
+                    .for_each(|(g, &res)| *g += res);
+            }
+            let cell_values = &values[starts[k] * n_classes..starts[k + 1] * n_classes];
+            own.iter_mut().zip(cell_values).for_each(|(g, &v)| *g *= v);
+        });
+        interrupt::check()?;
+        Ok(loss)
+    };
+    let result = renumbered_fit.run(data)?;
+    // the weights and gradient numbered back
+    let mut theta = zeroed(n_weights, "cell weights")?;
+    let mut gradient = zeroed(n_weights, "cell weight gradient")?;
+    for (out, moved) in [
+        (&mut theta, &result.theta),
+        (&mut gradient, &result.gradient),
+    ] {
+        out[..n_head].copy_from_slice(&moved[..n_head]);
+        for (old, &new) in new_of_old.iter().enumerate() {
+            out[n_head + old * n_classes..n_head + (old + 1) * n_classes]
+                .copy_from_slice(&moved[n_head + new * n_classes..n_head + (new + 1) * n_classes]);
+        }
+    }
+    Ok(LbfgsResult {
+        theta,
+        gradient,
+        ..result
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::with_threads;
+    use ndarray::{Array1, Array2, Array3};
+
+    /// A small deterministic pseudo-random sequence in [0, 1).
+    fn uniform(seed: &mut u64) -> f64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (*seed >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    struct NaiveBayesData {
+        layout: FeatureLayout,
+        codes: Array2<i32>,
+        labels: Array1<i64>,
+        weights: Array1<f64>,
+        log_table: Array2<f64>,
+        numerator: Array2<f64>,
+        denominator: Array2<f64>,
+        class_log_prior: Vec<f64>,
+    }
+
+    fn naive_bayes_data(n_rows: usize, seed: u64) -> NaiveBayesData {
+        let mut seed = seed;
+        let layout = FeatureLayout::from_cardinalities(&[2, 3, 4]);
+        let n_classes = 3;
+        let codes = Array2::from_shape_fn((3, n_rows), |(f, _)| {
+            let k = layout.cardinality(f);
+            let draw = (uniform(&mut seed) * (k as f64 + 0.5)) as i32;
+            if draw as usize >= k {
+                -1
+            } else {
+                draw
+            }
+        });
+        let labels = Array1::from_shape_fn(n_rows, |_| (uniform(&mut seed) * 3.0) as i64);
+        let weights = Array1::from_shape_fn(n_rows, |_| 0.5 + uniform(&mut seed));
+        let numerator = Array2::from_shape_fn((layout.n_columns(), n_classes), |_| {
+            1.5 + 5.0 * uniform(&mut seed)
+        });
+        let denominator = Array2::from_shape_fn((layout.n_columns(), n_classes), |(column, c)| {
+            numerator[[column, c]] + 2.0 + 3.0 * uniform(&mut seed)
+        });
+        let mut log_table = Array2::from_shape_fn(numerator.dim(), |(column, c)| {
+            (numerator[[column, c]] / denominator[[column, c]]).ln()
+        });
+        log_table.row_mut(4).fill(f64::NEG_INFINITY); // a zero-mean category
+        NaiveBayesData {
+            layout,
+            codes,
+            labels,
+            weights,
+            log_table,
+            numerator,
+            denominator,
+            class_log_prior: vec![-1.2, -0.9, -1.3],
+        }
+    }
+
+    /// `J` without penalty at `theta`, written directly from the model's definition.
+    fn naive_bayes_loss(data: &NaiveBayesData, theta: &[f64], cells: bool, held_out: bool) -> f64 {
+        let n_classes = 3;
+        let n_features = data.layout.n_features();
+        let mut loss = 0.0;
+        for r in 0..data.codes.ncols() {
+            let y = data.labels[r] as usize;
+            let mut s: Vec<f64> = (0..n_classes)
+                .map(|c| theta[c] * data.class_log_prior[c])
+                .collect();
+            for f in 0..n_features {
+                let code = data.codes[[f, r]];
+                if code < 0 {
+                    continue;
+                }
+                let column = data.layout.columns(f).start + code as usize;
+                if data.log_table[[column, 0]] == f64::NEG_INFINITY {
+                    continue;
+                }
+                for (c, score) in s.iter_mut().enumerate() {
+                    let mut weight = theta[n_classes + f];
+                    if cells {
+                        weight += theta[n_classes + n_features + column * n_classes + c];
+                    }
+                    let mut log_p = data.log_table[[column, c]];
+                    if held_out && c == y {
+                        let w = data.weights[r];
+                        log_p = ((data.numerator[[column, c]] - w)
+                            / (data.denominator[[column, c]] - w))
+                            .ln();
+                    }
+                    *score += weight * log_p;
+                }
+            }
+            let log_norm = s.iter().map(|v| v.exp()).sum::<f64>().ln();
+            loss -= data.weights[r] * (s[y] - log_norm);
+        }
+        loss
+    }
+
+    fn settings(max_iter: usize) -> LbfgsSettings {
+        LbfgsSettings {
+            gradient_tolerance: 1e-9,
+            max_iter,
+            memory: 10,
+        }
+    }
+
+    fn fit_naive_bayes(
+        data: &NaiveBayesData,
+        start: &[f64],
+        precision: &[f64],
+        cells: bool,
+        held_out: bool,
+        max_iter: usize,
+    ) -> Result<LbfgsResult> {
+        let tables = NaiveBayesTables {
+            log_table: data.log_table.view(),
+            class_log_prior: &data.class_log_prior,
+            layout: &data.layout,
+            held_out: held_out.then(|| (data.numerator.view(), data.denominator.view())),
+        };
+        let curvature = vec![1.0; start.len()];
+        fit_naive_bayes_weights(
+            data.codes.view(),
+            data.labels.view(),
+            data.weights.view(),
+            tables,
+            cells,
+            WeightFit {
+                start,
+                precision,
+                inverse_curvature: &curvature,
+                settings: settings(max_iter),
+            },
+        )
+    }
+
+    #[test]
+    fn the_naive_bayes_objective_and_gradient_match_a_direct_loss() {
+        let data = naive_bayes_data(40, 7);
+        for (cells, held_out) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut seed = 11;
+            let n = 3 + 3 + if cells { 9 * 3 } else { 0 };
+            let theta: Vec<f64> = (0..n).map(|_| 0.5 + uniform(&mut seed)).collect();
+            // no iterations: the value and gradient at the start (the penalty is zero there)
+            let at = fit_naive_bayes(&data, &theta, &vec![1.0; n], cells, held_out, 0).unwrap();
+            let direct = naive_bayes_loss(&data, &theta, cells, held_out);
+            assert!((at.value - direct).abs() < 1e-10, "{} {direct}", at.value);
+            let h = 1e-6;
+            for k in 0..n {
+                let (mut up, mut down) = (theta.clone(), theta.clone());
+                up[k] += h;
+                down[k] -= h;
+                let numeric = (naive_bayes_loss(&data, &up, cells, held_out)
+                    - naive_bayes_loss(&data, &down, cells, held_out))
+                    / (2.0 * h);
+                assert!(
+                    (numeric - at.gradient[k]).abs() < 1e-6,
+                    "weight {k}: {numeric} {}",
+                    at.gradient[k]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_naive_bayes_weights_are_the_same_for_any_thread_count() {
+        let data = naive_bayes_data(3 * ROW_CHUNK + 5, 3);
+        let n = 3 + 3 + 9 * 3;
+        let start: Vec<f64> = (0..n).map(|k| if k < 6 { 1.0 } else { 0.0 }).collect();
+        let precision = vec![0.5; n];
+        let fits: Vec<LbfgsResult> = [1, 2, 3]
+            .iter()
+            .map(|&t| {
+                with_threads(t, || {
+                    fit_naive_bayes(&data, &start, &precision, true, true, 200)
+                })
+                .unwrap()
+                .unwrap()
+            })
+            .collect();
+        assert!(fits[0].converged);
+        assert_eq!(fits[0], fits[1]);
+        assert_eq!(fits[0], fits[2]);
+        // the optimum: the penalised gradient vanishes
+        assert!(fits[0].gradient.iter().all(|g| g.abs() <= 1e-9));
+    }
+
+    struct AodeData {
+        terms: Array3<f64>,
+        cells: Array2<i64>,
+        starts: Vec<usize>,
+        values: Array2<f64>,
+        labels: Array1<i64>,
+        weights: Array1<f64>,
+        class_log_prior: Vec<f64>,
+    }
+
+    fn aode_data(n_rows: usize, seed: u64) -> AodeData {
+        let mut seed = seed;
+        let (n_parents, n_classes) = (2, 2);
+        let terms = Array3::from_shape_fn((n_rows, n_parents, n_classes), |_| {
+            -2.0 * uniform(&mut seed)
+        });
+        // three columns of 4, 1 and 6 cells; -1: no cell on that row
+        let starts = vec![0, 4, 5, 11];
+        let cells = Array2::from_shape_fn((3, n_rows), |(k, _)| {
+            let size = starts[k + 1] - starts[k];
+            let draw = (uniform(&mut seed) * (size as f64 + 1.0)) as usize;
+            if draw >= size {
+                -1
+            } else {
+                // numbered backwards, so that first use renumbers them
+                (starts[k + 1] - 1 - draw) as i64
+            }
+        });
+        let values = Array2::from_shape_fn((11, n_classes), |_| -3.0 * uniform(&mut seed));
+        let labels = Array1::from_shape_fn(n_rows, |_| (uniform(&mut seed) * 2.0) as i64);
+        let weights = Array1::from_shape_fn(n_rows, |_| 0.5 + uniform(&mut seed));
+        AodeData {
+            terms,
+            cells,
+            starts,
+            values,
+            labels,
+            weights,
+            class_log_prior: vec![-0.5, -0.9],
+        }
+    }
+
+    fn aode_loss(data: &AodeData, theta: &[f64]) -> f64 {
+        let (n_rows, n_parents, n_classes) = data.terms.dim();
+        let mut loss = 0.0;
+        for r in 0..n_rows {
+            let y = data.labels[r] as usize;
+            let mut s = vec![0.0; n_classes];
+            for (c, score) in s.iter_mut().enumerate() {
+                *score = theta[c] * data.class_log_prior[c];
+                for p in 0..n_parents {
+                    *score += theta[n_classes + p] * data.terms[[r, p, c]];
+                }
+                for k in 0..data.cells.nrows() {
+                    let cell = data.cells[[k, r]];
+                    if cell >= 0 {
+                        let e = cell as usize;
+                        *score +=
+                            theta[n_classes + n_parents + e * n_classes + c] * data.values[[e, c]];
+                    }
+                }
+            }
+            let log_norm = s.iter().map(|v| v.exp()).sum::<f64>().ln();
+            loss -= data.weights[r] * (s[y] - log_norm);
+        }
+        loss
+    }
+
+    fn fit_aode(
+        data: &AodeData,
+        start: &[f64],
+        precision: &[f64],
+        max_iter: usize,
+    ) -> Result<LbfgsResult> {
+        let curvature = vec![1.0; start.len()];
+        fit_aode_weights(
+            AodeTerms {
+                parent_terms: data.terms.view(),
+                cells: CellTerms {
+                    cells: data.cells.view(),
+                    values: data.values.view(),
+                    column_starts: &data.starts,
+                },
+                class_log_prior: &data.class_log_prior,
+            },
+            data.labels.view(),
+            data.weights.view(),
+            WeightFit {
+                start,
+                precision,
+                inverse_curvature: &curvature,
+                settings: settings(max_iter),
+            },
+        )
+    }
+
+    #[test]
+    fn the_aode_objective_and_gradient_match_a_direct_loss() {
+        let data = aode_data(30, 5);
+        let n = 2 + 2 + 11 * 2;
+        let mut seed = 3;
+        let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
+        let at = fit_aode(&data, &theta, &vec![1.0; n], 0).unwrap();
+        assert!((at.value - aode_loss(&data, &theta)).abs() < 1e-10);
+        assert_eq!(at.theta, theta, "numbered back");
+        let h = 1e-6;
+        for k in 0..n {
+            let (mut up, mut down) = (theta.clone(), theta.clone());
+            up[k] += h;
+            down[k] -= h;
+            let numeric = (aode_loss(&data, &up) - aode_loss(&data, &down)) / (2.0 * h);
+            assert!((numeric - at.gradient[k]).abs() < 1e-6, "weight {k}");
+        }
+    }
+
+    #[test]
+    fn the_aode_weights_are_the_same_for_any_thread_count_and_errors_are_reported() {
+        let data = aode_data(2 * ROW_CHUNK + 9, 1);
+        let n = 2 + 2 + 11 * 2;
+        let start: Vec<f64> = (0..n).map(|k| if k < 4 { 1.0 } else { 0.0 }).collect();
+        let precision = vec![0.3; n];
+        let fits: Vec<LbfgsResult> = [1, 2, 3]
+            .iter()
+            .map(|&t| {
+                with_threads(t, || fit_aode(&data, &start, &precision, 200))
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect();
+        assert!(fits[0].converged);
+        assert_eq!(fits[0], fits[1]);
+        assert_eq!(fits[0], fits[2]);
+        let mut bad = aode_data(10, 2);
+        bad.labels[3] = 2;
+        assert!(matches!(
+            fit_aode(&bad, &start, &precision, 5),
+            Err(HebError::ClassOutOfRange { .. })
+        ));
+        let mut outside = aode_data(10, 2);
+        outside.cells[[0, 1]] = 6; // column 0 owns cells 0..4
+        assert!(fit_aode(&outside, &start, &precision, 5).is_err());
+        assert!(fit_aode(&aode_data(10, 2), &start[1..], &precision[1..], 5).is_err());
+    }
+}
