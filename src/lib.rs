@@ -25,7 +25,6 @@ pub mod aode;
 pub mod arrow_columns;
 pub mod counts;
 pub mod dirichlet_groups;
-pub mod discriminative;
 pub mod encoding;
 pub mod error;
 pub mod evidence;

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! (`d` only with cell weights; for AODE `L` are the cross-fitted super-parent terms and
-//! `V` the fitted tables' cells, [`crate::discriminative`]). The objective is
+//! `V` the fitted tables' cells, [`CellTerms`]). The objective is
 //!
 //! ```text
 //! J(theta) = - sum_i s_i ln P(y_i | x_i; theta) + 1/2 sum_k precision_k (theta_k - start_k)^2
@@ -31,8 +31,7 @@ use ndarray::{ArrayView1, ArrayView2, ArrayView3};
 use rayon::prelude::*;
 
 use crate::counts::check_rows;
-use crate::discriminative::CellTerms;
-use crate::error::{check_len, filled, zeroed, HebError, Result};
+use crate::error::{check_code_range, check_len, filled, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 use crate::lbfgs::{minimise, LbfgsResult, LbfgsSettings};
@@ -168,7 +167,7 @@ pub struct NaiveBayesTables<'a> {
     pub class_log_prior: &'a [f64],
     pub layout: &'a FeatureLayout,
     /// The plug-in parts `(N + m mu, N_f + m)` of `log_table` `(sum K_f, C)`: with them every
-    /// training row is scored without its own count ([`crate::discriminative::LeaveOneOut`]).
+    /// training row is scored without its own count (SPEC eq. 3 less the row's weight).
     pub held_out: Option<(ArrayView2<'a, f64>, ArrayView2<'a, f64>)>,
 }
 
@@ -206,14 +205,7 @@ pub fn fit_naive_bayes_weights(
         return Err(HebError::ClassOutOfRange { class, n_classes });
     }
     for f in 0..n_features {
-        let k = layout.cardinality(f);
-        if let Some(&code) = codes.row(f).iter().find(|&&c| c >= 0 && c as usize >= k) {
-            return Err(HebError::CodeOutOfRange {
-                feature: f,
-                code: code as i64,
-                n_categories: k,
-            });
-        }
+        check_code_range(f, codes.row(f), layout.cardinality(f))?;
     }
     if let Some((numerator, denominator)) = tables.held_out {
         for part in [numerator, denominator] {
@@ -385,6 +377,20 @@ pub fn fit_naive_bayes_weights(
         Ok(loss)
     };
     fit.run(data)
+}
+
+/// Which cell scores each row in each column of the AODE model, and the cells' values:
+/// row i's score gains `d[e, c] V[e, c]` for each column's cell `e = E[k, i]`.
+#[derive(Debug, Clone, Copy)]
+pub struct CellTerms<'a> {
+    /// `E`, shape (K, S) (column-major, like the codes): the cell of row i in column k,
+    /// -1 for none.
+    pub cells: ArrayView2<'a, i64>,
+    /// `V`, shape (cells, C).
+    pub values: ArrayView2<'a, f64>,
+    /// Length K + 1, non-decreasing, ending at the number of cells: column k's cells are
+    /// `column_starts[k]..column_starts[k + 1]`.
+    pub column_starts: &'a [usize],
 }
 
 /// The fixed inputs of the AODE weights: the super-parents' cross-fitted terms and the
@@ -657,6 +663,7 @@ mod tests {
         (*seed >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    #[derive(Clone)]
     struct NaiveBayesData {
         layout: FeatureLayout,
         codes: Array2<i32>,
@@ -842,6 +849,38 @@ mod tests {
         labels: Array1<i64>,
         weights: Array1<f64>,
         class_log_prior: Vec<f64>,
+    }
+
+    #[test]
+    fn bad_codes_labels_and_leave_one_out_parts_are_errors() {
+        let good = naive_bayes_data(40, 5);
+        let n = 3 + 3 + 9 * 3;
+        let start: Vec<f64> = (0..n).map(|k| if k < 6 { 1.0 } else { 0.0 }).collect();
+        let precision = vec![0.5; n];
+        let fit = |data: &NaiveBayesData| fit_naive_bayes(data, &start, &precision, true, true, 5);
+        assert!(fit(&good).is_ok());
+        let mut bad_code = good.clone();
+        bad_code.codes[[1, 7]] = 3;
+        assert!(matches!(
+            fit(&bad_code),
+            Err(HebError::CodeOutOfRange {
+                feature: 1,
+                code: 3,
+                n_categories: 3
+            })
+        ));
+        let mut bad_label = good.clone();
+        bad_label.labels[2] = 3;
+        assert!(matches!(
+            fit(&bad_label),
+            Err(HebError::ClassOutOfRange { class: 3, .. })
+        ));
+        let mut bad_parts = good.clone();
+        bad_parts.numerator = Array2::ones((2, 3));
+        assert!(matches!(
+            fit(&bad_parts),
+            Err(HebError::InvalidParameter(_))
+        ));
     }
 
     fn aode_data(n_rows: usize, seed: u64) -> AodeData {

@@ -16,8 +16,6 @@ __all__ = [
     "aode_joint_log_likelihood",
     "aode_log_evidence",
     "aode_planned_bytes",
-    "cell_weighted_log_likelihood",
-    "conditional_log_likelihood",
     "count_categories",
     "count_pairs",
     "count_tokens",
@@ -102,39 +100,6 @@ def joint_log_likelihood(
     offsets: list[int],
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
-def conditional_log_likelihood(
-    codes: npt.NDArray[np.int32],
-    labels: npt.NDArray[np.int64],
-    weights: npt.NDArray[np.float64],
-    table: npt.NDArray[np.float64],
-    class_scores: npt.NDArray[np.float64],
-    offsets: list[int],
-    n_jobs: int,
-    /,
-    *,
-    held_out: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]
-    | None = None,
-) -> tuple[
-    float, npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64] | None
-]: ...
-def cell_weighted_log_likelihood(
-    cells: npt.NDArray[np.int64],
-    values: npt.NDArray[np.float64],
-    column_starts: list[int],
-    cell_weights: npt.NDArray[np.float64],
-    offset: npt.NDArray[np.float64],
-    labels: npt.NDArray[np.int64],
-    sample_weights: npt.NDArray[np.float64],
-    class_scores: npt.NDArray[np.float64],
-    /,
-    *,
-    n_jobs: int,
-) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """``(loss, weight_gradient, class_residuals)`` of the scores
-    ``class_scores + offset + sum_k cell_weights[e] * values[e]`` over the
-    cells ``e = cells[k]`` (-1: none; shape (K, S)) of each row; column k's cells lie in
-    ``column_starts[k]:column_starts[k + 1]``."""
-
 def fit_naive_bayes_weights(
     codes: npt.NDArray[np.int32],
     labels: npt.NDArray[np.int64],
