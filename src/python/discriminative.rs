@@ -22,6 +22,21 @@ fn fit_to_py(py: Python<'_>, fit: LbfgsResult) -> FitPy<'_> {
     )
 }
 
+/// The optimiser's inputs of both weight fits, borrowed from the arrays Python passed.
+fn weight_fit_inputs<'a>(
+    start: &'a PyReadonlyArray1<'_, f64>,
+    precision: &'a PyReadonlyArray1<'_, f64>,
+    inverse_curvature: &'a PyReadonlyArray1<'_, f64>,
+    settings: LbfgsSettings,
+) -> PyResult<weight_fit::WeightFit<'a>> {
+    Ok(weight_fit::WeightFit {
+        start: start.as_slice()?,
+        precision: precision.as_slice()?,
+        inverse_curvature: inverse_curvature.as_slice()?,
+        settings,
+    })
+}
+
 /// The weights `[a, w, d]` of a weighted Naive Bayes model (src/weight_fit.rs,
 /// `fit_naive_bayes_weights`): `cell_weights` adds `d`, `held_out = (numerator,
 /// denominator)` scores every training row without its own count; the penalty
@@ -59,16 +74,16 @@ pub(super) fn fit_naive_bayes_weights<'py>(
             .as_ref()
             .map(|(numerator, denominator)| (numerator.as_array(), denominator.as_array())),
     };
-    let fit = weight_fit::WeightFit {
-        start: start.as_slice()?,
-        precision: precision.as_slice()?,
-        inverse_curvature: inverse_curvature.as_slice()?,
-        settings: LbfgsSettings {
+    let fit = weight_fit_inputs(
+        &start,
+        &precision,
+        &inverse_curvature,
+        LbfgsSettings {
             gradient_tolerance,
             max_iter,
             memory,
         },
-    };
+    )?;
     let result = run(py, n_jobs, || {
         weight_fit::fit_naive_bayes_weights(
             codes,
@@ -116,16 +131,16 @@ pub(super) fn fit_aode_weights<'py>(
         class_log_prior: class_log_prior.as_slice()?,
     };
     let (labels, sample_weights) = (labels.as_array(), sample_weights.as_array());
-    let fit = weight_fit::WeightFit {
-        start: start.as_slice()?,
-        precision: precision.as_slice()?,
-        inverse_curvature: inverse_curvature.as_slice()?,
-        settings: LbfgsSettings {
+    let fit = weight_fit_inputs(
+        &start,
+        &precision,
+        &inverse_curvature,
+        LbfgsSettings {
             gradient_tolerance,
             max_iter,
             memory,
         },
-    };
+    )?;
     let result = run(py, n_jobs, || {
         weight_fit::fit_aode_weights(terms, labels, sample_weights, fit)
     })?;
