@@ -1363,6 +1363,69 @@ mod tests {
     }
 
     #[test]
+    fn whole_weights_store_u32_counts_and_others_f64() {
+        let codes = array![[0, 1, 1, 0], [1, 1, 0, 0]];
+        let labels = array![0_i64, 1, 1, 0];
+        let layout = FeatureLayout::from_cardinalities(&[2, 2]);
+        let count = |w: Array1<f64>| {
+            count_pairs(codes.view(), labels.view(), w.view(), &layout, 2, &pairs(2)).unwrap()
+        };
+        // cells (u, v): (0, 0) rows 3; (0, 1) row 0; (1, 1) row 1; (1, 0) row 2 only
+        let whole = count(array![1.0, 2.0, 0.0, 3.0]);
+        assert_eq!(whole.indices, vec![0, 1, 1]);
+        assert_eq!(
+            whole.counts,
+            CellCounts::Whole(array![[3, 0], [1, 0], [0, 2]])
+        );
+        let float = count(array![1.0, 2.0, 0.5, 3.0]);
+        assert_eq!(
+            float.counts,
+            CellCounts::Float(array![[3.0, 0.0], [1.0, 0.0], [0.0, 0.5], [0.0, 2.0]])
+        );
+        // whole weights whose sum does not fit a u32 count as f64
+        let huge = count(array![4294967295.0, 1.0, 0.0, 0.0]);
+        assert_eq!(
+            huge.counts,
+            CellCounts::Float(array![[4294967295.0, 0.0], [0.0, 1.0]])
+        );
+        assert!(whole_weights(array![4294967295.0, 0.0].view()));
+        assert!(!whole_weights(array![4294967295.0, 1.0].view()));
+        assert!(!whole_weights(array![1.0, f64::NAN].view()));
+        assert!(!whole_weights(array![1.0, f64::INFINITY].view()));
+        assert!(!whole_weights(array![1.0, -1.0].view()));
+
+        // a merge whose sums would not fit a u32 keeps them as f64, exactly
+        let big = count(array![0.0, 0.0, 0.0, 4294967295.0]);
+        assert!(matches!(big.counts, CellCounts::Whole(_)));
+        let merged = merge_pair_tables(
+            big.view(),
+            &layout,
+            big.view(),
+            &layout,
+            &[vec![0, 1], vec![0, 1]],
+            2,
+            1.0,
+        )
+        .unwrap();
+        assert_eq!(
+            merged.counts,
+            CellCounts::Float(array![[8589934590.0, 0.0]])
+        );
+        // an undecayed merge of whole tables stays whole, and equals counting both
+        let merged = merge_pair_tables(
+            whole.view(),
+            &layout,
+            whole.view(),
+            &layout,
+            &[vec![0, 1], vec![0, 1]],
+            2,
+            1.0,
+        )
+        .unwrap();
+        assert_eq!(merged, count(array![2.0, 4.0, 0.0, 6.0]));
+    }
+
+    #[test]
     fn stored_pairs_are_found_by_position() {
         let flat: Vec<i32> = pairs(5)
             .iter()
