@@ -606,7 +606,9 @@ def test_a_pickle_keeps_uint32_counts_and_one_with_float64_counts_loads():
     both = AODE().fit(np.vstack([X, more]), np.concatenate([y, y_more]))
     assert previous._pairs["counts"].dtype == np.uint32
     np.testing.assert_array_equal(previous.pair_counts_, both.pair_counts_)
-    np.testing.assert_allclose(previous.predict_proba(X_test), both.predict_proba(X_test), atol=1e-12)
+    np.testing.assert_allclose(
+        previous.predict_proba(X_test), both.predict_proba(X_test), atol=1e-12
+    )
 
 
 def test_pair_counts_of_another_type_are_a_value_error():
@@ -614,7 +616,7 @@ def test_pair_counts_of_another_type_are_a_value_error():
 
     X, y = make_data(13)
     model = AODE().fit(X, y)
-    codes, threads = model._encode(make_test_rows(13))
+    codes, _ = model._encode(make_test_rows(13))
     tables = {**model._pairs, "counts": model._pairs["counts"].astype(np.int64)}
     with pytest.raises(ValueError, match="uint32 or float64"):
         _core.aode_joint_log_likelihood(
