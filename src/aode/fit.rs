@@ -559,8 +559,25 @@ struct Scratch {
     pooled_cells: Vec<f64>,
     cell_mean: Vec<f64>,
     log_denominator: Vec<f64>,
-    /// One orientation's whole counts as floats ([`Context::tally`]).
-    whole_cells: Vec<f64>,
+    /// One pair's whole counts as floats ([`Context::tally`]).
+    whole_cells: WholeCells,
+}
+
+/// The class counts of one stored pair's cells as floats, read from `u32` whole counts
+/// once for both orientations of the pair.
+struct WholeCells {
+    /// The stored pair they are of (`usize::MAX`: none yet).
+    pair: usize,
+    values: Vec<f64>,
+}
+
+impl Default for WholeCells {
+    fn default() -> Self {
+        Self {
+            pair: usize::MAX,
+            values: Vec::new(),
+        }
+    }
 }
 
 /// What every orientation's fit reads.
@@ -598,12 +615,13 @@ impl<'t> Context<'_, 't> {
     /// Reads one orientation of pair `p` into `s`: the parent and child value of every
     /// non-zero cell, the document totals `N_{c,u}`, their class-pooled sums `N_u` and the
     /// cells' class-pooled counts.
-    /// Whole (`u32`) counts are read into `whole_cells` as floats, which the tally then
-    /// borrows (float counts are borrowed from the pair tables).
+    /// Whole (`u32`) counts are read into `whole_cells` as floats (once per pair: the
+    /// other orientation reuses them), which the tally then borrows; float counts are
+    /// borrowed from the pair tables.
     fn tally<'b>(
         &self,
         s: &mut Scratch,
-        whole_cells: &'b mut Vec<f64>,
+        whole_cells: &'b mut WholeCells,
         (p, (a, b)): (usize, (usize, usize)),
         side: usize,
     ) -> Tally<'b>
@@ -619,15 +637,21 @@ impl<'t> Context<'_, 't> {
         let rows = self.row_offsets[p]..self.row_offsets[p] + layout.cardinality(a);
         let cells = tables.indptr[rows.start] as usize..tables.indptr[rows.end] as usize;
         let n_cells = cells.len();
-        let counts = match tables.counts {
-            CellCountsView::Float(all) => all.slice_move(ndarray::s![cells.clone(), ..]),
-            CellCountsView::Whole(all) => {
-                let whole = all.slice_move(ndarray::s![cells.clone(), ..]);
-                whole_cells.clear();
-                whole_cells.extend(whole.iter().map(|&n| f64::from(n)));
-                ArrayView2::from_shape((n_cells, n_classes), &whole_cells[..])
+        let counts = match (tables.counts, tables.counts.as_slice()) {
+            (CellCountsView::Float(all), _) => all.slice_move(ndarray::s![cells.clone(), ..]),
+            (CellCountsView::Whole(_), Some(CountSlice::Whole(all))) => {
+                if whole_cells.pair != p {
+                    let whole = &all[cells.start * n_classes..cells.end * n_classes];
+                    whole_cells.values.clear();
+                    whole_cells
+                        .values
+                        .extend(whole.iter().map(|&n| f64::from(n)));
+                    whole_cells.pair = p;
+                }
+                ArrayView2::from_shape((n_cells, n_classes), &whole_cells.values[..])
                     .expect("one row of C counts per cell")
             }
+            _ => unreachable!("pair table counts are checked C-contiguous"),
         };
 
         // parent value and child value of every cell in this orientation
