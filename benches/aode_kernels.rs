@@ -133,10 +133,10 @@ fn benchmarks(c: &mut Criterion) {
     let mut terms = EvidenceTerms::new();
     for u in 0..k_parent {
         let cells = pairs.indptr[u] as usize..pairs.indptr[u + 1] as usize;
-        terms.add_document(cells.clone().map(|k| pairs.counts[[k, 0]]).sum());
+        terms.add_document(cells.clone().map(|k| pairs.counts.get(k, 0)).sum());
         for k in cells {
             let child_column = d.layout.columns(1).start + pairs.indices[k] as usize;
-            terms.add_cell(pairs.counts[[k, 0]], mean[child_column]);
+            terms.add_cell(pairs.counts.get(k, 0), mean[child_column]);
         }
     }
     terms.finish();

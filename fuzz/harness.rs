@@ -218,7 +218,7 @@ pub fn pair_tables(data: &[u8]) {
                             })
                             .map(|s| weights[s])
                             .sum();
-                        assert_eq!(tables.counts[[k, c]], direct);
+                        assert_eq!(tables.counts.get(k, c), direct);
                         stored_total += direct;
                     }
                 }

@@ -15,9 +15,11 @@
 //! One CSR matrix over the stored pairs: stored pair `p = (a, b)` owns the rows
 //! `row_offsets[p]..row_offsets[p] + K_a`, one per parent value `u`; a row lists the child
 //! values `v` seen with `u` (sorted) in `indices`, and `counts` holds, per listed cell, the
-//! C class counts side by side. Only value pairs `(u, v)` seen in training are stored:
-//! memory is `nnz (8 C + 4) + sum_p (8 K_a + 8)` bytes over the stored pairs, with
-//! `nnz <= min(S, K_a K_b)` per pair, never `K_a K_b C` per pair. The class dimension is
+//! C class counts side by side ([`CellCounts`]: `u32` whole counts when every sample
+//! weight is a whole number and their sum fits, else `f64`). Only value pairs `(u, v)`
+//! seen in training are stored: memory is `nnz (b C + 4) + sum_p (8 K_a + 8)` bytes over
+//! the stored pairs (`b` = 4 for whole counts, 8 otherwise), with `nnz <= min(S, K_a K_b)`
+//! per pair, never `K_a K_b C` per pair. The class dimension is
 //! dense within a cell: one 4-byte key per cell instead of one per (class, cell), which is
 //! smaller whenever a seen value pair occurs in at least a third of the classes
 //! (always for two classes).
@@ -56,6 +58,169 @@ pub fn pairs(n_features: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// A stored class count: `u32` (whole counts) or `f64`, read as `f64`.
+pub trait Count: Copy + Send + Sync + 'static {
+    /// The count as a float (exact: whole `u32` counts are below 2^53).
+    fn value(self) -> f64;
+}
+
+impl Count for u32 {
+    #[inline(always)]
+    fn value(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl Count for f64 {
+    #[inline(always)]
+    fn value(self) -> f64 {
+        self
+    }
+}
+
+/// Whether counts weighted by `weights` are whole numbers that fit a `u32` in every
+/// cell: every weight a non-negative whole number and their sum at most `u32::MAX`
+/// (a cell's count is at most the sum). Such tables store `u32` counts, half the bytes
+/// of `f64` ones, with the same values (whole numbers below 2^53 add exactly in `f64`).
+pub fn whole_weights(weights: ArrayView1<f64>) -> bool {
+    let mut sum = 0.0;
+    for &w in weights {
+        if !(w >= 0.0 && w.fract() == 0.0) {
+            return false;
+        }
+        sum += w;
+    }
+    sum <= u32::MAX as f64
+}
+
+/// The class counts of the stored cells, shape (nnz, C): whole numbers as `u32` when
+/// the weights allow ([`whole_weights`]), else `f64`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellCounts {
+    /// Whole counts.
+    Whole(Array2<u32>),
+    /// Weighted (fractional) counts.
+    Float(Array2<f64>),
+}
+
+impl CellCounts {
+    /// The borrowed view.
+    pub fn view(&self) -> CellCountsView<'_> {
+        match self {
+            CellCounts::Whole(a) => CellCountsView::Whole(a.view()),
+            CellCounts::Float(a) => CellCountsView::Float(a.view()),
+        }
+    }
+
+    /// Count of cell `k`, class `c`.
+    pub fn get(&self, k: usize, c: usize) -> f64 {
+        self.view().get(k, c)
+    }
+
+    /// The counts as floats.
+    pub fn to_f64(&self) -> Array2<f64> {
+        match self {
+            CellCounts::Whole(a) => a.mapv(f64::from),
+            CellCounts::Float(a) => a.clone(),
+        }
+    }
+
+    /// Bytes of one stored count.
+    pub fn count_bytes(&self) -> usize {
+        match self {
+            CellCounts::Whole(_) => 4,
+            CellCounts::Float(_) => 8,
+        }
+    }
+}
+
+/// A borrowed view of [`CellCounts`].
+#[derive(Debug, Clone, Copy)]
+pub enum CellCountsView<'a> {
+    /// Whole counts.
+    Whole(ArrayView2<'a, u32>),
+    /// Weighted (fractional) counts.
+    Float(ArrayView2<'a, f64>),
+}
+
+/// The contiguous elements of [`CellCountsView`], cell after cell.
+#[derive(Debug, Clone, Copy)]
+pub enum CountSlice<'a> {
+    /// Whole counts.
+    Whole(&'a [u32]),
+    /// Weighted (fractional) counts.
+    Float(&'a [f64]),
+}
+
+impl CountSlice<'_> {
+    /// Writes the `out.len()` counts of the cell starting at element `start` into `out`.
+    #[inline]
+    pub fn read(&self, start: usize, out: &mut [f64]) {
+        match self {
+            CountSlice::Whole(x) => {
+                let end = start + out.len();
+                for (o, &n) in out.iter_mut().zip(&x[start..end]) {
+                    *o = f64::from(n);
+                }
+            }
+            CountSlice::Float(x) => out.copy_from_slice(&x[start..start + out.len()]),
+        }
+    }
+}
+
+impl<'a> CellCountsView<'a> {
+    /// Number of cells.
+    pub fn nrows(&self) -> usize {
+        match self {
+            CellCountsView::Whole(a) => a.nrows(),
+            CellCountsView::Float(a) => a.nrows(),
+        }
+    }
+
+    /// Number of classes.
+    pub fn ncols(&self) -> usize {
+        match self {
+            CellCountsView::Whole(a) => a.ncols(),
+            CellCountsView::Float(a) => a.ncols(),
+        }
+    }
+
+    /// Whether the counts are C-contiguous.
+    pub fn is_standard_layout(&self) -> bool {
+        match self {
+            CellCountsView::Whole(a) => a.is_standard_layout(),
+            CellCountsView::Float(a) => a.is_standard_layout(),
+        }
+    }
+
+    /// Count of cell `k`, class `c`.
+    #[inline]
+    pub fn get(&self, k: usize, c: usize) -> f64 {
+        match self {
+            CellCountsView::Whole(a) => f64::from(a[[k, c]]),
+            CellCountsView::Float(a) => a[[k, c]],
+        }
+    }
+
+    /// The contiguous elements, or `None` when the view is not C-contiguous.
+    pub fn as_slice(&self) -> Option<CountSlice<'a>> {
+        match self {
+            CellCountsView::Whole(a) => a.to_slice().map(CountSlice::Whole),
+            CellCountsView::Float(a) => a.to_slice().map(CountSlice::Float),
+        }
+    }
+
+    /// Whether every count is a whole number (always for `u32` counts), and the largest.
+    pub fn whole_and_largest(&self) -> (bool, f64) {
+        match self {
+            CellCountsView::Whole(a) => (true, a.iter().copied().max().map_or(0.0, f64::from)),
+            CellCountsView::Float(a) => a.iter().fold((true, 0.0f64), |(whole, top), &n| {
+                (whole && n >= 0.0 && n.fract() == 0.0, top.max(n))
+            }),
+        }
+    }
+}
+
 /// The pair tables of a training set (see the module documentation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairTables {
@@ -66,7 +231,7 @@ pub struct PairTables {
     /// Child value of each stored cell.
     pub indices: Vec<i32>,
     /// Class counts of each stored cell, shape (nnz, C).
-    pub counts: Array2<f64>,
+    pub counts: CellCounts,
 }
 
 /// A borrowed view of [`PairTables`] (as the Python layer holds them).
@@ -79,7 +244,7 @@ pub struct PairTablesView<'a> {
     /// Child value of each cell.
     pub indices: &'a [i32],
     /// Class counts of each cell, (nnz, C), C-contiguous.
-    pub counts: ArrayView2<'a, f64>,
+    pub counts: CellCountsView<'a>,
 }
 
 impl PairTables {
@@ -675,7 +840,7 @@ pub fn count_pairs(
         pairs: &pair_list,
         indptr: &[0],
         indices: &[],
-        counts: ArrayView2::from_shape((0, n_classes), &[]).expect("empty"),
+        counts: CellCountsView::Float(ArrayView2::from_shape((0, n_classes), &[]).expect("empty")),
     }
     .check_pairs(layout.n_features())?;
     let n_rows = codes.ncols();
@@ -690,6 +855,7 @@ pub fn count_pairs(
     let weight_slice = weights.as_slice();
     let dense_ready = weight_slice.is_some() && codes.is_standard_layout();
     let unit_weights = dense_ready && weights.iter().all(|&w| w == 1.0);
+    let whole = whole_weights(weights);
 
     // how each pair is counted, and what that needs: bitsets of the features of the
     // bitset pairs, the value-sorted rows of the parents of the walked pairs
@@ -821,6 +987,7 @@ pub fn count_pairs(
     let mut assembled = Assembled::new(
         pair_list,
         wanted.iter().map(|&(a, _)| layout.cardinality(a)).sum(),
+        whole,
     )?;
     let mut first = 0;
     while first < wanted.len() {
@@ -857,11 +1024,26 @@ fn flat_pairs(pairs: &[(usize, usize)]) -> Result<Vec<i32>> {
 }
 
 /// The CSR assembled from per-pair blocks (of the pairs `pairs`, in order), with
-/// fallible allocations.
-fn assemble(pairs: Vec<i32>, blocks: Vec<PairBlock>, n_classes: usize) -> Result<PairTables> {
-    let mut assembled = Assembled::new(pairs, blocks.iter().map(|b| b.row_lengths.len()).sum())?;
+/// fallible allocations; `whole`: the counts are stored as `u32` (whole numbers that fit).
+fn assemble(
+    pairs: Vec<i32>,
+    blocks: Vec<PairBlock>,
+    n_classes: usize,
+    whole: bool,
+) -> Result<PairTables> {
+    let mut assembled = Assembled::new(
+        pairs,
+        blocks.iter().map(|b| b.row_lengths.len()).sum(),
+        whole,
+    )?;
     assembled.append(blocks, n_classes)?;
     assembled.finish(n_classes)
+}
+
+/// The stored counts being assembled.
+enum CountBuffer {
+    Whole(Vec<u32>),
+    Float(Vec<f64>),
 }
 
 /// The CSR being assembled from per-pair blocks, with fallible allocations.
@@ -869,7 +1051,7 @@ struct Assembled {
     pairs: Vec<i32>,
     indptr: Vec<i64>,
     indices: Vec<i32>,
-    counts: Vec<f64>,
+    counts: CountBuffer,
 }
 
 fn reserve_error(bytes: usize) -> HebError {
@@ -880,7 +1062,7 @@ fn reserve_error(bytes: usize) -> HebError {
 }
 
 impl Assembled {
-    fn new(pairs: Vec<i32>, n_table_rows: usize) -> Result<Self> {
+    fn new(pairs: Vec<i32>, n_table_rows: usize, whole: bool) -> Result<Self> {
         let mut indptr = Vec::new();
         indptr
             .try_reserve_exact(n_table_rows + 1)
@@ -890,36 +1072,66 @@ impl Assembled {
             pairs,
             indptr,
             indices: Vec::new(),
-            counts: Vec::new(),
+            counts: if whole {
+                CountBuffer::Whole(Vec::new())
+            } else {
+                CountBuffer::Float(Vec::new())
+            },
         })
     }
 
-    /// Appends the blocks of consecutive pairs (and frees them).
+    /// Appends the blocks of consecutive pairs (and frees them). Whole counts are
+    /// converted to `u32` exactly (the caller chose `whole` so that they fit).
     fn append(&mut self, blocks: Vec<PairBlock>, n_classes: usize) -> Result<()> {
         let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
         self.indices
             .try_reserve_exact(nnz)
             .map_err(|_| reserve_error(4 * (self.indices.len() + nnz)))?;
-        self.counts
-            .try_reserve_exact(nnz * n_classes)
-            .map_err(|_| reserve_error(8 * (self.counts.len() + nnz * n_classes)))?;
+        match &mut self.counts {
+            CountBuffer::Whole(counts) => counts
+                .try_reserve_exact(nnz * n_classes)
+                .map_err(|_| reserve_error(4 * (counts.len() + nnz * n_classes)))?,
+            CountBuffer::Float(counts) => counts
+                .try_reserve_exact(nnz * n_classes)
+                .map_err(|_| reserve_error(8 * (counts.len() + nnz * n_classes)))?,
+        }
         for block in blocks {
             for length in block.row_lengths {
                 self.indptr
                     .push(self.indptr.last().copied().unwrap_or(0) + length);
             }
             self.indices.extend_from_slice(&block.indices);
-            self.counts.extend_from_slice(&block.counts);
+            match &mut self.counts {
+                CountBuffer::Whole(counts) => {
+                    counts.extend(block.counts.iter().map(|&n| {
+                        debug_assert!(n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64);
+                        n as u32
+                    }));
+                }
+                CountBuffer::Float(counts) => counts.extend_from_slice(&block.counts),
+            }
         }
         Ok(())
     }
 
     fn finish(mut self, n_classes: usize) -> Result<PairTables> {
         self.indices.shrink_to_fit();
-        self.counts.shrink_to_fit();
         let nnz = self.indices.len();
-        let counts = Array2::from_shape_vec((nnz, n_classes), self.counts)
-            .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
+        let shape_error = |e: ndarray::ShapeError| HebError::InvalidParameter(e.to_string());
+        let counts = match self.counts {
+            CountBuffer::Whole(mut counts) => {
+                counts.shrink_to_fit();
+                CellCounts::Whole(
+                    Array2::from_shape_vec((nnz, n_classes), counts).map_err(shape_error)?,
+                )
+            }
+            CountBuffer::Float(mut counts) => {
+                counts.shrink_to_fit();
+                CellCounts::Float(
+                    Array2::from_shape_vec((nnz, n_classes), counts).map_err(shape_error)?,
+                )
+            }
+        };
         Ok(PairTables {
             pairs: self.pairs,
             indptr: self.indptr,
@@ -938,7 +1150,9 @@ impl Assembled {
 /// The result stores the batch's pairs (those the current structure models): a stored
 /// pair the batch lacks is dropped (the memory cap only ever switches a pair off), and a
 /// batch pair the stored tables lack adds to nothing. Cells whose counts all reach 0 are
-/// dropped, as counting drops them. O(cells + P log P), in parallel over pairs.
+/// dropped, as counting drops them. The result holds whole (`u32`) counts when both
+/// inputs are whole numbers, `decay` is 1 (or nothing is stored) and every sum fits,
+/// else `f64`. O(cells + P log P), in parallel over pairs.
 ///
 /// # Errors
 /// Tables that disagree with their layouts, codes out of range or not increasing, or
@@ -1028,14 +1242,14 @@ pub fn merge_pair_tables(
                     };
                     sum.iter_mut().for_each(|n| *n = 0.0);
                     if old_v == Some(v) {
-                        for (n, &o) in sum.iter_mut().zip(old.counts.row(i)) {
-                            *n += o * decay;
+                        for (c, n) in sum.iter_mut().enumerate() {
+                            *n += old.counts.get(i, c) * decay;
                         }
                         i += 1;
                     }
                     if new_v == Some(v) {
-                        for (n, &o) in sum.iter_mut().zip(batch.counts.row(j)) {
-                            *n += o;
+                        for (c, n) in sum.iter_mut().enumerate() {
+                            *n += batch.counts.get(j, c);
                         }
                         j += 1;
                     }
@@ -1051,7 +1265,14 @@ pub fn merge_pair_tables(
         .collect();
     let mut pair_list = with_capacity(batch.pairs.len(), "AODE pair list")?;
     pair_list.extend_from_slice(batch.pairs);
-    assemble(pair_list, blocks, n_classes)
+    // whole counts stay whole (u32) when nothing fractional enters: the batch whole, the
+    // old counts whole and undecayed (or none), and no cell beyond u32
+    let (old_whole, old_largest) = old.counts.whole_and_largest();
+    let (batch_whole, batch_largest) = batch.counts.whole_and_largest();
+    let whole = batch_whole
+        && (old.counts.nrows() == 0 || (old_whole && decay == 1.0))
+        && old_largest + batch_largest <= u32::MAX as f64;
+    assemble(pair_list, blocks, n_classes, whole)
 }
 
 #[cfg(test)]
@@ -1123,9 +1344,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            decayed.counts.sum(),
-            0.5 * old.counts.sum() + batch.counts.sum()
+            decayed.counts.to_f64().sum(),
+            0.5 * old.counts.to_f64().sum() + batch.counts.to_f64().sum()
         );
+        // whole counts stay whole through an undecayed merge, not through a decayed one
+        assert!(matches!(merged.counts, CellCounts::Whole(_)));
+        assert!(matches!(decayed.counts, CellCounts::Float(_)));
         assert!(merge_pair_tables(
             old.view(),
             &old_layout,
@@ -1139,6 +1363,69 @@ mod tests {
     }
 
     #[test]
+    fn whole_weights_store_u32_counts_and_others_f64() {
+        let codes = array![[0, 1, 1, 0], [1, 1, 0, 0]];
+        let labels = array![0_i64, 1, 1, 0];
+        let layout = FeatureLayout::from_cardinalities(&[2, 2]);
+        let count = |w: Array1<f64>| {
+            count_pairs(codes.view(), labels.view(), w.view(), &layout, 2, &pairs(2)).unwrap()
+        };
+        // cells (u, v): (0, 0) rows 3; (0, 1) row 0; (1, 1) row 1; (1, 0) row 2 only
+        let whole = count(array![1.0, 2.0, 0.0, 3.0]);
+        assert_eq!(whole.indices, vec![0, 1, 1]);
+        assert_eq!(
+            whole.counts,
+            CellCounts::Whole(array![[3, 0], [1, 0], [0, 2]])
+        );
+        let float = count(array![1.0, 2.0, 0.5, 3.0]);
+        assert_eq!(
+            float.counts,
+            CellCounts::Float(array![[3.0, 0.0], [1.0, 0.0], [0.0, 0.5], [0.0, 2.0]])
+        );
+        // whole weights whose sum does not fit a u32 count as f64
+        let huge = count(array![4294967295.0, 1.0, 0.0, 0.0]);
+        assert_eq!(
+            huge.counts,
+            CellCounts::Float(array![[4294967295.0, 0.0], [0.0, 1.0]])
+        );
+        assert!(whole_weights(array![4294967295.0, 0.0].view()));
+        assert!(!whole_weights(array![4294967295.0, 1.0].view()));
+        assert!(!whole_weights(array![1.0, f64::NAN].view()));
+        assert!(!whole_weights(array![1.0, f64::INFINITY].view()));
+        assert!(!whole_weights(array![1.0, -1.0].view()));
+
+        // a merge whose sums would not fit a u32 keeps them as f64, exactly
+        let big = count(array![0.0, 0.0, 0.0, 4294967295.0]);
+        assert!(matches!(big.counts, CellCounts::Whole(_)));
+        let merged = merge_pair_tables(
+            big.view(),
+            &layout,
+            big.view(),
+            &layout,
+            &[vec![0, 1], vec![0, 1]],
+            2,
+            1.0,
+        )
+        .unwrap();
+        assert_eq!(
+            merged.counts,
+            CellCounts::Float(array![[8589934590.0, 0.0]])
+        );
+        // an undecayed merge of whole tables stays whole, and equals counting both
+        let merged = merge_pair_tables(
+            whole.view(),
+            &layout,
+            whole.view(),
+            &layout,
+            &[vec![0, 1], vec![0, 1]],
+            2,
+            1.0,
+        )
+        .unwrap();
+        assert_eq!(merged, count(array![2.0, 4.0, 0.0, 6.0]));
+    }
+
+    #[test]
     fn stored_pairs_are_found_by_position() {
         let flat: Vec<i32> = pairs(5)
             .iter()
@@ -1149,7 +1436,7 @@ mod tests {
             pairs: &flat,
             indptr: &[0],
             indices: &[],
-            counts: counts.view(),
+            counts: CellCountsView::Float(counts.view()),
         };
         for (p, (a, b)) in pairs(5).into_iter().enumerate() {
             assert_eq!(view.position(a, b), Some(p));
@@ -1206,7 +1493,7 @@ mod tests {
                         }
                     }
                     match view.find(offsets[p], u, v as i32) {
-                        Some(k) => assert_eq!(t.counts.row(k).to_vec(), dense.to_vec()),
+                        Some(k) => assert_eq!(t.counts.to_f64().row(k).to_vec(), dense.to_vec()),
                         None => assert_eq!(dense, [0.0, 0.0], "pair {p} cell ({u}, {v})"),
                     }
                 }
@@ -1214,7 +1501,7 @@ mod tests {
         }
         // row 6 has weight 0: its cell (0, 1) of pair (0, 1) holds row 0 only
         let k = view.find(offsets[0], 0, 1).unwrap();
-        assert_eq!(t.counts.row(k).to_vec(), vec![1.0, 0.0]);
+        assert_eq!(t.counts.to_f64().row(k).to_vec(), vec![1.0, 0.0]);
     }
 
     /// A fixed-seed linear congruential generator: reproducible test rows without a crate.
@@ -1292,7 +1579,7 @@ mod tests {
                     let at = (u * k_b + v) * n_classes;
                     let cell = &tally[at..at + n_classes];
                     match view.find(offsets[p], u, v as i32) {
-                        Some(k) => assert_eq!(t.counts.row(k).to_vec(), cell.to_vec()),
+                        Some(k) => assert_eq!(t.counts.to_f64().row(k).to_vec(), cell.to_vec()),
                         None => assert!(
                             cell.iter().all(|&n| n == 0.0),
                             "{n_rows} rows, pair {p} cell ({u}, {v})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -485,7 +486,9 @@ def test_a_pickle_of_the_all_pairs_layout_loads(params):
             indptr.extend([indptr[-1]] * k[a])
     assert "pair_features_" not in old
     old["pair_indptr_"] = np.asarray(indptr, dtype=np.int64)
-    old["pair_indices_"], old["pair_counts_"] = tables["indices"], tables["counts"]
+    # (and float64 counts: the tables held no other type then)
+    old["pair_indices_"] = tables["indices"]
+    old["pair_counts_"] = tables["counts"].astype(np.float64)
     old["_model"] = dict(old["_model"])
     parents = model.super_parents_
     for name, key, fill in [
@@ -510,6 +513,155 @@ def test_a_pickle_of_the_all_pairs_layout_loads(params):
         np.testing.assert_array_equal(getattr(restored, name), getattr(model, name))
     X_test, _ = make_data(7, n_rows=80, missing=0.2, cardinality=WIDE_CARDINALITY)
     np.testing.assert_array_equal(restored.predict_proba(X_test), model.predict_proba(X_test))
+
+
+# --------------------------------------------------------------------------------------
+# Stored count type: uint32 whole counts, float64 otherwise
+# --------------------------------------------------------------------------------------
+
+
+def _pair_tally(model, X, y, w):
+    """The pair tables as a numpy tally of the rows, in the layout of ``pair_counts_``:
+    per stored pair (a, b), per value u of a, the seen values v of b (sorted), (cells, C)."""
+    codes = codes_of(X, model.categories_)
+    k, C = model.n_categories_, len(model.classes_)
+    _, joint = dense_tables(codes, y, w, k, C)
+    cells = []
+    for a, b in model.pair_features_:
+        table = joint[int(a), int(b)].transpose(1, 2, 0)  # (K_a, K_b, C)
+        for u in range(k[a]):
+            cells.extend(table[u, v] for v in range(k[b]) if table[u, v].any())
+    return np.asarray(cells).reshape(-1, C)
+
+
+@pytest.mark.parametrize(
+    ("weighting", "stored"),
+    [
+        ("none", np.uint32),
+        ("whole", np.uint32),
+        ("fractional", np.float64),
+        ("whole beyond uint32", np.float64),  # their sum does not fit a uint32
+    ],
+)
+def test_whole_weights_store_uint32_counts_and_others_float64(weighting, stored):
+    X, y = make_data(8, n_rows=300)
+    rng = np.random.default_rng(8)
+    w = {
+        "none": np.ones(len(y)),
+        "whole": rng.integers(0, 4, len(y)).astype(float),
+        "fractional": rng.uniform(0.2, 2.0, len(y)),
+        "whole beyond uint32": np.full(len(y), 2.0**31),
+    }[weighting]
+    model = AODE().fit(X, y, sample_weight=None if weighting == "none" else w)
+    assert model._pairs["counts"].dtype == stored
+    assert model.pair_counts_.dtype == np.float64
+    np.testing.assert_array_equal(model.pair_counts_, _pair_tally(model, X, y, w))
+
+
+@pytest.mark.parametrize(
+    "params", [{"smoothing": "laplace"}, {}, {"prior": "pooled"}, {"max_parents": 2}]
+)
+def test_uint32_and_float64_counts_give_the_same_model(params):
+    """Every reader of the pair tables (the fit, the log evidence, the scorer, the
+    weights' per-parent terms) takes uint32 counts as the float64 counts they equal."""
+    X, y = make_data(9, n_rows=1500, cardinality=WIDE_CARDINALITY)
+    X_test, _ = make_data(10, n_rows=200, missing=0.2, cardinality=WIDE_CARDINALITY)
+    whole = AODE(**params).fit(X, y)
+    assert whole._pairs["counts"].dtype == np.uint32
+    floats = copy.deepcopy(whole)
+    floats._pairs = {**whole._pairs, "counts": whole._pairs["counts"].astype(np.float64)}
+    floats._solve(2)
+    for name in ["concentration_", "pooled_concentration_", "n_iter_", "log_evidence_"]:
+        np.testing.assert_array_equal(getattr(floats, name), getattr(whole, name))
+    for name in ["dense_log_prob", "sparse_rows"]:
+        np.testing.assert_array_equal(floats._model[name], whole._model[name])
+    np.testing.assert_array_equal(
+        floats.predict_joint_log_proba(X_test), whole.predict_joint_log_proba(X_test)
+    )
+    codes, threads = whole._encode(X_test)
+    np.testing.assert_array_equal(
+        floats._parent_terms(codes, threads), whole._parent_terms(codes, threads)
+    )
+
+
+def test_a_pickle_keeps_uint32_counts_and_one_with_float64_counts_loads():
+    """A pickle of this build keeps the uint32 counts; one of the build before (float64
+    counts in the same layout) loads, predicts the same and streams on as uint32."""
+    X, y = make_data(11, n_rows=600)
+    X_test = make_test_rows(11)
+    model = AODE().fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored._pairs["counts"].dtype == np.uint32
+    np.testing.assert_array_equal(restored.predict_proba(X_test), model.predict_proba(X_test))
+    np.testing.assert_array_equal(restored.pair_counts_, model.pair_counts_)
+    old = dict(model.__getstate__())
+    old["_pairs"] = {**old["_pairs"], "counts": old["_pairs"]["counts"].astype(np.float64)}
+    previous = AODE.__new__(AODE)
+    previous.__setstate__(pickle.loads(pickle.dumps(old)))
+    assert previous._pairs["counts"].dtype == np.float64
+    np.testing.assert_array_equal(previous.predict_proba(X_test), model.predict_proba(X_test))
+    np.testing.assert_array_equal(previous.pair_counts_, model.pair_counts_)
+    more, y_more = make_data(12, n_rows=200)
+    previous.partial_fit(more, y_more)
+    both = AODE().fit(np.vstack([X, more]), np.concatenate([y, y_more]))
+    assert previous._pairs["counts"].dtype == np.uint32
+    np.testing.assert_array_equal(previous.pair_counts_, both.pair_counts_)
+    np.testing.assert_allclose(
+        previous.predict_proba(X_test), both.predict_proba(X_test), atol=1e-12
+    )
+
+
+def test_pair_counts_of_another_type_are_a_value_error():
+    from hebnb import _core
+
+    X, y = make_data(13)
+    model = AODE().fit(X, y)
+    codes, _ = model._encode(make_test_rows(13))
+    tables = {**model._pairs, "counts": model._pairs["counts"].astype(np.int64)}
+    with pytest.raises(ValueError, match="uint32 or float64"):
+        _core.aode_joint_log_likelihood(
+            codes,
+            model._model,
+            tables,
+            offsets=model._encoder.offsets,
+            min_parent_count=0.0,
+            n_jobs=1,
+        )
+
+
+def test_planned_pair_tables_take_the_stored_count_type():
+    """The planned pair tables: per bounded cell, 4 + 8 C bytes for counting's blocks and
+    4 + 4 C (uint32) or 4 + 8 C (float64) for the stored tables, as the weights decide."""
+    from hebnb import _core
+
+    k = np.array(WIDE_CARDINALITY)
+    F, C, S = len(k), 3, 500
+    offsets = [0, *np.cumsum(k).tolist()]
+    capped, parents = np.zeros((F, F), dtype=bool), np.ones(F, dtype=bool)
+    plan = {
+        name: _core.aode_planned_bytes(
+            offsets=offsets,
+            capped=capped,
+            parents=parents,
+            n_rows=S,
+            n_classes=C,
+            stored_cells=0,
+            weights=weights,
+        )
+        for name, weights in [
+            ("unknown", None),
+            ("whole", np.ones(S)),
+            ("fractional", np.full(S, 0.5)),
+        ]
+    }
+    bound = sum(min(S, k[a] * k[b]) for a, b in _pairs(F))
+    assert plan["unknown"] == plan["fractional"]
+    assert plan["unknown"]["pair_tables"] - plan["whole"]["pair_tables"] == bound * 4 * C
+    X, y = make_data(14, n_rows=S, cardinality=WIDE_CARDINALITY)
+    model = AODE().fit(X, y)
+    held = sum(a.nbytes for a in model._pairs.values())
+    assert model._pairs["counts"].dtype == np.uint32
+    assert held <= plan["whole"]["pair_tables"]
 
 
 def test_strings_and_dataframes():

@@ -91,6 +91,33 @@ def test_random_batches_are_one_fit(params, seed):
     _same_model(online, full)
 
 
+@pytest.mark.parametrize("params", PARAMS[:3])
+def test_whole_counts_stay_uint32_through_a_stream_until_forgotten(params):
+    """Whole sample weights are stored as uint32 counts, and merging whole batches without
+    forgetting keeps them uint32 (the same model as one fit); forgetting makes them
+    fractional, stored as float64."""
+    X, y = _rows(7)
+    rng = np.random.default_rng(7)
+    whole = rng.integers(0, 4, size=y.shape[0]).astype(float)
+    full = AODE(**params).fit(X, y, sample_weight=whole)
+    online = AODE(**params)
+    for rows in _random_splits(y.shape[0], rng, largest=150):
+        online.partial_fit(X.iloc[rows], y[rows], classes=[0, 1], sample_weight=whole[rows])
+    _same_model(online, full)
+    assert full._pairs["counts"].dtype == np.uint32
+    assert online._pairs["counts"].dtype == np.uint32
+    np.testing.assert_array_equal(online.pair_counts_, full.pair_counts_)
+    assert online.pair_counts_.dtype == np.float64
+    online.set_params(learning_rate=0.99)
+    online.partial_fit(X.iloc[:50], y[:50])
+    assert online._pairs["counts"].dtype == np.float64
+    weights = whole * 0.99**50
+    weights[:50] += 1.0
+    forgotten = AODE(**params).fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(online.pair_counts_, forgotten.pair_counts_, rtol=1e-12)
+    _same_model(online, forgotten, atol=1e-9)
+
+
 def test_batches_are_kept_and_merged_geometrically():
     """Small batches are kept, not counted, until their counting costs as much as the
     stored tables; nothing is solved until used."""

@@ -183,7 +183,11 @@ def count_pairs(
     capped: npt.NDArray[np.bool_],
     parents: npt.NDArray[np.bool_],
     n_jobs: int,
-) -> dict[str, Any]: ...
+) -> dict[str, Any]:
+    """Pair tables ``{"pairs", "indptr", "indices", "counts"}``; ``counts`` is uint32
+    when every weight is a whole number and their sum fits, else float64 (every function
+    that reads pair tables takes either)."""
+
 def merge_pair_tables(
     old: dict[str, Any],
     batch: dict[str, Any],
@@ -203,6 +207,7 @@ def aode_planned_bytes(
     n_rows: int,
     n_classes: int,
     stored_cells: int,
+    weights: npt.NDArray[np.float64] | None = None,
 ) -> dict[str, float]: ...
 def fit_aode(
     class_count: npt.NDArray[np.float64],

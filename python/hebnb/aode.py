@@ -195,9 +195,10 @@ class AODE(CategoricalClassifier):
     pair_indptr_, pair_indices_, pair_counts_ : ndarray
         The sparse pair tables of the stored pairs: for stored pair ``(a, b)``, one CSR
         row per value u of ``a`` lists the values v of ``b`` seen with it and, in
-        ``pair_counts_`` of shape (n_cells, n_classes), the class counts ``N[c, u, v]``;
-        u and v are positions in ``categories_``. (The model stores them by code, in
-        order of first appearance, and builds this view on first access.)
+        ``pair_counts_`` of shape (n_cells, n_classes), the class counts ``N[c, u, v]``
+        (float64); u and v are positions in ``categories_``. (The model stores them by
+        code, in order of first appearance, as uint32 when every count is a whole
+        number, and builds this view on first access.)
 
     Examples
     --------
@@ -687,6 +688,8 @@ class AODE(CategoricalClassifier):
                 tables = self._sorted_pair_tables()
                 for key, attribute in zip(_PAIR_KEYS, _PAIR_VIEWS):
                     state[attribute] = tables[key]
+                # stored as uint32 when whole: shown as float64 counts whatever the storage
+                state["pair_counts_"] = np.asarray(tables["counts"], dtype=np.float64)
                 return state[name]
         return super().__getattr__(name)
 
@@ -1014,7 +1017,9 @@ def count_pair_tables(
 ) -> dict[str, Any]:
     """The pair tables of these rows (codes feature-major), after ``check_pair_memory``
     has accepted them beside the ``stored_cells`` a model already keeps."""
-    check_pair_memory(offsets, capped, parents, codes.shape[1], n_classes, stored_cells)
+    check_pair_memory(
+        offsets, capped, parents, codes.shape[1], n_classes, stored_cells, weights=weights
+    )
     return _core.count_pairs(
         codes,
         labels,
@@ -1034,12 +1039,16 @@ def check_pair_memory(
     n_rows: int,
     n_classes: int,
     stored_cells: int = 0,
+    *,
+    weights: np.ndarray | None = None,
 ) -> None:
     """Refuses with MemoryError a fit whose tables could outgrow the memory budget.
 
     The core plans the bytes (``_core.aode_planned_bytes``: pair tables while counting,
     child tables, per-pair diagnostics, per-category tables, the scorer's index); this
-    compares them with the memory the process may use.
+    compares them with the memory the process may use. ``weights``, the rows' sample
+    weights, let the core plan ``uint32`` whole counts when they allow them (without:
+    ``float64``, the larger).
     """
     planned = _core.aode_planned_bytes(
         offsets=list(offsets),
@@ -1048,6 +1057,7 @@ def check_pair_memory(
         n_rows=int(n_rows),
         n_classes=int(n_classes),
         stored_cells=int(stored_cells),
+        weights=weights,
     )
     budget = memory_budget_bytes()
     if planned["total"] > budget:

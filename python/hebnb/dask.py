@@ -331,9 +331,10 @@ def _code_in(encoder: CategoryEncoder, f: int, vocabulary_codes: Any) -> npt.NDA
 
 
 def _widen(pairs: dict[str, Any], rows: npt.NDArray[np.intp], n_classes: int) -> dict[str, Any]:
-    """A pair table's class columns placed among ``n_classes`` classes."""
+    """A pair table's class columns placed among ``n_classes`` classes (the same count
+    type: uint32 whole counts stay whole)."""
     counts = pairs["counts"]
-    wide = np.zeros((counts.shape[0], n_classes))
+    wide = np.zeros((counts.shape[0], n_classes), dtype=counts.dtype)
     wide[:, rows] = counts
     return {**pairs, "counts": wide}
 

@@ -24,7 +24,7 @@ use crate::error::{check_len, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::naive_bayes::{self, prior_mean, PriorMean};
-use crate::pair_counts::PairTablesView;
+use crate::pair_counts::{CellCountsView, Count, CountSlice, PairTablesView};
 use crate::parent_prior;
 use crate::small_solver::{maximise_small, SmallEvidence, MAX_CELLS, MAX_DOCUMENTS};
 use crate::smoothing::log_smoothed;
@@ -559,6 +559,25 @@ struct Scratch {
     pooled_cells: Vec<f64>,
     cell_mean: Vec<f64>,
     log_denominator: Vec<f64>,
+    /// One pair's whole counts as floats ([`Context::tally`]).
+    whole_cells: WholeCells,
+}
+
+/// The class counts of one stored pair's cells as floats, read from `u32` whole counts
+/// once for both orientations of the pair.
+struct WholeCells {
+    /// The stored pair they are of (`usize::MAX`: none yet).
+    pair: usize,
+    values: Vec<f64>,
+}
+
+impl Default for WholeCells {
+    fn default() -> Self {
+        Self {
+            pair: usize::MAX,
+            values: Vec::new(),
+        }
+    }
 }
 
 /// What every orientation's fit reads.
@@ -596,12 +615,19 @@ impl<'t> Context<'_, 't> {
     /// Reads one orientation of pair `p` into `s`: the parent and child value of every
     /// non-zero cell, the document totals `N_{c,u}`, their class-pooled sums `N_u` and the
     /// cells' class-pooled counts.
-    fn tally(
+    /// Whole (`u32`) counts are read into `whole_cells` as floats (once per pair: the
+    /// other orientation reuses them), which the tally then borrows; float counts are
+    /// borrowed from the pair tables.
+    fn tally<'b>(
         &self,
         s: &mut Scratch,
+        whole_cells: &'b mut WholeCells,
         (p, (a, b)): (usize, (usize, usize)),
         side: usize,
-    ) -> Tally<'t> {
+    ) -> Tally<'b>
+    where
+        't: 'b,
+    {
         let layout = self.layout;
         let n_classes = self.category_counts.nrows();
         let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
@@ -611,7 +637,22 @@ impl<'t> Context<'_, 't> {
         let rows = self.row_offsets[p]..self.row_offsets[p] + layout.cardinality(a);
         let cells = tables.indptr[rows.start] as usize..tables.indptr[rows.end] as usize;
         let n_cells = cells.len();
-        let counts = tables.counts.slice_move(ndarray::s![cells.clone(), ..]);
+        let counts = match (tables.counts, tables.counts.as_slice()) {
+            (CellCountsView::Float(all), _) => all.slice_move(ndarray::s![cells.clone(), ..]),
+            (CellCountsView::Whole(_), Some(CountSlice::Whole(all))) => {
+                if whole_cells.pair != p {
+                    let whole = &all[cells.start * n_classes..cells.end * n_classes];
+                    whole_cells.values.clear();
+                    whole_cells
+                        .values
+                        .extend(whole.iter().map(|&n| f64::from(n)));
+                    whole_cells.pair = p;
+                }
+                ArrayView2::from_shape((n_cells, n_classes), &whole_cells.values[..])
+                    .expect("one row of C counts per cell")
+            }
+            _ => unreachable!("pair table counts are checked C-contiguous"),
+        };
 
         // parent value and child value of every cell in this orientation
         s.parent_of.clear();
@@ -679,17 +720,20 @@ impl<'t> Context<'_, 't> {
         pooled: Option<f64>,
     ) -> Vec<f64> {
         let n_classes = self.category_counts.nrows();
-        let tally = self.tally(s, pair, side);
+        let mut whole_cells = std::mem::take(&mut s.whole_cells);
+        let tally = self.tally(s, &mut whole_cells, pair, side);
         self.cell_means(s, &tally, pooled);
         let counts = tally.counts;
-        (0..n_classes)
+        let evidence = (0..n_classes)
             .map(|c| {
                 let documents = (0..tally.k_parent).map(|u| s.documents[u * n_classes + c]);
                 let cells =
                     (0..counts.nrows()).map(|k| (s.parent_of[k], counts[[k, c]], s.cell_mean[k]));
                 log_evidence_at(tally.small, documents, cells, concentration(c))
             })
-            .collect()
+            .collect();
+        s.whole_cells = whole_cells;
+        evidence
     }
 
     /// [`Self::fit_orientation`] for Laplace smoothing into sparse rows, which hold only
@@ -711,21 +755,29 @@ impl<'t> Context<'_, 't> {
         let tables = &self.pair_tables;
         s.documents.clear();
         s.documents.resize(k_parent * n_classes, 0.0);
-        let first_row = self.row_offsets[p];
-        for u in 0..layout.cardinality(a) {
-            let cells =
-                tables.indptr[first_row + u] as usize..tables.indptr[first_row + u + 1] as usize;
-            for k in cells {
-                let document = if side == 0 {
-                    u
-                } else {
-                    tables.indices[k] as usize
-                };
-                let totals = &mut s.documents[document * n_classes..(document + 1) * n_classes];
-                for (total, &n) in totals.iter_mut().zip(tables.counts.row(k)) {
-                    *total += n;
-                }
+        let table_rows = self.row_offsets[p]..self.row_offsets[p] + layout.cardinality(a);
+        match tables.counts.as_slice() {
+            Some(CountSlice::Whole(counts)) => {
+                add_documents(
+                    &mut s.documents,
+                    tables,
+                    table_rows,
+                    side,
+                    counts,
+                    n_classes,
+                );
             }
+            Some(CountSlice::Float(counts)) => {
+                add_documents(
+                    &mut s.documents,
+                    tables,
+                    table_rows,
+                    side,
+                    counts,
+                    n_classes,
+                );
+            }
+            None => unreachable!("pair table counts are checked C-contiguous"),
         }
         let width = sparse_width(n_classes);
         rows[..n_classes].fill(k_child);
@@ -766,7 +818,8 @@ impl<'t> Context<'_, 't> {
             }
             target => target,
         };
-        let tally = self.tally(s, pair, side);
+        let mut whole_cells = std::mem::take(&mut s.whole_cells);
+        let tally = self.tally(s, &mut whole_cells, pair, side);
         let Tally {
             parent,
             child,
@@ -886,7 +939,36 @@ impl<'t> Context<'_, 't> {
                 }
             }
         }
+        s.whole_cells = whole_cells;
         (solutions, pooled)
+    }
+}
+
+/// Adds the class counts of every cell of the pair's CSR `rows` (counts `counts`, C per
+/// cell) to its document's totals `N_{c,u}`: the row's parent value for `side` 0, the
+/// cell's child value for side 1. In the cells' order, as [`Context::tally`] sums them.
+fn add_documents<N: Count>(
+    documents: &mut [f64],
+    tables: &PairTablesView,
+    rows: std::ops::Range<usize>,
+    side: usize,
+    counts: &[N],
+    n_classes: usize,
+) {
+    for (u, row) in rows.enumerate() {
+        let cells = tables.indptr[row] as usize..tables.indptr[row + 1] as usize;
+        for k in cells {
+            let document = if side == 0 {
+                u
+            } else {
+                tables.indices[k] as usize
+            };
+            let totals = &mut documents[document * n_classes..(document + 1) * n_classes];
+            let cell = &counts[k * n_classes..(k + 1) * n_classes];
+            for (total, &n) in totals.iter_mut().zip(cell) {
+                *total += n.value();
+            }
+        }
     }
 }
 

@@ -191,7 +191,8 @@ impl Structure<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PlannedBytes {
     /// Pair tables (child value and class counts per cell, CSR row pointers), counted
-    /// twice: the per-pair blocks and the assembled table coexist while counting.
+    /// twice: the per-pair blocks (f64 counts) and the assembled table (u32 whole counts
+    /// or f64) coexist while counting.
     pub pair_tables: u128,
     /// The fitted child tables of the modelled orientations ([`storage`]): a dense
     /// pair's whole tables, a sparse pair's per-parent-value rows.
@@ -222,15 +223,19 @@ impl PlannedBytes {
 /// computed before anything is allocated, so that the caller can refuse a fit beyond its
 /// memory instead of failing halfway. `stored_cells` are the cells already held (a
 /// `partial_fit` adds to them). A pair stores at most `min(S, K_a K_b)` cells.
+/// `whole_counts`: the tables will hold `u32` counts ([`crate::pair_counts::whole_weights`]),
+/// 4 bytes per class and cell instead of 8 (the per-pair blocks of counting are `f64`).
 pub fn planned_bytes(
     layout: &FeatureLayout,
     structure: &Structure,
     n_rows: usize,
     n_classes: usize,
     stored_cells: usize,
+    whole_counts: bool,
 ) -> PlannedBytes {
     let n_features = layout.n_features() as u128;
     let c = n_classes as u128;
+    let count_bytes: u128 = if whole_counts { 4 } else { 8 };
     let mut cells: u128 = stored_cells as u128;
     let mut table_rows: u128 = 0;
     let mut child_tables: u128 = 0;
@@ -272,9 +277,11 @@ pub fn planned_bytes(
     // `score::rows_per_chunk`)
     let threads = rayon::current_num_threads().max(1) as u128;
     PlannedBytes {
-        // cells and the pair list twice (blocks and assembled tables), row pointers, the
-        // row bitsets of the small features while counting
-        pair_tables: 2 * cells * (4 + 8 * c)
+        // cells and the pair list twice (the per-pair blocks, f64 counts, and the
+        // assembled tables, u32 or f64 counts), row pointers, the row bitsets of the
+        // small features while counting
+        pair_tables: cells * (4 + 8 * c)
+            + cells * (4 + count_bytes * c)
             + 16 * n_pairs
             + 8 * (table_rows + 1)
             + crate::pair_counts::bitset_bytes(layout, n_rows, n_classes),

@@ -24,7 +24,7 @@ use super::Structure;
 use crate::counts::check_codes;
 use crate::error::{check_len, filled, HebError, Result};
 use crate::layout::FeatureLayout;
-use crate::pair_counts::PairTablesView;
+use crate::pair_counts::{CountSlice, PairTablesView};
 use crate::scoring;
 
 /// Everything the scorer reads, all fitted.
@@ -434,7 +434,7 @@ struct ScoringContext<'m, 'a> {
     parent_log_prob: &'m [f64],
     marginal: &'m [f64],
     sparse: &'m [f64],
-    counts: &'m [f64],
+    counts: CountSlice<'m>,
     row_offsets: &'m [usize],
     direct: &'m [Option<Vec<u32>>],
     layout: &'m FeatureLayout,
@@ -450,7 +450,7 @@ impl ScoringContext<'_, '_> {
         let parent_column = self.starts[parent.parent];
         let mut acc_dynamic = vec![0.0; if C == 0 { nc } else { 0 }];
         let mut acc_fixed = [0.0f64; C];
-        let mut scratch = vec![0.0; 2 * nc];
+        let mut scratch = vec![0.0; 3 * nc];
         for &r in parent.rows {
             let r = r as usize;
             let u = parent.parent_values[r] as usize;
@@ -502,7 +502,8 @@ impl ScoringContext<'_, '_> {
     ) {
         let nc = acc.len();
         let width = sparse_width(nc);
-        let (lp, log_concentration) = scratch.split_at_mut(nc);
+        let (lp, rest) = scratch.split_at_mut(nc);
+        let (log_concentration, cell_counts) = rest.split_at_mut(nc);
         let header = child.header;
         let head = &self.sparse[header * width..(header + 1) * width];
         let row = &self.sparse[(header + 1 + u) * width..(header + 2 + u) * width];
@@ -523,9 +524,13 @@ impl ScoringContext<'_, '_> {
                 second_value as i32,
             ),
         };
+        let cell = cell.map(|k| {
+            self.counts.read(k * nc, cell_counts);
+            &*cell_counts
+        });
         sparse_cell(
             self.model,
-            cell.map(|k| &self.counts[k * nc..(k + 1) * nc]),
+            cell,
             head,
             row,
             self.starts[child.child] + v,

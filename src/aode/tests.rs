@@ -323,11 +323,11 @@ fn planned_bytes_bound_what_the_fit_holds() {
         &structure,
         &params(ChildSmoothing::HebTwoLevel, 10.0, 3),
     );
-    let planned = planned_bytes(&layout, &structure, 2000, 3, 0);
+    let planned = planned_bytes(&layout, &structure, 2000, 3, 0, true);
     let held = |a: usize| a as u128;
     let tables = held(
         pairs.indices.len() * 4
-            + pairs.counts.len() * 8
+            + pairs.counts.to_f64().len() * pairs.counts.count_bytes()
             + pairs.indptr.len() * 8
             + pairs.pairs.len() * 4,
     );

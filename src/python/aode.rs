@@ -9,7 +9,7 @@ use pyo3::types::PyDict;
 use super::{layout, run, to_py_err};
 use crate::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing, Structure};
 use crate::layout::FeatureLayout;
-use crate::pair_counts::{self, PairTables, PairTablesView};
+use crate::pair_counts::{self, CellCounts, CellCountsView, PairTables, PairTablesView};
 use crate::solver::SolverSettings;
 
 /// The two masks of a [`Structure`]: capped `(F, F)` and super-parents `(F,)`.
@@ -39,21 +39,39 @@ fn item<'py, T: FromPyObjectOwned<'py>>(dict: &Bound<'py, PyDict>, key: &str) ->
         .map_err(Into::into)
 }
 
+/// The class counts of a pair-table dict: `uint32` (whole counts) or `float64`.
+enum CountArray<'py> {
+    Whole(PyReadonlyArray2<'py, u32>),
+    Float(PyReadonlyArray2<'py, f64>),
+}
+
 /// The arrays of a pair-table dict (`pairs`, `indptr`, `indices`, `counts`).
 struct PairArrays<'py> {
     pairs: PyReadonlyArray2<'py, i32>,
     indptr: PyReadonlyArray1<'py, i64>,
     indices: PyReadonlyArray1<'py, i32>,
-    counts: PyReadonlyArray2<'py, f64>,
+    counts: CountArray<'py>,
 }
 
 impl<'py> PairArrays<'py> {
     fn from_dict(dict: &Bound<'py, PyDict>) -> PyResult<Self> {
+        let counts = dict
+            .get_item("counts")?
+            .ok_or_else(|| PyKeyError::new_err("missing \"counts\""))?;
+        let counts = if let Ok(whole) = counts.extract::<PyReadonlyArray2<'py, u32>>() {
+            CountArray::Whole(whole)
+        } else if let Ok(float) = counts.extract::<PyReadonlyArray2<'py, f64>>() {
+            CountArray::Float(float)
+        } else {
+            return Err(PyValueError::new_err(
+                "pair table counts must be a 2-d uint32 or float64 array",
+            ));
+        };
         Ok(Self {
             pairs: item(dict, "pairs")?,
             indptr: item(dict, "indptr")?,
             indices: item(dict, "indices")?,
-            counts: item(dict, "counts")?,
+            counts,
         })
     }
 
@@ -67,7 +85,10 @@ impl<'py> PairArrays<'py> {
             pairs: self.pairs.as_slice()?,
             indptr: self.indptr.as_slice()?,
             indices: self.indices.as_slice()?,
-            counts: self.counts.as_array(),
+            counts: match &self.counts {
+                CountArray::Whole(a) => CellCountsView::Whole(a.as_array()),
+                CountArray::Float(a) => CellCountsView::Float(a.as_array()),
+            },
         })
     }
 }
@@ -80,7 +101,10 @@ fn pair_dict<'py>(py: Python<'py>, tables: PairTables) -> PyResult<Bound<'py, Py
     out.set_item("pairs", pairs.into_pyarray(py))?;
     out.set_item("indptr", tables.indptr.into_pyarray(py))?;
     out.set_item("indices", tables.indices.into_pyarray(py))?;
-    out.set_item("counts", tables.counts.into_pyarray(py))?;
+    match tables.counts {
+        CellCounts::Whole(counts) => out.set_item("counts", counts.into_pyarray(py))?,
+        CellCounts::Float(counts) => out.set_item("counts", counts.into_pyarray(py))?,
+    }
     Ok(out)
 }
 
@@ -144,8 +168,11 @@ pub(super) fn merge_pair_tables<'py>(
 }
 
 /// Upper bound of the bytes a fit will hold, by part, and their `total`.
+/// `weights`: the rows' weights, which decide whether the tables hold `u32` whole
+/// counts (`None`: planned as `f64`, the larger).
 #[pyfunction]
-#[pyo3(signature = (*, offsets, capped, parents, n_rows, n_classes, stored_cells))]
+#[pyo3(signature = (*, offsets, capped, parents, n_rows, n_classes, stored_cells, weights=None))]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn aode_planned_bytes<'py>(
     py: Python<'py>,
     offsets: Vec<usize>,
@@ -154,10 +181,12 @@ pub(super) fn aode_planned_bytes<'py>(
     n_rows: usize,
     n_classes: usize,
     stored_cells: usize,
+    weights: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let layout: FeatureLayout = layout(offsets)?;
     let s = structure(&capped, &parents, layout.n_features())?;
-    let planned = aode::planned_bytes(&layout, &s, n_rows, n_classes, stored_cells);
+    let whole = weights.is_some_and(|w| pair_counts::whole_weights(w.as_array()));
+    let planned = aode::planned_bytes(&layout, &s, n_rows, n_classes, stored_cells, whole);
     let out = PyDict::new(py);
     // as floats: the bounds may exceed 2^64 for absurd inputs
     out.set_item("pair_tables", planned.pair_tables as f64)?;
