@@ -228,7 +228,9 @@ def fit_weights(
         max_iter=MAX_ITER,
         memory=MEMORY,
         n_jobs=n_threads,
-        held_out=None if held_out is None else tuple(np.ascontiguousarray(p) for p in held_out),
+        held_out=None
+        if held_out is None
+        else (np.ascontiguousarray(held_out[0]), np.ascontiguousarray(held_out[1])),
     )
     _warn_unless_converged(converged, n_iter, largest, gtol, f"the {kind} weights")
     table_weights = (
