@@ -191,9 +191,12 @@ def summarise(frame: pd.DataFrame, figures: Path | None) -> None:
         t = table(frame, metric, methods)
         t.loc["mean"] = t.mean()
         print(markdown(t))
+    # ranks need two methods: a run of one method (e.g. CatBoost alone) writes its folds
+    # for a later --summarise-only over several files
     without_catboost = [m for m in methods if m != "catboost"]
-    rank_analysis(frame, without_catboost, "without CatBoost", figures, "")
-    if "catboost" in methods:
+    if len(without_catboost) >= 2:
+        rank_analysis(frame, without_catboost, "without CatBoost", figures, "")
+    if "catboost" in methods and len(methods) >= 2:
         rank_analysis(frame, methods, "with CatBoost", figures, "-with-catboost")
     ece = table(frame, "ece", methods)
     print("\n### ECE no worse than the unweighted model (datasets, of those with both)\n")
