@@ -37,6 +37,7 @@ deterministic reductions: the weights are identical for any ``n_jobs``).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,7 +214,8 @@ def fit_weights(
         kind, codes, sample_weight, log_table_zeroed, class_log_prior, offsets
     )
     inverse_curvature = 1.0 / np.maximum(curvature + penalty * scale, 1e-12 * gtol + 1e-300)
-    theta, value, largest, n_iter, converged = _core.fit_naive_bayes_weights(
+    theta, value, n_iter, converged = _minimise_in_core(
+        _core.fit_naive_bayes_weights,
         codes,
         labels,
         sample_weight,
@@ -224,15 +226,13 @@ def fit_weights(
         start=start,
         precision=penalty * scale,
         inverse_curvature=inverse_curvature,
-        gradient_tolerance=gtol,
-        max_iter=MAX_ITER,
-        memory=MEMORY,
         n_jobs=n_threads,
         held_out=None
         if held_out is None
         else (np.ascontiguousarray(held_out[0]), np.ascontiguousarray(held_out[1])),
+        gtol=gtol,
+        what=f"the {kind} weights",
     )
-    _warn_unless_converged(converged, n_iter, largest, gtol, f"the {kind} weights")
     table_weights = (
         np.array(cell_weights(theta))
         if kind == "cll-value"
@@ -321,11 +321,20 @@ def _diagonal_curvature(
     return np.concatenate(parts)
 
 
-def _warn_unless_converged(
-    converged: bool, n_iter: int, largest: float, gtol: float, what: str
-) -> None:
-    """Warns (``ConvergenceWarning``, at the estimator's caller) when ``what`` did not
-    converge."""
+def _minimise_in_core(
+    fit: Callable[..., tuple[FloatArray, float, float, int, bool]],
+    *arrays: object,
+    gtol: float,
+    what: str,
+    **inputs: object,
+) -> tuple[FloatArray, float, int, bool]:
+    """One weight fit of the core (``fit(*arrays, **inputs)``: objective, gradient and
+    L-BFGS to the gradient tolerance ``gtol``), warning (``ConvergenceWarning``, at the
+    estimator's caller) when ``what`` did not converge; returns (theta, value, n_iter,
+    converged)."""
+    theta, value, largest, n_iter, converged = fit(
+        *arrays, gradient_tolerance=gtol, max_iter=MAX_ITER, memory=MEMORY, **inputs
+    )
     if not converged:
         warnings.warn(
             f"{what} did not converge in {n_iter} L-BFGS iterations (largest gradient "
@@ -333,6 +342,7 @@ def _warn_unless_converged(
             ConvergenceWarning,
             stacklevel=4,
         )
+    return theta, value, n_iter, converged
 
 
 def aode_parent_terms(
@@ -429,7 +439,8 @@ def fit_parent_weights(
             sample_weight @ np.maximum(variance, 0.0),
         ]
     )
-    theta, value, largest, n_iter, converged = _core.fit_aode_weights(
+    theta, value, n_iter, converged = _minimise_in_core(
+        _core.fit_aode_weights,
         np.ascontiguousarray(likelihood),
         np.zeros((0, n_rows), dtype=np.int64),
         [0],
@@ -440,12 +451,10 @@ def fit_parent_weights(
         start=start,
         precision=np.full(start.shape[0], float(penalty)),
         inverse_curvature=1.0 / np.maximum(curvature + penalty, 1e-300),
-        gradient_tolerance=gtol,
-        max_iter=MAX_ITER,
-        memory=MEMORY,
         n_jobs=n_threads,
+        gtol=gtol,
+        what="the AODE parent weights",
     )
-    _warn_unless_converged(converged, n_iter, largest, gtol, "the AODE parent weights")
     parent_weights = theta[n_classes:].copy()
     return DiscriminativeWeights(
         kind="cll-feature",
@@ -676,7 +685,8 @@ def fit_aode_cell_weights(
             (cell_curvature * cell_values**2).ravel(),
         ]
     )
-    theta, value, largest, n_iter, converged = _core.fit_aode_weights(
+    theta, value, n_iter, converged = _minimise_in_core(
+        _core.fit_aode_weights,
         np.ascontiguousarray(likelihood),
         np.ascontiguousarray(cells.T, dtype=np.int64),
         list(column_starts),
@@ -687,12 +697,10 @@ def fit_aode_cell_weights(
         start=start,
         precision=scale,
         inverse_curvature=1.0 / np.maximum(curvature + scale, 1e-300),
-        gradient_tolerance=gtol,
-        max_iter=MAX_ITER,
-        memory=MEMORY,
         n_jobs=n_threads,
+        gtol=gtol,
+        what="the AODE cell weights",
     )
-    _warn_unless_converged(converged, n_iter, largest, gtol, "the AODE cell weights")
     return AodeCellWeights(
         class_weights=theta[:n_classes].copy(),
         parent_weights=theta[n_classes:n_head].copy(),
