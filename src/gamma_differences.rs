@@ -284,12 +284,14 @@ pub fn newton_trigamma_difference(a: f64, n: f64) -> f64 {
     if a < SHORT_TRIGAMMA_FROM || is_short_whole(n) {
         return trigamma_difference(a, n);
     }
+    // the first four Bernoulli terms of `trigamma`'s series, by Horner's rule
     let series = |z: f64| {
         let inverse = 1.0 / z;
         let inverse_squared = inverse * inverse;
-        let tail = 1.0 / 6.0
-            + inverse_squared
-                * (-1.0 / 30.0 + inverse_squared * (1.0 / 42.0 - inverse_squared / 30.0));
+        let tail = BERNOULLI[..4]
+            .iter()
+            .rev()
+            .fold(0.0, |acc, b| b + acc * inverse_squared);
         inverse * (1.0 + inverse * (0.5 + inverse * tail))
     };
     series(a + n) - series(a)
