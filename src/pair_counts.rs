@@ -47,7 +47,9 @@ use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::counts::{check_rows, class_indices};
-use crate::error::{check_len, with_capacity, HebError, Result};
+use crate::error::{
+    check_code_range, check_len, code_out_of_range, with_capacity, HebError, Result,
+};
 use crate::layout::FeatureLayout;
 
 /// Every unordered pair `(a, b)`, `a < b`, in table order (all features super-parents,
@@ -606,11 +608,7 @@ impl ValueBitsets {
                         continue;
                     }
                     if code as usize >= k {
-                        return Err(HebError::CodeOutOfRange {
-                            feature: f,
-                            code: code as i64,
-                            n_categories: k,
-                        });
+                        return Err(code_out_of_range(f, code, k));
                     }
                     mine[code as usize * words + s / 64] |= 1 << (s % 64);
                 }
@@ -769,19 +767,6 @@ struct PairBlock {
     counts: Vec<f64>,
 }
 
-/// [`HebError::CodeOutOfRange`] for the first code of feature `feature` at or beyond
-/// its `k` categories.
-fn check_code_range(codes: ArrayView1<i32>, k: usize, feature: usize) -> Result<()> {
-    match codes.iter().find(|&&code| code >= 0 && code as usize >= k) {
-        Some(&code) => Err(HebError::CodeOutOfRange {
-            feature,
-            code: code as i64,
-            n_categories: k,
-        }),
-        None => Ok(()),
-    }
-}
-
 /// Rows with `x_f` present, ordered by value (stable): `(order, group starts)`.
 fn rows_by_value(
     codes: ArrayView1<i32>,
@@ -792,11 +777,7 @@ fn rows_by_value(
     for &code in codes.iter() {
         if code >= 0 {
             if code as usize >= k {
-                return Err(HebError::CodeOutOfRange {
-                    feature,
-                    code: code as i64,
-                    n_categories: k,
-                });
+                return Err(code_out_of_range(feature, code, k));
             }
             starts[code as usize + 1] += 1;
         }
@@ -873,7 +854,7 @@ pub fn count_pairs(
     // its pairs are counted and whether or not it is in a pair
     (0..n_features).into_par_iter().try_for_each(|f| {
         crate::interrupt::check()?;
-        check_code_range(codes.row(f), layout.cardinality(f), f)
+        check_code_range(f, codes.row(f), layout.cardinality(f))
     })?;
     let mut needs_bitsets = vec![false; n_features];
     let mut needs_groups = vec![false; n_features];
@@ -947,11 +928,7 @@ pub fn count_pairs(
                     continue;
                 }
                 if v as usize >= k_child {
-                    return Err(HebError::CodeOutOfRange {
-                        feature: b,
-                        code: v as i64,
-                        n_categories: k_child,
-                    });
+                    return Err(code_out_of_range(b, v, k_child));
                 }
                 let v = v as usize;
                 if walk.group_of[v] != group {
