@@ -127,7 +127,8 @@ def register() -> None:
         if "@" in name:  # "<method>@<penalty>": a penalty sweep (AODE cll-value: cells')
             name, penalty = name.split("@")
             key = "cell_penalty" if name == "heb-aode+cll-value" else "penalty"
-            return make(name, **{key: float(penalty)}, **overrides)
+            value = penalty if penalty == "evidence" else float(penalty)
+            return make(name, **{key: value}, **overrides)
         return make(name, **overrides)
 
     def check_methods(names):

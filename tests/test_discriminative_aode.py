@@ -187,10 +187,12 @@ def _laplace_cells(X_train, y_train, X, n_classes):
     return out
 
 
-def _cell_reference(X, y, penalty, cell_penalty, n_classes=3):
+def _cell_reference(X, y, penalty, cell_penalty, n_classes=3, details=None):
     """The cll-value weights of Laplace AODE, written directly: the super-parent terms
     cross-fitted, the cells of the full model, the objective in numpy, minimised by scipy.
-    Returns ``(a, v, {(i, j, x_i, x_j): d[c]})``."""
+    Returns ``(a, v, {(i, j, x_i, x_j): d[c]})``; a ``details`` dict receives the rows'
+    cells ``cell_of`` (S, P, F), their values (S, P, F, C), ``d`` (cells, C) and the
+    scores at the optimum."""
     n_rows, n_features = X.shape
     log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (n_rows + n_classes))
     folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
@@ -265,6 +267,10 @@ def _cell_reference(X, y, penalty, cell_penalty, n_classes=3):
     assert np.max(np.abs(objective(theta)[1])) < 1e-7
     a, v = theta[:n_classes], theta[n_classes:n_head]
     d = theta[n_head:].reshape(len(keys), n_classes)
+    if details is not None:
+        scores = a * log_prior + np.einsum("spc,p->sc", likelihood, v)
+        scores += np.sum(d[cell_of] * values, axis=(1, 2))
+        details.update(cell_of=cell_of, values=values, d=d, scores=scores)
     return a, v, {key: d[e] for key, e in index.items()}
 
 
@@ -362,3 +368,79 @@ def test_weights_stopped_early_warn_that_they_did_not_converge(monkeypatch, make
     monkeypatch.setattr(hebnb.weighting, "MAX_ITER", 1)
     with pytest.warns(ConvergenceWarning, match=f"the {what} did not converge in 1 L-BFGS"):
         make().fit(X, y)
+
+
+def test_evidence_cell_penalty_is_a_fixed_point_of_mackays_update():
+    """``cell_penalty="evidence"``: the weights are those of the fixed penalty it chose
+    (the reference objective minimised by scipy), and that penalty reproduces itself under
+    MacKay's update ``gamma / sum (V d)^2``, computed here from the reference's rows."""
+    X, y = _data(seed=1, n_rows=300)
+    rng = np.random.default_rng(1)  # labels a third noise: the penalty stays inside its bounds
+    y = np.where(rng.random(300) < 0.35, rng.integers(0, 3, 300), y)
+    params = {"smoothing": "laplace", "parent_smoothing": "laplace", "penalty": 0.5}
+    model = AODE(**params, weighting="cll-value", cell_penalty="evidence", weighting_tol=1e-12)
+    model.fit(X, y)
+    chosen = model.cell_penalty_
+    low, high = hebnb.weighting.EVIDENCE_BOUNDS
+    assert low < chosen < high and chosen != hebnb.weighting.EVIDENCE_START
+    details = {}
+    a, v, weights = _cell_reference(X, y, penalty=0.5, cell_penalty=chosen, details=details)
+    np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
+    np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
+    fitted = _model_cell_weights(model)
+    for key, expected in weights.items():
+        np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
+    # MacKay's update from the reference: curvature of every cell, the rows' leverages
+    cell_of, values, d = details["cell_of"], details["values"], details["d"]
+    probability = np.exp(log_softmax(details["scores"], axis=1))
+    spread = probability * (1.0 - probability)  # (S, C), unit sample weights
+    rows = cell_of.reshape(len(y), -1)
+    curvature = np.zeros_like(d)
+    for c in range(3):
+        curvature[:, c] = np.bincount(
+            rows.ravel(), weights=np.repeat(spread[:, c], rows.shape[1]), minlength=len(d)
+        )
+    share = spread * np.sum(1.0 / (chosen + curvature[rows] - spread[:, None, :]), axis=1)
+    determined = np.sum(share / (1.0 + share))
+    seen = np.zeros(d.shape, dtype=bool)
+    seen[cell_of] = True
+    value = np.zeros_like(d)
+    value[cell_of] = values
+    size = np.sum((d * value)[seen] ** 2)
+    assert abs(np.log(determined / size / chosen)) < 2 * hebnb.weighting.EVIDENCE_LOG_TOLERANCE
+
+
+def test_determined_weights_are_the_exact_leverages_for_private_cells():
+    """With cells no two rows share, the rows' leverages are the exact number of weights
+    the data determine, trace(H (H + lambda I)^-1), where the diagonal count gives every
+    cell a weight of its own; with shared cells the estimate stays nearer the trace."""
+    rng = np.random.default_rng(3)
+    n_rows, n_columns, n_classes, precision = 40, 6, 2, 0.7
+    spread = rng.uniform(0.05, 0.25, size=(n_rows, n_classes))
+
+    def exact(cells, n_cells):
+        total = 0.0
+        for c in range(n_classes):  # one class's scores: H = J' diag(spread) J
+            design = np.zeros((n_rows, n_cells))
+            for k in range(n_columns):
+                design[np.arange(n_rows), cells[:, k]] += 1.0
+            hessian = design.T @ (spread[:, [c]] * design)
+            total += np.trace(hessian @ np.linalg.inv(hessian + precision * np.eye(n_cells)))
+        return total
+
+    def estimates(cells, n_cells):
+        curvature = hebnb.weighting._cell_curvature(cells, spread, n_cells)
+        ours = hebnb.weighting._determined_weights(cells, spread, curvature, precision)
+        diagonal = np.sum(curvature / (curvature + precision))
+        return ours, diagonal
+
+    private = np.arange(n_rows * n_columns).reshape(n_rows, n_columns)
+    ours, diagonal = estimates(private, private.size)
+    truth = exact(private, private.size)
+    assert ours == pytest.approx(truth, rel=1e-12)
+    assert diagonal > 1.5 * truth
+    # a few values per column, shared by many rows
+    shared = np.column_stack([k * 5 + rng.integers(0, 5, n_rows) for k in range(n_columns)])
+    ours, diagonal = estimates(shared, 5 * n_columns)
+    truth = exact(shared, 5 * n_columns)
+    assert abs(ours - truth) < abs(diagonal - truth)

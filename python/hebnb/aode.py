@@ -7,7 +7,7 @@ import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
 from numbers import Integral, Real
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -134,9 +134,13 @@ class AODE(CategoricalClassifier):
     weighting_tol : float, default=1e-4
         The weights are converged when no entry of the objective's gradient, divided by
         the total sample weight, exceeds it.
-    cell_penalty : float or None, default=None
+    cell_penalty : float, "evidence" or None, default=None
         With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
         of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 100).
+        ``"evidence"`` chooses it by Type-II maximum likelihood, MacKay's fixed point on
+        the Laplace-approximated marginal likelihood of the labels
+        (:func:`hebnb.weighting.fit_aode_cell_weights_by_evidence`; a few weight fits
+        instead of one; docs/discriminative.md for how it compares).
 
     Attributes
     ----------
@@ -181,6 +185,9 @@ class AODE(CategoricalClassifier):
         With ``weighting``: the learned weight of each class's log prior.
     weighting_n_iter_ : int
         With ``weighting``: L-BFGS iterations of the weight fit.
+    cell_penalty_ : float
+        With ``weighting="cll-value"``: the cell penalty the weights were fitted with
+        (``cell_penalty``, its default, or the one ``"evidence"`` chose).
     parent_concentration_ : ndarray of shape (n_features,)
         ``m_i`` of the parent term's ``P(y | x_i)``: Type-II ML with
         ``parent_smoothing="heb"``, ``C`` (toward the uniform class split) with
@@ -223,7 +230,11 @@ class AODE(CategoricalClassifier):
         "weighting": [StrOptions({"cll-feature", "cll-value"}), None],
         "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
         "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
-        "cell_penalty": [StrictInterval(Real, 0, None, closed="left"), None],
+        "cell_penalty": [
+            StrictInterval(Real, 0, None, closed="left"),
+            StrOptions({"evidence"}),
+            None,
+        ],
     }
 
     #: codes in order of first appearance: a stream's batches never move stored counts
@@ -252,7 +263,7 @@ class AODE(CategoricalClassifier):
         weighting: str | None = None,
         penalty: float | None = None,
         weighting_tol: float = 1e-4,
-        cell_penalty: float | None = None,
+        cell_penalty: float | Literal["evidence"] | None = None,
     ) -> None:
         self.smoothing = smoothing
         self.prior = prior
@@ -323,6 +334,7 @@ class AODE(CategoricalClassifier):
         "class_weights_",
         "cell_weights_",
         "weighting_n_iter_",
+        "cell_penalty_",
         "_cell_keys",
     )
 
@@ -430,7 +442,7 @@ class AODE(CategoricalClassifier):
             block[~qualifies] = -1  # a view: the rows score the Naive Bayes fallback
             used = block >= 0
             cell_values[block[used]] = values[used]
-        fitted = weighting.fit_aode_cell_weights(
+        inputs = (
             (terms - self.class_log_prior_) / parents.shape[0],
             cells,
             starts,
@@ -438,15 +450,26 @@ class AODE(CategoricalClassifier):
             labels,
             weights,
             self.class_log_prior_,
-            penalty=weighting.resolve_penalty(self.penalty),
-            cell_penalty=(
+        )
+        penalty = weighting.resolve_penalty(self.penalty)
+        tol = float(self.weighting_tol)
+        if self.cell_penalty == "evidence":
+            fitted, self.cell_penalty_ = weighting.fit_aode_cell_weights_by_evidence(
+                *inputs, penalty=penalty, n_threads=threads, tol=tol
+            )
+        else:
+            self.cell_penalty_ = (
                 weighting.DEFAULT_CELL_PENALTY
                 if self.cell_penalty is None
                 else float(self.cell_penalty)
-            ),
-            n_threads=threads,
-            tol=float(self.weighting_tol),
-        )
+            )
+            fitted = weighting.fit_aode_cell_weights(
+                *inputs,
+                penalty=penalty,
+                cell_penalty=self.cell_penalty_,
+                n_threads=threads,
+                tol=tol,
+            )
         self.class_weights_ = fitted.class_weights
         self.parent_weights_ = fitted.parent_weights
         self.cell_weights_ = fitted.cell_weights

@@ -648,7 +648,7 @@ def fit_aode_cell_weights(
     L-BFGS run in Rust in one call (``_core.fit_aode_weights``: rows in parallel,
     deterministic, the same weights for any ``n_threads``).
     """
-    n_rows, n_parents, n_classes = likelihood.shape
+    _, n_parents, n_classes = likelihood.shape
     n_cells = int(column_starts[-1])
     if not np.all(np.isfinite(class_log_prior)):
         raise ValueError(
@@ -671,13 +671,7 @@ def fit_aode_cell_weights(
     spread = sample_weight[:, None] * probability * (1.0 - probability)
     mean = np.einsum("sc,spc->sp", probability, likelihood)
     variance = np.einsum("sc,spc->sp", probability, likelihood**2) - mean**2
-    cell_curvature = np.zeros((n_cells, n_classes))
-    used = cells >= 0
-    row_of = np.broadcast_to(np.arange(n_rows)[:, None], cells.shape)[used]
-    for c in range(n_classes):
-        cell_curvature[:, c] = np.bincount(
-            cells[used], weights=spread[row_of, c], minlength=n_cells
-        )
+    cell_curvature = _cell_curvature(cells, spread, n_cells)
     curvature = np.concatenate(
         [
             spread.sum(axis=0) * class_log_prior**2,
@@ -709,6 +703,143 @@ def fit_aode_cell_weights(
         n_iter=n_iter,
         converged=converged,
     )
+
+
+def _cell_curvature(cells: npt.NDArray[np.int64], spread: FloatArray, n_cells: int) -> FloatArray:
+    """``sum_i spread[i, c]`` over the rows ``i`` that use each cell (``cells``, -1: none),
+    shape (n_cells, C): the data term's curvature in a cell's score change."""
+    n_rows, n_classes = spread.shape
+    curvature = np.zeros((n_cells, n_classes))
+    used = cells >= 0
+    row_of = np.broadcast_to(np.arange(n_rows)[:, None], cells.shape)[used]
+    for c in range(n_classes):
+        curvature[:, c] = np.bincount(cells[used], weights=spread[row_of, c], minlength=n_cells)
+    return curvature
+
+
+#: ``cell_penalty="evidence"``: where the fixed point starts, its bounds, its rounds at
+#: most and the change of ``ln cell_penalty`` at which it stops.
+EVIDENCE_START = DEFAULT_CELL_PENALTY
+EVIDENCE_BOUNDS = (1e-2, 1e4)
+EVIDENCE_ROUNDS = 8
+EVIDENCE_LOG_TOLERANCE = 0.05
+
+
+def aode_cell_scores(
+    likelihood: FloatArray,
+    cells: npt.NDArray[np.int64],
+    cell_values: FloatArray,
+    class_log_prior: FloatArray,
+    fitted: AodeCellWeights,
+) -> FloatArray:
+    """The training rows' weighted scores ``s_c`` (S, C) of :func:`fit_aode_cell_weights`
+    at ``fitted``'s weights."""
+    scores: FloatArray = fitted.class_weights * class_log_prior + np.einsum(
+        "spc,p->sc", likelihood, fitted.parent_weights
+    )
+    # a zero row for the -1 ("no cell") entries, added column by column (rows x columns
+    # x classes at once can be large on wide data)
+    change = np.vstack([fitted.cell_weights * cell_values, np.zeros((1, scores.shape[1]))])
+    index = np.where(cells >= 0, cells, change.shape[0] - 1)
+    for k in range(index.shape[1]):
+        scores += change[index[:, k]]
+    return scores
+
+
+def _determined_weights(
+    cells: npt.NDArray[np.int64], spread: FloatArray, curvature: FloatArray, precision: float
+) -> float:
+    """``gamma``, the number of cell weights the data determine, as the sum of the rows'
+    leverages: row ``i`` moves its class-``c`` score through its cells, each held by the
+    prior (``precision``) and by the other rows using it (``curvature`` less the row's
+    own ``spread``), so its leverage is ``a / (1 + a)`` with
+    ``a = spread_ic sum_e 1 / (precision + curvature_ec - spread_ic)``: exact for cells no
+    other row uses (the diagonal ``sum_e h_e / (h_e + precision)`` counts each of a row's
+    private cells as a weight of its own, though together they fit one score), and the
+    diagonal's share where many rows share a cell."""
+    n_classes = spread.shape[1]
+    index = np.where(cells >= 0, cells, curvature.shape[0])
+    held = np.vstack([curvature, np.full((1, n_classes), np.inf)])
+    ratio = np.zeros_like(spread)
+    for k in range(index.shape[1]):
+        ratio += 1.0 / (precision + np.maximum(held[index[:, k]] - spread, 0.0))
+    share = spread * ratio
+    return float(np.sum(share / (1.0 + share)))
+
+
+def fit_aode_cell_weights_by_evidence(
+    likelihood: FloatArray,
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    cell_values: FloatArray,
+    labels: npt.NDArray[np.int64],
+    sample_weight: FloatArray,
+    class_log_prior: FloatArray,
+    *,
+    penalty: float,
+    n_threads: int,
+    tol: float = DEFAULT_TOL,
+) -> tuple[AodeCellWeights, float]:
+    """:func:`fit_aode_cell_weights` with ``cell_penalty`` chosen by Type-II maximum
+    likelihood: the precision ``lambda`` of the Gaussian prior on the cells' score changes
+    ``d V`` that maximises the (Laplace-approximated) marginal likelihood of the labels,
+    by MacKay's fixed point (Neural Computation 4, 1992)::
+
+        lambda <- gamma / sum_e (V_e d_e)^2,   gamma = sum_e h_e / (h_e + lambda)
+
+    with ``h_e`` the data term's curvature in cell ``e``'s score change at the weights
+    (``sum_i s_i p_ic (1 - p_ic)`` over the rows using it: a diagonal Hessian) and
+    ``gamma`` the number of cell weights the data determine. The same empirical Bayes
+    the generative model's smoothing uses, one level up: no penalty to tune per dataset.
+    Each round refits the weights at the updated ``lambda`` (the prior's centre stays
+    the generative model); it stops once the update would move ``ln lambda`` less than
+    ``EVIDENCE_LOG_TOLERANCE`` or after ``EVIDENCE_ROUNDS`` fits, ``lambda`` kept within
+    ``EVIDENCE_BOUNDS``. Returns the last fit and its ``lambda``."""
+    low, high = np.log(EVIDENCE_BOUNDS)
+
+    def update(log_penalty: float) -> tuple[AodeCellWeights, float]:
+        """The fit at ``lambda = exp(log_penalty)`` and ``ln`` of MacKay's update there."""
+        cell_penalty = float(np.exp(log_penalty))
+        fitted = fit_aode_cell_weights(
+            likelihood,
+            cells,
+            column_starts,
+            cell_values,
+            labels,
+            sample_weight,
+            class_log_prior,
+            penalty=penalty,
+            cell_penalty=cell_penalty,
+            n_threads=n_threads,
+            tol=tol,
+        )
+        scores = aode_cell_scores(likelihood, cells, cell_values, class_log_prior, fitted)
+        probability = np.exp(scores - scores.max(axis=1, keepdims=True))
+        probability /= probability.sum(axis=1, keepdims=True)
+        spread = sample_weight[:, None] * probability * (1.0 - probability)
+        curvature = _cell_curvature(cells, spread, cell_values.shape[0])
+        determined = _determined_weights(cells, spread, curvature, cell_penalty)
+        size = float(np.sum((fitted.cell_weights * cell_values) ** 2))
+        if size <= 0.0 or determined <= 0.0:  # no cell moved, or none is determined
+            return fitted, high if size <= 0.0 else low
+        return fitted, float(np.log(determined / size))
+
+    # the root of g(x) = update(x) - x in x = ln lambda: MacKay's step, then secant steps
+    x = float(np.log(EVIDENCE_START))
+    fitted, target = update(x)
+    previous = None
+    for _ in range(EVIDENCE_ROUNDS - 1):
+        g = target - x
+        if abs(g) < EVIDENCE_LOG_TOLERANCE or (x <= low and g < 0) or (x >= high and g > 0):
+            break
+        step = g
+        if previous is not None and previous[1] != g:
+            step = -g * (x - previous[0]) / (g - previous[1])
+        step = float(np.clip(step, -3.0, 3.0))  # at most a factor of 20 a round
+        previous = (x, g)
+        x = float(np.clip(x + step, low, high))
+        fitted, target = update(x)
+    return fitted, float(np.clip(np.exp(x), *EVIDENCE_BOUNDS))
 
 
 def lookup_cells(
