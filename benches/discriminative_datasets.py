@@ -127,7 +127,7 @@ def register() -> None:
         if "@" in name:  # "<method>@<penalty>": a penalty sweep (AODE cll-value: cells')
             name, penalty = name.split("@")
             key = "cell_penalty" if name == "heb-aode+cll-value" else "penalty"
-            value = penalty if penalty == "evidence" else float(penalty)
+            value = penalty if penalty == "cv" else float(penalty)
             return make(name, **{key: value}, **overrides)
         return make(name, **overrides)
 

@@ -187,12 +187,17 @@ def _laplace_cells(X_train, y_train, X, n_classes):
     return out
 
 
-def _cell_reference(X, y, penalty, cell_penalty, n_classes=3, details=None):
+def _cell_reference(
+    X, y, penalty, cell_penalty, n_classes=3, details=None, sample_weight=None, gradient=1e-7
+):
     """The cll-value weights of Laplace AODE, written directly: the super-parent terms
     cross-fitted, the cells of the full model, the objective in numpy, minimised by scipy.
     Returns ``(a, v, {(i, j, x_i, x_j): d[c]})``; a ``details`` dict receives the rows'
-    cells ``cell_of`` (S, P, F), their values (S, P, F, C), ``d`` (cells, C) and the
-    scores at the optimum."""
+    scores at the optimum. ``sample_weight`` weighs the rows' likelihood terms only (the
+    tables and cells stay those of every row); ``gradient``: the largest gradient entry
+    the scipy optimum may keep."""
+    if sample_weight is None:
+        sample_weight = np.ones(len(y))
     n_rows, n_features = X.shape
     log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (n_rows + n_classes))
     folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
@@ -227,10 +232,10 @@ def _cell_reference(X, y, penalty, cell_penalty, n_classes=3, details=None):
         scores = a * log_prior + np.einsum("spc,p->sc", likelihood, v)
         scores += np.sum(d[cell_of] * values, axis=(1, 2))
         log_p = log_softmax(scores, axis=1)
-        residual = np.exp(log_p) - targets
+        residual = sample_weight[:, None] * (np.exp(log_p) - targets)
         grad_d = np.zeros_like(d)
         np.add.at(grad_d, cell_of, residual[:, None, None, :] * values)
-        value = -np.sum(targets * log_p)
+        value = -np.sum(sample_weight[:, None] * targets * log_p)
         value += 0.5 * penalty * (np.sum((a - 1) ** 2) + np.sum((v - 1) ** 2))
         value += 0.5 * cell_penalty * np.sum(scale * d**2)
         grad = np.concatenate(
@@ -264,13 +269,13 @@ def _cell_reference(X, y, penalty, cell_penalty, n_classes=3, details=None):
         if np.max(np.abs(objective(beta * unit)[1])) < 1e-9:
             break
     theta = beta * unit
-    assert np.max(np.abs(objective(theta)[1])) < 1e-7
+    assert np.max(np.abs(objective(theta)[1])) < gradient
     a, v = theta[:n_classes], theta[n_classes:n_head]
     d = theta[n_head:].reshape(len(keys), n_classes)
     if details is not None:
         scores = a * log_prior + np.einsum("spc,p->sc", likelihood, v)
         scores += np.sum(d[cell_of] * values, axis=(1, 2))
-        details.update(cell_of=cell_of, values=values, d=d, scores=scores)
+        details.update(scores=scores)
     return a, v, {key: d[e] for key, e in index.items()}
 
 
@@ -370,77 +375,48 @@ def test_weights_stopped_early_warn_that_they_did_not_converge(monkeypatch, make
         make().fit(X, y)
 
 
-def test_evidence_cell_penalty_is_a_fixed_point_of_mackays_update():
-    """``cell_penalty="evidence"``: the weights are those of the fixed penalty it chose
-    (the reference objective minimised by scipy), and that penalty reproduces itself under
-    MacKay's update ``gamma / sum (V d)^2``, computed here from the reference's rows."""
-    X, y = _data(seed=1, n_rows=300)
-    rng = np.random.default_rng(1)  # labels a third noise: the penalty stays inside its bounds
-    y = np.where(rng.random(300) < 0.35, rng.integers(0, 3, 300), y)
+def test_cv_cell_penalty_is_the_cross_validated_best_of_its_grid():
+    """``cell_penalty="cv"``: the penalty whose held-out conditional log-likelihood is the
+    highest, folds and scores computed here from the reference weights (the objective
+    minimised by scipy with the held rows left out), and the final weights those of that
+    penalty on every row."""
+    X, y = _data(seed=4, n_rows=240)
+    rng = np.random.default_rng(4)  # noisy labels: the held rows prefer the larger penalty,
+    y = np.where(rng.random(240) < 0.4, rng.integers(0, 3, 240), y)  # the fitted ones never
     params = {"smoothing": "laplace", "parent_smoothing": "laplace", "penalty": 0.5}
-    model = AODE(**params, weighting="cll-value", cell_penalty="evidence", weighting_tol=1e-12)
-    model.fit(X, y)
-    chosen = model.cell_penalty_
-    low, high = hebnb.weighting.EVIDENCE_BOUNDS
-    assert low < chosen < high and chosen != hebnb.weighting.EVIDENCE_START
-    details = {}
-    a, v, weights = _cell_reference(X, y, penalty=0.5, cell_penalty=chosen, details=details)
+    grid = (2.0, 30.0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hebnb.weighting, "CV_CELL_PENALTIES", grid)
+        model = AODE(**params, weighting="cll-value", cell_penalty="cv", weighting_tol=1e-12)
+        model.fit(X, y)
+    folds = StratifiedKFold(hebnb.weighting.CV_FOLDS, shuffle=True, random_state=0)
+    loss = np.zeros(len(grid))
+    for train, held in folds.split(X, y):
+        weight = np.zeros(len(y))
+        weight[train] = 1.0
+        for k, cell_penalty in enumerate(grid):
+            details = {}
+            # scipy stalls near 2e-7 on these noisy labels (1e-7 elsewhere)
+            _cell_reference(
+                X,
+                y,
+                penalty=0.5,
+                cell_penalty=cell_penalty,
+                sample_weight=weight,
+                details=details,
+                gradient=1e-6,
+            )
+            log_p = log_softmax(details["scores"][held], axis=1)
+            loss[k] -= np.sum(log_p[np.arange(len(held)), y[held]])
+    assert loss[0] != pytest.approx(loss[1], rel=1e-3)  # the grid's ends do differ here
+    expected = grid[int(np.argmin(loss))]
+    assert model.cell_penalty_ == expected == 30.0
+    a, v, weights = _cell_reference(X, y, penalty=0.5, cell_penalty=expected, gradient=1e-6)
     np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
     np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
     fitted = _model_cell_weights(model)
-    for key, expected in weights.items():
-        np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
-    # MacKay's update from the reference: curvature of every cell, the rows' leverages
-    cell_of, values, d = details["cell_of"], details["values"], details["d"]
-    probability = np.exp(log_softmax(details["scores"], axis=1))
-    spread = probability * (1.0 - probability)  # (S, C), unit sample weights
-    rows = cell_of.reshape(len(y), -1)
-    curvature = np.zeros_like(d)
-    for c in range(3):
-        curvature[:, c] = np.bincount(
-            rows.ravel(), weights=np.repeat(spread[:, c], rows.shape[1]), minlength=len(d)
-        )
-    share = spread * np.sum(1.0 / (chosen + curvature[rows] - spread[:, None, :]), axis=1)
-    determined = np.sum(share / (1.0 + share))
-    seen = np.zeros(d.shape, dtype=bool)
-    seen[cell_of] = True
-    value = np.zeros_like(d)
-    value[cell_of] = values
-    size = np.sum((d * value)[seen] ** 2)
-    assert abs(np.log(determined / size / chosen)) < 2 * hebnb.weighting.EVIDENCE_LOG_TOLERANCE
-
-
-def test_determined_weights_are_the_exact_leverages_for_private_cells():
-    """With cells no two rows share, the rows' leverages are the exact number of weights
-    the data determine, trace(H (H + lambda I)^-1), where the diagonal count gives every
-    cell a weight of its own; with shared cells the estimate stays nearer the trace."""
-    rng = np.random.default_rng(3)
-    n_rows, n_columns, n_classes, precision = 40, 6, 2, 0.7
-    spread = rng.uniform(0.05, 0.25, size=(n_rows, n_classes))
-
-    def exact(cells, n_cells):
-        total = 0.0
-        for c in range(n_classes):  # one class's scores: H = J' diag(spread) J
-            design = np.zeros((n_rows, n_cells))
-            for k in range(n_columns):
-                design[np.arange(n_rows), cells[:, k]] += 1.0
-            hessian = design.T @ (spread[:, [c]] * design)
-            total += np.trace(hessian @ np.linalg.inv(hessian + precision * np.eye(n_cells)))
-        return total
-
-    def estimates(cells, n_cells):
-        curvature = hebnb.weighting._cell_curvature(cells, spread, n_cells)
-        ours = hebnb.weighting._determined_weights(cells, spread, curvature, precision)
-        diagonal = np.sum(curvature / (curvature + precision))
-        return ours, diagonal
-
-    private = np.arange(n_rows * n_columns).reshape(n_rows, n_columns)
-    ours, diagonal = estimates(private, private.size)
-    truth = exact(private, private.size)
-    assert ours == pytest.approx(truth, rel=1e-12)
-    assert diagonal > 1.5 * truth
-    # a few values per column, shared by many rows
-    shared = np.column_stack([k * 5 + rng.integers(0, 5, n_rows) for k in range(n_columns)])
-    ours, diagonal = estimates(shared, 5 * n_columns)
-    truth = exact(shared, 5 * n_columns)
-    assert abs(ours - truth) < abs(diagonal - truth)
+    for key, reference in weights.items():
+        np.testing.assert_allclose(fitted[key], reference, atol=1e-6, err_msg=str(key))
+    fixed = AODE(**params, weighting="cll-value", cell_penalty=expected, weighting_tol=1e-12)
+    np.testing.assert_array_equal(fixed.fit(X, y).predict_proba(X), model.predict_proba(X))
+    assert fixed.cell_penalty_ == expected

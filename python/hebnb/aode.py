@@ -134,13 +134,13 @@ class AODE(CategoricalClassifier):
     weighting_tol : float, default=1e-4
         The weights are converged when no entry of the objective's gradient, divided by
         the total sample weight, exceeds it.
-    cell_penalty : float, "evidence" or None, default=None
+    cell_penalty : float, "cv" or None, default=None
         With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
         of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 100).
-        ``"evidence"`` chooses it by Type-II maximum likelihood, MacKay's fixed point on
-        the Laplace-approximated marginal likelihood of the labels
-        (:func:`hebnb.weighting.fit_aode_cell_weights_by_evidence`; a few weight fits
-        instead of one; docs/discriminative.md for how it compares).
+        ``"cv"`` chooses it from ``hebnb.weighting.CV_CELL_PENALTIES`` (3 to 300) by
+        3-fold cross-validation of the conditional log-likelihood on the training rows
+        (:func:`hebnb.weighting.fit_aode_cell_weights_by_cv`: 16 weight fits instead of
+        one; docs/discriminative.md for how it compares).
 
     Attributes
     ----------
@@ -187,7 +187,7 @@ class AODE(CategoricalClassifier):
         With ``weighting``: L-BFGS iterations of the weight fit.
     cell_penalty_ : float
         With ``weighting="cll-value"``: the cell penalty the weights were fitted with
-        (``cell_penalty``, its default, or the one ``"evidence"`` chose).
+        (``cell_penalty``, its default, or the one ``"cv"`` chose).
     parent_concentration_ : ndarray of shape (n_features,)
         ``m_i`` of the parent term's ``P(y | x_i)``: Type-II ML with
         ``parent_smoothing="heb"``, ``C`` (toward the uniform class split) with
@@ -232,7 +232,7 @@ class AODE(CategoricalClassifier):
         "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
         "cell_penalty": [
             StrictInterval(Real, 0, None, closed="left"),
-            StrOptions({"evidence"}),
+            StrOptions({"cv"}),
             None,
         ],
     }
@@ -263,7 +263,7 @@ class AODE(CategoricalClassifier):
         weighting: str | None = None,
         penalty: float | None = None,
         weighting_tol: float = 1e-4,
-        cell_penalty: float | Literal["evidence"] | None = None,
+        cell_penalty: float | Literal["cv"] | None = None,
     ) -> None:
         self.smoothing = smoothing
         self.prior = prior
@@ -453,8 +453,8 @@ class AODE(CategoricalClassifier):
         )
         penalty = weighting.resolve_penalty(self.penalty)
         tol = float(self.weighting_tol)
-        if self.cell_penalty == "evidence":
-            fitted, self.cell_penalty_ = weighting.fit_aode_cell_weights_by_evidence(
+        if self.cell_penalty == "cv":
+            fitted, self.cell_penalty_ = weighting.fit_aode_cell_weights_by_cv(
                 *inputs, penalty=penalty, n_threads=threads, tol=tol
             )
         else:
