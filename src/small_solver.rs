@@ -23,7 +23,7 @@
 
 use crate::gamma_differences::{
     digamma_difference, digamma_trigamma_difference, ln_gamma_difference,
-    newton_trigamma_difference, scaled_digamma_excess,
+    newton_trigamma_difference, scaled_digamma_excess, scaled_excess_and_newton_curvature,
 };
 
 /// `(ψ(a + n) - ψ(a), ψ'(a + n) - ψ'(a))` as a Newton step needs them: the exact short
@@ -191,17 +191,19 @@ impl Evidence for SmallEvidence {
 
     fn scaled_gradient_and_curvature(&self, m: f64) -> (f64, f64) {
         if m >= self.largest_total {
-            // the gradient as summed excesses; only the curvature's terms are new here
-            let cells: f64 = self
-                .cells()
-                .map(|(n, mu)| mu * mu * newton_trigamma_difference(m * mu, n))
-                .sum();
-            let documents: f64 = self
-                .totals()
-                .iter()
-                .map(|&total| newton_trigamma_difference(m, total))
-                .sum();
-            return (self.scaled_gradient(m), cells - documents);
+            // the gradient as summed excesses (as scaled_gradient), the curvature beside
+            let (mut gradient, mut curvature) = (0.0, 0.0);
+            for (n, mu) in self.cells() {
+                let (excess, second) = scaled_excess_and_newton_curvature(m * mu, n);
+                gradient += excess;
+                curvature += mu * mu * second;
+            }
+            for &total in self.totals() {
+                let (excess, second) = scaled_excess_and_newton_curvature(m, total);
+                gradient -= excess;
+                curvature -= second;
+            }
+            return (gradient, curvature);
         }
         let (mut gradient, mut curvature) = (0.0, 0.0);
         for (n, mu) in self.cells() {
