@@ -769,48 +769,43 @@ def fit_aode_cell_weights_by_cv(
     from sklearn.model_selection import StratifiedKFold
 
     n_rows, n_classes = likelihood.shape[0], likelihood.shape[2]
+
+    def fit(weights: FloatArray, cell_penalty: float) -> AodeCellWeights:
+        return fit_aode_cell_weights(
+            likelihood,
+            cells,
+            column_starts,
+            cell_values,
+            labels,
+            weights,
+            class_log_prior,
+            penalty=penalty,
+            cell_penalty=cell_penalty,
+            n_threads=n_threads,
+            tol=tol,
+        )
+
     counts = np.bincount(labels, minlength=n_classes)
     n_folds = min(CV_FOLDS, int(counts[counts > 0].min()))
+    if n_folds < 2:  # a class with a single row: nothing to hold out
+        return fit(sample_weight, DEFAULT_CELL_PENALTY), DEFAULT_CELL_PENALTY
     loss = np.zeros(len(CV_CELL_PENALTIES))
-    if n_folds >= 2:
-        splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
-        for train, held in splitter.split(np.zeros(n_rows), labels):
-            fold_weight = np.zeros_like(sample_weight)
-            fold_weight[train] = sample_weight[train]
-            for k, cell_penalty in enumerate(CV_CELL_PENALTIES):
-                fitted = fit_aode_cell_weights(
-                    likelihood,
-                    cells,
-                    column_starts,
-                    cell_values,
-                    labels,
-                    fold_weight,
-                    class_log_prior,
-                    penalty=penalty,
-                    cell_penalty=cell_penalty,
-                    n_threads=n_threads,
-                    tol=tol,
-                )
-                scores = aode_cell_scores(
-                    likelihood[held], cells[held], cell_values, class_log_prior, fitted
-                )
-                log_proba = scores - np.logaddexp.reduce(scores, axis=1, keepdims=True)
-                loss[k] -= sample_weight[held] @ log_proba[np.arange(held.shape[0]), labels[held]]
-    chosen = CV_CELL_PENALTIES[int(np.argmin(loss))] if n_folds >= 2 else DEFAULT_CELL_PENALTY
-    fitted = fit_aode_cell_weights(
-        likelihood,
-        cells,
-        column_starts,
-        cell_values,
-        labels,
-        sample_weight,
-        class_log_prior,
-        penalty=penalty,
-        cell_penalty=chosen,
-        n_threads=n_threads,
-        tol=tol,
-    )
-    return fitted, chosen
+    splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
+    for train, held in splitter.split(np.zeros(n_rows), labels):
+        fold_weight = np.zeros_like(sample_weight)
+        fold_weight[train] = sample_weight[train]
+        for k, cell_penalty in enumerate(CV_CELL_PENALTIES):
+            scores = aode_cell_scores(
+                likelihood[held],
+                cells[held],
+                cell_values,
+                class_log_prior,
+                fit(fold_weight, cell_penalty),
+            )
+            log_proba = scores - np.logaddexp.reduce(scores, axis=1, keepdims=True)
+            loss[k] -= sample_weight[held] @ log_proba[np.arange(held.shape[0]), labels[held]]
+    chosen = CV_CELL_PENALTIES[int(np.argmin(loss))]
+    return fit(sample_weight, chosen), chosen
 
 
 def lookup_cells(
