@@ -498,9 +498,7 @@ class AODE(CategoricalClassifier):
             for p in range(parents.shape[0]):
                 for j in range(n_features):
                     k = p * n_features + j
-                    cell = weighting.lookup_cells(
-                        keys[rows, k], self._cell_keys[k], int(starts[k])
-                    )
+                    cell = weighting.lookup_cells(keys[rows, k], self._cell_keys[k], int(starts[k]))
                     seen = (cell >= 0) & qualifies[:, p]
                     batch[seen] += self.cell_weights_[cell[seen]] * values[seen, p, j]
             scores[rows] = batch
