@@ -416,22 +416,31 @@ class AODE(CategoricalClassifier):
         terms = np.empty((codes.shape[1], n_parents, n_classes))
         keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
         cells = np.full_like(keys, -1)
-        column_keys, starts = [], [0]
+        column_keys, starts, first_rows = [], [0], []
         for k in range(keys.shape[1]):
-            present = keys[:, k] >= 0
-            distinct, inverse = np.unique(keys[present, k], return_inverse=True)
+            present = np.flatnonzero(keys[:, k] >= 0)
+            distinct, first, inverse = np.unique(
+                keys[present, k], return_index=True, return_inverse=True
+            )
             cells[present, k] = starts[-1] + inverse
             column_keys.append(distinct)
             starts.append(starts[-1] + distinct.shape[0])
+            first_rows.append(present[first])
+        # every row of a cell has the cell's parent value, so the parent qualifies on all
+        # of them or on none, and they share its value: each cell is read on its first row
+        first_row = np.concatenate(first_rows) if first_rows else np.zeros(0, np.intp)
+        column_of_cell = np.repeat(np.arange(keys.shape[1]), np.diff(starts))
         cell_values = np.zeros((starts[-1], n_classes))
+        cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
         for rows, batch_terms, qualifies, values in self._parent_cells(codes, threads):
             terms[rows] = batch_terms
-            block = cells[rows]
-            # a parent that does not qualify on a row scores the Naive Bayes fallback there
-            block[~np.repeat(qualifies, n_features, axis=1)] = -1
-            cells[rows] = block
-            used = block >= 0
-            cell_values[block[used]] = values.reshape(block.shape + (n_classes,))[used]
+            inside = np.flatnonzero((first_row >= rows.start) & (first_row < rows.stop))
+            row, column = first_row[inside] - rows.start, column_of_cell[inside]
+            cell_qualifies[inside] = qualifies[row, column // n_features]
+            by_column = values.reshape(values.shape[0], n_parents * n_features, n_classes)
+            cell_values[inside] = by_column[row, column]
+        # a parent that does not qualify on a row scores the Naive Bayes fallback there
+        cells[~cell_qualifies[cells]] = -1
         for held, held_codes, model in folds:
             terms[held] = model._parent_terms(held_codes, threads)
         fitted = weighting.fit_aode_cell_weights(
