@@ -1136,6 +1136,85 @@ mod tests {
     }
 
     #[test]
+    fn the_generic_class_loops_give_the_bits_of_the_unrolled_ones() {
+        let mut seed = 17;
+        let data = aode_data(300, 9);
+        let (n_rows, n_parents, n_classes) = data.terms.dim();
+        let n = n_classes + n_parents + 11 * n_classes;
+        let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
+        let pass = AodePass {
+            parent_terms: data.terms.as_slice().unwrap(),
+            cells: data.cells.view(),
+            values: data.values.as_slice().unwrap(),
+            starts: &data.starts,
+            labels: data.labels.view(),
+            sample_weights: data.weights.view(),
+            class_log_prior: &data.class_log_prior,
+            n_parents,
+        };
+        let buffers = || AodeBuffers {
+            residuals: vec![0.0; n_rows * n_classes],
+            products: vec![0.0; 11 * n_classes],
+        };
+        let (mut unrolled, mut generic) = (vec![0.0; n], vec![0.0; n]);
+        let a = pass
+            .data::<2>(&mut buffers(), &theta, &mut unrolled)
+            .unwrap();
+        let b = pass
+            .data::<0>(&mut buffers(), &theta, &mut generic)
+            .unwrap();
+        assert_eq!(a.to_bits(), b.to_bits());
+        assert_eq!(unrolled, generic);
+        // Naive Bayes, three classes, leave-one-out shifts
+        let data = naive_bayes_data(200, 4);
+        let (n_rows, n_columns) = (data.codes.ncols(), data.layout.n_columns());
+        let mut column_of = vec![usize::MAX; 3 * n_rows];
+        let mut shift = vec![0.0; 3 * n_rows];
+        for f in 0..3 {
+            for r in 0..n_rows {
+                let code = data.codes[[f, r]];
+                let column = data.layout.columns(f).start + code.max(0) as usize;
+                if code >= 0 && data.log_table[[column, 0]].is_finite() {
+                    column_of[f * n_rows + r] = column;
+                    shift[f * n_rows + r] = uniform(&mut seed) - 0.5;
+                }
+            }
+        }
+        let log_table: Vec<f64> = data
+            .log_table
+            .iter()
+            .map(|&v| if v.is_finite() { v } else { 0.0 })
+            .collect();
+        let pass = NaiveBayesPass {
+            codes_columns: &column_of,
+            shift: Some(&shift),
+            log_table: &log_table,
+            labels: data.labels.view(),
+            sample_weights: data.weights.view(),
+            class_log_prior: &data.class_log_prior,
+            layout: &data.layout,
+            cell_weights: true,
+        };
+        let n = 3 + 3 + n_columns * 3;
+        let theta: Vec<f64> = (0..n).map(|_| 0.5 + uniform(&mut seed)).collect();
+        let buffers = || NaiveBayesBuffers {
+            weights: vec![0.0; n_columns * 3],
+            table: vec![0.0; n_columns * 3],
+            residuals: vec![0.0; n_rows * 3],
+            cell_gradient: vec![0.0; n_columns * 3],
+        };
+        let (mut unrolled, mut generic) = (vec![0.0; n], vec![0.0; n]);
+        let a = pass
+            .data::<3>(&mut buffers(), &theta, &mut unrolled)
+            .unwrap();
+        let b = pass
+            .data::<0>(&mut buffers(), &theta, &mut generic)
+            .unwrap();
+        assert_eq!(a.to_bits(), b.to_bits());
+        assert_eq!(unrolled, generic);
+    }
+
+    #[test]
     fn the_aode_weights_are_the_same_for_any_thread_count_and_errors_are_reported() {
         let data = aode_data(2 * ROW_CHUNK + 9, 1);
         let n = 2 + 2 + 11 * 2;
