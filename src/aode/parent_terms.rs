@@ -57,19 +57,32 @@ pub fn parent_terms(
     let n_parents = model.structure.n_parents();
     let row_terms = n_parents * n_classes;
     let row_cells = n_parents * n_features * n_classes;
-    let mut terms = zeroed(n_rows * row_terms, "AODE parent terms")?;
+    // sizes beyond the address space are refused as allocations, not wrapped
+    let entries = |per_row: usize, what: &'static str| {
+        n_rows.checked_mul(per_row).ok_or(HebError::Allocation {
+            what,
+            bytes: n_rows as u128 * per_row as u128 * 8,
+        })
+    };
+    let mut terms = zeroed(
+        entries(row_terms, "AODE parent terms")?,
+        "AODE parent terms",
+    )?;
+    let n_flags = entries(n_parents, "AODE parent qualification")?;
     let mut qualifies = vec![false; 0];
     qualifies
-        .try_reserve_exact(n_rows * n_parents)
+        .try_reserve_exact(n_flags)
         .map_err(|_| HebError::Allocation {
             what: "AODE parent qualification",
-            bytes: (n_rows * n_parents) as u128,
+            bytes: n_flags as u128,
         })?;
-    qualifies.resize(n_rows * n_parents, false);
-    let mut cell_values = zeroed(
-        if cells { n_rows * row_cells } else { 0 },
-        "AODE parent cells",
-    )?;
+    qualifies.resize(n_flags, false);
+    let n_cells = if cells {
+        entries(row_cells, "AODE parent cells")?
+    } else {
+        0
+    };
+    let mut cell_values = zeroed(n_cells, "AODE parent cells")?;
     if let Some(prepared) = prepared.filter(|_| n_parents > 0) {
         let scorer = prepared.scorer(model, layout);
         // the scorer's chunk of rows (about 8 MB of terms), at least one row
