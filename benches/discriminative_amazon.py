@@ -12,6 +12,9 @@ Run from the repository root after ``pip install -e .`` (release build):
     nice -n 10 python benches/discriminative_amazon.py
     nice -n 10 python benches/discriminative_amazon.py --penalties 0.1 1 10   # penalty sweep
     nice -n 10 python benches/discriminative_amazon.py --cell-penalties 10 30  # AODE cll-value
+    # one build against another, in one run: copy the older python/hebnb to DIR/hebnb_base
+    nice -n 10 python benches/discriminative_amazon.py --baseline DIR \
+        --models "weighting='cll-value')" LogisticRegression
 
 Prints a markdown table of the fold means of log-loss, macro AUC, top-1 ECE (10 bins) and
 fit seconds per fold, and the fit-time ratios of the best hebnb model to the references.
@@ -20,6 +23,7 @@ fit seconds per fold, and the fit-time ratios of the best hebnb model to the ref
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -30,13 +34,18 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 from tqdm import tqdm
 
+import hebnb
 from common import load_shared
-from hebnb import AODE, CategoricalNB
 from hebnb.metrics import auc_ovr_macro, expected_calibration_error, log_loss
 
 
-def hebnb_models(penalties: list[float] | None, cell_penalties: list[float] | None) -> dict:
-    """name -> factory of the hebnb models (2 threads, like CatBoost)."""
+def hebnb_models(
+    penalties: list[float] | None, cell_penalties: list[float] | None, package=None
+) -> dict:
+    """name -> factory of the hebnb models (2 threads, like CatBoost), from ``package``
+    (default: the installed hebnb)."""
+    AODE = hebnb.AODE if package is None else package.AODE
+    CategoricalNB = hebnb.CategoricalNB if package is None else package.CategoricalNB
     models = {
         "CategoricalNB (HEB-M)": lambda: CategoricalNB(n_jobs=2),
         "CategoricalNB sqrt-MI": lambda: CategoricalNB(feature_weighting="sqrt-mi", n_jobs=2),
@@ -109,6 +118,13 @@ def main() -> None:
         "--models", nargs="*", default=None, help="only the models whose name contains one"
     )
     parser.add_argument("--only-folds", type=int, default=None, help="run the first N folds")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="a folder holding a copy of an older python/hebnb (its _core included) renamed "
+        "hebnb_base: its hebnb models run too, named with a ' [baseline]' suffix, "
+        "alternating with the others in every fold",
+    )
     args = parser.parse_args()
 
     data = load_shared("amazon-employee")
@@ -119,6 +135,12 @@ def main() -> None:
     )
     X = X.reset_index(drop=True)
     models = hebnb_models(args.penalties, args.cell_penalties)
+    if args.baseline:
+        sys.path.insert(0, args.baseline)
+        import hebnb_base
+
+        baseline = hebnb_models(args.penalties, args.cell_penalties, hebnb_base)
+        models.update({f"{name} [baseline]": make for name, make in baseline.items()})
     if not args.no_references:
         models.update(reference_models())
     if args.models:

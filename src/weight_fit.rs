@@ -82,10 +82,13 @@ impl WeightFit<'_> {
         let objective = |theta: &[f64], gradient: &mut [f64]| {
             let mut value = data(theta, gradient)?;
             let mut penalty = 0.0;
-            for (k, g) in gradient.iter_mut().enumerate() {
-                let deviation = theta[k] - self.start[k];
-                penalty += deviation * self.precision[k] * deviation;
-                *g += self.precision[k] * deviation;
+            for (g, (&t, (&start, &precision))) in gradient
+                .iter_mut()
+                .zip(theta.iter().zip(self.start.iter().zip(self.precision)))
+            {
+                let deviation = t - start;
+                penalty += deviation * precision * deviation;
+                *g += precision * deviation;
             }
             value += 0.5 * penalty;
             Ok(value)
@@ -103,6 +106,7 @@ impl WeightFit<'_> {
 /// adds them to `class_sums`, and returns the row's loss `-s_i ln P(y_i | x_i)` (zero for a
 /// zero-weight row). One exponential per class and one logarithm per row: the posterior is
 /// `e_c / sum e` with `e_c = exp(s_c - max s)`.
+#[inline(always)]
 fn residuals_in_place(row: &mut [f64], label: usize, weight: f64, class_sums: &mut [f64]) -> f64 {
     let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let own = row[label] - max;
@@ -262,121 +266,28 @@ pub fn fit_naive_bayes_weights(
         }
         interrupt::check()?;
     }
-    let held_out = tables.held_out.is_some();
-    let class_log_prior = tables.class_log_prior;
-    let (log_table, column_of, shift) = (&log_table, &column_of, &shift);
-    let mut weights = zeroed(n_columns * n_classes, "cell weights")?;
-    let mut table = zeroed(n_columns * n_classes, "weighted log table")?;
-    let mut residuals = zeroed(n_rows * n_classes, "residuals")?;
-    let mut cell_gradient = zeroed(n_columns * n_classes, "cell gradient")?;
-    let data = |theta: &[f64], gradient: &mut [f64]| -> Result<f64> {
-        let (a, rest) = theta.split_at(n_classes);
-        let (w, d) = rest.split_at(n_features);
-        for (f, &feature_weight) in w.iter().enumerate() {
-            for column in layout.columns(f) {
-                for c in 0..n_classes {
-                    let at = column * n_classes + c;
-                    weights[at] = feature_weight + if cell_weights { d[at] } else { 0.0 };
-                    table[at] = weights[at] * log_table[at];
-                }
-            }
-        }
-        let (weights, table) = (&weights, &table);
-        // pass 1: residuals row by row, loss and class sums per chunk
-        let chunk_sums: Vec<(f64, Vec<f64>)> = residuals
-            .par_chunks_mut(ROW_CHUNK * n_classes)
-            .enumerate()
-            .map(|(chunk, block)| {
-                let first = chunk * ROW_CHUNK;
-                let mut loss = 0.0;
-                let mut class_sums = vec![0.0; n_classes];
-                if interrupt::cancelled() {
-                    return (loss, class_sums);
-                }
-                for (i, row) in block.chunks_mut(n_classes).enumerate() {
-                    let r = first + i;
-                    let label = labels[r] as usize;
-                    for (c, score) in row.iter_mut().enumerate() {
-                        *score = a[c] * class_log_prior[c];
-                    }
-                    for f in 0..n_features {
-                        let column = column_of[f * n_rows + r];
-                        if column == usize::MAX {
-                            continue;
-                        }
-                        let at = column * n_classes;
-                        row.iter_mut()
-                            .zip(&table[at..at + n_classes])
-                            .for_each(|(score, t)| *score += t);
-                        if held_out {
-                            row[label] += weights[at + label] * shift[f * n_rows + r];
-                        }
-                    }
-                    loss += residuals_in_place(row, label, sample_weights[r], &mut class_sums);
-                }
-                (loss, class_sums)
-            })
-            .collect();
-        interrupt::check()?;
-        let mut loss = 0.0;
-        let mut class_residuals = vec![0.0; n_classes];
-        for (chunk_loss, sums) in &chunk_sums {
-            loss += chunk_loss;
-            class_residuals
-                .iter_mut()
-                .zip(sums)
-                .for_each(|(t, s)| *t += s);
-        }
-        // pass 2: each feature sums its rows' residuals times the cell's log-probability
-        // (plus the own-class shift) into its own cells, features in parallel, rows in order
-        let residuals = &residuals;
-        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_features);
-        let mut rest = cell_gradient.as_mut_slice();
-        for f in 0..n_features {
-            let (head, tail) = rest.split_at_mut(layout.cardinality(f) * n_classes);
-            slices.push((f, head));
-            rest = tail;
-        }
-        slices.into_par_iter().for_each(|(f, cells)| {
-            cells.iter_mut().for_each(|g| *g = 0.0);
-            let first = layout.columns(f).start * n_classes;
-            for r in 0..n_rows {
-                if r % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
-                    return;
-                }
-                let column = column_of[f * n_rows + r];
-                if column == usize::MAX {
-                    continue;
-                }
-                let at = column * n_classes;
-                let residual = &residuals[r * n_classes..(r + 1) * n_classes];
-                for c in 0..n_classes {
-                    cells[at - first + c] += residual[c] * log_table[at + c];
-                }
-                if held_out {
-                    let label = labels[r] as usize;
-                    cells[at - first + label] += residual[label] * shift[f * n_rows + r];
-                }
-            }
-        });
-        interrupt::check()?;
-        let (grad_a, grad_rest) = gradient.split_at_mut(n_classes);
-        let (grad_w, grad_d) = grad_rest.split_at_mut(n_features);
-        for c in 0..n_classes {
-            grad_a[c] = class_residuals[c] * class_log_prior[c];
-        }
-        for (f, g) in grad_w.iter_mut().enumerate() {
-            let range = layout.columns(f);
-            *g = cell_gradient[range.start * n_classes..range.end * n_classes]
-                .iter()
-                .sum();
-        }
-        if cell_weights {
-            grad_d.copy_from_slice(&cell_gradient);
-        }
-        Ok(loss)
+    let inputs = NaiveBayesPass {
+        codes_columns: &column_of,
+        shift: tables.held_out.is_some().then_some(shift.as_slice()),
+        log_table: &log_table,
+        labels,
+        sample_weights,
+        class_log_prior: tables.class_log_prior,
+        layout,
+        cell_weights,
     };
-    fit.run(data)
+    let mut buffers = NaiveBayesBuffers {
+        weights: zeroed(n_columns * n_classes, "cell weights")?,
+        table: zeroed(n_columns * n_classes, "weighted log table")?,
+        residuals: zeroed(n_rows * n_classes, "residuals")?,
+        cell_gradient: zeroed(n_columns * n_classes, "cell gradient")?,
+    };
+    // the class loops compiled for two and three classes (any other number: a loop)
+    match n_classes {
+        2 => fit.run(|theta, gradient| inputs.data::<2>(&mut buffers, theta, gradient)),
+        3 => fit.run(|theta, gradient| inputs.data::<3>(&mut buffers, theta, gradient)),
+        _ => fit.run(|theta, gradient| inputs.data::<0>(&mut buffers, theta, gradient)),
+    }
 }
 
 /// Which cell scores each row in each column of the AODE model, and the cells' values:
@@ -517,21 +428,267 @@ pub fn fit_aode_weights(
         inverse_curvature: &parts[2],
         settings: fit.settings,
     };
-    let class_log_prior = terms.class_log_prior;
-    let mut residuals = zeroed(n_rows * n_classes, "residuals")?;
-    // each pass's cell terms d V, computed in sequence before the rows read them
-    let mut products = zeroed(n_cells * n_classes, "cell terms")?;
-    let data = |theta: &[f64], gradient: &mut [f64]| -> Result<f64> {
+    let inputs = AodePass {
+        parent_terms,
+        cells,
+        values,
+        starts,
+        labels,
+        sample_weights,
+        class_log_prior: terms.class_log_prior,
+        n_parents,
+    };
+    let mut buffers = AodeBuffers {
+        residuals: zeroed(n_rows * n_classes, "residuals")?,
+        products: zeroed(n_cells * n_classes, "cell terms")?,
+    };
+    // the class loops compiled for two and three classes (any other number: a loop)
+    let result = match n_classes {
+        2 => renumbered_fit.run(|theta, gradient| inputs.data::<2>(&mut buffers, theta, gradient)),
+        3 => renumbered_fit.run(|theta, gradient| inputs.data::<3>(&mut buffers, theta, gradient)),
+        _ => renumbered_fit.run(|theta, gradient| inputs.data::<0>(&mut buffers, theta, gradient)),
+    }?;
+    // the weights and gradient numbered back
+    let mut theta = zeroed(n_weights, "cell weights")?;
+    let mut gradient = zeroed(n_weights, "cell weight gradient")?;
+    for (out, moved) in [
+        (&mut theta, &result.theta),
+        (&mut gradient, &result.gradient),
+    ] {
+        out[..n_head].copy_from_slice(&moved[..n_head]);
+        for (old, &new) in new_of_old.iter().enumerate() {
+            out[n_head + old * n_classes..n_head + (old + 1) * n_classes]
+                .copy_from_slice(&moved[n_head + new * n_classes..n_head + (new + 1) * n_classes]);
+        }
+    }
+    Ok(LbfgsResult {
+        theta,
+        gradient,
+        ..result
+    })
+}
+
+/// The fixed inputs of one evaluation of the Naive Bayes data term.
+struct NaiveBayesPass<'a> {
+    /// The scoring column of every (feature, row), feature-major (`usize::MAX`: none).
+    codes_columns: &'a [usize],
+    /// With leave-one-out rows: each (feature, row)'s shift of its own class's cell.
+    shift: Option<&'a [f64]>,
+    /// `ln theta` with `-inf` zeroed, (sum K_f, C) row-major.
+    log_table: &'a [f64],
+    labels: ArrayView1<'a, i64>,
+    sample_weights: ArrayView1<'a, f64>,
+    class_log_prior: &'a [f64],
+    layout: &'a FeatureLayout,
+    cell_weights: bool,
+}
+
+/// What an evaluation writes: the cells' whole weights and weighted log-probabilities,
+/// every row's residuals and the cells' gradient.
+struct NaiveBayesBuffers {
+    weights: Vec<f64>,
+    table: Vec<f64>,
+    residuals: Vec<f64>,
+    cell_gradient: Vec<f64>,
+}
+
+impl NaiveBayesPass<'_> {
+    /// The data term `-sum_i s_i ln P(y_i | x_i)` at `theta = [a, w, d]`, its gradient
+    /// written to `gradient`. `C` is the number of classes (a constant, so that the class
+    /// loops unroll), or 0 for any other number.
+    fn data<const C: usize>(
+        &self,
+        buffers: &mut NaiveBayesBuffers,
+        theta: &[f64],
+        gradient: &mut [f64],
+    ) -> Result<f64> {
+        let n_classes = if C == 0 {
+            self.class_log_prior.len()
+        } else {
+            C
+        };
+        let layout = self.layout;
+        let n_features = layout.n_features();
+        let n_rows = self.labels.len();
+        let (labels, sample_weights) = (self.labels, self.sample_weights);
+        let class_log_prior = &self.class_log_prior[..n_classes];
+        let (log_table, column_of, cell_weights) =
+            (self.log_table, self.codes_columns, self.cell_weights);
+        let held_out = self.shift.is_some();
+        let shift = self.shift.unwrap_or(&[]);
+        let NaiveBayesBuffers {
+            weights,
+            table,
+            residuals,
+            cell_gradient,
+        } = buffers;
+        let (a, rest) = theta.split_at(n_classes);
+        let (w, d) = rest.split_at(n_features);
+        for (f, &feature_weight) in w.iter().enumerate() {
+            for column in layout.columns(f) {
+                for c in 0..n_classes {
+                    let at = column * n_classes + c;
+                    weights[at] = feature_weight + if cell_weights { d[at] } else { 0.0 };
+                    table[at] = weights[at] * log_table[at];
+                }
+            }
+        }
+        let (weights, table) = (&weights, &table);
+        // pass 1: residuals row by row, loss and class sums per chunk
+        let chunk_sums: Vec<(f64, Vec<f64>)> = residuals
+            .par_chunks_mut(ROW_CHUNK * n_classes)
+            .enumerate()
+            .map(|(chunk, block)| {
+                let first = chunk * ROW_CHUNK;
+                let mut loss = 0.0;
+                let mut class_sums = vec![0.0; n_classes];
+                if interrupt::cancelled() {
+                    return (loss, class_sums);
+                }
+                for (i, row) in block.chunks_exact_mut(n_classes).enumerate() {
+                    let r = first + i;
+                    let label = labels[r] as usize;
+                    for (c, score) in row.iter_mut().enumerate() {
+                        *score = a[c] * class_log_prior[c];
+                    }
+                    for f in 0..n_features {
+                        let column = column_of[f * n_rows + r];
+                        if column == usize::MAX {
+                            continue;
+                        }
+                        let at = column * n_classes;
+                        row.iter_mut()
+                            .zip(&table[at..at + n_classes])
+                            .for_each(|(score, t)| *score += t);
+                        if held_out {
+                            row[label] += weights[at + label] * shift[f * n_rows + r];
+                        }
+                    }
+                    loss += residuals_in_place(row, label, sample_weights[r], &mut class_sums);
+                }
+                (loss, class_sums)
+            })
+            .collect();
+        interrupt::check()?;
+        let mut loss = 0.0;
+        let mut class_residuals = vec![0.0; n_classes];
+        for (chunk_loss, sums) in &chunk_sums {
+            loss += chunk_loss;
+            class_residuals
+                .iter_mut()
+                .zip(sums)
+                .for_each(|(t, s)| *t += s);
+        }
+        // pass 2: each feature sums its rows' residuals times the cell's log-probability
+        // (plus the own-class shift) into its own cells, features in parallel, rows in order
+        let residuals = &residuals;
+        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_features);
+        let mut rest = cell_gradient.as_mut_slice();
+        for f in 0..n_features {
+            let (head, tail) = rest.split_at_mut(layout.cardinality(f) * n_classes);
+            slices.push((f, head));
+            rest = tail;
+        }
+        slices.into_par_iter().for_each(|(f, cells)| {
+            cells.iter_mut().for_each(|g| *g = 0.0);
+            let first = layout.columns(f).start * n_classes;
+            for r in 0..n_rows {
+                if r % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
+                    return;
+                }
+                let column = column_of[f * n_rows + r];
+                if column == usize::MAX {
+                    continue;
+                }
+                let at = column * n_classes;
+                let residual = &residuals[r * n_classes..(r + 1) * n_classes];
+                let cell = &mut cells[at - first..at - first + n_classes];
+                for ((g, &res), &lp) in cell
+                    .iter_mut()
+                    .zip(residual)
+                    .zip(&log_table[at..at + n_classes])
+                {
+                    *g += res * lp;
+                }
+                if held_out {
+                    let label = labels[r] as usize;
+                    cell[label] += residual[label] * shift[f * n_rows + r];
+                }
+            }
+        });
+        interrupt::check()?;
+        let (grad_a, grad_rest) = gradient.split_at_mut(n_classes);
+        let (grad_w, grad_d) = grad_rest.split_at_mut(n_features);
+        for c in 0..n_classes {
+            grad_a[c] = class_residuals[c] * class_log_prior[c];
+        }
+        for (f, g) in grad_w.iter_mut().enumerate() {
+            let range = layout.columns(f);
+            *g = cell_gradient[range.start * n_classes..range.end * n_classes]
+                .iter()
+                .sum();
+        }
+        if cell_weights {
+            grad_d.copy_from_slice(cell_gradient);
+        }
+        Ok(loss)
+    }
+}
+
+/// The fixed inputs of one evaluation of the AODE data term, cells renumbered by first use.
+struct AodePass<'a> {
+    /// `L`, (S, P, C) row-major.
+    parent_terms: &'a [f64],
+    /// `E`, (K, S): the cell of each row in each column, -1 for none.
+    cells: ArrayView2<'a, i64>,
+    /// `V`, (cells, C) row-major.
+    values: &'a [f64],
+    starts: &'a [usize],
+    labels: ArrayView1<'a, i64>,
+    sample_weights: ArrayView1<'a, f64>,
+    class_log_prior: &'a [f64],
+    n_parents: usize,
+}
+
+/// What an evaluation writes: every row's residuals and every cell's `d V`.
+struct AodeBuffers {
+    residuals: Vec<f64>,
+    products: Vec<f64>,
+}
+
+impl AodePass<'_> {
+    /// The data term `-sum_i s_i ln P(y_i | x_i)` at `theta = [a, v, d]`, its gradient
+    /// written to `gradient`. `C` is the number of classes (a constant, so that the class
+    /// loops unroll), or 0 for any other number.
+    fn data<const C: usize>(
+        &self,
+        buffers: &mut AodeBuffers,
+        theta: &[f64],
+        gradient: &mut [f64],
+    ) -> Result<f64> {
+        let n_classes = if C == 0 {
+            self.class_log_prior.len()
+        } else {
+            C
+        };
+        let (n_parents, n_columns) = (self.n_parents, self.cells.nrows());
+        let (parent_terms, values, starts) = (self.parent_terms, self.values, self.starts);
+        let (labels, sample_weights) = (self.labels, self.sample_weights);
+        let class_log_prior = &self.class_log_prior[..n_classes];
+        let cells = self.cells;
         let (a, rest) = theta.split_at(n_classes);
         let (v, d) = rest.split_at(n_parents);
-        products
+        let a = &a[..n_classes];
+        buffers
+            .products
             .iter_mut()
             .zip(d.iter().zip(values))
             .for_each(|(p, (w, value))| *p = w * value);
-        let products = &products;
+        let products = buffers.products.as_slice();
         // pass 1: per chunk of rows the scores (parent terms, then column by column: each
         // column's cells are contiguous), residuals, loss, class and parent sums
-        let chunk_sums: Vec<(f64, Vec<f64>)> = residuals
+        let chunk_sums: Vec<(f64, Vec<f64>)> = buffers
+            .residuals
             .par_chunks_mut(ROW_CHUNK * n_classes)
             .enumerate()
             .map(|(chunk, block)| {
@@ -542,27 +699,27 @@ pub fn fit_aode_weights(
                 if interrupt::cancelled() {
                     return (0.0, sums);
                 }
-                for (i, row) in block.chunks_mut(n_classes).enumerate() {
-                    let term = &parent_terms[(first + i) * n_parents * n_classes..];
+                let row_terms = n_parents * n_classes;
+                let terms = &parent_terms[first * row_terms..(first + n) * row_terms];
+                for (row, term) in block
+                    .chunks_exact_mut(n_classes)
+                    .zip(terms.chunks_exact(row_terms))
+                {
                     for (c, score) in row.iter_mut().enumerate() {
                         let mut s = a[c] * class_log_prior[c];
-                        for p in 0..n_parents {
-                            s += v[p] * term[p * n_classes + c];
+                        for (&weight, parent) in v.iter().zip(term.chunks_exact(n_classes)) {
+                            s += weight * parent[c];
                         }
                         *score = s;
                     }
                 }
                 for column in cells.rows() {
-                    for (i, &cell) in column
-                        .slice(ndarray::s![first..first + n])
-                        .iter()
-                        .enumerate()
-                    {
+                    let column = column.slice(ndarray::s![first..first + n]);
+                    for (row, &cell) in block.chunks_exact_mut(n_classes).zip(column.iter()) {
                         if cell < 0 {
                             continue;
                         }
                         let at = cell as usize * n_classes;
-                        let row = &mut block[i * n_classes..(i + 1) * n_classes];
                         row.iter_mut()
                             .zip(&products[at..at + n_classes])
                             .for_each(|(score, p)| *score += p);
@@ -570,14 +727,18 @@ pub fn fit_aode_weights(
                 }
                 let mut loss = 0.0;
                 let (class_sums, parent_sums) = sums.split_at_mut(n_classes);
-                for (i, row) in block.chunks_mut(n_classes).enumerate() {
-                    let r = first + i;
-                    let label = labels[r] as usize;
-                    loss += residuals_in_place(row, label, sample_weights[r], class_sums);
-                    let term = &parent_terms[r * n_parents * n_classes..];
-                    for (p, g) in parent_sums.iter_mut().enumerate() {
+                let labels = labels.slice(ndarray::s![first..first + n]);
+                let weights = sample_weights.slice(ndarray::s![first..first + n]);
+                for (((row, term), &label), &weight) in block
+                    .chunks_exact_mut(n_classes)
+                    .zip(terms.chunks_exact(row_terms))
+                    .zip(labels.iter())
+                    .zip(weights.iter())
+                {
+                    loss += residuals_in_place(row, label as usize, weight, class_sums);
+                    for (g, parent) in parent_sums.iter_mut().zip(term.chunks_exact(n_classes)) {
                         for c in 0..n_classes {
-                            *g += row[c] * term[p * n_classes + c];
+                            *g += row[c] * parent[c];
                         }
                     }
                 }
@@ -598,7 +759,7 @@ pub fn fit_aode_weights(
         head[n_classes..].copy_from_slice(&sums[n_classes..]);
         // pass 2: each column sums its rows' residuals into its own cells (columns in
         // parallel, rows in order), then multiplies them by the cells' values
-        let residuals = &residuals;
+        let residuals = buffers.residuals.as_slice();
         let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_columns);
         let mut rest = grad_d;
         for k in 0..n_columns {
@@ -608,45 +769,31 @@ pub fn fit_aode_weights(
         }
         slices.into_par_iter().for_each(|(k, own)| {
             own.iter_mut().for_each(|g| *g = 0.0);
-            for (r, &cell) in cells.row(k).iter().enumerate() {
-                if r % interrupt::CHECK_EVERY == 0 && interrupt::cancelled() {
+            let column = cells.row(k);
+            for (column, residuals) in column
+                .axis_chunks_iter(ndarray::Axis(0), interrupt::CHECK_EVERY)
+                .zip(residuals.chunks(interrupt::CHECK_EVERY * n_classes))
+            {
+                if interrupt::cancelled() {
                     return;
                 }
-                if cell < 0 {
-                    continue;
+                for (&cell, residual) in column.iter().zip(residuals.chunks_exact(n_classes)) {
+                    if cell < 0 {
+                        continue;
+                    }
+                    let at = (cell as usize - starts[k]) * n_classes;
+                    own[at..at + n_classes]
+                        .iter_mut()
+                        .zip(residual)
+                        .for_each(|(g, &res)| *g += res);
                 }
-                let at = (cell as usize - starts[k]) * n_classes;
-                let residual = &residuals[r * n_classes..(r + 1) * n_classes];
-                own[at..at + n_classes]
-                    .iter_mut()
-                    .zip(residual)
-                    .for_each(|(g, &res)| *g += res);
             }
             let cell_values = &values[starts[k] * n_classes..starts[k + 1] * n_classes];
             own.iter_mut().zip(cell_values).for_each(|(g, &v)| *g *= v);
         });
         interrupt::check()?;
         Ok(loss)
-    };
-    let result = renumbered_fit.run(data)?;
-    // the weights and gradient numbered back
-    let mut theta = zeroed(n_weights, "cell weights")?;
-    let mut gradient = zeroed(n_weights, "cell weight gradient")?;
-    for (out, moved) in [
-        (&mut theta, &result.theta),
-        (&mut gradient, &result.gradient),
-    ] {
-        out[..n_head].copy_from_slice(&moved[..n_head]);
-        for (old, &new) in new_of_old.iter().enumerate() {
-            out[n_head + old * n_classes..n_head + (old + 1) * n_classes]
-                .copy_from_slice(&moved[n_head + new * n_classes..n_head + (new + 1) * n_classes]);
-        }
     }
-    Ok(LbfgsResult {
-        theta,
-        gradient,
-        ..result
-    })
 }
 
 #[cfg(test)]
@@ -986,6 +1133,85 @@ mod tests {
             let numeric = (aode_loss(&data, &up) - aode_loss(&data, &down)) / (2.0 * h);
             assert!((numeric - at.gradient[k]).abs() < 1e-6, "weight {k}");
         }
+    }
+
+    #[test]
+    fn the_generic_class_loops_give_the_bits_of_the_unrolled_ones() {
+        let mut seed = 17;
+        let data = aode_data(300, 9);
+        let (n_rows, n_parents, n_classes) = data.terms.dim();
+        let n = n_classes + n_parents + 11 * n_classes;
+        let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
+        let pass = AodePass {
+            parent_terms: data.terms.as_slice().unwrap(),
+            cells: data.cells.view(),
+            values: data.values.as_slice().unwrap(),
+            starts: &data.starts,
+            labels: data.labels.view(),
+            sample_weights: data.weights.view(),
+            class_log_prior: &data.class_log_prior,
+            n_parents,
+        };
+        let buffers = || AodeBuffers {
+            residuals: vec![0.0; n_rows * n_classes],
+            products: vec![0.0; 11 * n_classes],
+        };
+        let (mut unrolled, mut generic) = (vec![0.0; n], vec![0.0; n]);
+        let a = pass
+            .data::<2>(&mut buffers(), &theta, &mut unrolled)
+            .unwrap();
+        let b = pass
+            .data::<0>(&mut buffers(), &theta, &mut generic)
+            .unwrap();
+        assert_eq!(a.to_bits(), b.to_bits());
+        assert_eq!(unrolled, generic);
+        // Naive Bayes, three classes, leave-one-out shifts
+        let data = naive_bayes_data(200, 4);
+        let (n_rows, n_columns) = (data.codes.ncols(), data.layout.n_columns());
+        let mut column_of = vec![usize::MAX; 3 * n_rows];
+        let mut shift = vec![0.0; 3 * n_rows];
+        for f in 0..3 {
+            for r in 0..n_rows {
+                let code = data.codes[[f, r]];
+                let column = data.layout.columns(f).start + code.max(0) as usize;
+                if code >= 0 && data.log_table[[column, 0]].is_finite() {
+                    column_of[f * n_rows + r] = column;
+                    shift[f * n_rows + r] = uniform(&mut seed) - 0.5;
+                }
+            }
+        }
+        let log_table: Vec<f64> = data
+            .log_table
+            .iter()
+            .map(|&v| if v.is_finite() { v } else { 0.0 })
+            .collect();
+        let pass = NaiveBayesPass {
+            codes_columns: &column_of,
+            shift: Some(&shift),
+            log_table: &log_table,
+            labels: data.labels.view(),
+            sample_weights: data.weights.view(),
+            class_log_prior: &data.class_log_prior,
+            layout: &data.layout,
+            cell_weights: true,
+        };
+        let n = 3 + 3 + n_columns * 3;
+        let theta: Vec<f64> = (0..n).map(|_| 0.5 + uniform(&mut seed)).collect();
+        let buffers = || NaiveBayesBuffers {
+            weights: vec![0.0; n_columns * 3],
+            table: vec![0.0; n_columns * 3],
+            residuals: vec![0.0; n_rows * 3],
+            cell_gradient: vec![0.0; n_columns * 3],
+        };
+        let (mut unrolled, mut generic) = (vec![0.0; n], vec![0.0; n]);
+        let a = pass
+            .data::<3>(&mut buffers(), &theta, &mut unrolled)
+            .unwrap();
+        let b = pass
+            .data::<0>(&mut buffers(), &theta, &mut generic)
+            .unwrap();
+        assert_eq!(a.to_bits(), b.to_bits());
+        assert_eq!(unrolled, generic);
     }
 
     #[test]

@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
 import hebnb.weighting
-from hebnb import AODE, CategoricalNB
+from hebnb import AODE, CategoricalNB, _core
 
 
 def _data(seed=0, n_rows=400, n_classes=3):
@@ -63,6 +63,175 @@ def test_parent_terms_are_the_one_dependence_models():
         model._joint_log_likelihood(X),
         rtol=1e-10,
     )
+
+
+def _single_parent_terms(model, codes, threads):
+    """Each super-parent's term by the per-parent path: the scorer with every other
+    feature's parent counts set to -inf (so that only this parent qualifies), one call per
+    super-parent."""
+    core_model = model._model
+    parent_count = np.asarray(core_model["parent_count"], dtype=np.float64)
+    offsets = list(model._encoder.offsets)
+    terms = []
+    for p in np.flatnonzero(model.super_parents_):
+        only = np.full_like(parent_count, -np.inf)
+        only[offsets[p] : offsets[p + 1]] = parent_count[offsets[p] : offsets[p + 1]]
+        terms.append(
+            _core.aode_joint_log_likelihood(
+                codes,
+                {**core_model, "parent_count": only},
+                model._pair_tables(),
+                offsets=offsets,
+                min_parent_count=float(model.min_parent_count),
+                n_jobs=threads,
+            )
+        )
+    return np.stack(terms, axis=1)
+
+
+def _single_parent_cells(model, codes, threads, parent):
+    """Super-parent ``parent``'s cells by the per-parent path: each distinct parent value
+    u and each distinct (j, u, v) scored as a synthetic row holding only x_i = u (and
+    x_j = v) with ``parent`` the only qualifying parent; ``ln P(y, u) - ln pi_y`` from the
+    first score, ``ln P(v | y, u)`` as the difference of the two. Returns (qualifies,
+    cells (S, F, C))."""
+    n_features, n_rows = codes.shape
+    n_classes = model.classes_.shape[0]
+    offsets = list(model._encoder.offsets)
+    cardinality = np.diff(offsets)
+    core_model = model._model
+    parent_count = np.asarray(core_model["parent_count"], dtype=np.float64)
+    start = offsets[parent]
+    values = codes[parent].astype(np.int64)
+    qualifies = values >= 0
+    qualifies[qualifies] = parent_count[start + values[qualifies]] >= model.min_parent_count
+    rows = np.flatnonzero(qualifies)
+    cells = np.zeros((n_rows, n_features, n_classes))
+    if rows.size == 0:
+        return qualifies, cells
+    only = np.full_like(parent_count, -np.inf)
+    only[start : offsets[parent + 1]] = parent_count[start : offsets[parent + 1]]
+    distinct_parents, parent_of_row = np.unique(values[rows], return_inverse=True)
+    blocks = [(parent, distinct_parents, None)]
+    children = []
+    for j in range(n_features):
+        if j == parent:
+            continue
+        child = codes[j, rows].astype(np.int64)
+        present = child >= 0
+        keys = values[rows] * cardinality[j] + child
+        distinct, position = np.unique(keys[present], return_inverse=True)
+        blocks.append((j, distinct // cardinality[j], distinct % cardinality[j]))
+        children.append((j, present, position))
+    synthetic = np.full((n_features, sum(b[1].shape[0] for b in blocks)), -1, dtype=np.int32)
+    first = [0]
+    for j, parent_codes, child_codes in blocks:
+        at = slice(first[-1], first[-1] + parent_codes.shape[0])
+        synthetic[parent, at] = parent_codes
+        if child_codes is not None:
+            synthetic[j, at] = child_codes
+        first.append(at.stop)
+    scores = _core.aode_joint_log_likelihood(
+        synthetic,
+        {**core_model, "parent_count": only},
+        model._pair_tables(),
+        offsets=offsets,
+        min_parent_count=float(model.min_parent_count),
+        n_jobs=threads,
+    )
+    alone = scores[: distinct_parents.shape[0]]
+    cells[rows, parent] = alone[parent_of_row] - model.class_log_prior_
+    for block, (j, present, position) in enumerate(children, start=1):
+        with_child = scores[first[block] : first[block + 1]]
+        difference = with_child - alone[np.searchsorted(distinct_parents, blocks[block][1])]
+        column = np.zeros((rows.shape[0], n_classes))
+        column[present] = difference[position]
+        cells[rows, j] = column
+    return qualifies, cells
+
+
+def _wide_data(seed=4, n_rows=600):
+    """_data plus two features of 70 values (their pair is stored sparse) and a column
+    whose values are mostly rare."""
+    X, y = _data(seed=seed, n_rows=n_rows)
+    rng = np.random.default_rng(seed)
+    e = (X[:, 0] * 23 + rng.integers(0, 23, n_rows)) % 70
+    f = (e + y * rng.integers(0, 2, n_rows) + rng.integers(0, 40, n_rows)) % 70
+    g = np.where(rng.random(n_rows) < 0.5, rng.integers(0, 200, n_rows), 0)
+    return np.column_stack([X, e, f, g]), y
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"smoothing": "laplace", "parent_smoothing": "laplace"},
+        {"parent_smoothing": "heb", "min_parent_count": 3},
+        {"prior": "pooled", "max_joint_cells": 500, "max_parents": 5},
+    ],
+)
+def test_the_all_parents_pass_equals_the_single_parent_path(params):
+    """``_core.aode_parent_terms`` (one pass, every super-parent) against one masked
+    scoring call per parent, and its cells against the synthetic-row scores: the same
+    numbers bit for bit, for any n_jobs; rows with unknown values and parents that do not
+    qualify included."""
+    X, y = _wide_data()
+    model = AODE(**params).fit(X[:400], y[:400])
+    codes, threads = model._encode(X[400:])  # unseen values: code -1
+    assert (codes < 0).any()
+    parents = np.flatnonzero(model.super_parents_)
+    outputs = [
+        _core.aode_parent_terms(
+            codes,
+            model._model,
+            model._pair_tables(),
+            offsets=list(model._encoder.offsets),
+            min_parent_count=float(model.min_parent_count),
+            cells=True,
+            n_jobs=n_jobs,
+        )
+        for n_jobs in (1, 2)
+    ]
+    terms, qualifies, cells = outputs[0]
+    for one, two in zip(outputs[0], outputs[1]):
+        np.testing.assert_array_equal(one, two)
+    assert cells.shape == (codes.shape[1], parents.shape[0], codes.shape[0], 3)
+    np.testing.assert_array_equal(terms, _single_parent_terms(model, codes, threads))
+    assert not qualifies.all()
+    for rank, i in enumerate(parents):
+        expected_qualifies, expected_cells = _single_parent_cells(model, codes, threads, i)
+        np.testing.assert_array_equal(qualifies[:, rank], expected_qualifies)
+        np.testing.assert_array_equal(cells[:, rank], expected_cells)
+    # without cells: the same terms
+    alone = _core.aode_parent_terms(
+        codes,
+        model._model,
+        model._pair_tables(),
+        offsets=list(model._encoder.offsets),
+        min_parent_count=float(model.min_parent_count),
+        cells=False,
+        n_jobs=1,
+    )
+    np.testing.assert_array_equal(alone[0], terms)
+    assert alone[2].shape == (0,) + cells.shape[1:]
+
+
+def test_the_all_parents_cells_are_the_counted_laplace_cells():
+    """The cells of the one pass against Laplace AODE counted in numpy."""
+    X, y = _data(seed=3)
+    model = AODE(smoothing="laplace", parent_smoothing="laplace").fit(X, y)
+    codes, threads = model._encode(X)
+    terms, qualifies, cells = hebnb.weighting.aode_parent_cells(
+        codes,
+        model._model,
+        model._pair_tables(),
+        list(model._encoder.offsets),
+        float(model.min_parent_count),
+        threads,
+    )
+    expected = _laplace_cells(X, y, X, 3)
+    assert qualifies.all()
+    np.testing.assert_allclose(cells, expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(terms, expected.sum(axis=2) + model.class_log_prior_, rtol=1e-10)
 
 
 def _cross_fitted_terms(X, y, params):

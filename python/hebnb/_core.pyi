@@ -15,6 +15,7 @@ __all__ = [
     "add_counts",
     "aode_joint_log_likelihood",
     "aode_log_evidence",
+    "aode_parent_terms",
     "aode_planned_bytes",
     "count_categories",
     "count_pairs",
@@ -252,6 +253,22 @@ def aode_joint_log_likelihood(
     min_parent_count: float,
     n_jobs: int,
 ) -> npt.NDArray[np.float64]: ...
+def aode_parent_terms(
+    codes: npt.NDArray[np.int32],
+    model: dict[str, Any],
+    pair_tables: dict[str, Any],
+    /,
+    *,
+    offsets: list[int],
+    min_parent_count: float,
+    cells: bool,
+    n_jobs: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """Every super-parent's term ``T_i`` ``(S, P, C)`` of feature-major codes ``(F, S)``
+    (the Naive Bayes score where ``i`` does not qualify), whether it qualifies ``(S, P)``,
+    and with ``cells`` the cells the terms add up ``(S, P, F, C)`` (``ln P(x_j | y, x_i)``
+    at column j, ``ln P(y, x_i) - ln pi_y`` at column i, zero elsewhere; else
+    ``(0, P, F, C)``)."""
 
 @final
 class Vocabulary:

@@ -422,28 +422,41 @@ class AODE(CategoricalClassifier):
         """``weighting="cll-value"``: a weight per super-parent on its cross-fitted term
         (as ``"cll-feature"``) plus one per cell of its tables that a training row uses
         (:func:`hebnb.weighting.fit_aode_cell_weights`)."""
-        terms = self._parent_terms(codes, threads)
-        for held, held_codes, model in folds:
-            terms[held] = model._parent_terms(held_codes, threads)
         parents = np.flatnonzero(self.super_parents_)
+        n_features, n_parents = codes.shape[0], parents.shape[0]
+        n_classes = self.classes_.shape[0]
+        terms = np.empty((codes.shape[1], n_parents, n_classes))
         keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
         cells = np.full_like(keys, -1)
-        column_keys, starts = [], [0]
+        column_keys, starts, first_rows = [], [0], []
         for k in range(keys.shape[1]):
-            present = keys[:, k] >= 0
-            distinct, inverse = np.unique(keys[present, k], return_inverse=True)
+            present = np.flatnonzero(keys[:, k] >= 0)
+            distinct, first, inverse = np.unique(
+                keys[present, k], return_index=True, return_inverse=True
+            )
             cells[present, k] = starts[-1] + inverse
             column_keys.append(distinct)
             starts.append(starts[-1] + distinct.shape[0])
-        cell_values = np.zeros((starts[-1], self.classes_.shape[0]))
-        for p, row_values in enumerate(self._cell_values(codes, threads)):
-            qualifies, values = row_values
-            block = cells[:, p * codes.shape[0] : (p + 1) * codes.shape[0]]
-            block[~qualifies] = -1  # a view: the rows score the Naive Bayes fallback
-            used = block >= 0
-            cell_values[block[used]] = values[used]
+            first_rows.append(present[first])
+        # every row of a cell has the cell's parent value, so the parent qualifies on all
+        # of them or on none, and they share its value: each cell is read on its first row
+        first_row = np.concatenate(first_rows) if first_rows else np.zeros(0, np.intp)
+        column_of_cell = np.repeat(np.arange(keys.shape[1]), np.diff(starts))
+        cell_values = np.zeros((starts[-1], n_classes))
+        cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
+        for rows, batch_terms, qualifies, values in self._parent_cells(codes, threads):
+            terms[rows] = batch_terms
+            inside = np.flatnonzero((first_row >= rows.start) & (first_row < rows.stop))
+            row, column = first_row[inside] - rows.start, column_of_cell[inside]
+            cell_qualifies[inside] = qualifies[row, column // n_features]
+            by_column = values.reshape(values.shape[0], n_parents * n_features, n_classes)
+            cell_values[inside] = by_column[row, column]
+        # a parent that does not qualify on a row scores the Naive Bayes fallback there
+        cells[~cell_qualifies[cells]] = -1
+        for held, held_codes, model in folds:
+            terms[held] = model._parent_terms(held_codes, threads)
         inputs = (
-            (terms - self.class_log_prior_) / parents.shape[0],
+            (terms - self.class_log_prior_) / n_parents,
             cells,
             starts,
             cell_values,
@@ -476,47 +489,51 @@ class AODE(CategoricalClassifier):
         self.weighting_n_iter_ = fitted.n_iter
         self._cell_keys = column_keys
 
-    def _cell_values(
+    #: Entries of (rows, super-parents, features, classes) cells per scoring batch (32 MB).
+    _cell_batch_entries = 1 << 22
+
+    def _parent_cells(
         self, codes: np.ndarray, threads: int
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Per super-parent: whether it qualifies on each row, and the row's cells of its
-        tables divided by P, (S, F, C) (:func:`hebnb.weighting.aode_parent_values`; column
-        ``i`` holds ``ln P(y, x_i) - ln pi_y``)."""
-        parents = np.flatnonzero(self.super_parents_)
-        for i in parents:
-            qualifies, parent_value, child_values = weighting.aode_parent_values(
-                codes,
+    ) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
+        """The super-parents' terms and cells of coded rows in batches of bounded memory:
+        ``(rows, terms (s, P, C), qualifies (s, P), cells (s, P, F, C) divided by P)``
+        (:func:`hebnb.weighting.aode_parent_cells`; column ``i`` of parent ``i`` holds
+        ``ln P(y, x_i) - ln pi_y``)."""
+        n_features, n_rows = codes.shape
+        n_parents = int(np.count_nonzero(self.super_parents_))
+        per_row = max(1, n_parents * n_features * self.classes_.shape[0])
+        batch = max(1, self._cell_batch_entries // per_row)
+        for first in range(0, max(n_rows, 1), batch):
+            rows = slice(first, min(first + batch, n_rows))
+            terms, qualifies, cells = weighting.aode_parent_cells(
+                np.ascontiguousarray(codes[:, rows]),
                 self._model,
                 self._pair_tables(),
                 list(self._encoder.offsets),
-                int(i),
-                self.class_log_prior_,
                 float(self.min_parent_count),
                 threads,
             )
-            child_values[:, i] = parent_value
-            yield qualifies, child_values / parents.shape[0]
+            yield rows, terms, qualifies, cells / max(n_parents, 1)
 
     def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
         """The ``weighting="cll-value"`` scores of coded rows, (S, C): the weighted
         super-parent terms plus each seen cell's ``d`` times its value."""
-        scores = weighting.parent_weighted_log_scores(
-            self._parent_terms(codes, threads),
-            self.class_log_prior_,
-            self.class_weights_,
-            self.parent_weights_,
-        )
         n_features = codes.shape[0]
-        keys = weighting.aode_cell_keys(
-            codes, np.flatnonzero(self.super_parents_), np.diff(self._encoder.offsets)
-        )
+        parents = np.flatnonzero(self.super_parents_)
+        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
         starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in self._cell_keys])])
-        for p, (qualifies, values) in enumerate(self._cell_values(codes, threads)):
-            for j in range(n_features):
-                k = p * n_features + j
-                cell = weighting.lookup_cells(keys[:, k], self._cell_keys[k], int(starts[k]))
-                seen = (cell >= 0) & qualifies
-                scores[seen] += self.cell_weights_[cell[seen]] * values[seen, j]
+        scores = np.empty((codes.shape[1], self.classes_.shape[0]))
+        for rows, terms, qualifies, values in self._parent_cells(codes, threads):
+            batch = weighting.parent_weighted_log_scores(
+                terms, self.class_log_prior_, self.class_weights_, self.parent_weights_
+            )
+            for p in range(parents.shape[0]):
+                for j in range(n_features):
+                    k = p * n_features + j
+                    cell = weighting.lookup_cells(keys[rows, k], self._cell_keys[k], int(starts[k]))
+                    seen = (cell >= 0) & qualifies[:, p]
+                    batch[seen] += self.cell_weights_[cell[seen]] * values[seen, p, j]
+            scores[rows] = batch
         return scores
 
     def _parent_terms(self, codes: np.ndarray, threads: int) -> np.ndarray:
@@ -526,7 +543,6 @@ class AODE(CategoricalClassifier):
             self._model,
             self._pair_tables(),
             list(self._encoder.offsets),
-            self.super_parents_,
             float(self.min_parent_count),
             threads,
         )

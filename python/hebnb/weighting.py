@@ -350,37 +350,61 @@ def aode_parent_terms(
     model: dict[str, npt.NDArray[np.float64]],
     pair_tables: dict[str, np.ndarray],
     offsets: list[int],
-    parents: npt.NDArray[np.bool_],
     min_parent_count: float,
     n_threads: int,
 ) -> FloatArray:
     """Each super-parent's own term of the AODE score, shape (S, n_parents, C).
 
-    AODE scores ``ln P(y, x) = ln(1/q sum_i exp T_i(y, x))`` with
     ``T_i = ln P(y, x_i) + sum_{j != i} ln P(x_j | y, x_i)`` over the q qualifying
-    super-parents (SPEC eq. 7). ``T_i`` is what the fitted scorer returns when ``i`` is
-    the only parent that qualifies, so each is one call of
-    ``_core.aode_joint_log_likelihood`` with every other feature's parent counts set to
-    ``-inf``. A row on which parent ``i`` does not qualify (value missing, unseen or rarer
-    than ``min_parent_count``) gets the scorer's Naive Bayes fallback as its ``T_i``.
+    super-parents (SPEC eq. 7): what the fitted scorer returns when ``i`` is the only
+    parent that qualifies, computed for every parent in one pass of the core
+    (``_core.aode_parent_terms``, src/aode/parent_terms.rs). A row on which parent ``i``
+    does not qualify (value missing, unseen or rarer than ``min_parent_count``) gets the
+    scorer's Naive Bayes fallback as its ``T_i``.
     """
-    parent_count = np.asarray(model["parent_count"], dtype=np.float64)
-    terms = []
-    for p in np.flatnonzero(parents):
-        only = np.full_like(parent_count, -np.inf)
-        only[offsets[p] : offsets[p + 1]] = parent_count[offsets[p] : offsets[p + 1]]
-        single = {**model, "parent_count": only}
-        terms.append(
-            _core.aode_joint_log_likelihood(
-                codes,
-                single,
-                pair_tables,
-                offsets=offsets,
-                min_parent_count=min_parent_count,
-                n_jobs=n_threads,
-            )
-        )
-    return np.stack(terms, axis=1)
+    terms, _, _ = _core.aode_parent_terms(
+        codes,
+        model,
+        pair_tables,
+        offsets=offsets,
+        min_parent_count=min_parent_count,
+        cells=False,
+        n_jobs=n_threads,
+    )
+    return terms
+
+
+def aode_parent_cells(
+    codes: npt.NDArray[np.int32],
+    model: dict[str, npt.NDArray[np.float64]],
+    pair_tables: dict[str, np.ndarray],
+    offsets: list[int],
+    min_parent_count: float,
+    n_threads: int,
+) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
+    """The super-parents' terms (:func:`aode_parent_terms`) and the cells they add up, in
+    one pass of the core.
+
+    Returns
+    -------
+    terms : ndarray of shape (S, P, C)
+    qualifies : ndarray of shape (S, P)
+        Whether each super-parent qualifies on the row (value present, known and at least
+        ``min_parent_count``); its cells are zero where it does not.
+    cells : ndarray of shape (S, P, F, C)
+        Super-parent ``i``'s ``ln P(x_j | y, x_i)`` in column j (zero where ``x_j`` is
+        missing, unknown or a category that never scores) and ``ln P(y, x_i) - ln pi_y``
+        in column i.
+    """
+    return _core.aode_parent_terms(
+        codes,
+        model,
+        pair_tables,
+        offsets=offsets,
+        min_parent_count=min_parent_count,
+        cells=True,
+        n_jobs=n_threads,
+    )
 
 
 def fit_parent_weights(
@@ -480,95 +504,6 @@ def parent_weighted_log_scores(
         "spc,p->sc", (terms - class_log_prior) / n_parents, parent_weights
     )
     return class_weights * class_log_prior + combined
-
-
-def aode_parent_values(
-    codes: npt.NDArray[np.int32],
-    model: dict[str, npt.NDArray[np.float64]],
-    pair_tables: dict[str, np.ndarray],
-    offsets: list[int],
-    parent: int,
-    class_log_prior: FloatArray,
-    min_parent_count: float,
-    n_threads: int,
-) -> tuple[npt.NDArray[np.bool_], FloatArray, FloatArray]:
-    """The cells of super-parent ``parent``'s one-dependence term on coded rows.
-
-    ``T_i = ln P(y, x_i) + sum_{j != i} ln P(x_j | y, x_i)`` (SPEC eq. 7) is a sum of
-    table cells. They are read through the fitted scorer, not the storage layout: each
-    distinct parent value ``u`` and each distinct ``(j, u, v)`` of the rows is scored as a
-    row holding only ``x_i = u`` (and ``x_j = v``) with ``i`` the only qualifying parent,
-    so that ``ln P(y, u)`` is the first score and ``ln P(v | y, u)`` the difference of the
-    two (zero where the child does not score: a zero-mean category).
-
-    Returns
-    -------
-    qualifies : ndarray of shape (S,)
-        Whether the parent qualifies on the row (value present, known and at least
-        ``min_parent_count``); the row's other outputs are zero where it does not.
-    parent_value : ndarray of shape (S, C)
-        ``ln P(y, x_i) - ln pi_y``.
-    child_values : ndarray of shape (S, F, C)
-        ``ln P(x_j | y, x_i)`` in column j (zero at ``j = i`` and where ``x_j`` is missing
-        or unknown).
-    """
-    n_features, n_rows = codes.shape
-    n_classes = class_log_prior.shape[0]
-    cardinality = np.diff(offsets)
-    parent_count = np.asarray(model["parent_count"], dtype=np.float64)
-    start = offsets[parent]
-    values = codes[parent].astype(np.int64)
-    qualifies = values >= 0
-    qualifies[qualifies] = parent_count[start + values[qualifies]] >= min_parent_count
-    rows = np.flatnonzero(qualifies)
-    parent_value = np.zeros((n_rows, n_classes))
-    child_values = np.zeros((n_rows, n_features, n_classes))
-    if rows.size == 0:
-        return qualifies, parent_value, child_values
-    only = np.full_like(parent_count, -np.inf)
-    only[start : offsets[parent + 1]] = parent_count[start : offsets[parent + 1]]
-    single = {**model, "parent_count": only}
-    distinct_parents, parent_of_row = np.unique(values[rows], return_inverse=True)
-    # the synthetic rows: first each distinct parent value alone, then each distinct
-    # (child, parent value, child value)
-    blocks: list[tuple[int, np.ndarray, np.ndarray | None]] = [(parent, distinct_parents, None)]
-    children = []
-    for j in range(n_features):
-        if j == parent:
-            continue
-        child = codes[j, rows].astype(np.int64)
-        present = child >= 0
-        keys = values[rows] * cardinality[j] + child
-        distinct, position = np.unique(keys[present], return_inverse=True)
-        blocks.append((j, distinct // cardinality[j], distinct % cardinality[j]))
-        children.append((j, present, position))
-    n_synthetic = sum(block[1].shape[0] for block in blocks)
-    synthetic = np.full((n_features, n_synthetic), -1, dtype=np.int32)
-    first = [0]
-    for j, parent_codes, child_codes in blocks:
-        at = slice(first[-1], first[-1] + parent_codes.shape[0])
-        synthetic[parent, at] = parent_codes
-        if child_codes is not None:
-            synthetic[j, at] = child_codes
-        first.append(at.stop)
-    scores = _core.aode_joint_log_likelihood(
-        synthetic,
-        single,
-        pair_tables,
-        offsets=offsets,
-        min_parent_count=min_parent_count,
-        n_jobs=n_threads,
-    )
-    alone = scores[: distinct_parents.shape[0]]
-    parent_value[rows] = alone[parent_of_row] - class_log_prior
-    for block, (j, present, position) in enumerate(children, start=1):
-        with_child = scores[first[block] : first[block + 1]]
-        child_parent = np.searchsorted(distinct_parents, blocks[block][1])
-        difference = with_child - alone[child_parent]
-        column = np.zeros((rows.shape[0], n_classes))
-        column[present] = difference[position]
-        child_values[rows, j] = column
-    return qualifies, parent_value, child_values
 
 
 def aode_cell_keys(

@@ -116,6 +116,56 @@ pub fn joint_log_likelihood(
     model: &AodeModel,
     layout: &FeatureLayout,
 ) -> Result<Array2<f64>> {
+    let (mut joint, prepared) = prepare(codes, model, layout)?;
+    let Some(prepared) = prepared else {
+        return Ok(joint);
+    };
+    let scorer = prepared.scorer(model, layout);
+    let (n_classes, n_parents) = (scorer.n_classes, prepared.super_parents.len());
+    let chunk_rows = rows_per_chunk(codes.ncols(), n_parents, n_classes);
+    joint
+        .as_slice_mut()
+        .expect("freshly allocated")
+        .par_chunks_mut(chunk_rows * n_classes)
+        .enumerate()
+        .for_each(|(chunk, block)| {
+            if crate::interrupt::cancelled() {
+                return;
+            }
+            let n = block.len() / n_classes;
+            let chunk = scorer.score_chunk::<false>(codes, chunk * chunk_rows, n, &mut []);
+            // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
+            for (r, out) in block.chunks_mut(n_classes).enumerate() {
+                if chunk.n_qualifying[r] == 0 {
+                    continue;
+                }
+                let log_q = (chunk.n_qualifying[r] as f64).ln();
+                for (c, slot) in out.iter_mut().enumerate() {
+                    let parent_terms = (0..n_parents)
+                        .filter(|&rank| chunk.qualifies[rank * n + r])
+                        .map(|rank| chunk.terms[(rank * n + r) * n_classes + c]);
+                    let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
+                    *slot = if max.is_finite() {
+                        max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
+                    } else {
+                        max
+                    };
+                }
+            }
+        });
+    crate::interrupt::check()?;
+    Ok(joint)
+}
+
+/// Checks the model against the layout and the codes and returns the rows' Naive Bayes
+/// joint log-likelihood `(S, C)` (the score of a row without a qualifying super-parent)
+/// and, unless there is nothing to score (no class or no row), what the chunk scorer
+/// reads ([`Prepared::scorer`]).
+pub(super) fn prepare(
+    codes: ArrayView2<i32>,
+    model: &AodeModel,
+    layout: &FeatureLayout,
+) -> Result<(Array2<f64>, Option<Prepared>)> {
     check_codes(codes, layout)?;
     let n_classes = model.class_log_prior.len();
     let n_features = layout.n_features();
@@ -151,7 +201,7 @@ pub fn joint_log_likelihood(
     }
 
     // rows without a qualifying super-parent keep this Naive Bayes score
-    let mut joint = scoring::joint_log_likelihood(
+    let joint = scoring::joint_log_likelihood(
         codes,
         model.marginal_log_prob,
         model.class_log_prior,
@@ -159,22 +209,21 @@ pub fn joint_log_likelihood(
         layout,
     )?;
     if n_classes == 0 || codes.ncols() == 0 {
-        return Ok(joint);
+        return Ok((joint, None));
     }
     let row_offsets = model.pair_tables.row_offsets(layout)?;
     let starts: Vec<usize> = (0..n_features).map(|f| layout.columns(f).start).collect();
-    let marginal = contiguous(model.marginal_log_prob, "marginal log-probability table")?;
-    let sparse = model.sparse.as_slice().ok_or_else(|| {
+    contiguous(model.marginal_log_prob, "marginal log-probability table")?;
+    model.sparse.as_slice().ok_or_else(|| {
         HebError::InvalidParameter("sparse child table must be C-contiguous".into())
     })?;
-    let parent_log_prob = contiguous(model.parent_log_prob, "parent log-probability table")?;
-    let counts = model.pair_tables.counts.as_slice().ok_or_else(|| {
+    contiguous(model.parent_log_prob, "parent log-probability table")?;
+    model.pair_tables.counts.as_slice().ok_or_else(|| {
         HebError::InvalidParameter("pair table counts must be C-contiguous".into())
     })?;
     let super_parents: Vec<usize> = (0..n_features)
         .filter(|&f| model.structure.parents[f])
         .collect();
-    let n_parents = super_parents.len();
 
     // A sparse pair whose table is not mostly empty (K_a K_b <= 4 cells + 64) gets a
     // direct (u, v) -> cell index for this call (at most 16 bytes per cell), so that a
@@ -274,104 +323,67 @@ pub fn joint_log_likelihood(
             runs
         })
         .collect();
-    let context = ScoringContext {
-        model,
-        n_classes,
-        n_features,
-        starts: &starts,
-        parent_log_prob,
-        marginal,
-        sparse,
-        counts,
-        row_offsets: &row_offsets,
-        direct: &direct,
-        layout,
+    let prepared = Prepared {
+        starts,
+        row_offsets,
+        direct,
+        readers,
+        super_parents,
     };
+    Ok((joint, Some(prepared)))
+}
 
-    let chunk_rows = rows_per_chunk(codes.ncols(), n_parents, n_classes);
-    joint
-        .as_slice_mut()
-        .expect("freshly allocated")
-        .par_chunks_mut(chunk_rows * n_classes)
-        .enumerate()
-        .for_each(|(chunk, block)| {
-            if crate::interrupt::cancelled() {
-                return;
-            }
-            let first = chunk * chunk_rows;
-            let n = block.len() / n_classes;
-            // row-major: each row's value of every feature as a child (-1: missing or a
-            // category that never scores)
-            let mut child_value = vec![-1i32; n * n_features];
-            for f in 0..n_features {
-                let codes_f = codes.row(f);
-                for r in 0..n {
-                    let v = codes_f[first + r];
-                    // codes were range-checked by the Naive Bayes pass above
-                    if v >= 0 && model.log_child_mean[starts[f] + v as usize] > f64::NEG_INFINITY {
-                        child_value[r * n_features + f] = v;
-                    }
-                }
-            }
-            // (parent rank, row, class) terms of the qualifying rows
-            let mut terms = vec![0.0; n_parents * n * n_classes];
-            let mut qualifies = vec![false; n_parents * n];
-            let mut n_qualifying = vec![0usize; n];
-            let mut rows: Vec<u32> = Vec::with_capacity(n);
-            for (rank, &i) in super_parents.iter().enumerate() {
-                let codes_i = codes.row(i);
-                rows.clear();
-                for r in 0..n {
-                    let u = codes_i[first + r];
-                    if u >= 0
-                        && model.parent_count[starts[i] + u as usize] >= model.min_parent_count
-                    {
-                        rows.push(r as u32);
-                        qualifies[rank * n + r] = true;
-                        n_qualifying[r] += 1;
-                    }
-                }
-                // rows in order of the parent's value: their lookups share table rows (a
-                // row's result does not depend on the order)
-                if layout.cardinality(i) >= 16 {
-                    rows.sort_by_key(|&r| codes_i[first + r as usize]);
-                }
-                let terms = &mut terms[rank * n * n_classes..(rank + 1) * n * n_classes];
-                let parent = ParentRows {
-                    parent: i,
-                    readers: &readers[rank],
-                    rows: &rows,
-                    parent_values: codes_i.slice(ndarray::s![first..first + n]),
-                    child_value: &child_value,
-                };
-                match n_classes {
-                    2 => context.score_parent::<2>(&parent, terms),
-                    3 => context.score_parent::<3>(&parent, terms),
-                    4 => context.score_parent::<4>(&parent, terms),
-                    _ => context.score_parent::<0>(&parent, terms),
-                }
-            }
-            // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
-            for (r, out) in block.chunks_mut(n_classes).enumerate() {
-                if n_qualifying[r] == 0 {
-                    continue;
-                }
-                let log_q = (n_qualifying[r] as f64).ln();
-                for (c, slot) in out.iter_mut().enumerate() {
-                    let parent_terms = (0..n_parents)
-                        .filter(|&rank| qualifies[rank * n + r])
-                        .map(|rank| terms[(rank * n + r) * n_classes + c]);
-                    let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
-                    *slot = if max.is_finite() {
-                        max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
-                    } else {
-                        max
-                    };
-                }
-            }
-        });
-    crate::interrupt::check()?;
-    Ok(joint)
+/// What [`prepare`] builds once per call for the chunks: where every feature's columns
+/// start, the pair tables' row offsets, the sparse pairs' direct indexes, and how each
+/// super-parent reads its children.
+pub(super) struct Prepared {
+    starts: Vec<usize>,
+    row_offsets: Vec<usize>,
+    direct: Vec<Option<Vec<u32>>>,
+    readers: Vec<Vec<Run>>,
+    /// The super-parents, in feature order (their rank is their position here).
+    pub(super) super_parents: Vec<usize>,
+}
+
+impl Prepared {
+    /// The chunk scorer over `model` (the model [`prepare`] checked).
+    pub(super) fn scorer<'m, 'a>(
+        &'m self,
+        model: &'m AodeModel<'a>,
+        layout: &'m FeatureLayout,
+    ) -> ScoringContext<'m, 'a> {
+        let contiguous_or_empty = |table: ArrayView2<'m, f64>| table.to_slice().unwrap_or(&[]);
+        ScoringContext {
+            model,
+            n_classes: model.class_log_prior.len(),
+            n_features: layout.n_features(),
+            starts: &self.starts,
+            parent_log_prob: contiguous_or_empty(model.parent_log_prob),
+            marginal: contiguous_or_empty(model.marginal_log_prob),
+            sparse: model.sparse.to_slice().unwrap_or(&[]),
+            counts: model
+                .pair_tables
+                .counts
+                .as_slice()
+                .expect("checked contiguous by prepare"),
+            row_offsets: &self.row_offsets,
+            direct: &self.direct,
+            readers: &self.readers,
+            super_parents: &self.super_parents,
+            layout,
+        }
+    }
+}
+
+/// One chunk's per-super-parent terms ([`ScoringContext::score_chunk`]).
+pub(super) struct ChunkTerms {
+    /// `(parent rank, row, class)`: the parent's term `T_i` on the rows where it qualifies
+    /// (zero elsewhere).
+    pub(super) terms: Vec<f64>,
+    /// `(parent rank, row)`: whether the parent qualifies on the row.
+    pub(super) qualifies: Vec<bool>,
+    /// Qualifying parents per row.
+    pub(super) n_qualifying: Vec<usize>,
 }
 
 /// The contiguous data of a C-order table.
@@ -384,7 +396,7 @@ fn contiguous<'a>(table: ArrayView2<'a, f64>, what: &str) -> Result<&'a [f64]> {
 /// A child read by direct indexing: `table[offset + (u stride + v) C ..]` (a dense
 /// table: stride `K_j`; the Naive Bayes table: stride 0, offset of the child's columns).
 #[derive(Debug, Clone, Copy)]
-struct Lookup {
+pub(super) struct Lookup {
     child: usize,
     stride: usize,
     offset: usize,
@@ -393,7 +405,7 @@ struct Lookup {
 /// A child of a sparse pair: its orientation's header row, the pair, and whether the
 /// parent is the pair's first feature (whose values are the CSR rows).
 #[derive(Debug, Clone, Copy)]
-struct SparseChild {
+pub(super) struct SparseChild {
     child: usize,
     k_child: usize,
     header: usize,
@@ -405,7 +417,7 @@ struct SparseChild {
 
 /// Consecutive children (in feature order) of a super-parent read the same way.
 #[derive(Debug, Clone)]
-enum Run {
+pub(super) enum Run {
     /// Capped orientations: the Naive Bayes table.
     Marginal(Vec<Lookup>),
     /// Dense tables.
@@ -417,6 +429,8 @@ enum Run {
 /// One super-parent's qualifying rows in a chunk.
 struct ParentRows<'c> {
     parent: usize,
+    /// Its rank among the super-parents.
+    rank: usize,
     readers: &'c [Run],
     rows: &'c [u32],
     /// The parent's codes of the chunk's rows.
@@ -426,10 +440,10 @@ struct ParentRows<'c> {
 }
 
 /// What every chunk reads.
-struct ScoringContext<'m, 'a> {
+pub(super) struct ScoringContext<'m, 'a> {
     model: &'m AodeModel<'a>,
-    n_classes: usize,
-    n_features: usize,
+    pub(super) n_classes: usize,
+    pub(super) n_features: usize,
     starts: &'m [usize],
     parent_log_prob: &'m [f64],
     marginal: &'m [f64],
@@ -437,17 +451,110 @@ struct ScoringContext<'m, 'a> {
     counts: CountSlice<'m>,
     row_offsets: &'m [usize],
     direct: &'m [Option<Vec<u32>>],
+    readers: &'m [Vec<Run>],
+    super_parents: &'m [usize],
     layout: &'m FeatureLayout,
 }
 
 impl ScoringContext<'_, '_> {
+    /// Every super-parent's term `T_i` on the `n` rows from `first`, with the parents in
+    /// feature order (a row's terms do not depend on the chunk it is scored in).
+    ///
+    /// With `CELLS`, `cells` is the chunk's `(row, parent rank, feature, class)` block and
+    /// receives every cell a qualifying parent's term adds up: `ln P(x_j | y, x_i)` at
+    /// column j (where `x_j` scores; the rest is left as it is) and `ln P(y, x_i) - ln pi_y`
+    /// at column i. Without, `cells` is not touched (pass an empty slice).
+    pub(super) fn score_chunk<const CELLS: bool>(
+        &self,
+        codes: ArrayView2<i32>,
+        first: usize,
+        n: usize,
+        cells: &mut [f64],
+    ) -> ChunkTerms {
+        let (n_classes, n_features) = (self.n_classes, self.n_features);
+        let n_parents = self.super_parents.len();
+        let model = self.model;
+        // row-major: each row's value of every feature as a child (-1: missing or a
+        // category that never scores)
+        let mut child_value = vec![-1i32; n * n_features];
+        for f in 0..n_features {
+            let codes_f = codes.row(f);
+            for r in 0..n {
+                let v = codes_f[first + r];
+                // codes were range-checked by the Naive Bayes pass of `prepare`
+                if v >= 0 && model.log_child_mean[self.starts[f] + v as usize] > f64::NEG_INFINITY {
+                    child_value[r * n_features + f] = v;
+                }
+            }
+        }
+        // (parent rank, row, class) terms of the qualifying rows
+        let mut terms = vec![0.0; n_parents * n * n_classes];
+        let mut qualifies = vec![false; n_parents * n];
+        let mut n_qualifying = vec![0usize; n];
+        let mut rows: Vec<u32> = Vec::with_capacity(n);
+        for (rank, &i) in self.super_parents.iter().enumerate() {
+            let codes_i = codes.row(i);
+            rows.clear();
+            for r in 0..n {
+                let u = codes_i[first + r];
+                if u >= 0
+                    && model.parent_count[self.starts[i] + u as usize] >= model.min_parent_count
+                {
+                    rows.push(r as u32);
+                    qualifies[rank * n + r] = true;
+                    n_qualifying[r] += 1;
+                }
+            }
+            // rows in order of the parent's value: their lookups share table rows (a
+            // row's result does not depend on the order)
+            if self.layout.cardinality(i) >= 16 {
+                rows.sort_by_key(|&r| codes_i[first + r as usize]);
+            }
+            let terms = &mut terms[rank * n * n_classes..(rank + 1) * n * n_classes];
+            let parent = ParentRows {
+                parent: i,
+                rank,
+                readers: &self.readers[rank],
+                rows: &rows,
+                parent_values: codes_i.slice(ndarray::s![first..first + n]),
+                child_value: &child_value,
+            };
+            match n_classes {
+                2 => self.score_parent::<2, CELLS>(&parent, terms, cells),
+                3 => self.score_parent::<3, CELLS>(&parent, terms, cells),
+                4 => self.score_parent::<4, CELLS>(&parent, terms, cells),
+                _ => self.score_parent::<0, CELLS>(&parent, terms, cells),
+            }
+        }
+        ChunkTerms {
+            terms,
+            qualifies,
+            n_qualifying,
+        }
+    }
+
     /// Adds every child factor to the parent's terms of its qualifying rows, row by row
     /// (a row's C sums stay in registers), children in feature order. `C` is the number
     /// of classes, or 0 for any other number.
-    fn score_parent<const C: usize>(&self, parent: &ParentRows, terms: &mut [f64]) {
+    ///
+    /// With `CELLS`, each child's cell is also written to the row's `(feature, class)`
+    /// block of this parent in `cells` (the chunk's `(row, parent rank, feature, class)`
+    /// block), and the parent's own `ln P(y, x_i) - ln pi_y` to its column. A child's cell
+    /// `b = ln P(x_j | y, x_i)` is written as `(a + b) - a` with `a = ln P(y, x_i)`: the
+    /// difference of the parent's term with and without the child, the number the weights
+    /// were first fitted on (`hebnb.weighting` read it from two scores), so that they stay
+    /// bit-identical (`b` itself differs from it in the last bits of `a`).
+    fn score_parent<const C: usize, const CELLS: bool>(
+        &self,
+        parent: &ParentRows,
+        terms: &mut [f64],
+        cells: &mut [f64],
+    ) {
         let nc = if C == 0 { self.n_classes } else { C };
         let k_parent = self.layout.cardinality(parent.parent);
         let parent_column = self.starts[parent.parent];
+        let n_parents = self.super_parents.len();
+        let block = self.n_features * nc;
         let mut acc_dynamic = vec![0.0; if C == 0 { nc } else { 0 }];
         let mut acc_fixed = [0.0f64; C];
         let mut scratch = vec![0.0; 3 * nc];
@@ -459,14 +566,37 @@ impl ScoringContext<'_, '_> {
             } else {
                 &mut acc_fixed
             };
+            let out: &mut [f64] = if CELLS {
+                let at = (r * n_parents + parent.rank) * block;
+                &mut cells[at..at + block]
+            } else {
+                &mut []
+            };
             // ln P(y, x_i = u), then the children
             let column = parent_column + u;
-            acc.copy_from_slice(&self.parent_log_prob[column * nc..(column + 1) * nc]);
+            let parent_cells = &self.parent_log_prob[column * nc..(column + 1) * nc];
+            acc.copy_from_slice(parent_cells);
+            if CELLS {
+                let own = &mut out[parent.parent * nc..(parent.parent + 1) * nc];
+                for ((cell, &lp), &prior) in own
+                    .iter_mut()
+                    .zip(parent_cells)
+                    .zip(self.model.class_log_prior)
+                {
+                    *cell = lp - prior;
+                }
+            }
             let values = &parent.child_value[r * self.n_features..(r + 1) * self.n_features];
             for run in parent.readers {
                 match run {
-                    Run::Dense(children) => lookups(acc, self.model.dense, children, values, u),
-                    Run::Marginal(children) => lookups(acc, self.marginal, children, values, u),
+                    Run::Dense(children) => {
+                        let table = self.model.dense;
+                        lookups::<CELLS>(acc, table, children, values, u, parent_cells, out);
+                    }
+                    Run::Marginal(children) => {
+                        let table = self.marginal;
+                        lookups::<CELLS>(acc, table, children, values, u, parent_cells, out);
+                    }
                     Run::Sparse(children) => {
                         for child in children {
                             let v = values[child.child];
@@ -479,6 +609,11 @@ impl ScoringContext<'_, '_> {
                                     k_parent,
                                     &mut scratch,
                                 );
+                                if CELLS {
+                                    let j = child.child;
+                                    let lp = &scratch[..nc];
+                                    write_cell(&mut out[j * nc..(j + 1) * nc], parent_cells, lp);
+                                }
                             }
                         }
                     }
@@ -541,15 +676,42 @@ impl ScoringContext<'_, '_> {
     }
 }
 
-/// Adds `table[offset + (u stride + v) C ..]` of every child with a value to `acc`.
+/// A child's cell as `(a + b) - a`, `a = ln P(y, x_i)` (`parent`) and `b = ln P(x_j | y,
+/// x_i)` (`child`): see [`ScoringContext::score_parent`].
 #[inline(always)]
-fn lookups(acc: &mut [f64], table: &[f64], children: &[Lookup], values: &[i32], u: usize) {
+fn write_cell(out: &mut [f64], parent: &[f64], child: &[f64]) {
+    for ((cell, &a), &b) in out.iter_mut().zip(parent).zip(child) {
+        *cell = (a + b) - a;
+    }
+}
+
+/// Adds `table[offset + (u stride + v) C ..]` of every child with a value to `acc` (with
+/// `CELLS`, also writes it to the child's classes in `cells`, the row's `(feature, class)`
+/// block, [`write_cell`] with the parent's `parent` cells).
+#[inline(always)]
+fn lookups<const CELLS: bool>(
+    acc: &mut [f64],
+    table: &[f64],
+    children: &[Lookup],
+    values: &[i32],
+    u: usize,
+    parent: &[f64],
+    cells: &mut [f64],
+) {
     let nc = acc.len();
     for child in children {
         let v = values[child.child];
         if v >= 0 {
             let at = child.offset + (u * child.stride + v as usize) * nc;
-            add_into(acc, &table[at..at + nc]);
+            let lp = &table[at..at + nc];
+            add_into(acc, lp);
+            if CELLS {
+                write_cell(
+                    &mut cells[child.child * nc..(child.child + 1) * nc],
+                    parent,
+                    lp,
+                );
+            }
         }
     }
 }

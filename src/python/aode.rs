@@ -339,6 +339,59 @@ pub(super) fn aode_log_evidence<'py>(
     Ok(evidence.into_pyarray(py))
 }
 
+/// The scorer's arrays of the dict `fit_aode` returned.
+struct ModelArrays<'py> {
+    dense: PyReadonlyArray1<'py, f64>,
+    sparse: PyReadonlyArray2<'py, f64>,
+    child_mean: PyReadonlyArray1<'py, f64>,
+    log_child_mean: PyReadonlyArray1<'py, f64>,
+    parent_log_prob: PyReadonlyArray2<'py, f64>,
+    parent_count: PyReadonlyArray1<'py, f64>,
+    marginal_log_prob: PyReadonlyArray2<'py, f64>,
+    class_log_prior: PyReadonlyArray1<'py, f64>,
+    capped: PyReadonlyArray2<'py, bool>,
+    parents: PyReadonlyArray1<'py, bool>,
+}
+
+impl<'py> ModelArrays<'py> {
+    fn from_dict(model: &Bound<'py, PyDict>) -> PyResult<Self> {
+        Ok(Self {
+            dense: item(model, "dense_log_prob")?,
+            sparse: item(model, "sparse_rows")?,
+            child_mean: item(model, "child_mean")?,
+            log_child_mean: item(model, "log_child_mean")?,
+            parent_log_prob: item(model, "parent_log_prob")?,
+            parent_count: item(model, "parent_count")?,
+            marginal_log_prob: item(model, "marginal_log_prob")?,
+            class_log_prior: item(model, "class_log_prior")?,
+            capped: item(model, "capped")?,
+            parents: item(model, "parents")?,
+        })
+    }
+
+    /// The scorer's view, with the pair tables the model was fitted on.
+    fn model<'a>(
+        &'a self,
+        pair_tables: &'a PairArrays<'py>,
+        layout: &FeatureLayout,
+        min_parent_count: f64,
+    ) -> PyResult<aode::AodeModel<'a>> {
+        Ok(aode::AodeModel {
+            pair_tables: pair_tables.view()?,
+            dense: self.dense.as_slice()?,
+            sparse: self.sparse.as_array(),
+            child_mean: self.child_mean.as_slice()?,
+            log_child_mean: self.log_child_mean.as_slice()?,
+            structure: structure(&self.capped, &self.parents, layout.n_features())?,
+            parent_log_prob: self.parent_log_prob.as_array(),
+            parent_count: self.parent_count.as_slice()?,
+            min_parent_count,
+            marginal_log_prob: self.marginal_log_prob.as_array(),
+            class_log_prior: self.class_log_prior.as_slice()?,
+        })
+    }
+}
+
 /// AODE joint log-likelihood `(S, C)` of feature-major codes `(F, S)` (SPEC eq. 7), from
 /// the dict `fit_aode` returned and the pair tables it was fitted on.
 #[pyfunction]
@@ -354,34 +407,48 @@ pub(super) fn aode_joint_log_likelihood<'py>(
 ) -> PyResult<Bound<'py, numpy::PyArray2<f64>>> {
     let layout = layout(offsets)?;
     let tables = PairArrays::from_dict(&pair_tables)?;
-    let dense: PyReadonlyArray1<f64> = item(&model, "dense_log_prob")?;
-    let sparse: PyReadonlyArray2<f64> = item(&model, "sparse_rows")?;
-    let child_mean: PyReadonlyArray1<f64> = item(&model, "child_mean")?;
-    let log_child_mean: PyReadonlyArray1<f64> = item(&model, "log_child_mean")?;
-    let parent_log_prob: PyReadonlyArray2<f64> = item(&model, "parent_log_prob")?;
-    let parent_count: PyReadonlyArray1<f64> = item(&model, "parent_count")?;
-    let marginal_log_prob: PyReadonlyArray2<f64> = item(&model, "marginal_log_prob")?;
-    let class_log_prior: PyReadonlyArray1<f64> = item(&model, "class_log_prior")?;
-    let capped: PyReadonlyArray2<bool> = item(&model, "capped")?;
-    let parents: PyReadonlyArray1<bool> = item(&model, "parents")?;
-    let model = aode::AodeModel {
-        pair_tables: tables.view()?,
-        dense: dense.as_slice()?,
-        sparse: sparse.as_array(),
-        child_mean: child_mean.as_slice()?,
-        log_child_mean: log_child_mean.as_slice()?,
-        structure: structure(&capped, &parents, layout.n_features())?,
-        parent_log_prob: parent_log_prob.as_array(),
-        parent_count: parent_count.as_slice()?,
-        min_parent_count,
-        marginal_log_prob: marginal_log_prob.as_array(),
-        class_log_prior: class_log_prior.as_slice()?,
-    };
+    let arrays = ModelArrays::from_dict(&model)?;
+    let model = arrays.model(&tables, &layout, min_parent_count)?;
     let codes = codes.as_array();
     let joint = run(py, n_jobs, || {
         aode::joint_log_likelihood(codes, &model, &layout)
     })?;
     Ok(joint.into_pyarray(py))
+}
+
+/// Every super-parent's term `T_i` `(S, P, C)` of feature-major codes `(F, S)`, whether it
+/// qualifies on each row `(S, P)`, and with `cells` the table cells of the terms
+/// `(S, P, F, C)` (else `(0, P, F, C)`); see `aode::parent_terms`.
+#[pyfunction]
+#[pyo3(signature = (codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub(super) fn aode_parent_terms<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray2<'py, i32>,
+    model: Bound<'py, PyDict>,
+    pair_tables: Bound<'py, PyDict>,
+    offsets: Vec<usize>,
+    min_parent_count: f64,
+    cells: bool,
+    n_jobs: usize,
+) -> PyResult<(
+    Bound<'py, PyArray3<f64>>,
+    Bound<'py, numpy::PyArray2<bool>>,
+    Bound<'py, numpy::PyArray4<f64>>,
+)> {
+    let layout = layout(offsets)?;
+    let tables = PairArrays::from_dict(&pair_tables)?;
+    let arrays = ModelArrays::from_dict(&model)?;
+    let model = arrays.model(&tables, &layout, min_parent_count)?;
+    let codes = codes.as_array();
+    let terms = run(py, n_jobs, || {
+        aode::parent_terms(codes, &model, &layout, cells)
+    })?;
+    Ok((
+        terms.terms.into_pyarray(py),
+        terms.qualifies.into_pyarray(py),
+        terms.cells.into_pyarray(py),
+    ))
 }
 
 /// Adds this family's functions to the module.
@@ -392,5 +459,6 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_aode, m)?)?;
     m.add_function(wrap_pyfunction!(aode_log_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(aode_joint_log_likelihood, m)?)?;
+    m.add_function(wrap_pyfunction!(aode_parent_terms, m)?)?;
     Ok(())
 }
