@@ -11,7 +11,7 @@ Run from the repository root after ``pip install -e .`` (release build):
 
     nice -n 10 python benches/discriminative_amazon.py
     nice -n 10 python benches/discriminative_amazon.py --penalties 0.1 1 10   # penalty sweep
-    nice -n 10 python benches/discriminative_amazon.py --cell-penalties 10 30  # AODE cll-value
+    nice -n 10 python benches/discriminative_amazon.py --cell-penalties 10 30 cv  # AODE cll-value
     # one build against another, in one run: copy the older python/hebnb to DIR/hebnb_base
     nice -n 10 python benches/discriminative_amazon.py --baseline DIR \
         --models "weighting='cll-value')" LogisticRegression
@@ -40,7 +40,7 @@ from hebnb.metrics import auc_ovr_macro, expected_calibration_error, log_loss
 
 
 def hebnb_models(
-    penalties: list[float] | None, cell_penalties: list[float] | None, package=None
+    penalties: list[float] | None, cell_penalties: list[float | str] | None, package=None
 ) -> dict:
     """name -> factory of the hebnb models (2 threads, like CatBoost), from ``package``
     (default: the installed hebnb)."""
@@ -73,7 +73,7 @@ def hebnb_models(
             )
     for cell_penalty in cell_penalties or []:
         models[
-            f"AODE(parent_smoothing='heb', weighting='cll-value') cell_penalty={cell_penalty:g}"
+            f"AODE(parent_smoothing='heb', weighting='cll-value') cell_penalty={cell_penalty}"
         ] = lambda cell_penalty=cell_penalty: AODE(
             parent_smoothing="heb", weighting="cll-value", cell_penalty=cell_penalty, n_jobs=2
         )
@@ -110,7 +110,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--penalties", type=float, nargs="*", default=None)
     parser.add_argument(
-        "--cell-penalties", type=float, nargs="*", default=None, help="AODE cll-value variants"
+        "--cell-penalties",
+        type=lambda text: text if text == "cv" else float(text),
+        nargs="*",
+        default=None,
+        help="AODE cll-value variants: penalties, or cv (chosen by cross-validation)",
     )
     parser.add_argument("--no-references", action="store_true")
     parser.add_argument("--csv", default=None, help="write the per-fold rows here")
