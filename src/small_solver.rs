@@ -22,7 +22,7 @@
 //! 1/(m + k)] < 0` for every `m`).
 
 use crate::gamma_differences::{
-    digamma_difference, digamma_trigamma_difference, ln_gamma_difference,
+    digamma_difference, digamma_trigamma_difference, is_whole, ln_gamma_difference,
     newton_trigamma_difference, scaled_digamma_excess, scaled_excess_and_newton_curvature,
 };
 
@@ -30,7 +30,7 @@ use crate::gamma_differences::{
 /// sums where they apply, otherwise the digamma difference in full and the trigamma
 /// difference to the accuracy of a slope ([`newton_trigamma_difference`]).
 fn digamma_newton_trigamma_difference(a: f64, n: f64) -> (f64, f64) {
-    if n <= crate::gamma_differences::SHORT_SUM_LIMIT && n.fract() == 0.0 {
+    if n <= crate::gamma_differences::SHORT_SUM_LIMIT && is_whole(n) {
         return digamma_trigamma_difference(a, n);
     }
     (digamma_difference(a, n), newton_trigamma_difference(a, n))
@@ -100,7 +100,7 @@ impl SmallEvidence {
         if total <= 0.0 {
             return true;
         }
-        if self.n_documents == MAX_DOCUMENTS || total.fract() != 0.0 {
+        if self.n_documents == MAX_DOCUMENTS || !is_whole(total) {
             return false;
         }
         self.total[self.n_documents] = total;
@@ -115,7 +115,7 @@ impl SmallEvidence {
         if count <= 0.0 {
             return true;
         }
-        if self.n_cells == MAX_CELLS || count.fract() != 0.0 || document >= MAX_DOCUMENTS {
+        if self.n_cells == MAX_CELLS || !is_whole(count) || document >= MAX_DOCUMENTS {
             return false;
         }
         self.count[self.n_cells] = count;

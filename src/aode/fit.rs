@@ -993,7 +993,8 @@ fn solve(
         };
     }
     if small {
-        if let Some(terms) = small_terms(documents.clone(), cells.clone()) {
+        let mut terms = SmallEvidence::new();
+        if small_terms(&mut terms, documents.clone(), cells.clone()) {
             return maximise_small(&terms, settings, start);
         }
     }
@@ -1011,22 +1012,24 @@ fn log_evidence_at(
     m: f64,
 ) -> f64 {
     if small {
-        if let Some(terms) = small_terms(documents.clone(), cells.clone()) {
+        let mut terms = SmallEvidence::new();
+        if small_terms(&mut terms, documents.clone(), cells.clone()) {
             return Evidence::log_evidence(&terms, m);
         }
     }
     general_terms(documents, cells).log_evidence(m)
 }
 
-/// The tables on the stack, or None where they do not fit (too many terms, fractions).
+/// Fills the empty `terms` on the stack (the caller's: returned by value, its 1 kB of
+/// arrays were copied once per child); false where they do not fit (too many terms,
+/// fractions).
 fn small_terms(
+    terms: &mut SmallEvidence,
     mut documents: impl Iterator<Item = f64>,
     mut cells: impl Iterator<Item = (usize, f64, f64)>,
-) -> Option<SmallEvidence> {
-    let mut terms = SmallEvidence::new();
-    let fits = documents.all(|total| terms.add_document(total))
-        && cells.all(|(u, n, mu)| terms.add_cell(u, n, mu));
-    fits.then_some(terms)
+) -> bool {
+    documents.all(|total| terms.add_document(total))
+        && cells.all(|(u, n, mu)| terms.add_cell(u, n, mu))
 }
 
 /// The tables as general evidence terms.
