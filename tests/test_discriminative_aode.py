@@ -191,9 +191,10 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
         )
         for n_jobs in (1, 2)
     ]
-    terms, qualifies, cells = outputs[0]
-    for one, two in zip(outputs[0], outputs[1]):
-        np.testing.assert_array_equal(one, two)
+    assert set(outputs[0]) == {"terms", "qualifies", "cells"}
+    terms, qualifies, cells = (outputs[0][key] for key in ("terms", "qualifies", "cells"))
+    for key in outputs[0]:
+        np.testing.assert_array_equal(outputs[0][key], outputs[1][key])
     assert cells.shape == (codes.shape[1], parents.shape[0], codes.shape[0], 3)
     np.testing.assert_array_equal(terms, _single_parent_terms(model, codes, threads))
     assert not qualifies.all()
@@ -211,8 +212,8 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
         cells=False,
         n_jobs=1,
     )
-    np.testing.assert_array_equal(alone[0], terms)
-    assert alone[2].shape == (0,) + cells.shape[1:]
+    np.testing.assert_array_equal(alone["terms"], terms)
+    assert alone["cells"].shape == (0,) + cells.shape[1:]
 
 
 def test_the_all_parents_cells_are_the_counted_laplace_cells():

@@ -263,12 +263,12 @@ def aode_parent_terms(
     min_parent_count: float,
     cells: bool,
     n_jobs: int,
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
-    """Every super-parent's term ``T_i`` ``(S, P, C)`` of feature-major codes ``(F, S)``
-    (the Naive Bayes score where ``i`` does not qualify), whether it qualifies ``(S, P)``,
-    and with ``cells`` the cells the terms add up ``(S, P, F, C)`` (``ln P(x_j | y, x_i)``
-    at column j, ``ln P(y, x_i) - ln pi_y`` at column i, zero elsewhere; else
-    ``(0, P, F, C)``)."""
+) -> dict[str, npt.NDArray[Any]]:
+    """``{"terms", "qualifies", "cells"}``: every super-parent's term ``T_i`` ``(S, P, C)``
+    of feature-major codes ``(F, S)`` (the Naive Bayes score where ``i`` does not qualify),
+    whether it qualifies ``(S, P)``, and with ``cells`` the cells the terms add up
+    ``(S, P, F, C)`` (``ln P(x_j | y, x_i)`` at column j, ``ln P(y, x_i) - ln pi_y`` at
+    column i, zero elsewhere; else ``(0, P, F, C)``)."""
 
 @final
 class Vocabulary:

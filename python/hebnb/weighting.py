@@ -362,7 +362,7 @@ def aode_parent_terms(
     does not qualify (value missing, unseen or rarer than ``min_parent_count``) gets the
     scorer's Naive Bayes fallback as its ``T_i``.
     """
-    terms, _, _ = _core.aode_parent_terms(
+    terms: FloatArray = _core.aode_parent_terms(
         codes,
         model,
         pair_tables,
@@ -370,7 +370,7 @@ def aode_parent_terms(
         min_parent_count=min_parent_count,
         cells=False,
         n_jobs=n_threads,
-    )
+    )["terms"]
     return terms
 
 
@@ -396,7 +396,7 @@ def aode_parent_cells(
         missing, unknown or a category that never scores) and ``ln P(y, x_i) - ln pi_y``
         in column i.
     """
-    return _core.aode_parent_terms(
+    out = _core.aode_parent_terms(
         codes,
         model,
         pair_tables,
@@ -405,6 +405,7 @@ def aode_parent_cells(
         cells=True,
         n_jobs=n_threads,
     )
+    return out["terms"], out["qualifies"], out["cells"]
 
 
 def fit_parent_weights(

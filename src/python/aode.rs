@@ -416,12 +416,13 @@ pub(super) fn aode_joint_log_likelihood<'py>(
     Ok(joint.into_pyarray(py))
 }
 
-/// Every super-parent's term `T_i` `(S, P, C)` of feature-major codes `(F, S)`, whether it
-/// qualifies on each row `(S, P)`, and with `cells` the table cells of the terms
-/// `(S, P, F, C)` (else `(0, P, F, C)`); see `aode::parent_terms`.
+/// `{"terms", "qualifies", "cells"}`: every super-parent's term `T_i` `(S, P, C)` of
+/// feature-major codes `(F, S)`, whether it qualifies on each row `(S, P)`, and with
+/// `cells` the table cells of the terms `(S, P, F, C)` (else `(0, P, F, C)`); see
+/// `aode::parent_terms`.
 #[pyfunction]
 #[pyo3(signature = (codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn aode_parent_terms<'py>(
     py: Python<'py>,
     codes: PyReadonlyArray2<'py, i32>,
@@ -431,11 +432,7 @@ pub(super) fn aode_parent_terms<'py>(
     min_parent_count: f64,
     cells: bool,
     n_jobs: usize,
-) -> PyResult<(
-    Bound<'py, PyArray3<f64>>,
-    Bound<'py, numpy::PyArray2<bool>>,
-    Bound<'py, numpy::PyArray4<f64>>,
-)> {
+) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout(offsets)?;
     let tables = PairArrays::from_dict(&pair_tables)?;
     let arrays = ModelArrays::from_dict(&model)?;
@@ -444,11 +441,11 @@ pub(super) fn aode_parent_terms<'py>(
     let terms = run(py, n_jobs, || {
         aode::parent_terms(codes, &model, &layout, cells)
     })?;
-    Ok((
-        terms.terms.into_pyarray(py),
-        terms.qualifies.into_pyarray(py),
-        terms.cells.into_pyarray(py),
-    ))
+    let out = PyDict::new(py);
+    out.set_item("terms", terms.terms.into_pyarray(py))?;
+    out.set_item("qualifies", terms.qualifies.into_pyarray(py))?;
+    out.set_item("cells", terms.cells.into_pyarray(py))?;
+    Ok(out)
 }
 
 /// Adds this family's functions to the module.
