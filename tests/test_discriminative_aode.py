@@ -551,17 +551,32 @@ def _noisy_data(seed, n_rows, noise):
     return X, np.where(rng.random(n_rows) < noise, rng.integers(0, 3, n_rows), y)
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_cv_cell_penalty_is_the_best_of_its_grid_on_held_out_rows(weighted):
+def _cv_splits(y):
+    """``cell_penalty="cv"``'s folds: stratified 3-fold over the rows of the classes with
+    at least 3 rows; the rows of the others are in every fold's training rows."""
+    counts = np.bincount(y)
+    scored, rare = np.flatnonzero(counts[y] >= 3), np.flatnonzero(counts[y] < 3)
+    folds = StratifiedKFold(hebnb.weighting.CV_FOLDS, shuffle=True, random_state=0)
+    for kept, out in folds.split(X=np.zeros(len(scored)), y=y[scored]):
+        yield np.sort(np.concatenate([scored[kept], rare])), scored[out]
+
+
+@pytest.mark.parametrize(
+    "weighted, rare",
+    [(False, 0), (True, 0), (False, 1), (True, 2)],
+    ids=["plain", "weighted", "one-row class", "two-row class, weighted"],
+)
+def test_cv_cell_penalty_is_the_best_of_its_grid_on_held_out_rows(weighted, rare):
     """``cell_penalty="cv"``: the held-out log-loss of every penalty, and the penalty
     whose held rows score the highest conditional log-likelihood, each fold's score
-    computed here by a plain
-    ``AODE(weighting="cll-value", cell_penalty=p)`` fitted on the fold's training rows
-    alone and its ``predict_proba`` on the held rows; the final model is the fixed
-    penalty's fit on every row. On these noisy labels the held-out rows choose the
-    largest penalty of the grid; scored with the held rows' own counts in the cells (the
-    first version of "cv") they chose the smallest."""
+    computed here by a plain ``AODE(weighting="cll-value", cell_penalty=p)`` fitted on
+    the fold's training rows alone and its ``predict_proba`` on the held rows; the final
+    model is the fixed penalty's fit on every row. On these noisy labels the held-out
+    rows choose the largest penalty of the grid; scored with the held rows' own counts
+    in the cells (the first version of "cv") they chose the smallest. A class with fewer
+    than 3 rows is never held out (the first version fell back to the default penalty)."""
     X, y = _noisy_data(seed=3, n_rows=150, noise=0.4)
+    y[:rare] = 3
     weight = np.random.default_rng(5).integers(1, 4, size=150).astype(float) if weighted else None
     params = {"smoothing": "laplace", "parent_smoothing": "laplace", "penalty": 0.5}
     grid = (1.0, 10.0, 100.0)
@@ -569,15 +584,17 @@ def test_cv_cell_penalty_is_the_best_of_its_grid_on_held_out_rows(weighted):
         patch.setattr(hebnb.weighting, "CV_CELL_PENALTIES", grid)
         model = AODE(**params, weighting="cll-value", cell_penalty="cv")
         model.fit(X, y, sample_weight=weight)
-    folds = StratifiedKFold(hebnb.weighting.CV_FOLDS, shuffle=True, random_state=0)
-    loss = np.zeros(len(grid))
-    for train, held in folds.split(X, y):
+    weight_or_one = np.ones(len(y)) if weight is None else weight
+    loss, total = np.zeros(len(grid)), 0.0
+    for train, held in _cv_splits(y):
+        assert rare == 0 or np.all(np.isin(np.arange(rare), train))
+        total += weight_or_one[held].sum()
         for k, cell_penalty in enumerate(grid):
             fold = AODE(**params, weighting="cll-value", cell_penalty=cell_penalty)
             fold.fit(X[train], y[train], sample_weight=None if weight is None else weight[train])
+            assert fold.classes_.shape[0] == 3 + (rare > 0)
             log_p = np.log(fold.predict_proba(X[held])[np.arange(len(held)), y[held]])
-            loss[k] -= log_p @ (np.ones(len(held)) if weight is None else weight[held])
-    total = len(y) if weight is None else weight.sum()
+            loss[k] -= log_p @ weight_or_one[held]
     np.testing.assert_allclose(model.cell_penalty_cv_loss_, loss / total, rtol=1e-10)
     assert np.all(np.diff(np.sort(loss)) > 1e-3 * loss.min())  # no near ties
     expected = grid[int(np.argmin(loss))]
@@ -599,9 +616,9 @@ def test_cv_cell_penalty_does_not_depend_on_n_jobs():
     np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
 
 
-def test_cv_cell_penalty_falls_back_to_the_default_with_a_single_row_class():
-    X, y = _data(seed=2, n_rows=120)
-    y[0] = 3  # a class with one row: no fold can hold it out
+def test_cv_cell_penalty_falls_back_to_the_default_without_a_class_of_three_rows():
+    X = np.array([[0, 1], [1, 0], [0, 0], [1, 1]])
+    y = np.array([0, 0, 1, 1])  # two rows a class: no fold can hold a class out
     model = AODE(weighting="cll-value", cell_penalty="cv").fit(X, y)
     assert model.cell_penalty_ == hebnb.weighting.DEFAULT_CELL_PENALTY
     assert not hasattr(model, "cell_penalty_cv_loss_")

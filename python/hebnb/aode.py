@@ -194,8 +194,9 @@ class AODE(CategoricalClassifier):
     cell_penalty_cv_loss_ : ndarray of shape (n_penalties,)
         With ``cell_penalty="cv"``: the cross-validated log-loss of each penalty of
         ``hebnb.weighting.CV_CELL_PENALTIES`` (the held rows' negative log-likelihood
-        summed over the folds, divided by the total sample weight); not set when a class
-        has a single row and the default penalty is used.
+        summed over the folds, divided by their total sample weight; the rows of a class
+        with fewer than ``CV_FOLDS`` rows are never held out); not set when no class has
+        ``CV_FOLDS`` rows and the default penalty is used.
     parent_concentration_ : ndarray of shape (n_features,)
         ``m_i`` of the parent term's ``P(y | x_i)``: Type-II ML with
         ``parent_smoothing="heb"``, ``C`` (toward the uniform class split) with
@@ -535,22 +536,27 @@ class AODE(CategoricalClassifier):
         ``predict_log_proba`` would (a held row's cell the fold never saw keeps its
         weight 1). So a fold gives what ``AODE(weighting="cll-value",
         cell_penalty=p).fit`` on its training rows gives, without the held rows' counts
-        in its cells; the generative fit and the cells are shared by the penalties. A
-        class with fewer rows than two folds: ``DEFAULT_CELL_PENALTY``.
+        in its cells; the generative fit and the cells are shared by the penalties. The
+        rows of a class with fewer than ``CV_FOLDS`` rows are never held out: they are in
+        every fold's training rows, so every fold's model knows every class, and the folds
+        split the other rows (all of them, usually). No class with ``CV_FOLDS`` rows:
+        ``DEFAULT_CELL_PENALTY``.
         """
         from sklearn.base import clone
         from sklearn.model_selection import StratifiedKFold
 
-        n_rows = labels.shape[0]
         counts = np.bincount(labels, minlength=self.classes_.shape[0])
-        n_folds = min(weighting.CV_FOLDS, int(counts[counts > 0].min()))
-        if n_folds < 2:  # a class with a single row: nothing to hold out
+        scored = np.flatnonzero(counts[labels] >= weighting.CV_FOLDS)
+        always_trained = np.flatnonzero(counts[labels] < weighting.CV_FOLDS)
+        if scored.shape[0] == 0:
             return weighting.DEFAULT_CELL_PENALTY
         grid = weighting.CV_CELL_PENALTIES
         loss = np.zeros(len(grid))
-        splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
+        splitter = StratifiedKFold(weighting.CV_FOLDS, shuffle=True, random_state=0)
         sub = clone(self).set_params(handle_unknown="ignore", cell_penalty=None)
-        for train, held in splitter.split(np.zeros(n_rows), labels):
+        for kept, out in splitter.split(np.zeros(scored.shape[0]), labels[scored]):
+            train = np.sort(np.concatenate([scored[kept], always_trained]))
+            held = scored[out]
             X_train, y_train = _safe_indexing(X, train), _safe_indexing(y, train)
             train_weight = None if sample_weight is None else weights[train]
             fold = clone(sub)
@@ -575,7 +581,7 @@ class AODE(CategoricalClassifier):
                     fold._cell_weighted_scores(held_codes, threads), threads
                 )
                 loss[k] -= weights[held] @ log_proba[rows, labels[held]]
-        self.cell_penalty_cv_loss_ = loss / max(float(weights.sum()), 1e-300)
+        self.cell_penalty_cv_loss_ = loss / max(float(weights[scored].sum()), 1e-300)
         return float(grid[int(np.argmin(loss))])
 
     #: Entries of (rows, super-parents, features, classes) cells per scoring batch (32 MB).
