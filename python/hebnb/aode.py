@@ -378,7 +378,6 @@ class AODE(CategoricalClassifier):
             return
         folds = self._cross_fitted_models(X, y, sample_weight, labels, weights)
         if self.weighting == "cll-value":
-            inputs, column_keys = self._cell_weight_inputs(codes, labels, weights, threads, folds)
             if self.cell_penalty == "cv":
                 cell_penalty = self._cross_validated_cell_penalty(
                     X, y, sample_weight, labels, weights, threads
@@ -387,8 +386,9 @@ class AODE(CategoricalClassifier):
                 cell_penalty = weighting.DEFAULT_CELL_PENALTY
             else:
                 cell_penalty = float(self.cell_penalty)
-            fitted = self._fit_cell_weights(inputs, cell_penalty, threads)
-            self._set_cell_weights(fitted, column_keys)
+            inputs, column_keys = self._cell_weight_inputs(codes, labels, weights, threads, folds)
+            cell_fit = self._fit_cell_weights(inputs, cell_penalty, threads)
+            self._set_cell_weights(cell_fit, column_keys)
             self.cell_penalty_ = cell_penalty
             return
         terms = self._parent_terms(codes, threads)
@@ -511,6 +511,7 @@ class AODE(CategoricalClassifier):
     def _set_cell_weights(
         self, fitted: weighting.AodeCellWeights, column_keys: list[np.ndarray]
     ) -> None:
+        """Keeps fitted ``"cll-value"`` weights as the model's (what scoring reads)."""
         self.class_weights_ = fitted.class_weights
         self.parent_weights_ = fitted.parent_weights
         self.cell_weights_ = fitted.cell_weights
