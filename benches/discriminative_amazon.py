@@ -171,11 +171,12 @@ def main() -> None:
                         "ECE": expected_calibration_error(y[test], proba, classes),
                         "fit s / fold": fit_seconds,
                         "fit CPU s / fold": fit_cpu,
+                        "cell penalty": getattr(model, "cell_penalty_", np.nan),
                     }
                 )
                 progress.update(1)
     frame = pd.DataFrame(rows)
-    means = frame.groupby("model", sort=False).mean().drop(columns="fold")
+    means = frame.groupby("model", sort=False).mean().drop(columns=["fold", "cell penalty"])
     # seconds: the median over the folds (each fold one round of every model in turn)
     for column in ("fit s / fold", "fit CPU s / fold"):
         means[column] = frame.groupby("model", sort=False)[column].median()
@@ -191,6 +192,9 @@ def main() -> None:
             f"| {name} | {row['log-loss']:.4f} | {row['macro AUC']:.4f} | {row['ECE']:.4f} | "
             f"{row['fit s / fold']:.3f} | {row['fit CPU s / fold']:.3f} |"
         )
+    chosen = frame[frame["model"].str.contains("cell_penalty=cv")]
+    for name, group in chosen.groupby("model", sort=False):
+        print(f"\n{name}: cell_penalty_ per fold {group['cell penalty'].tolist()}")
     hebnb_names = [name for name in means.index if name.startswith(("Categorical", "AODE"))]
     best = means.loc[hebnb_names, "log-loss"].idxmin()
     print(f"\nbest hebnb model by log-loss: {best}")

@@ -545,48 +545,83 @@ def test_weights_stopped_early_warn_that_they_did_not_converge(monkeypatch, make
         make().fit(X, y)
 
 
-def test_cv_cell_penalty_is_the_cross_validated_best_of_its_grid():
-    """``cell_penalty="cv"``: the penalty whose held-out conditional log-likelihood is the
-    highest, folds and scores computed here from the reference weights (the objective
-    minimised by scipy with the held rows left out), and the final weights those of that
-    penalty on every row."""
-    X, y = _data(seed=4, n_rows=240)
-    rng = np.random.default_rng(4)  # noisy labels: the held rows prefer the larger penalty,
-    y = np.where(rng.random(240) < 0.4, rng.integers(0, 3, 240), y)  # the fitted ones never
+def _noisy_data(seed, n_rows, noise):
+    """``_data`` with a share ``noise`` of the labels redrawn at random."""
+    X, y = _data(seed=seed, n_rows=n_rows)
+    rng = np.random.default_rng(seed)
+    return X, np.where(rng.random(n_rows) < noise, rng.integers(0, 3, n_rows), y)
+
+
+def _cv_splits(y):
+    """``cell_penalty="cv"``'s folds: stratified 3-fold over the rows of the classes with
+    at least 3 rows; the rows of the others are in every fold's training rows."""
+    counts = np.bincount(y)
+    scored, rare = np.flatnonzero(counts[y] >= 3), np.flatnonzero(counts[y] < 3)
+    folds = StratifiedKFold(hebnb.weighting.CV_FOLDS, shuffle=True, random_state=0)
+    for kept, out in folds.split(X=np.zeros(len(scored)), y=y[scored]):
+        yield np.sort(np.concatenate([scored[kept], rare])), scored[out]
+
+
+@pytest.mark.parametrize(
+    "weighted, rare",
+    [(False, 0), (True, 0), (False, 1), (True, 2)],
+    ids=["plain", "weighted", "one-row class", "two-row class, weighted"],
+)
+def test_cv_cell_penalty_is_the_best_of_its_grid_on_held_out_rows(weighted, rare):
+    """``cell_penalty="cv"``: the held-out log-loss of every penalty, and the penalty
+    whose held rows score the highest conditional log-likelihood, each fold's score
+    computed here by a plain ``AODE(weighting="cll-value", cell_penalty=p)`` fitted on
+    the fold's training rows alone and its ``predict_proba`` on the held rows; the final
+    model is the fixed penalty's fit on every row. On these noisy labels the held-out
+    rows choose the largest penalty of the grid; scored with the held rows' own counts
+    in the cells (the first version of "cv") they chose the smallest. A class with fewer
+    than 3 rows is never held out (the first version fell back to the default penalty)."""
+    X, y = _noisy_data(seed=3, n_rows=150, noise=0.4)
+    y[:rare] = 3
+    weight = np.random.default_rng(5).integers(1, 4, size=150).astype(float) if weighted else None
     params = {"smoothing": "laplace", "parent_smoothing": "laplace", "penalty": 0.5}
-    grid = (2.0, 30.0)
+    grid = (1.0, 10.0, 100.0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(hebnb.weighting, "CV_CELL_PENALTIES", grid)
-        model = AODE(**params, weighting="cll-value", cell_penalty="cv", weighting_tol=1e-12)
-        model.fit(X, y)
-    folds = StratifiedKFold(hebnb.weighting.CV_FOLDS, shuffle=True, random_state=0)
-    loss = np.zeros(len(grid))
-    for train, held in folds.split(X, y):
-        weight = np.zeros(len(y))
-        weight[train] = 1.0
+        model = AODE(**params, weighting="cll-value", cell_penalty="cv")
+        model.fit(X, y, sample_weight=weight)
+    weight_or_one = np.ones(len(y)) if weight is None else weight
+    loss, total = np.zeros(len(grid)), 0.0
+    for train, held in _cv_splits(y):
+        assert rare == 0 or np.all(np.isin(np.arange(rare), train))
+        total += weight_or_one[held].sum()
         for k, cell_penalty in enumerate(grid):
-            details = {}
-            # scipy stalls near 2e-7 on these noisy labels (1e-7 elsewhere)
-            _cell_reference(
-                X,
-                y,
-                penalty=0.5,
-                cell_penalty=cell_penalty,
-                sample_weight=weight,
-                details=details,
-                gradient=1e-6,
-            )
-            log_p = log_softmax(details["scores"][held], axis=1)
-            loss[k] -= np.sum(log_p[np.arange(len(held)), y[held]])
-    assert loss[0] != pytest.approx(loss[1], rel=1e-3)  # the grid's ends do differ here
+            fold = AODE(**params, weighting="cll-value", cell_penalty=cell_penalty)
+            fold.fit(X[train], y[train], sample_weight=None if weight is None else weight[train])
+            assert fold.classes_.shape[0] == 3 + (rare > 0)
+            log_p = np.log(fold.predict_proba(X[held])[np.arange(len(held)), y[held]])
+            loss[k] -= log_p @ weight_or_one[held]
+    np.testing.assert_allclose(model.cell_penalty_cv_loss_, loss / total, rtol=1e-10)
+    assert np.all(np.diff(np.sort(loss)) > 1e-3 * loss.min())  # no near ties
     expected = grid[int(np.argmin(loss))]
-    assert model.cell_penalty_ == expected == 30.0
-    a, v, weights = _cell_reference(X, y, penalty=0.5, cell_penalty=expected, gradient=1e-6)
-    np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
-    np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
-    fitted = _model_cell_weights(model)
-    for key, reference in weights.items():
-        np.testing.assert_allclose(fitted[key], reference, atol=1e-6, err_msg=str(key))
-    fixed = AODE(**params, weighting="cll-value", cell_penalty=expected, weighting_tol=1e-12)
-    np.testing.assert_array_equal(fixed.fit(X, y).predict_proba(X), model.predict_proba(X))
+    assert model.cell_penalty_ == expected
+    if not weighted:
+        assert expected == 100.0
+    fixed = AODE(**params, weighting="cll-value", cell_penalty=expected)
+    fixed.fit(X, y, sample_weight=weight)
+    np.testing.assert_array_equal(fixed.predict_proba(X), model.predict_proba(X))
     assert fixed.cell_penalty_ == expected
+
+
+def test_cv_cell_penalty_does_not_depend_on_n_jobs():
+    X, y = _noisy_data(seed=1, n_rows=300, noise=0.2)
+    one = AODE(weighting="cll-value", cell_penalty="cv", n_jobs=1).fit(X, y)
+    two = AODE(weighting="cll-value", cell_penalty="cv", n_jobs=2).fit(X, y)
+    assert one.cell_penalty_ == two.cell_penalty_
+    np.testing.assert_array_equal(one.cell_weights_, two.cell_weights_)
+    np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+
+
+def test_cv_cell_penalty_falls_back_to_the_default_without_a_class_of_three_rows():
+    X = np.array([[0, 1], [1, 0], [0, 0], [1, 1]])
+    y = np.array([0, 0, 1, 1])  # two rows a class: no fold can hold a class out
+    model = AODE(weighting="cll-value", cell_penalty="cv").fit(X, y)
+    assert model.cell_penalty_ == hebnb.weighting.DEFAULT_CELL_PENALTY
+    assert not hasattr(model, "cell_penalty_cv_loss_")
+    fixed = AODE(weighting="cll-value").fit(X, y)
+    np.testing.assert_array_equal(fixed.predict_proba(X), model.predict_proba(X))

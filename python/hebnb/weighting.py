@@ -653,95 +653,13 @@ def _cell_curvature(cells: npt.NDArray[np.int64], spread: FloatArray, n_cells: i
     return curvature
 
 
-#: ``cell_penalty="cv"``: the penalties tried and the folds that compare them.
+#: ``AODE(cell_penalty="cv")``: the penalties tried and the folds that compare them
+#: (``AODE._cross_validated_cell_penalty``). Why not one fixed value: the best penalty over
+#: the 25 shared datasets runs from 3 (rule-like data: car, nursery, tic-tac-toe) to 300
+#: (small noisy ones: credit-g, spect), and MacKay's evidence fixed point chose the large
+#: end on rule-like data too (docs/discriminative.md).
 CV_CELL_PENALTIES = (3.0, 10.0, 30.0, 100.0, 300.0)
 CV_FOLDS = 3
-
-
-def aode_cell_scores(
-    likelihood: FloatArray,
-    cells: npt.NDArray[np.int64],
-    cell_values: FloatArray,
-    class_log_prior: FloatArray,
-    fitted: AodeCellWeights,
-) -> FloatArray:
-    """The training rows' weighted scores ``s_c`` (S, C) of :func:`fit_aode_cell_weights`
-    at ``fitted``'s weights."""
-    scores: FloatArray = fitted.class_weights * class_log_prior + np.einsum(
-        "spc,p->sc", likelihood, fitted.parent_weights
-    )
-    # a zero row for the -1 ("no cell") entries, added column by column (rows x columns
-    # x classes at once can be large on wide data)
-    change = np.vstack([fitted.cell_weights * cell_values, np.zeros((1, scores.shape[1]))])
-    index = np.where(cells >= 0, cells, change.shape[0] - 1)
-    for k in range(index.shape[1]):
-        scores += change[index[:, k]]
-    return scores
-
-
-def fit_aode_cell_weights_by_cv(
-    likelihood: FloatArray,
-    cells: npt.NDArray[np.int64],
-    column_starts: list[int],
-    cell_values: FloatArray,
-    labels: npt.NDArray[np.int64],
-    sample_weight: FloatArray,
-    class_log_prior: FloatArray,
-    *,
-    penalty: float,
-    n_threads: int,
-    tol: float = DEFAULT_TOL,
-) -> tuple[AodeCellWeights, float]:
-    """:func:`fit_aode_cell_weights` with ``cell_penalty`` chosen from
-    ``CV_CELL_PENALTIES`` by ``CV_FOLDS``-fold cross-validation of the conditional
-    log-likelihood: each fold's weights are fitted with the held rows' sample weights set
-    to 0, and the penalty whose held rows score the highest (summed over the folds) is
-    refitted on every row. Why not one fixed value: the best penalty over the 25 shared
-    datasets runs from 3 (rule-like data: car, nursery, tic-tac-toe) to 300 (small noisy
-    ones: credit-g, spect), and MacKay's evidence fixed point chose the large end on
-    rule-like data too (docs/discriminative.md). The rows' tables and cells come from the
-    model fitted on all of them, so the held rows are not wholly unseen; the comparison
-    between penalties is what matters. Returns the weights and the chosen penalty."""
-    from sklearn.model_selection import StratifiedKFold
-
-    n_rows, n_classes = likelihood.shape[0], likelihood.shape[2]
-
-    def fit(weights: FloatArray, cell_penalty: float) -> AodeCellWeights:
-        return fit_aode_cell_weights(
-            likelihood,
-            cells,
-            column_starts,
-            cell_values,
-            labels,
-            weights,
-            class_log_prior,
-            penalty=penalty,
-            cell_penalty=cell_penalty,
-            n_threads=n_threads,
-            tol=tol,
-        )
-
-    counts = np.bincount(labels, minlength=n_classes)
-    n_folds = min(CV_FOLDS, int(counts[counts > 0].min()))
-    if n_folds < 2:  # a class with a single row: nothing to hold out
-        return fit(sample_weight, DEFAULT_CELL_PENALTY), DEFAULT_CELL_PENALTY
-    loss = np.zeros(len(CV_CELL_PENALTIES))
-    splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
-    for train, held in splitter.split(np.zeros(n_rows), labels):
-        fold_weight = np.zeros_like(sample_weight)
-        fold_weight[train] = sample_weight[train]
-        for k, cell_penalty in enumerate(CV_CELL_PENALTIES):
-            scores = aode_cell_scores(
-                likelihood[held],
-                cells[held],
-                cell_values,
-                class_log_prior,
-                fit(fold_weight, cell_penalty),
-            )
-            log_proba = scores - np.logaddexp.reduce(scores, axis=1, keepdims=True)
-            loss[k] -= sample_weight[held] @ log_proba[np.arange(held.shape[0]), labels[held]]
-    chosen = CV_CELL_PENALTIES[int(np.argmin(loss))]
-    return fit(sample_weight, chosen), chosen
 
 
 def lookup_cells(
