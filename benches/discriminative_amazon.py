@@ -40,10 +40,14 @@ from hebnb.metrics import auc_ovr_macro, expected_calibration_error, log_loss
 
 
 def hebnb_models(
-    penalties: list[float] | None, cell_penalties: list[float | str] | None, package=None
+    penalties: list[float] | None,
+    cell_penalties: list[float | str] | None,
+    package=None,
+    child_smoothings: tuple[str, ...] = ("heb",),
 ) -> dict:
     """name -> factory of the hebnb models (2 threads, like CatBoost), from ``package``
-    (default: the installed hebnb)."""
+    (default: the installed hebnb); the AODE cell-weighted ones at each of
+    ``cell_penalties`` over the child tables of each of ``child_smoothings``."""
     AODE = hebnb.AODE if package is None else package.AODE
     CategoricalNB = hebnb.CategoricalNB if package is None else package.CategoricalNB
     models = {
@@ -71,12 +75,19 @@ def hebnb_models(
                     parent_smoothing="heb", weighting=kind, penalty=penalty, n_jobs=2
                 )
             )
-    for cell_penalty in cell_penalties or []:
-        models[
-            f"AODE(parent_smoothing='heb', weighting='cll-value') cell_penalty={cell_penalty}"
-        ] = lambda cell_penalty=cell_penalty: AODE(
-            parent_smoothing="heb", weighting="cll-value", cell_penalty=cell_penalty, n_jobs=2
-        )
+    for smoothing in child_smoothings:
+        tables = "" if smoothing == "heb" else f"smoothing='{smoothing}', "
+        for cell_penalty in cell_penalties or []:
+            models[
+                f"AODE({tables}parent_smoothing='heb', weighting='cll-value') "
+                f"cell_penalty={cell_penalty}"
+            ] = lambda cell_penalty=cell_penalty, smoothing=smoothing: AODE(
+                smoothing=smoothing,
+                parent_smoothing="heb",
+                weighting="cll-value",
+                cell_penalty=cell_penalty,
+                n_jobs=2,
+            )
     return models
 
 
@@ -116,6 +127,13 @@ def main() -> None:
         default=None,
         help="AODE cll-value variants: penalties, or cv (chosen by cross-validation)",
     )
+    parser.add_argument(
+        "--child-smoothing",
+        nargs="*",
+        default=["heb"],
+        help="the child tables under the AODE cell weights of --cell-penalties "
+        "(AODE smoothing values: heb, laplace, ...)",
+    )
     parser.add_argument("--no-references", action="store_true")
     parser.add_argument("--csv", default=None, help="write the per-fold rows here")
     parser.add_argument(
@@ -138,12 +156,15 @@ def main() -> None:
         X_all, y_all, train_size=args.rows, stratify=y_all, random_state=args.seed
     )
     X = X.reset_index(drop=True)
-    models = hebnb_models(args.penalties, args.cell_penalties)
+    smoothings = tuple(args.child_smoothing)
+    models = hebnb_models(args.penalties, args.cell_penalties, child_smoothings=smoothings)
     if args.baseline:
         sys.path.insert(0, args.baseline)
         import hebnb_base
 
-        baseline = hebnb_models(args.penalties, args.cell_penalties, hebnb_base)
+        baseline = hebnb_models(
+            args.penalties, args.cell_penalties, hebnb_base, child_smoothings=smoothings
+        )
         models.update({f"{name} [baseline]": make for name, make in baseline.items()})
     if not args.no_references:
         models.update(reference_models())

@@ -52,6 +52,7 @@ HEBNB_METHODS = [
     "heb-aode-eb-parent",
     "heb-aode+cll-feature",
     "heb-aode+cll-value",
+    "aode+cll-value",
 ]
 REFERENCES = ["onehot-lr", "catboost"]
 #: metric -> higher is better
@@ -126,7 +127,7 @@ def register() -> None:
             return EXTERNAL[name]()
         if "@" in name:  # "<method>@<penalty>": a penalty sweep (AODE cll-value: cells')
             name, penalty = name.split("@")
-            key = "cell_penalty" if name == "heb-aode+cll-value" else "penalty"
+            key = "cell_penalty" if name.endswith("aode+cll-value") else "penalty"
             value = penalty if penalty == "cv" else float(penalty)
             return make(name, **{key: value}, **overrides)
         return make(name, **overrides)
@@ -208,6 +209,7 @@ def summarise(frame: pd.DataFrame, figures: Path | None) -> None:
         ("laplace+cll-value", "laplace"),
         ("heb-aode+cll-feature", "heb-aode-eb-parent"),
         ("heb-aode+cll-value", "heb-aode-eb-parent"),
+        ("aode+cll-value", "heb-aode-eb-parent"),
     ]
     for method, unweighted in pairs:
         if method in ece.columns and unweighted in ece.columns:

@@ -129,6 +129,12 @@ METHODS = {
             {"smoothing": "heb", "parent_smoothing": "heb", "weighting": "cll-value"},
         ),
         Method(
+            "aode+cll-value",
+            "AODE (Laplace child tables, EB parent term) + CLL super-parent and cell weights",
+            "AODE",
+            {"smoothing": "laplace", "parent_smoothing": "heb", "weighting": "cll-value"},
+        ),
+        Method(
             "aode-capped",
             "AODE (paper's cap)",
             "AODE",
