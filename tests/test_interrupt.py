@@ -133,7 +133,9 @@ FAMILIES = {
     # coding a large numeric table on one thread (the GIL is held one block at a time)
     "categorical fit, one thread": """
 from hebnb import CategoricalNB
-X = rng.integers(0, 5000, size=(6_000_000, 8), dtype=np.int16)
+# 9 million rows: the fit took 3.0 s on a 2-core machine like CI's, far enough beyond
+# the interrupt at 1 s that a faster machine still interrupts it (6 million took 1.7 s)
+X = rng.integers(0, 5000, size=(9_000_000, 8), dtype=np.int16)
 y = rng.integers(0, 3, size=X.shape[0], dtype=np.int8)
 model = CategoricalNB(n_jobs=1).fit(X[:1000], y[:1000])
 check(model, lambda: model.fit(X, y), X[:20])
@@ -142,7 +144,8 @@ check(model, lambda: model.fit(X, y), X[:20])
 import pandas as pd
 from hebnb import CategoricalNB
 words = np.array([f"w{k}" for k in range(3000)], dtype=object)
-X = pd.DataFrame({f"c{j}": words[rng.integers(0, 3000, 4_000_000)] for j in range(6)})
+# 6 million rows: 1.0 s of fit against the interrupt at 0.3 s (4 million took 0.5 s)
+X = pd.DataFrame({f"c{j}": words[rng.integers(0, 3000, 6_000_000)] for j in range(6)})
 y = rng.integers(0, 3, size=X.shape[0])
 model = CategoricalNB().fit(X[:1000], y[:1000])
 check(model, lambda: model.fit(X, y), X[:20], after=0.3)
