@@ -75,20 +75,42 @@ def hebnb_models(
                     parent_smoothing="heb", weighting=kind, penalty=penalty, n_jobs=2
                 )
             )
-    for smoothing in child_smoothings:
-        tables = "" if smoothing == "heb" else f"smoothing='{smoothing}', "
+    for tables in child_smoothings:
+        options = child_table_options(tables)
+        shown = "".join(f"{key}={value!r}, " for key, value in options.items())
+        if options == {"smoothing": "heb"}:
+            shown = ""
         for cell_penalty in cell_penalties or []:
             models[
-                f"AODE({tables}parent_smoothing='heb', weighting='cll-value') "
+                f"AODE({shown}parent_smoothing='heb', weighting='cll-value') "
                 f"cell_penalty={cell_penalty}"
-            ] = lambda cell_penalty=cell_penalty, smoothing=smoothing: AODE(
-                smoothing=smoothing,
+            ] = lambda cell_penalty=cell_penalty, options=options: AODE(
+                **options,
                 parent_smoothing="heb",
                 weighting="cll-value",
                 cell_penalty=cell_penalty,
                 n_jobs=2,
             )
     return models
+
+
+def child_table_options(spec: str) -> dict:
+    """``"laplace"`` -> ``{"smoothing": "laplace"}``; ``"heb:prior=pooled"``,
+    ``"laplace:penalty=0.3"`` or ``"heb:concentration_bounds=0.01/30"`` -> the smoothing
+    plus those AODE parameters (numbers as floats, a pair of bounds written with a
+    slash)."""
+    smoothing, _, rest = spec.partition(":")
+    options: dict = {"smoothing": smoothing}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        if "/" in value:
+            options[key] = tuple(float(part) for part in value.split("/"))
+        else:
+            try:
+                options[key] = float(value)
+            except ValueError:
+                options[key] = value
+    return options
 
 
 def reference_models() -> dict:
@@ -131,8 +153,9 @@ def main() -> None:
         "--child-smoothing",
         nargs="*",
         default=["heb"],
-        help="the child tables under the AODE cell weights of --cell-penalties "
-        "(AODE smoothing values: heb, laplace, ...)",
+        help="the child tables under the AODE cell weights of --cell-penalties: an AODE "
+        "smoothing (heb, laplace), optionally with parameters, e.g. heb:prior=pooled or "
+        "heb:concentration_bounds=0.01/30",
     )
     parser.add_argument("--no-references", action="store_true")
     parser.add_argument("--csv", default=None, help="write the per-fold rows here")
