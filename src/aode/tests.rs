@@ -46,36 +46,59 @@ fn fit_all(
     fit(single, pairs.view(), layout, structure, params).unwrap()
 }
 
-#[test]
-fn one_pair_by_hand() {
-    // x0 = (0, 0, 1, 1), x1 = (0, 1, 1, 1), y = (0, 0, 1, 1); Laplace AODE, row (0, 1)
-    let codes = array![[0, 0, 1, 1], [0, 1, 1, 1]];
-    let labels = array![0_i64, 0, 1, 1];
-    let layout = FeatureLayout::from_cardinalities(&[2, 2]);
-    let (capped, parents) = ([false; 4], [true; 2]);
+/// Fits every pair of `codes` (no cap, every feature a super-parent, `min_count` 10) and
+/// hands the fit, its scorer's model and the layout to `check`.
+fn with_uncapped_model<R>(
+    (codes, labels): (ArrayView2<i32>, ArrayView1<i64>),
+    cardinality: &[usize],
+    n_classes: usize,
+    smoothing: ChildSmoothing,
+    check: impl FnOnce(&AodeFit, &AodeModel, &FeatureLayout) -> R,
+) -> R {
+    let n_features = cardinality.len();
+    let layout = FeatureLayout::from_cardinalities(cardinality);
+    let capped = vec![false; n_features * n_features];
+    let parents = vec![true; n_features];
     let structure = Structure {
         capped: &capped,
         parents: &parents,
     };
-    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 2, &structure);
-    let fit = fit_all(
-        &pairs,
-        &counts,
-        &layout,
-        &structure,
-        &params(ChildSmoothing::Laplace, 10.0, 2),
-    );
+    let (pairs, counts) = statistics(codes, labels, &layout, n_classes, &structure);
+    let params = params(smoothing, 10.0, n_classes);
+    let fit = fit_all(&pairs, &counts, &layout, &structure, &params);
     let model = fit.model(pairs.view(), structure, 1.0);
-    let joint = joint_log_likelihood(array![[0], [1]].view(), &model, &layout).unwrap();
-    // eq. 8 parent (N + 1) / 8; eq. 9 children by hand
-    let expected: [f64; 2] = [
-        (3.0 / 8.0 * 0.5 + 2.0 / 8.0 * 2.0 / 3.0) / 2.0,
-        (1.0 / 8.0 * 0.5 + 3.0 / 8.0 * 0.25) / 2.0,
-    ];
-    for (found, want) in joint.iter().zip(expected) {
-        assert!((found - want.ln()).abs() < 1e-14, "{joint:?}");
-    }
-    assert_eq!(fit.concentration[[0, 0, 1]], 2.0);
+    check(&fit, &model, &layout)
+}
+
+/// The two-feature table of [`one_pair_by_hand`]: x0 = (0, 0, 1, 1), x1 = (0, 1, 1, 1),
+/// y = (0, 0, 1, 1).
+fn one_pair_table() -> (Array2<i32>, Array1<i64>) {
+    (array![[0, 0, 1, 1], [0, 1, 1, 1]], array![0_i64, 0, 1, 1])
+}
+
+#[test]
+fn one_pair_by_hand() {
+    // one_pair_table; Laplace AODE, row (0, 1)
+    let (codes, labels) = one_pair_table();
+    let table = (codes.view(), labels.view());
+    with_uncapped_model(
+        table,
+        &[2, 2],
+        2,
+        ChildSmoothing::Laplace,
+        |fit, model, layout| {
+            let joint = joint_log_likelihood(array![[0], [1]].view(), model, layout).unwrap();
+            // eq. 8 parent (N + 1) / 8; eq. 9 children by hand
+            let expected: [f64; 2] = [
+                (3.0 / 8.0 * 0.5 + 2.0 / 8.0 * 2.0 / 3.0) / 2.0,
+                (1.0 / 8.0 * 0.5 + 3.0 / 8.0 * 0.25) / 2.0,
+            ];
+            for (found, want) in joint.iter().zip(expected) {
+                assert!((found - want.ln()).abs() < 1e-14, "{joint:?}");
+            }
+            assert_eq!(fit.concentration[[0, 0, 1]], 2.0);
+        },
+    );
 }
 
 fn random_table(n_rows: usize, cardinality: &[usize], seed: u64) -> (Array2<i32>, Array1<i64>) {
@@ -164,101 +187,88 @@ fn results_do_not_depend_on_the_thread_count() {
 #[test]
 fn parent_terms_by_hand_and_for_any_thread_count() {
     // one_pair_by_hand's model: row (0, 1) and a row whose x1 is missing
-    let codes = array![[0, 0, 1, 1], [0, 1, 1, 1]];
-    let labels = array![0_i64, 0, 1, 1];
-    let layout = FeatureLayout::from_cardinalities(&[2, 2]);
-    let (capped, parents) = ([false; 4], [true; 2]);
-    let structure = Structure {
-        capped: &capped,
-        parents: &parents,
-    };
-    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 2, &structure);
-    let fit = fit_all(
-        &pairs,
-        &counts,
-        &layout,
-        &structure,
-        &params(ChildSmoothing::Laplace, 10.0, 2),
+    let (codes, labels) = one_pair_table();
+    let table = (codes.view(), labels.view());
+    with_uncapped_model(
+        table,
+        &[2, 2],
+        2,
+        ChildSmoothing::Laplace,
+        |_, model, layout| {
+            let rows = array![[0, 1], [1, -1]];
+            let out = parent_terms(rows.view(), model, layout, true).unwrap();
+            let prior = 0.5f64.ln();
+            // parent 0 = 0: P(y, x0) = (3, 1) / 8, P(x1 = 1 | y, x0 = 0) = (1/2, 1/2)
+            // parent 1 = 1: P(y, x1) = (2, 3) / 8, P(x0 = 0 | y, x1 = 1) = (2/3, 1/4)
+            let parent: [[f64; 2]; 2] = [[3.0 / 8.0, 1.0 / 8.0], [2.0 / 8.0, 3.0 / 8.0]];
+            let child: [[f64; 2]; 2] = [[0.5, 0.5], [2.0 / 3.0, 0.25]];
+            for rank in 0..2 {
+                for c in 0..2 {
+                    let term = (parent[rank][c] * child[rank][c]).ln();
+                    assert!((out.terms[[0, rank, c]] - term).abs() < 1e-14, "{out:?}");
+                    let own = parent[rank][c].ln() - prior;
+                    assert!((out.cells[[0, rank, rank, c]] - own).abs() < 1e-14);
+                    let other = out.cells[[0, rank, 1 - rank, c]];
+                    assert!((other - child[rank][c].ln()).abs() < 1e-14);
+                }
+            }
+            // row 1: parent 0 qualifies (no child), parent 1 is missing: the Naive Bayes score
+            assert_eq!(out.qualifies, array![[true, true], [true, false]]);
+            let joint = joint_log_likelihood(rows.view(), model, layout).unwrap();
+            let naive_bayes = crate::scoring::joint_log_likelihood(
+                rows.view(),
+                model.marginal_log_prob,
+                model.class_log_prior,
+                None,
+                layout,
+            )
+            .unwrap();
+            for c in 0..2 {
+                assert_eq!(out.terms[[1, 1, c]], naive_bayes[[1, c]]);
+                assert_eq!(out.terms[[1, 0, c]], joint[[1, c]]); // the only qualifying parent
+                assert_eq!(out.cells[[1, 0, 1, c]], 0.0);
+                assert_eq!(out.cells[[1, 1, 0, c]], 0.0);
+            }
+        },
     );
-    let model = fit.model(pairs.view(), structure, 1.0);
-    let rows = array![[0, 1], [1, -1]];
-    let out = parent_terms(rows.view(), &model, &layout, true).unwrap();
-    let prior = 0.5f64.ln();
-    // parent 0 = 0: P(y, x0) = (3, 1) / 8, P(x1 = 1 | y, x0 = 0) = (1/2, 1/2)
-    // parent 1 = 1: P(y, x1) = (2, 3) / 8, P(x0 = 0 | y, x1 = 1) = (2/3, 1/4)
-    let parent: [[f64; 2]; 2] = [[3.0 / 8.0, 1.0 / 8.0], [2.0 / 8.0, 3.0 / 8.0]];
-    let child: [[f64; 2]; 2] = [[0.5, 0.5], [2.0 / 3.0, 0.25]];
-    for rank in 0..2 {
-        for c in 0..2 {
-            let term = (parent[rank][c] * child[rank][c]).ln();
-            assert!((out.terms[[0, rank, c]] - term).abs() < 1e-14, "{out:?}");
-            let own = parent[rank][c].ln() - prior;
-            assert!((out.cells[[0, rank, rank, c]] - own).abs() < 1e-14);
-            let other = out.cells[[0, rank, 1 - rank, c]];
-            assert!((other - child[rank][c].ln()).abs() < 1e-14);
-        }
-    }
-    // row 1: parent 0 qualifies (no child), parent 1 is missing: the Naive Bayes score
-    assert_eq!(out.qualifies, array![[true, true], [true, false]]);
-    let joint = joint_log_likelihood(rows.view(), &model, &layout).unwrap();
-    let naive_bayes = crate::scoring::joint_log_likelihood(
-        rows.view(),
-        model.marginal_log_prob,
-        model.class_log_prior,
-        None,
-        &layout,
-    )
-    .unwrap();
-    for c in 0..2 {
-        assert_eq!(out.terms[[1, 1, c]], naive_bayes[[1, c]]);
-        assert_eq!(out.terms[[1, 0, c]], joint[[1, c]]); // the only qualifying parent
-        assert_eq!(out.cells[[1, 0, 1, c]], 0.0);
-        assert_eq!(out.cells[[1, 1, 0, c]], 0.0);
-    }
     // a wider table: the same bits for any thread count; AODE is the terms' average
     let cardinality = [3, 7, 12, 2, 30, 3];
     let (codes, labels) = random_table(3000, &cardinality, 5);
-    let layout = FeatureLayout::from_cardinalities(&cardinality);
-    let capped = vec![false; 36];
-    let parents = vec![true; 6];
-    let structure = Structure {
-        capped: &capped,
-        parents: &parents,
-    };
-    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
-    let fit = fit_all(
-        &pairs,
-        &counts,
-        &layout,
-        &structure,
-        &params(ChildSmoothing::HebTwoLevel, 10.0, 3),
-    );
-    let model = fit.model(pairs.view(), structure, 1.0);
-    let with = |threads: usize| {
-        with_threads(threads, || {
-            parent_terms(codes.view(), &model, &layout, true).unwrap()
-        })
-        .unwrap()
-    };
-    let (one, two) = (with(1), with(3));
-    assert_eq!(bits(&one.terms), bits(&two.terms));
-    assert_eq!(bits(&one.cells), bits(&two.cells));
-    let joint = joint_log_likelihood(codes.view(), &model, &layout).unwrap();
-    assert!(!one.qualifies.iter().all(|&q| q), "some values are missing");
-    for r in 0..codes.ncols() {
-        let qualifying: Vec<usize> = (0..6).filter(|&p| one.qualifies[[r, p]]).collect();
-        for c in 0..3 {
-            let terms: Vec<f64> = qualifying.iter().map(|&p| one.terms[[r, p, c]]).collect();
-            if terms.is_empty() {
-                assert_eq!(one.terms[[r, 0, c]], joint[[r, c]]); // Naive Bayes
-                continue;
+    let table = (codes.view(), labels.view());
+    with_uncapped_model(
+        table,
+        &cardinality,
+        3,
+        ChildSmoothing::HebTwoLevel,
+        |_, model, layout| {
+            let with = |threads: usize| {
+                with_threads(threads, || {
+                    parent_terms(codes.view(), model, layout, true).unwrap()
+                })
+                .unwrap()
+            };
+            let (one, two) = (with(1), with(3));
+            assert_eq!(bits(&one.terms), bits(&two.terms));
+            assert_eq!(bits(&one.cells), bits(&two.cells));
+            let joint = joint_log_likelihood(codes.view(), model, layout).unwrap();
+            assert!(!one.qualifies.iter().all(|&q| q), "some values are missing");
+            for r in 0..codes.ncols() {
+                let qualifying: Vec<usize> = (0..6).filter(|&p| one.qualifies[[r, p]]).collect();
+                for c in 0..3 {
+                    let terms: Vec<f64> =
+                        qualifying.iter().map(|&p| one.terms[[r, p, c]]).collect();
+                    if terms.is_empty() {
+                        assert_eq!(one.terms[[r, 0, c]], joint[[r, c]]); // Naive Bayes
+                        continue;
+                    }
+                    let max = terms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let sum: f64 = terms.iter().map(|t| (t - max).exp()).sum();
+                    let average = max + sum.ln() - (terms.len() as f64).ln();
+                    assert!((average - joint[[r, c]]).abs() < 1e-12);
+                }
             }
-            let max = terms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let sum: f64 = terms.iter().map(|t| (t - max).exp()).sum();
-            let average = max + sum.ln() - (terms.len() as f64).ln();
-            assert!((average - joint[[r, c]]).abs() < 1e-12);
-        }
-    }
+        },
+    );
 }
 
 #[test]
