@@ -483,6 +483,16 @@ struct NaiveBayesPass<'a> {
     cell_weights: bool,
 }
 
+/// The number of classes of a pass compiled for `C` classes (0: any number, read from
+/// the class prior).
+fn class_count<const C: usize>(class_log_prior: &[f64]) -> usize {
+    if C == 0 {
+        class_log_prior.len()
+    } else {
+        C
+    }
+}
+
 /// What an evaluation writes: the cells' whole weights and weighted log-probabilities,
 /// every row's residuals and the cells' gradient.
 struct NaiveBayesBuffers {
@@ -502,11 +512,7 @@ impl NaiveBayesPass<'_> {
         theta: &[f64],
         gradient: &mut [f64],
     ) -> Result<f64> {
-        let n_classes = if C == 0 {
-            self.class_log_prior.len()
-        } else {
-            C
-        };
+        let n_classes = class_count::<C>(self.class_log_prior);
         let layout = self.layout;
         let n_features = layout.n_features();
         let n_rows = self.labels.len();
@@ -666,11 +672,7 @@ impl AodePass<'_> {
         theta: &[f64],
         gradient: &mut [f64],
     ) -> Result<f64> {
-        let n_classes = if C == 0 {
-            self.class_log_prior.len()
-        } else {
-            C
-        };
+        let n_classes = class_count::<C>(self.class_log_prior);
         let (n_parents, n_columns) = (self.n_parents, self.cells.nrows());
         let (parent_terms, values, starts) = (self.parent_terms, self.values, self.starts);
         let (labels, sample_weights) = (self.labels, self.sample_weights);
