@@ -65,27 +65,30 @@ def test_parent_terms_are_the_one_dependence_models():
     )
 
 
-def _single_parent_terms(model, codes, threads):
-    """Each super-parent's term by the per-parent path: the scorer with every other
-    feature's parent counts set to -inf (so that only this parent qualifies), one call per
-    super-parent."""
+def _scores_with_only_parent(model, codes, threads, parent):
+    """The scorer's joint log-likelihood of ``codes`` with every other feature's parent
+    counts set to -inf, so that only ``parent`` can qualify."""
     core_model = model._model
     parent_count = np.asarray(core_model["parent_count"], dtype=np.float64)
     offsets = list(model._encoder.offsets)
-    terms = []
-    for p in np.flatnonzero(model.super_parents_):
-        only = np.full_like(parent_count, -np.inf)
-        only[offsets[p] : offsets[p + 1]] = parent_count[offsets[p] : offsets[p + 1]]
-        terms.append(
-            _core.aode_joint_log_likelihood(
-                codes,
-                {**core_model, "parent_count": only},
-                model._pair_tables(),
-                offsets=offsets,
-                min_parent_count=float(model.min_parent_count),
-                n_jobs=threads,
-            )
-        )
+    own = slice(offsets[parent], offsets[parent + 1])
+    only = np.full_like(parent_count, -np.inf)
+    only[own] = parent_count[own]
+    return _core.aode_joint_log_likelihood(
+        codes,
+        {**core_model, "parent_count": only},
+        model._pair_tables(),
+        offsets=offsets,
+        min_parent_count=float(model.min_parent_count),
+        n_jobs=threads,
+    )
+
+
+def _single_parent_terms(model, codes, threads):
+    """Each super-parent's term by the per-parent path: the scorer with only that parent
+    able to qualify, one call per super-parent."""
+    parents = np.flatnonzero(model.super_parents_)
+    terms = [_scores_with_only_parent(model, codes, threads, p) for p in parents]
     return np.stack(terms, axis=1)
 
 
@@ -109,8 +112,6 @@ def _single_parent_cells(model, codes, threads, parent):
     cells = np.zeros((n_rows, n_features, n_classes))
     if rows.size == 0:
         return qualifies, cells
-    only = np.full_like(parent_count, -np.inf)
-    only[start : offsets[parent + 1]] = parent_count[start : offsets[parent + 1]]
     distinct_parents, parent_of_row = np.unique(values[rows], return_inverse=True)
     blocks = [(parent, distinct_parents, None)]
     children = []
@@ -131,14 +132,7 @@ def _single_parent_cells(model, codes, threads, parent):
         if child_codes is not None:
             synthetic[j, at] = child_codes
         first.append(at.stop)
-    scores = _core.aode_joint_log_likelihood(
-        synthetic,
-        {**core_model, "parent_count": only},
-        model._pair_tables(),
-        offsets=offsets,
-        min_parent_count=float(model.min_parent_count),
-        n_jobs=threads,
-    )
+    scores = _scores_with_only_parent(model, synthetic, threads, parent)
     alone = scores[: distinct_parents.shape[0]]
     cells[rows, parent] = alone[parent_of_row] - model.class_log_prior_
     for block, (j, present, position) in enumerate(children, start=1):
