@@ -339,8 +339,9 @@ pub(super) fn aode_log_evidence<'py>(
     Ok(evidence.into_pyarray(py))
 }
 
-/// The scorer's arrays of the dict `fit_aode` returned.
+/// The scorer's arrays: the dict `fit_aode` returned and the pair tables it was fitted on.
 struct ModelArrays<'py> {
+    pair_tables: PairArrays<'py>,
     dense: PyReadonlyArray1<'py, f64>,
     sparse: PyReadonlyArray2<'py, f64>,
     child_mean: PyReadonlyArray1<'py, f64>,
@@ -354,8 +355,9 @@ struct ModelArrays<'py> {
 }
 
 impl<'py> ModelArrays<'py> {
-    fn from_dict(model: &Bound<'py, PyDict>) -> PyResult<Self> {
+    fn from_dicts(model: &Bound<'py, PyDict>, pair_tables: &Bound<'py, PyDict>) -> PyResult<Self> {
         Ok(Self {
+            pair_tables: PairArrays::from_dict(pair_tables)?,
             dense: item(model, "dense_log_prob")?,
             sparse: item(model, "sparse_rows")?,
             child_mean: item(model, "child_mean")?,
@@ -369,15 +371,14 @@ impl<'py> ModelArrays<'py> {
         })
     }
 
-    /// The scorer's view, with the pair tables the model was fitted on.
-    fn model<'a>(
-        &'a self,
-        pair_tables: &'a PairArrays<'py>,
+    /// The scorer's view.
+    fn model(
+        &self,
         layout: &FeatureLayout,
         min_parent_count: f64,
-    ) -> PyResult<aode::AodeModel<'a>> {
+    ) -> PyResult<aode::AodeModel<'_>> {
         Ok(aode::AodeModel {
-            pair_tables: pair_tables.view()?,
+            pair_tables: self.pair_tables.view()?,
             dense: self.dense.as_slice()?,
             sparse: self.sparse.as_array(),
             child_mean: self.child_mean.as_slice()?,
@@ -406,9 +407,8 @@ pub(super) fn aode_joint_log_likelihood<'py>(
     n_jobs: usize,
 ) -> PyResult<Bound<'py, numpy::PyArray2<f64>>> {
     let layout = layout(offsets)?;
-    let tables = PairArrays::from_dict(&pair_tables)?;
-    let arrays = ModelArrays::from_dict(&model)?;
-    let model = arrays.model(&tables, &layout, min_parent_count)?;
+    let arrays = ModelArrays::from_dicts(&model, &pair_tables)?;
+    let model = arrays.model(&layout, min_parent_count)?;
     let codes = codes.as_array();
     let joint = run(py, n_jobs, || {
         aode::joint_log_likelihood(codes, &model, &layout)
@@ -434,9 +434,8 @@ pub(super) fn aode_parent_terms<'py>(
     n_jobs: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout(offsets)?;
-    let tables = PairArrays::from_dict(&pair_tables)?;
-    let arrays = ModelArrays::from_dict(&model)?;
-    let model = arrays.model(&tables, &layout, min_parent_count)?;
+    let arrays = ModelArrays::from_dicts(&model, &pair_tables)?;
+    let model = arrays.model(&layout, min_parent_count)?;
     let codes = codes.as_array();
     let terms = run(py, n_jobs, || {
         aode::parent_terms(codes, &model, &layout, cells)
