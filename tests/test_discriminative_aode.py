@@ -173,18 +173,19 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
     codes, threads = model._encode(X[400:])  # unseen values: code -1
     assert (codes < 0).any()
     parents = np.flatnonzero(model.super_parents_)
-    outputs = [
-        _core.aode_parent_terms(
+
+    def parent_terms(cells, n_jobs):
+        return _core.aode_parent_terms(
             codes,
             model._model,
             model._pair_tables(),
             offsets=list(model._encoder.offsets),
             min_parent_count=float(model.min_parent_count),
-            cells=True,
+            cells=cells,
             n_jobs=n_jobs,
         )
-        for n_jobs in (1, 2)
-    ]
+
+    outputs = [parent_terms(True, n_jobs) for n_jobs in (1, 2)]
     assert set(outputs[0]) == {"terms", "qualifies", "cells"}
     terms, qualifies, cells = (outputs[0][key] for key in ("terms", "qualifies", "cells"))
     for key in outputs[0]:
@@ -197,15 +198,7 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
         np.testing.assert_array_equal(qualifies[:, rank], expected_qualifies)
         np.testing.assert_array_equal(cells[:, rank], expected_cells)
     # without cells: the same terms
-    alone = _core.aode_parent_terms(
-        codes,
-        model._model,
-        model._pair_tables(),
-        offsets=list(model._encoder.offsets),
-        min_parent_count=float(model.min_parent_count),
-        cells=False,
-        n_jobs=1,
-    )
+    alone = parent_terms(False, 1)
     np.testing.assert_array_equal(alone["terms"], terms)
     assert alone["cells"].shape == (0,) + cells.shape[1:]
 
