@@ -77,9 +77,8 @@ def hebnb_models(
             )
     for tables in child_smoothings:
         options = child_table_options(tables)
-        shown = "".join(f"{key}={value!r}, " for key, value in options.items())
-        if options == {"smoothing": "heb"}:
-            shown = ""
+        default = options == {"smoothing": "heb"}
+        shown = "" if default else "".join(f"{k}={v!r}, " for k, v in options.items())
         for cell_penalty in cell_penalties or []:
             models[
                 f"AODE({shown}parent_smoothing='heb', weighting='cll-value') "
