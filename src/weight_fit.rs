@@ -39,6 +39,9 @@ use crate::lbfgs::{minimise, LbfgsResult, LbfgsSettings};
 /// Rows per parallel task (fixed: the reduction order must not depend on the threads).
 const ROW_CHUNK: usize = 1024;
 
+/// Weights per parallel task of a pass over the weight vector (fixed, like [`ROW_CHUNK`]).
+const WEIGHT_CHUNK: usize = 1 << 15;
+
 /// The Gaussian prior on the weights and the optimiser's settings, shared by both models.
 #[derive(Debug, Clone, Copy)]
 pub struct WeightFit<'a> {
@@ -81,16 +84,26 @@ impl WeightFit<'_> {
     {
         let objective = |theta: &[f64], gradient: &mut [f64]| {
             let mut value = data(theta, gradient)?;
-            let mut penalty = 0.0;
-            for (g, (&t, (&start, &precision))) in gradient
-                .iter_mut()
-                .zip(theta.iter().zip(self.start.iter().zip(self.precision)))
-            {
-                let deviation = t - start;
-                penalty += deviation * precision * deviation;
-                *g += precision * deviation;
-            }
-            value += 0.5 * penalty;
+            // in fixed chunks (in parallel, added in order: the same sum for any threads)
+            let penalties: Vec<f64> = gradient
+                .par_chunks_mut(WEIGHT_CHUNK)
+                .zip(theta.par_chunks(WEIGHT_CHUNK))
+                .zip(self.start.par_chunks(WEIGHT_CHUNK))
+                .zip(self.precision.par_chunks(WEIGHT_CHUNK))
+                .map(|(((gradient, theta), start), precision)| {
+                    let mut penalty = 0.0;
+                    for (g, (&t, (&start, &precision))) in gradient
+                        .iter_mut()
+                        .zip(theta.iter().zip(start.iter().zip(precision)))
+                    {
+                        let deviation = t - start;
+                        penalty += deviation * precision * deviation;
+                        *g += precision * deviation;
+                    }
+                    penalty
+                })
+                .collect();
+            value += 0.5 * penalties.iter().sum::<f64>();
             Ok(value)
         };
         minimise(
@@ -683,9 +696,16 @@ impl AodePass<'_> {
         let a = &a[..n_classes];
         buffers
             .products
-            .iter_mut()
-            .zip(d.iter().zip(values))
-            .for_each(|(p, (w, value))| *p = w * value);
+            .par_chunks_mut(WEIGHT_CHUNK)
+            .zip(
+                d.par_chunks(WEIGHT_CHUNK)
+                    .zip(values.par_chunks(WEIGHT_CHUNK)),
+            )
+            .for_each(|(products, (d, values))| {
+                for (p, (w, value)) in products.iter_mut().zip(d.iter().zip(values)) {
+                    *p = w * value;
+                }
+            });
         let products = buffers.products.as_slice();
         // pass 1: per chunk of rows the scores (parent terms, then column by column: each
         // column's cells are contiguous), residuals, loss, class and parent sums
