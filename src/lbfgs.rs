@@ -416,8 +416,8 @@ mod tests {
         // f(t) = (t - 0.3)^2 along the direction: value 0.09 and slope -0.6 at 0
         let f = |t: f64| (t - 0.3) * (t - 0.3);
         assert!((shorter_step(1.0, f(0.0), -0.6, f(1.0)) - 0.3).abs() < 1e-15);
-        // minimiser at 0.01 of the step: no shorter than 0.1 of it; at 0.9: no longer than 0.5
-        // (f(t) = (t - 1.8)^2 - 3.24 over a step of 2)
+        // a minimiser at 0.01 of the step gives 0.1 of it; one at 0.9 of it
+        // (f(t) = (t - 1.8)^2 - 3.24 over a step of 2) gives 0.5 of it
         let g = |t: f64| (t - 0.01) * (t - 0.01);
         assert_eq!(shorter_step(1.0, g(0.0), -0.02, g(1.0) + 1.0), 0.1);
         assert_eq!(shorter_step(2.0, 0.0, -3.6, -3.2), 1.0);
