@@ -27,8 +27,8 @@ use crate::error::{check_len, with_capacity, zeroed, HebError, Result};
 use crate::interrupt;
 
 /// Entries per parallel chunk of a vector operation (fixed: the sums must not depend on the
-/// number of threads).
-const VECTOR_CHUNK: usize = 1 << 14;
+/// number of threads). The objective's passes over the weight vector use it too.
+pub(crate) const VECTOR_CHUNK: usize = 1 << 14;
 
 /// Vectors shorter than this are handled on the calling thread.
 const PARALLEL_FROM: usize = 1 << 16;

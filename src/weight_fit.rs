@@ -34,13 +34,10 @@ use crate::counts::check_rows;
 use crate::error::{check_code_range, check_len, filled, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
-use crate::lbfgs::{minimise, LbfgsResult, LbfgsSettings};
+use crate::lbfgs::{minimise, LbfgsResult, LbfgsSettings, VECTOR_CHUNK};
 
 /// Rows per parallel task (fixed: the reduction order must not depend on the threads).
 const ROW_CHUNK: usize = 1024;
-
-/// Weights per parallel task of a pass over the weight vector (fixed, like [`ROW_CHUNK`]).
-const WEIGHT_CHUNK: usize = 1 << 15;
 
 /// The Gaussian prior on the weights and the optimiser's settings, shared by both models.
 #[derive(Debug, Clone, Copy)]
@@ -86,10 +83,10 @@ impl WeightFit<'_> {
             let mut value = data(theta, gradient)?;
             // in fixed chunks (in parallel, added in order: the same sum for any threads)
             let penalties: Vec<f64> = gradient
-                .par_chunks_mut(WEIGHT_CHUNK)
-                .zip(theta.par_chunks(WEIGHT_CHUNK))
-                .zip(self.start.par_chunks(WEIGHT_CHUNK))
-                .zip(self.precision.par_chunks(WEIGHT_CHUNK))
+                .par_chunks_mut(VECTOR_CHUNK)
+                .zip(theta.par_chunks(VECTOR_CHUNK))
+                .zip(self.start.par_chunks(VECTOR_CHUNK))
+                .zip(self.precision.par_chunks(VECTOR_CHUNK))
                 .map(|(((gradient, theta), start), precision)| {
                     let mut penalty = 0.0;
                     for (g, (&t, (&start, &precision))) in gradient
@@ -696,10 +693,10 @@ impl AodePass<'_> {
         let a = &a[..n_classes];
         buffers
             .products
-            .par_chunks_mut(WEIGHT_CHUNK)
+            .par_chunks_mut(VECTOR_CHUNK)
             .zip(
-                d.par_chunks(WEIGHT_CHUNK)
-                    .zip(values.par_chunks(WEIGHT_CHUNK)),
+                d.par_chunks(VECTOR_CHUNK)
+                    .zip(values.par_chunks(VECTOR_CHUNK)),
             )
             .for_each(|(products, (d, values))| {
                 for (p, (w, value)) in products.iter_mut().zip(d.iter().zip(values)) {
