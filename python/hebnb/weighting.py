@@ -45,6 +45,7 @@ import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
+from ._shared_rows import merge_cells_sharing_rows
 
 #: The discriminative weightings.
 WEIGHTINGS = ("cll-feature", "cll-value")
@@ -564,6 +565,7 @@ def fit_aode_cell_weights(
     cell_penalty: float,
     n_threads: int,
     tol: float = DEFAULT_TOL,
+    merge_shared_rows: bool = True,
 ) -> AodeCellWeights:
     """ALR on AODE's tables: the weights minimising the penalised negative conditional
     log-likelihood of the scores
@@ -583,9 +585,13 @@ def fit_aode_cell_weights(
     indicators; ``d = 0`` is the ``"cll-feature"`` model. The objective, its gradient and
     L-BFGS run in Rust in one call (``_core.fit_aode_weights``: rows in parallel,
     deterministic, the same weights for any ``n_threads``).
+
+    With ``cell_penalty > 0`` and ``merge_shared_rows`` (the default) the cells used by
+    exactly the same training rows are fitted as one weight and split back afterwards
+    (:mod:`hebnb._shared_rows`: the same optimum, with far fewer weights where most
+    values are rare).
     """
     _, n_parents, n_classes = likelihood.shape
-    n_cells = int(column_starts[-1])
     if not np.all(np.isfinite(class_log_prior)):
         raise ValueError(
             "discriminative weighting needs every class prior to be positive; "
@@ -595,10 +601,20 @@ def fit_aode_cell_weights(
         raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
     gtol = tol * max(1.0, float(sample_weight.sum()))
     n_head = n_classes + n_parents
-    start = np.concatenate([np.ones(n_head), np.zeros(n_cells * n_classes)])
-    scale = np.concatenate(
-        [np.full(n_head, penalty), cell_penalty * ((cell_values**2).ravel() + 1e-12)]
+    cell_precision = cell_penalty * (cell_values**2 + 1e-12)
+    # with a penalty, the cells that the same rows use are one weight (exactly: the
+    # penalised optimum splits their sum in a fixed way); unpenalised the split is free
+    merged = (
+        merge_cells_sharing_rows(cells, column_starts, cell_values, cell_precision)
+        if merge_shared_rows and cell_penalty > 0
+        else None
     )
+    if merged is not None:
+        cells, column_starts = merged.cells, merged.column_starts
+        cell_values, cell_precision = merged.values, merged.precision
+    n_fitted = int(column_starts[-1])
+    start = np.concatenate([np.ones(n_head), np.zeros(n_fitted * n_classes)])
+    scale = np.concatenate([np.full(n_head, penalty), cell_precision.ravel()])
 
     # the data term's Hessian diagonal at the start: the preconditioner
     scores = class_log_prior + likelihood.sum(axis=1)
@@ -607,7 +623,7 @@ def fit_aode_cell_weights(
     spread = sample_weight[:, None] * probability * (1.0 - probability)
     mean = np.einsum("sc,spc->sp", probability, likelihood)
     variance = np.einsum("sc,spc->sp", probability, likelihood**2) - mean**2
-    cell_curvature = _cell_curvature(cells, spread, n_cells)
+    cell_curvature = _cell_curvature(cells, spread, n_fitted)
     curvature = np.concatenate(
         [
             spread.sum(axis=0) * class_log_prior**2,
@@ -631,10 +647,13 @@ def fit_aode_cell_weights(
         gtol=gtol,
         what="the AODE cell weights",
     )
+    cell_weights = theta[n_head:].reshape(n_fitted, n_classes)
+    if merged is not None:
+        cell_weights = merged.cell_weights(cell_weights)
     return AodeCellWeights(
         class_weights=theta[:n_classes].copy(),
         parent_weights=theta[n_classes:n_head].copy(),
-        cell_weights=theta[n_head:].reshape(n_cells, n_classes).copy(),
+        cell_weights=cell_weights.copy(),
         objective=value,
         n_iter=n_iter,
         converged=converged,

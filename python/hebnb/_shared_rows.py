@@ -1,0 +1,160 @@
+"""Cells that the same training rows use, merged into one weight for the AODE cell fit.
+
+``AODE(weighting="cll-value")`` gives every (cell, class) its own weight ``d``, which
+enters the objective only through the score change ``d V`` of the rows that use the cell
+(:func:`hebnb.weighting.fit_aode_cell_weights`). When several cells are used by exactly
+the same rows (a parent value seen in one training row: all its children's cells, and
+every other cell of that row whose value is seen there alone), only their sum
+``T = sum_e d_e V_e`` reaches the data term, and the penalty
+``sum_e s_e d_e^2 / 2`` (``s_e`` each weight's precision) is smallest, for a given ``T``,
+at ``d_e = T V_e / (s_e R)`` with ``R = sum_e V_e^2 / s_e``, where it is ``T^2 / (2 R)``.
+So the group is one weight ``t`` on a value ``V' = sign(V_first) sqrt(sum_e V_e^2)``
+(``T = V' t``) with precision ``V'^2 / R``, and the optimum of the smaller problem maps
+back onto the optimum of the full one, exactly (the objective is strictly convex: the
+optimum is unique). A group of one cell is that cell, unchanged. On amazon-employee's
+16,000 training rows the 312,384 cells fall into 38,687 groups.
+
+Which cells share their rows is read from the cell matrix (the row's cell in each
+column): two cells of one column never share a row, so a group has at most one cell per
+column and is kept in the column of its first cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class SharedRowCells:
+    """The merged problem of :func:`merge_cells_sharing_rows` and the way back.
+
+    Attributes
+    ----------
+    cells : ndarray of shape (S, K)
+        Each row's merged cell in each column, -1 for none (a cell merged into a group
+        whose first cell lies in an earlier column is -1 here).
+    column_starts : list of int
+        Column ``k``'s merged cells are ``column_starts[k]:column_starts[k + 1]``.
+    values : ndarray of shape (groups, C)
+        ``V'``.
+    precision : ndarray of shape (groups, C)
+        ``V'^2 / R`` (a single cell's own precision).
+    group : ndarray of shape (cells,)
+        Each original cell's group.
+    back : ndarray of shape (cells, C)
+        ``d_e = back[e] * t[group[e]]``.
+    """
+
+    cells: npt.NDArray[np.int64]
+    column_starts: list[int]
+    values: FloatArray
+    precision: FloatArray
+    group: npt.NDArray[np.int64]
+    back: FloatArray
+
+    def cell_weights(self, merged: FloatArray) -> FloatArray:
+        """The weight ``d`` of every original cell from the merged weights ``t``."""
+        return self.back * merged[self.group]
+
+
+def row_set_groups(cells: npt.NDArray[np.int64], column_starts: list[int]) -> npt.NDArray[np.int64]:
+    """The group of each cell (numbered in the order of their first cells): cells used by
+    exactly the same rows of ``cells`` (S, K; -1 for none; column ``k``'s cells inside
+    ``column_starts[k]:column_starts[k + 1]``) share one. Candidates share a 64-bit set
+    hash (a random number per row, summed over the cell's rows); the grouping is then
+    checked exactly (each cell has its group's first cell's number of rows, and each of
+    its rows uses that cell), and every cell is kept apart in the astronomically rare
+    case of a collision. A cell no row uses is a group of its own."""
+    n_rows = cells.shape[0]
+    n_cells = int(column_starts[-1])
+    used = cells >= 0
+    cell_of_use = cells[used]
+    row_of_use = np.broadcast_to(np.arange(n_rows)[:, None], cells.shape)[used]
+    rng = np.random.default_rng(0x5EED)
+    row_hash = np.asarray(
+        rng.integers(0, np.iinfo(np.uint64).max, size=n_rows, dtype=np.uint64), dtype=np.uint64
+    )
+    set_hash = np.zeros(n_cells, dtype=np.uint64)
+    np.add.at(set_hash, cell_of_use, row_hash[row_of_use])  # wraps modulo 2^64
+    count = np.bincount(cell_of_use, minlength=n_cells)
+    unused = np.flatnonzero(count == 0)
+    set_hash[unused] = np.arange(unused.size, dtype=np.uint64)  # apart from each other
+    _, first_of_key, key = np.unique(set_hash, return_index=True, return_inverse=True)
+    first = first_of_key[key.ravel()]  # the group's first cell, for each cell
+    first_column = np.searchsorted(column_starts, first, side="right") - 1
+    same = (count == count[first]) & ((count > 0) | (first == np.arange(n_cells)))
+    rows_agree = cells[row_of_use, first_column[cell_of_use]] == first[cell_of_use]
+    if not (np.all(same) and np.all(rows_agree)):
+        return np.arange(n_cells, dtype=np.int64)
+    is_first = first == np.arange(n_cells)
+    rank = np.cumsum(is_first) - 1
+    return rank[first].astype(np.int64)
+
+
+def merge_cells_sharing_rows(
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    cell_values: FloatArray,
+    precision: FloatArray,
+) -> SharedRowCells:
+    """The cells of the AODE cell fit (``cells`` (S, K), ``column_starts``, values ``V``
+    and weight precisions ``s``, both (cells, C)) with the cells that share their rows
+    merged (module docs)."""
+    n_cells = int(column_starts[-1])
+    group = row_set_groups(cells, column_starts)
+    n_groups = int(group.max()) + 1 if n_cells else 0
+    # groups are numbered in the order of their first cells: a first cell is one whose
+    # group number exceeds every earlier cell's
+    earlier = np.maximum.accumulate(np.concatenate([[-1], group[:-1]]))
+    first_cell = np.flatnonzero(group > earlier)
+    size = np.bincount(group, minlength=n_groups)
+
+    share = np.divide(
+        cell_values**2, precision, out=np.zeros_like(cell_values), where=precision > 0
+    )
+    reach = _group_sums(share, group, n_groups)  # R
+    length = np.sqrt(_group_sums(cell_values**2, group, n_groups))
+    first_value = cell_values[first_cell]
+    merged_values = np.where(first_value < 0, -length, length)
+    merged_precision = np.divide(
+        merged_values**2, reach, out=precision[first_cell].copy(), where=reach > 0
+    )
+    single = size == 1
+    merged_values[single] = first_value[single]
+    merged_precision[single] = precision[first_cell[single]]
+
+    # d_e = T V_e / (s_e R) with T = V' t; a cell alone keeps its weight
+    back = np.divide(
+        merged_values[group] * cell_values,
+        precision * reach[group],
+        out=np.zeros_like(cell_values),
+        where=(precision > 0) & (reach[group] > 0),
+    )
+    back[single[group]] = 1.0
+
+    is_first = np.zeros(n_cells, dtype=bool)
+    is_first[first_cell] = True
+    kept = np.where(is_first[np.maximum(cells, 0)], group[np.maximum(cells, 0)], -1)
+    merged_cells = np.where(cells >= 0, kept, -1)
+    starts = np.searchsorted(first_cell, np.asarray(column_starts)).tolist()
+    return SharedRowCells(
+        cells=merged_cells,
+        column_starts=starts,
+        values=merged_values,
+        precision=merged_precision,
+        group=group,
+        back=back,
+    )
+
+
+def _group_sums(values: FloatArray, group: npt.NDArray[np.int64], n_groups: int) -> FloatArray:
+    """``values`` (cells, C) summed over each group's cells."""
+    sums = np.empty((n_groups, values.shape[1]))
+    for c, column in enumerate(values.T):
+        sums[:, c] = np.bincount(group, weights=column, minlength=n_groups)
+    return sums
