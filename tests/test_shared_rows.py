@@ -179,3 +179,12 @@ def test_without_a_cell_penalty_nothing_is_merged(monkeypatch):
     assert not calls
     AODE(weighting="cll-value", cell_penalty=1.0).fit(X, y)
     assert calls
+
+
+def test_no_cells_merge_to_no_cells():
+    cells = np.full((5, 2), -1, dtype=np.int64)
+    merged = merge_cells_sharing_rows(cells, [0, 0, 0], np.zeros((0, 2)), np.zeros((0, 2)))
+    np.testing.assert_array_equal(merged.cells, cells)
+    assert merged.column_starts == [0, 0, 0]
+    assert merged.values.shape == merged.precision.shape == (0, 2)
+    assert merged.cell_weights(np.zeros((0, 2))).shape == (0, 2)

@@ -137,10 +137,12 @@ def merge_cells_sharing_rows(
     )
     back[single[group]] = 1.0
 
-    is_first = np.zeros(n_cells, dtype=bool)
-    is_first[first_cell] = True
-    kept = np.where(is_first[np.maximum(cells, 0)], group[np.maximum(cells, 0)], -1)
-    merged_cells = np.where(cells >= 0, kept, -1)
+    # each row keeps the cell of a group in the group's first cell's column only
+    kept = np.full(n_cells, -1, dtype=np.int64)
+    kept[first_cell] = np.arange(n_groups)
+    merged_cells = np.full_like(cells, -1)
+    used = cells >= 0
+    merged_cells[used] = kept[cells[used]]
     starts = np.searchsorted(first_cell, np.asarray(column_starts)).tolist()
     return SharedRowCells(
         cells=merged_cells,
