@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from scipy.special import log_softmax
 
+import hebnb.aode
 import hebnb.weighting
 from hebnb import AODE
-from hebnb._shared_rows import merge_cells_sharing_rows, row_set_groups
+from hebnb._shared_rows import group_cells_by_rows, merge_cells_sharing_rows
 
 
 def _cell_matrix(seed, n_rows=300, n_columns=6):
@@ -55,7 +56,7 @@ def test_groups_are_the_cells_with_equal_row_sets(seed):
     cells, starts = _cell_matrix(seed)
     cells[:, 5][cells[:, 5] == starts[5]] = -1  # a cell no row uses
     expected = _groups_by_sets(cells, starts[-1])
-    group = row_set_groups(cells, starts)
+    group = group_cells_by_rows(cells, starts).group
     np.testing.assert_array_equal(group, expected)
     assert group.max() + 1 < 0.8 * starts[-1]  # many cells merged
 
@@ -67,19 +68,19 @@ def test_merged_cells_split_back_to_the_penalised_optimum_of_their_sum():
     rng = np.random.default_rng(3)
     values = rng.normal(size=(starts[-1], 2))
     precision = 7.0 * (values**2 + 1e-12)
-    merged = merge_cells_sharing_rows(cells, starts, values, precision)
+    merged = merge_cells_sharing_rows(group_cells_by_rows(cells, starts), values, precision)
     t = rng.normal(size=merged.values.shape)
     d = merged.cell_weights(t)
     total = np.zeros_like(t)
-    np.add.at(total, merged.group, d * values)
+    np.add.at(total, merged.groups.group, d * values)
     np.testing.assert_allclose(total, merged.values * t, rtol=1e-10, atol=1e-12)
     penalty = np.zeros_like(t)
-    np.add.at(penalty, merged.group, precision * d**2 / 2)
+    np.add.at(penalty, merged.groups.group, precision * d**2 / 2)
     np.testing.assert_allclose(penalty, merged.precision * t**2 / 2, rtol=1e-10, atol=1e-14)
-    size = np.bincount(merged.group)
+    size = np.bincount(merged.groups.group)
     assert size.max() > 1
     g = int(np.argmax(size))
-    members = np.flatnonzero(merged.group == g)
+    members = np.flatnonzero(merged.groups.group == g)
     for _ in range(20):  # any other split of the same sum has a larger penalty
         other = d[members, 0] + rng.normal(size=len(members)) * 0.1
         other += (
@@ -92,10 +93,10 @@ def test_merged_cells_split_back_to_the_penalised_optimum_of_their_sum():
             continue
         assert precision[members, 0] @ other**2 / 2 >= penalty[g, 0] - 1e-12
     # a cell alone keeps its column, value, precision and weight
-    single = np.flatnonzero(size[merged.group] == 1)
-    np.testing.assert_array_equal(merged.values[merged.group[single]], values[single])
-    np.testing.assert_array_equal(merged.precision[merged.group[single]], precision[single])
-    np.testing.assert_array_equal(d[single], t[merged.group[single]])
+    single = np.flatnonzero(size[merged.groups.group] == 1)
+    np.testing.assert_array_equal(merged.values[merged.groups.group[single]], values[single])
+    np.testing.assert_array_equal(merged.precision[merged.groups.group[single]], precision[single])
+    np.testing.assert_array_equal(d[single], t[merged.groups.group[single]])
 
 
 def _rare_value_data(seed=0, n_rows=500):
@@ -148,7 +149,7 @@ def test_the_merged_fit_reaches_the_optimum_of_every_cell_apart(weighted):
     kwargs = dict(kwargs, tol=1e-11)
     apart = hebnb.weighting.fit_aode_cell_weights(*args, **kwargs, merge_shared_rows=False)
     merged = hebnb.weighting.fit_aode_cell_weights(*args, **kwargs)
-    n_groups = row_set_groups(args[1], args[2]).max() + 1
+    n_groups = group_cells_by_rows(args[1], args[2]).first_cell.shape[0]
     assert n_groups < 0.6 * args[2][-1]  # most cells merged
     for weights in (apart, merged):
         assert weights.converged
@@ -183,8 +184,27 @@ def test_without_a_cell_penalty_nothing_is_merged(monkeypatch):
 
 def test_no_cells_merge_to_no_cells():
     cells = np.full((5, 2), -1, dtype=np.int64)
-    merged = merge_cells_sharing_rows(cells, [0, 0, 0], np.zeros((0, 2)), np.zeros((0, 2)))
-    np.testing.assert_array_equal(merged.cells, cells)
-    assert merged.column_starts == [0, 0, 0]
+    groups = group_cells_by_rows(cells, [0, 0, 0])
+    merged = merge_cells_sharing_rows(groups, np.zeros((0, 2)), np.zeros((0, 2)))
+    np.testing.assert_array_equal(groups.cells, cells)
+    assert groups.column_starts == [0, 0, 0]
     assert merged.values.shape == merged.precision.shape == (0, 2)
     assert merged.cell_weights(np.zeros((0, 2))).shape == (0, 2)
+
+
+def test_the_cross_validated_penalty_groups_each_folds_cells_once(monkeypatch):
+    """``cell_penalty="cv"`` fits a fold's cells at every penalty of its grid: their
+    groups are found once per fold (and once for the final fit), not once per penalty."""
+    X, y = _rare_value_data(n_rows=300)
+    calls = []
+    original = hebnb.weighting.group_cells_by_rows
+
+    def count(*args):
+        calls.append(1)
+        return original(*args)
+
+    for module in (hebnb.weighting, hebnb.aode):  # the final fit's and the folds' caller
+        monkeypatch.setattr(module, "group_cells_by_rows", count)
+    AODE(weighting="cll-value", cell_penalty="cv").fit(X, y)
+    assert len(hebnb.weighting.CV_CELL_PENALTIES) > 1
+    assert len(calls) == hebnb.weighting.CV_FOLDS + 1

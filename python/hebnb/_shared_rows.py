@@ -30,48 +30,66 @@ FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
+class RowSetGroups:
+    """The cells grouped by the rows that use them (:func:`group_cells_by_rows`): the
+    layout of the merged problem, the same at every penalty.
+
+    Attributes
+    ----------
+    group : ndarray of shape (cells,)
+        Each cell's group, groups numbered in the order of their first cells.
+    first_cell : ndarray of shape (groups,)
+        Each group's first cell.
+    cells : ndarray of shape (S, K)
+        Each row's group in each column, -1 for none (a cell whose group's first cell lies
+        in another column is -1 here).
+    column_starts : list of int
+        Column ``k``'s groups are ``column_starts[k]:column_starts[k + 1]``.
+    """
+
+    group: npt.NDArray[np.int64]
+    first_cell: npt.NDArray[np.int64]
+    cells: npt.NDArray[np.int64]
+    column_starts: list[int]
+
+
+@dataclass(frozen=True)
 class SharedRowCells:
     """The merged problem of :func:`merge_cells_sharing_rows` and the way back.
 
     Attributes
     ----------
-    cells : ndarray of shape (S, K)
-        Each row's merged cell in each column, -1 for none (a cell merged into a group
-        whose first cell lies in an earlier column is -1 here).
-    column_starts : list of int
-        Column ``k``'s merged cells are ``column_starts[k]:column_starts[k + 1]``.
+    groups : RowSetGroups
+        The layout (merged cells and column starts).
     values : ndarray of shape (groups, C)
         ``V'``.
     precision : ndarray of shape (groups, C)
         ``V'^2 / R`` (a single cell's own precision).
-    group : ndarray of shape (cells,)
-        Each original cell's group.
     back : ndarray of shape (cells, C)
         ``d_e = back[e] * t[group[e]]``.
     """
 
-    cells: npt.NDArray[np.int64]
-    column_starts: list[int]
+    groups: RowSetGroups
     values: FloatArray
     precision: FloatArray
-    group: npt.NDArray[np.int64]
     back: FloatArray
 
     def cell_weights(self, merged: FloatArray) -> FloatArray:
         """The weight ``d`` of every original cell from the merged weights ``t``."""
-        return self.back * merged[self.group]
+        return self.back * merged[self.groups.group]
 
 
-def row_set_groups(cells: npt.NDArray[np.int64], column_starts: list[int]) -> npt.NDArray[np.int64]:
-    """The group of each cell (numbered in the order of their first cells): cells used by
-    exactly the same rows of ``cells`` (S, K; -1 for none; column ``k``'s cells inside
-    ``column_starts[k]:column_starts[k + 1]``) share one. Candidates share a 64-bit set
-    hash (a random number per row, summed over the cell's rows); the grouping is then
-    checked exactly (each cell has its group's first cell's number of rows, and each of
-    its rows uses that cell), and every cell is kept apart in the astronomically rare
-    case of a collision. A cell no row uses is a group of its own."""
+def _first_cell_of_row_set(
+    cells: npt.NDArray[np.int64], column_starts: list[int]
+) -> npt.NDArray[np.int64]:
+    """For each cell, the first cell used by exactly the same rows of ``cells``. Candidates
+    share a 64-bit set hash (a random number per row, summed over the cell's rows); the
+    result is then checked exactly (each cell has that first cell's number of rows, and
+    each of its rows uses that cell), and every cell is kept apart in the astronomically
+    rare case of a collision. A cell no row uses is its own."""
     n_rows = cells.shape[0]
     n_cells = int(column_starts[-1])
+    itself = np.arange(n_cells)
     used = cells >= 0
     cell_of_use = cells[used]
     row_of_use = np.broadcast_to(np.arange(n_rows)[:, None], cells.shape)[used]
@@ -85,33 +103,43 @@ def row_set_groups(cells: npt.NDArray[np.int64], column_starts: list[int]) -> np
     unused = np.flatnonzero(count == 0)
     set_hash[unused] = np.arange(unused.size, dtype=np.uint64)  # apart from each other
     _, first_of_key, key = np.unique(set_hash, return_index=True, return_inverse=True)
-    first = first_of_key[key.ravel()]  # the group's first cell, for each cell
+    first = first_of_key[key.ravel()]
     first_column = np.searchsorted(column_starts, first, side="right") - 1
-    same = (count == count[first]) & ((count > 0) | (first == np.arange(n_cells)))
+    same = (count == count[first]) & ((count > 0) | (first == itself))
     rows_agree = cells[row_of_use, first_column[cell_of_use]] == first[cell_of_use]
     if not (np.all(same) and np.all(rows_agree)):
-        return np.arange(n_cells, dtype=np.int64)
+        return itself
+    return first
+
+
+def group_cells_by_rows(cells: npt.NDArray[np.int64], column_starts: list[int]) -> RowSetGroups:
+    """The cells of ``cells`` (S, K; -1 for none; column ``k``'s cells inside
+    ``column_starts[k]:column_starts[k + 1]``) grouped by the rows that use them, each
+    group kept in its first cell's column."""
+    n_cells = int(column_starts[-1])
+    first = _first_cell_of_row_set(cells, column_starts)
     is_first = first == np.arange(n_cells)
-    rank = np.cumsum(is_first) - 1
-    return rank[first].astype(np.int64)
+    first_cell = np.flatnonzero(is_first)
+    group = (np.cumsum(is_first) - 1)[first].astype(np.int64)
+    kept = np.where(is_first, group, -1)
+    merged_cells = np.full_like(cells, -1)
+    used = cells >= 0
+    merged_cells[used] = kept[cells[used]]
+    return RowSetGroups(
+        group=group,
+        first_cell=first_cell,
+        cells=merged_cells,
+        column_starts=np.searchsorted(first_cell, np.asarray(column_starts)).tolist(),
+    )
 
 
 def merge_cells_sharing_rows(
-    cells: npt.NDArray[np.int64],
-    column_starts: list[int],
-    cell_values: FloatArray,
-    precision: FloatArray,
+    groups: RowSetGroups, cell_values: FloatArray, precision: FloatArray
 ) -> SharedRowCells:
-    """The cells of the AODE cell fit (``cells`` (S, K), ``column_starts``, values ``V``
-    and weight precisions ``s``, both (cells, C)) with the cells that share their rows
-    merged (module docs)."""
-    n_cells = int(column_starts[-1])
-    group = row_set_groups(cells, column_starts)
-    n_groups = int(group.max()) + 1 if n_cells else 0
-    # groups are numbered in the order of their first cells: a first cell is one whose
-    # group number exceeds every earlier cell's
-    earlier = np.maximum.accumulate(np.concatenate([[-1], group[:-1]]))
-    first_cell = np.flatnonzero(group > earlier)
+    """The AODE cell fit's values ``V`` and weight precisions ``s`` (both (cells, C)) of
+    the cells grouped by ``groups``, each group merged into one weight (module docs)."""
+    group, first_cell = groups.group, groups.first_cell
+    n_groups = first_cell.shape[0]
     size = np.bincount(group, minlength=n_groups)
 
     share = np.divide(
@@ -136,21 +164,8 @@ def merge_cells_sharing_rows(
         where=(precision > 0) & (reach[group] > 0),
     )
     back[single[group]] = 1.0
-
-    # each row keeps the cell of a group in the group's first cell's column only
-    kept = np.full(n_cells, -1, dtype=np.int64)
-    kept[first_cell] = np.arange(n_groups)
-    merged_cells = np.full_like(cells, -1)
-    used = cells >= 0
-    merged_cells[used] = kept[cells[used]]
-    starts = np.searchsorted(first_cell, np.asarray(column_starts)).tolist()
     return SharedRowCells(
-        cells=merged_cells,
-        column_starts=starts,
-        values=merged_values,
-        precision=merged_precision,
-        group=group,
-        back=back,
+        groups=groups, values=merged_values, precision=merged_precision, back=back
     )
 
 

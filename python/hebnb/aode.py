@@ -35,6 +35,7 @@ from ._online import (
     recode_pair_tables,
 )
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+from ._shared_rows import RowSetGroups, group_cells_by_rows
 
 
 class AODE(CategoricalClassifier):
@@ -500,15 +501,21 @@ class AODE(CategoricalClassifier):
         return inputs, column_keys
 
     def _fit_cell_weights(
-        self, inputs: tuple[Any, ...], cell_penalty: float, threads: int
+        self,
+        inputs: tuple[Any, ...],
+        cell_penalty: float,
+        threads: int,
+        row_groups: RowSetGroups | None = None,
     ) -> weighting.AodeCellWeights:
-        """The ``"cll-value"`` weights of :meth:`_cell_weight_inputs` at ``cell_penalty``."""
+        """The ``"cll-value"`` weights of :meth:`_cell_weight_inputs` at ``cell_penalty``
+        (``row_groups``: the inputs' cells grouped by their rows, if already known)."""
         return weighting.fit_aode_cell_weights(
             *inputs,
             penalty=weighting.resolve_penalty(self.penalty),
             cell_penalty=cell_penalty,
             n_threads=threads,
             tol=float(self.weighting_tol),
+            row_groups=row_groups,
         )
 
     def _set_cell_weights(
@@ -577,10 +584,11 @@ class AODE(CategoricalClassifier):
             )
             held_codes = fold._encode(_safe_indexing(X, held))[0]
             rows = np.arange(held.shape[0])
+            # the cells and their groups are the same at every penalty of the grid
+            row_groups = group_cells_by_rows(inputs[1], inputs[2])
             for k, cell_penalty in enumerate(grid):
-                fold._set_cell_weights(
-                    fold._fit_cell_weights(inputs, cell_penalty, threads), column_keys
-                )
+                fitted = fold._fit_cell_weights(inputs, cell_penalty, threads, row_groups)
+                fold._set_cell_weights(fitted, column_keys)
                 log_proba = _core.log_posterior(
                     fold._cell_weighted_scores(held_codes, threads), threads
                 )

@@ -45,7 +45,7 @@ import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
-from ._shared_rows import merge_cells_sharing_rows
+from ._shared_rows import RowSetGroups, group_cells_by_rows, merge_cells_sharing_rows
 
 #: The discriminative weightings.
 WEIGHTINGS = ("cll-feature", "cll-value")
@@ -566,6 +566,7 @@ def fit_aode_cell_weights(
     n_threads: int,
     tol: float = DEFAULT_TOL,
     merge_shared_rows: bool = True,
+    row_groups: RowSetGroups | None = None,
 ) -> AodeCellWeights:
     """ALR on AODE's tables: the weights minimising the penalised negative conditional
     log-likelihood of the scores
@@ -589,7 +590,8 @@ def fit_aode_cell_weights(
     With ``cell_penalty > 0`` and ``merge_shared_rows`` (the default) the cells used by
     exactly the same training rows are fitted as one weight and split back afterwards
     (:mod:`hebnb._shared_rows`: the same optimum, with far fewer weights where most
-    values are rare).
+    values are rare). ``row_groups``: those groups (:func:`group_cells_by_rows` of
+    ``cells``), when the caller fits the same cells at several penalties.
     """
     _, n_parents, n_classes = likelihood.shape
     if not np.all(np.isfinite(class_log_prior)):
@@ -604,13 +606,12 @@ def fit_aode_cell_weights(
     cell_precision = cell_penalty * (cell_values**2 + 1e-12)
     # with a penalty, the cells that the same rows use are one weight (exactly: the
     # penalised optimum splits their sum in a fixed way); unpenalised the split is free
-    merged = (
-        merge_cells_sharing_rows(cells, column_starts, cell_values, cell_precision)
-        if merge_shared_rows and cell_penalty > 0
-        else None
-    )
-    if merged is not None:
-        cells, column_starts = merged.cells, merged.column_starts
+    merged = None
+    if merge_shared_rows and cell_penalty > 0:
+        if row_groups is None:
+            row_groups = group_cells_by_rows(cells, column_starts)
+        merged = merge_cells_sharing_rows(row_groups, cell_values, cell_precision)
+        cells, column_starts = row_groups.cells, row_groups.column_starts
         cell_values, cell_precision = merged.values, merged.precision
     n_fitted = int(column_starts[-1])
     start = np.concatenate([np.ones(n_head), np.zeros(n_fitted * n_classes)])
