@@ -18,6 +18,7 @@ Then, from the repository root after ``maturin develop --release``:
 
     python benches/aode_versions.py --baseline /tmp/hebnb-baseline
     python benches/aode_versions.py --baseline /tmp/hebnb-baseline --wide --n-jobs 1
+    python benches/aode_versions.py --baseline /tmp/hebnb-baseline --no-amazon --ternary
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ if workload == "amazon":
         "HEB-AODE pooled": AODE(prior="pooled", n_jobs=n_jobs),
         "HEB-AODE two-level": AODE(prior="two-level", n_jobs=n_jobs),
     }}
+elif workload == "ternary":
+    from aode_weka import linked_table
+    X, y = linked_table(4000, 400)  # the benchmark's training half
+    X, y = X[:2000], y[:2000]
+    models = {{
+        "Laplace AODE": AODE(smoothing="laplace", n_jobs=n_jobs),
+        "HEB-AODE two-level": AODE(n_jobs=n_jobs),
+    }}
 else:
     from aode_wide import tree_bayes_net
     X, y = tree_bayes_net()
@@ -58,15 +67,17 @@ X_score = X_held if workload == "amazon" else X
 out = {{}}
 for name, model in models.items():
     model.fit(X, y)  # warm-up: thread pool, page cache
-    fit, predict = [], []
+    fit, fit_cpu, predict = [], [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         model.fit(X, y)
         fit.append(time.perf_counter() - start)
+        fit_cpu.append(time.process_time() - start_cpu)
         start = time.perf_counter()
         model.predict_proba(X_score)
         predict.append(time.perf_counter() - start)
     out[name + ", fit"] = fit
+    out[name + ", fit CPU"] = fit_cpu
     out[name + ", predict_proba"] = predict
 print(json.dumps({{"version": hebnb.__file__, "times": out}}))
 """
@@ -91,9 +102,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=10, help="fits per round (amazon)")
     parser.add_argument("--wide", action="store_true", help="also the 20,000 x 100 table")
+    parser.add_argument(
+        "--ternary",
+        action="store_true",
+        help="also the 2,000 x 400 ternary table of aode_weka.py (Laplace and HEB-AODE)",
+    )
+    parser.add_argument("--no-amazon", action="store_true", help="skip the amazon fold")
     args = parser.parse_args()
 
-    workloads = [("amazon", args.repeats)] + ([("wide", 1)] if args.wide else [])
+    workloads = [] if args.no_amazon else [("amazon", args.repeats)]
+    workloads += [("wide", 1)] if args.wide else []
+    workloads += [("ternary", args.repeats)] if args.ternary else []
     builds = {"earlier": args.baseline, "this": None}
     times: dict[tuple[str, str, str], list[float]] = {}
     paths = {}
@@ -113,6 +132,14 @@ def main() -> None:
             earlier = statistics.median(times[(workload, model, "earlier")])
             this = statistics.median(times[(workload, model, "this")])
             print(f"| {workload} | {model} | {earlier:.4f} | {this:.4f} | {earlier / this:.2f}x |")
+        # HEB-AODE against Laplace AODE within each build (issue 9's ratio), where both ran
+        for build in builds:
+            for step in ("fit", "fit CPU"):
+                heb = times.get((workload, f"HEB-AODE two-level, {step}", build))
+                laplace = times.get((workload, f"Laplace AODE, {step}", build))
+                if heb and laplace:
+                    ratio = statistics.median(heb) / statistics.median(laplace)
+                    print(f"{workload}, {build} build: HEB-AODE / Laplace AODE {step} {ratio:.2f}x")
 
 
 if __name__ == "__main__":
