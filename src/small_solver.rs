@@ -390,9 +390,10 @@ impl SmallEvidence {
     /// each document has `n / mu >= N`), so on `[a, b]` `V >= H(b) + R(a)`. The test
     /// checks that on the pieces of a partition of `[1, ∞)` (on `[0, 1]`
     /// `V >= (cells - documents) q > 0`): first `[1, lowest]`, `[lowest, highest]` and
-    /// beyond (lowest and highest of the breakpoints `n / mu`, `N`: no term saturates
-    /// before the lowest), then the middle cut into [`BOUND_PIECES`]. Each check must
-    /// clear a margin far above rounding.
+    /// beyond (lowest and highest of the breakpoints `n / mu`, `N`), where `H` and `R`
+    /// have closed forms (no term saturated before the lowest, all beyond the highest),
+    /// then the middle cut into [`BOUND_PIECES`]. Each check must clear a margin far
+    /// above rounding.
     fn rises_within_bounds(&self) -> bool {
         let (n_cells, n_documents) = (self.n_cells, self.n_documents);
         let distributions = self
@@ -402,41 +403,53 @@ impl SmallEvidence {
         if n_cells <= n_documents || !distributions {
             return false;
         }
-        let mut breakpoint = [0.0; MAX_CELLS];
+        // one pass for the breakpoints' range and the sums of the closed forms of H and R
+        // before the lowest breakpoint (no term saturated) and beyond the highest (all)
         let (mut lowest, mut highest) = (f64::INFINITY, self.largest_total);
-        let mut scale = 1.0;
-        let cells = self.count[..n_cells].iter().zip(&self.mean[..n_cells]);
-        for (b, (&n, &mu)) in breakpoint[..n_cells].iter_mut().zip(cells) {
-            *b = n / mu;
-            lowest = lowest.min(*b);
-            highest = highest.max(*b);
-            scale += n * *b;
+        let (mut counts, mut means, mut breakpoints, mut squares) = (0.0, 0.0, 0.0, 0.0);
+        for (&n, &mu) in self.count[..n_cells].iter().zip(&self.mean[..n_cells]) {
+            let b = n / mu;
+            lowest = lowest.min(b);
+            highest = highest.max(b);
+            counts += n;
+            means += mu;
+            breakpoints += b;
+            squares += n * b;
         }
+        let (mut totals, mut total_squares) = (0.0, 0.0);
         for &total in self.totals() {
             lowest = lowest.min(total);
-            scale += total * total;
+            totals += total;
+            total_squares += total * total;
         }
-        let margin = BOUND_MARGIN * scale;
-        let bounds = |q: f64| self.monotone_bounds(&breakpoint[..n_cells], q);
-        // beyond the last breakpoint: V's limit, which must be positive in any case
-        let (h_end, r_end) = bounds(highest);
-        if h_end + r_end < margin {
+        // (a breakpoint below 1 only from a mean rounded above 1: left to the certificate)
+        if counts != totals || lowest < 1.0 {
             return false;
         }
-        let start = lowest.max(1.0);
-        let (h_start, r_start) = bounds(start);
-        let (_, r_one) = bounds(1.0);
-        if h_start + r_one < margin {
+        let margin = BOUND_MARGIN * (1.0 + squares + total_squares);
+        let (cells, documents) = (n_cells as f64, n_documents as f64);
+        // beyond the highest breakpoint: V's limit, which must be positive in any case
+        let h_end = 0.5 * (total_squares - squares);
+        if h_end + 0.5 * (breakpoints - totals) < margin {
             return false;
         }
-        if h_end + r_start >= margin {
+        // [1, lowest], then [lowest, highest]: below the lowest breakpoint every term is
+        // unsaturated, H(q) = q^2 (sum_cells mu - documents) / 2 and
+        // R(q) = (cells - documents) q / 2 - #{docs: N > q} / 8
+        let unsaturated = |q: f64| self.totals().iter().filter(|&&total| q < total).count();
+        let r_one = 0.5 * (cells - documents) - 0.125 * unsaturated(1.0) as f64;
+        if 0.5 * lowest * lowest * (means - documents) + r_one < margin {
+            return false;
+        }
+        let r_lowest = 0.5 * (cells - documents) * lowest - 0.125 * unsaturated(lowest) as f64;
+        if h_end + r_lowest >= margin {
             return true;
         }
         // the middle in equal pieces, each checked from its ends
-        let step = (highest - start) / BOUND_PIECES as f64;
-        let mut r_left = r_start;
+        let step = (highest - lowest) / BOUND_PIECES as f64;
+        let mut r_left = r_lowest;
         for piece in 1..BOUND_PIECES {
-            let (h_right, r_right) = bounds(start + step * piece as f64);
+            let (h_right, r_right) = self.monotone_bounds(lowest + step * piece as f64);
             if h_right + r_left < margin {
                 return false;
             }
@@ -445,11 +458,11 @@ impl SmallEvidence {
         h_end + r_left >= margin
     }
 
-    /// `(H(q), R(q))` of [`Self::rises_within_bounds`], `breakpoint` the cells' `n / mu`.
-    fn monotone_bounds(&self, breakpoint: &[f64], q: f64) -> (f64, f64) {
+    /// `(H(q), R(q))` of [`Self::rises_within_bounds`].
+    fn monotone_bounds(&self, q: f64) -> (f64, f64) {
         let (mut smooth, mut rounding) = (0.0, 0.0);
-        for ((&b, &n), &mu) in breakpoint.iter().zip(&self.count).zip(&self.mean) {
-            let t = q.min(b);
+        for (&n, &mu) in self.count[..self.n_cells].iter().zip(&self.mean) {
+            let t = q.min(n / mu);
             smooth += 0.5 * mu * t * t + n * (q - t);
             rounding += 0.5 * t;
         }
