@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ._arrays import first_occurrences
+
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -102,11 +104,12 @@ def _first_cell_of_row_set(
     count = np.bincount(cell_of_use, minlength=n_cells)
     unused = np.flatnonzero(count == 0)
     set_hash[unused] = np.arange(unused.size, dtype=np.uint64)  # apart from each other
-    _, first_of_key, key = np.unique(set_hash, return_index=True, return_inverse=True)
-    first = first_of_key[key.ravel()]
+    key, first_of_key = first_occurrences(set_hash)
+    first = first_of_key[key]
     first_column = np.searchsorted(column_starts, first, side="right") - 1
     same = (count == count[first]) & ((count > 0) | (first == itself))
-    rows_agree = cells[row_of_use, first_column[cell_of_use]] == first[cell_of_use]
+    flat = np.ascontiguousarray(cells).ravel()
+    rows_agree = flat[row_of_use * cells.shape[1] + first_column[cell_of_use]] == first[cell_of_use]
     if not (np.all(same) and np.all(rows_agree)):
         return itself
     return first
@@ -121,10 +124,9 @@ def group_cells_by_rows(cells: npt.NDArray[np.int64], column_starts: list[int]) 
     is_first = first == np.arange(n_cells)
     first_cell = np.flatnonzero(is_first)
     group = (np.cumsum(is_first) - 1)[first].astype(np.int64)
-    kept = np.where(is_first, group, -1)
-    merged_cells = np.full_like(cells, -1)
-    used = cells >= 0
-    merged_cells[used] = kept[cells[used]]
+    # a first cell's group, -1 for the others and (last entry) for no cell
+    kept = np.append(np.where(is_first, group, -1), -1)
+    merged_cells = kept[cells]
     return RowSetGroups(
         group=group,
         first_cell=first_cell,

@@ -16,6 +16,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core, weighting
+from ._arrays import sorted_unique
 from ._base import (
     SHARED_CONSTRAINTS,
     CategoricalClassifier,
@@ -465,9 +466,7 @@ class AODE(CategoricalClassifier):
         column_keys, starts, first_rows = [], [0], []
         for k in range(keys.shape[1]):
             present = np.flatnonzero(keys[:, k] >= 0)
-            distinct, first, inverse = np.unique(
-                keys[present, k], return_index=True, return_inverse=True
-            )
+            distinct, first, inverse = sorted_unique(keys[present, k])
             cells[present, k] = starts[-1] + inverse
             column_keys.append(distinct)
             starts.append(starts[-1] + distinct.shape[0])
