@@ -31,7 +31,7 @@ use ndarray::{ArrayView1, ArrayView2, ArrayView3};
 use rayon::prelude::*;
 
 use crate::counts::check_rows;
-use crate::error::{check_code_range, check_len, filled, zeroed, HebError, Result};
+use crate::error::{check_code_range, check_len, filled, with_capacity, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 use crate::lbfgs::{minimise, LbfgsResult, LbfgsSettings, VECTOR_CHUNK};
@@ -141,15 +141,35 @@ fn residuals_in_place(row: &mut [f64], label: usize, weight: f64, class_sums: &m
 /// Renumbers the cells of every column in the order the rows first use them (unused cells
 /// last), so that a pass over the rows in order reads and writes the cells nearly in
 /// sequence: most AODE cells are used by one or two rows, and numbered by their key they
-/// would be scattered over the whole table. Returns `new_of_old` and the renumbered cells.
-fn first_use_order(cells: ArrayView2<i64>, starts: &[usize]) -> Result<(Vec<usize>, Vec<i64>)> {
+/// would be scattered over the whole table. Returns `new_of_old` and each column's used
+/// entries with the renumbered cells ([`ColumnEntries`]).
+fn first_use_order(
+    cells: ArrayView2<i64>,
+    starts: &[usize],
+) -> Result<(Vec<usize>, ColumnEntries)> {
+    let (n_columns, n_rows) = cells.dim();
     let n_cells = starts[starts.len() - 1];
+    if u32::try_from(n_rows).is_err() || u32::try_from(n_cells).is_err() {
+        return Err(HebError::InvalidParameter(format!(
+            "{n_rows} rows and {n_cells} cells: the cell weights take at most {} of each",
+            u32::MAX
+        )));
+    }
+    let n_entries = cells.iter().filter(|&&cell| cell >= 0).count();
+    let n_chunks = n_rows.div_ceil(ROW_CHUNK);
+    let mut entries = ColumnEntries {
+        rows: with_capacity(n_entries, "cell entry rows")?,
+        cells: with_capacity(n_entries, "cell entries")?,
+        chunk_starts: with_capacity(n_columns * (n_chunks + 1), "cell entry chunks")?,
+        n_chunks,
+    };
     let mut new_of_old = filled(n_cells, usize::MAX, "cell order")?;
-    let mut renumbered: Vec<i64> = filled(cells.len(), -1, "renumbered cells")?;
     for (k, column) in cells.rows().into_iter().enumerate() {
         let mut next = starts[k];
-        let out = &mut renumbered[k * cells.ncols()..(k + 1) * cells.ncols()];
-        for (slot, &cell) in out.iter_mut().zip(column.iter()) {
+        for (row, &cell) in column.iter().enumerate() {
+            if row % ROW_CHUNK == 0 {
+                entries.chunk_starts.push(entries.rows.len());
+            }
             if cell < 0 {
                 continue;
             }
@@ -158,8 +178,10 @@ fn first_use_order(cells: ArrayView2<i64>, starts: &[usize]) -> Result<(Vec<usiz
                 new_of_old[old] = next;
                 next += 1;
             }
-            *slot = new_of_old[old] as i64;
+            entries.rows.push(row as u32);
+            entries.cells.push(new_of_old[old] as u32);
         }
+        entries.chunk_starts.push(entries.rows.len());
         for order in &mut new_of_old[starts[k]..starts[k + 1]] {
             if *order == usize::MAX {
                 *order = next;
@@ -168,7 +190,38 @@ fn first_use_order(cells: ArrayView2<i64>, starts: &[usize]) -> Result<(Vec<usiz
         }
         interrupt::check()?;
     }
-    Ok((new_of_old, renumbered))
+    Ok((new_of_old, entries))
+}
+
+/// The used `(row, cell)` entries of the AODE cell matrix `E` (K, S), column by column,
+/// rows in order: a pass reads only these, where the matrix is mostly `-1` (a row uses one
+/// cell of a group of cells that share their rows, and the others' columns are empty
+/// there: about three quarters of amazon-employee's matrix).
+struct ColumnEntries {
+    rows: Vec<u32>,
+    cells: Vec<u32>,
+    /// Column `k`'s entries of row chunk `j` ([`ROW_CHUNK`] rows) are
+    /// `chunk_starts[k (n_chunks + 1) + j]..chunk_starts[k (n_chunks + 1) + j + 1]`.
+    chunk_starts: Vec<usize>,
+    n_chunks: usize,
+}
+
+impl ColumnEntries {
+    fn n_columns(&self) -> usize {
+        self.chunk_starts.len() / (self.n_chunks + 1)
+    }
+
+    /// Column `k`'s entries among rows of chunk `chunk`.
+    fn in_chunk(&self, k: usize, chunk: usize) -> std::ops::Range<usize> {
+        let at = k * (self.n_chunks + 1) + chunk;
+        self.chunk_starts[at]..self.chunk_starts[at + 1]
+    }
+
+    /// All of column `k`'s entries.
+    fn in_column(&self, k: usize) -> std::ops::Range<usize> {
+        let at = k * (self.n_chunks + 1);
+        self.chunk_starts[at]..self.chunk_starts[at + self.n_chunks]
+    }
 }
 
 /// The generative Naive Bayes model whose log-probabilities the weights multiply.
@@ -407,7 +460,7 @@ pub fn fit_aode_weights(
         .ok_or_else(|| not_contiguous("cell values"))?;
     // the cells renumbered by first use (locality), with their values and the penalty,
     // start and curvature of their weights; the result is numbered back at the end
-    let (new_of_old, renumbered) = first_use_order(terms.cells.cells, starts)?;
+    let (new_of_old, entries) = first_use_order(terms.cells.cells, starts)?;
     let n_head = n_classes + n_parents;
     let mut values_new = zeroed(n_cells * n_classes, "renumbered cell values")?;
     let mut parts: Vec<Vec<f64>> = Vec::with_capacity(3);
@@ -430,8 +483,6 @@ pub fn fit_aode_weights(
             .copy_from_slice(&values[old * n_classes..(old + 1) * n_classes]);
     }
     let values = values_new.as_slice();
-    let cells = ArrayView2::from_shape((n_columns, n_rows), renumbered.as_slice())
-        .map_err(|e| HebError::InvalidParameter(e.to_string()))?;
     let renumbered_fit = WeightFit {
         start: &parts[0],
         precision: &parts[1],
@@ -440,7 +491,7 @@ pub fn fit_aode_weights(
     };
     let inputs = AodePass {
         parent_terms,
-        cells,
+        entries: &entries,
         values,
         starts,
         labels,
@@ -655,8 +706,8 @@ impl NaiveBayesPass<'_> {
 struct AodePass<'a> {
     /// `L`, (S, P, C) row-major.
     parent_terms: &'a [f64],
-    /// `E`, (K, S): the cell of each row in each column, -1 for none.
-    cells: ArrayView2<'a, i64>,
+    /// `E`: the cell of each row in each column, as its used entries.
+    entries: &'a ColumnEntries,
     /// `V`, (cells, C) row-major.
     values: &'a [f64],
     starts: &'a [usize],
@@ -683,11 +734,11 @@ impl AodePass<'_> {
         gradient: &mut [f64],
     ) -> Result<f64> {
         let n_classes = class_count::<C>(self.class_log_prior);
-        let (n_parents, n_columns) = (self.n_parents, self.cells.nrows());
+        let (n_parents, n_columns) = (self.n_parents, self.entries.n_columns());
         let (parent_terms, values, starts) = (self.parent_terms, self.values, self.starts);
         let (labels, sample_weights) = (self.labels, self.sample_weights);
         let class_log_prior = &self.class_log_prior[..n_classes];
-        let cells = self.cells;
+        let entries = self.entries;
         let (a, rest) = theta.split_at(n_classes);
         let (v, d) = rest.split_at(n_parents);
         let a = &a[..n_classes];
@@ -732,15 +783,15 @@ impl AodePass<'_> {
                         *score = s;
                     }
                 }
-                for column in cells.rows() {
-                    let column = column.slice(ndarray::s![first..first + n]);
-                    for (row, &cell) in block.chunks_exact_mut(n_classes).zip(column.iter()) {
-                        if cell < 0 {
-                            continue;
-                        }
-                        let at = cell as usize * n_classes;
-                        row.iter_mut()
-                            .zip(&products[at..at + n_classes])
+                for k in 0..n_columns {
+                    let used = entries.in_chunk(k, chunk);
+                    for (&row, &cell) in entries.rows[used.clone()].iter().zip(&entries.cells[used])
+                    {
+                        let at = (row as usize - first) * n_classes;
+                        let product = cell as usize * n_classes;
+                        block[at..at + n_classes]
+                            .iter_mut()
+                            .zip(&products[product..product + n_classes])
                             .for_each(|(score, p)| *score += p);
                     }
                 }
@@ -788,19 +839,17 @@ impl AodePass<'_> {
         }
         slices.into_par_iter().for_each(|(k, own)| {
             own.iter_mut().for_each(|g| *g = 0.0);
-            let column = cells.row(k);
-            for (column, residuals) in column
-                .axis_chunks_iter(ndarray::Axis(0), interrupt::CHECK_EVERY)
-                .zip(residuals.chunks(interrupt::CHECK_EVERY * n_classes))
+            let used = entries.in_column(k);
+            for (rows, cells) in entries.rows[used.clone()]
+                .chunks(interrupt::CHECK_EVERY)
+                .zip(entries.cells[used].chunks(interrupt::CHECK_EVERY))
             {
                 if interrupt::cancelled() {
                     return;
                 }
-                for (&cell, residual) in column.iter().zip(residuals.chunks_exact(n_classes)) {
-                    if cell < 0 {
-                        continue;
-                    }
+                for (&row, &cell) in rows.iter().zip(cells) {
                     let at = (cell as usize - starts[k]) * n_classes;
+                    let residual = &residuals[row as usize * n_classes..][..n_classes];
                     own[at..at + n_classes]
                         .iter_mut()
                         .zip(residual)
@@ -1161,9 +1210,10 @@ mod tests {
         let (n_rows, n_parents, n_classes) = data.terms.dim();
         let n = n_classes + n_parents + 11 * n_classes;
         let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
+        let (_, entries) = first_use_order(data.cells.view(), &data.starts).unwrap();
         let pass = AodePass {
             parent_terms: data.terms.as_slice().unwrap(),
-            cells: data.cells.view(),
+            entries: &entries,
             values: data.values.as_slice().unwrap(),
             starts: &data.starts,
             labels: data.labels.view(),
