@@ -39,6 +39,7 @@ pub mod pair_counts;
 pub mod parallel;
 pub mod parent_prior;
 pub mod scoring;
+pub mod shared_rows;
 pub mod sign_changes;
 pub mod small_solver;
 pub mod smoothing;

@@ -31,6 +31,7 @@ __all__ = [
     "fit_naive_bayes_weights",
     "fit_posterior_power",
     "fit_token_distributions",
+    "group_cells_by_rows",
     "joint_log_likelihood",
     "leave_one_out_log_likelihood",
     "leave_one_out_rows",
@@ -144,6 +145,16 @@ def fit_aode_weights(
     """``(weights [a, v, d], objective, largest gradient entry, iterations, converged)``:
     the weighted AODE fit over parent terms (S, P, C) and cells (K, S) (K = 0: super-parent
     weights only), objective and L-BFGS in Rust (src/weight_fit.rs)."""
+
+def group_cells_by_rows(
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    /,
+    *,
+    n_jobs: int,
+) -> dict[str, Any]:
+    """The AODE cells (S, K) grouped by the rows that use them (src/shared_rows.rs):
+    ``{"group", "first_cell", "cells", "column_starts"}``."""
 
 def posterior(
     codes: npt.NDArray[np.int32],

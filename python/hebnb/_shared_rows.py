@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._arrays import first_occurrences
+from . import _core
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -81,57 +81,24 @@ class SharedRowCells:
         return self.back * merged[self.groups.group]
 
 
-def _first_cell_of_row_set(
-    cells: npt.NDArray[np.int64], column_starts: list[int]
-) -> npt.NDArray[np.int64]:
-    """For each cell, the first cell used by exactly the same rows of ``cells``. Candidates
-    share a 64-bit set hash (a random number per row, summed over the cell's rows); the
-    result is then checked exactly (each cell has that first cell's number of rows, and
-    each of its rows uses that cell), and every cell is kept apart in the astronomically
-    rare case of a collision. A cell no row uses is its own."""
-    n_rows = cells.shape[0]
-    n_cells = int(column_starts[-1])
-    itself = np.arange(n_cells)
-    used = cells >= 0
-    cell_of_use = cells[used]
-    row_of_use = np.broadcast_to(np.arange(n_rows)[:, None], cells.shape)[used]
-    rng = np.random.default_rng(0x5EED)
-    row_hash = np.asarray(
-        rng.integers(0, np.iinfo(np.uint64).max, size=n_rows, dtype=np.uint64), dtype=np.uint64
-    )
-    set_hash = np.zeros(n_cells, dtype=np.uint64)
-    np.add.at(set_hash, cell_of_use, row_hash[row_of_use])  # wraps modulo 2^64
-    count = np.bincount(cell_of_use, minlength=n_cells)
-    unused = np.flatnonzero(count == 0)
-    set_hash[unused] = np.arange(unused.size, dtype=np.uint64)  # apart from each other
-    key, first_of_key = first_occurrences(set_hash)
-    first = first_of_key[key]
-    first_column = np.searchsorted(column_starts, first, side="right") - 1
-    same = (count == count[first]) & ((count > 0) | (first == itself))
-    flat = np.ascontiguousarray(cells).ravel()
-    rows_agree = flat[row_of_use * cells.shape[1] + first_column[cell_of_use]] == first[cell_of_use]
-    if not (np.all(same) and np.all(rows_agree)):
-        return itself
-    return first
-
-
-def group_cells_by_rows(cells: npt.NDArray[np.int64], column_starts: list[int]) -> RowSetGroups:
+def group_cells_by_rows(
+    cells: npt.NDArray[np.int64], column_starts: list[int], n_threads: int = 1
+) -> RowSetGroups:
     """The cells of ``cells`` (S, K; -1 for none; column ``k``'s cells inside
     ``column_starts[k]:column_starts[k + 1]``) grouped by the rows that use them, each
-    group kept in its first cell's column."""
-    n_cells = int(column_starts[-1])
-    first = _first_cell_of_row_set(cells, column_starts)
-    is_first = first == np.arange(n_cells)
-    first_cell = np.flatnonzero(is_first)
-    group = (np.cumsum(is_first) - 1)[first].astype(np.int64)
-    # a first cell's group, -1 for the others and (last entry) for no cell
-    kept = np.append(np.where(is_first, group, -1), -1)
-    merged_cells = kept[cells]
+    group kept in its first cell's column (``_core.group_cells_by_rows``: candidates share
+    a 64-bit hash of their row sets and the grouping is checked exactly; if the check
+    fails, as a hash collision would make it, every cell stays apart)."""
+    found = _core.group_cells_by_rows(
+        np.ascontiguousarray(cells, dtype=np.int64),
+        [int(start) for start in column_starts],
+        n_jobs=n_threads,
+    )
     return RowSetGroups(
-        group=group,
-        first_cell=first_cell,
-        cells=merged_cells,
-        column_starts=np.searchsorted(first_cell, np.asarray(column_starts)).tolist(),
+        group=found["group"],
+        first_cell=found["first_cell"],
+        cells=found["cells"],
+        column_starts=list(found["column_starts"]),
     )
 
 

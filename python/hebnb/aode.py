@@ -584,7 +584,7 @@ class AODE(CategoricalClassifier):
             held_codes = fold._encode(_safe_indexing(X, held))[0]
             rows = np.arange(held.shape[0])
             # the cells and their groups are the same at every penalty of the grid
-            row_groups = group_cells_by_rows(inputs[1], inputs[2])
+            row_groups = group_cells_by_rows(inputs[1], inputs[2], threads)
             for k, cell_penalty in enumerate(grid):
                 fitted = fold._fit_cell_weights(inputs, cell_penalty, threads, row_groups)
                 fold._set_cell_weights(fitted, column_keys)

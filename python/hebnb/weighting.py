@@ -609,7 +609,7 @@ def fit_aode_cell_weights(
     merged = None
     if merge_shared_rows and cell_penalty > 0:
         if row_groups is None:
-            row_groups = group_cells_by_rows(cells, column_starts)
+            row_groups = group_cells_by_rows(cells, column_starts, n_threads)
         merged = merge_cells_sharing_rows(row_groups, cell_values, cell_precision)
         cells, column_starts = row_groups.cells, row_groups.column_starts
         cell_values, cell_precision = merged.values, merged.precision

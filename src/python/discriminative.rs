@@ -2,11 +2,13 @@
 //! (src/weight_fit.rs).
 
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use super::{layout, run, Array1Py};
 use crate::lbfgs::{LbfgsResult, LbfgsSettings};
-use crate::weight_fit;
+use crate::{shared_rows, weight_fit};
 
 /// `(weights, objective, largest gradient entry, iterations, converged)` of a weight fit.
 type FitPy<'py> = (Array1Py<'py>, f64, f64, usize, bool);
@@ -147,9 +149,35 @@ pub(super) fn fit_aode_weights<'py>(
     Ok(fit_to_py(py, result))
 }
 
+/// The AODE cells (S, K) grouped by the rows that use them (src/shared_rows.rs):
+/// `{"group", "first_cell", "cells", "column_starts"}`.
+#[pyfunction]
+#[pyo3(signature = (cells, column_starts, /, *, n_jobs))]
+pub(super) fn group_cells_by_rows<'py>(
+    py: Python<'py>,
+    cells: PyReadonlyArray2<'py, i64>,
+    column_starts: Vec<usize>,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let view = cells.as_array();
+    let shape = view.dim();
+    let groups = run(py, n_jobs, || {
+        shared_rows::group_cells_by_rows(view, &column_starts)
+    })?;
+    let merged = numpy::ndarray::Array2::from_shape_vec(shape, groups.cells)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    out.set_item("group", groups.group.into_pyarray(py))?;
+    out.set_item("first_cell", groups.first_cell.into_pyarray(py))?;
+    out.set_item("cells", merged.into_pyarray(py))?;
+    out.set_item("column_starts", groups.column_starts)?;
+    Ok(out)
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_naive_bayes_weights, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aode_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(group_cells_by_rows, m)?)?;
     Ok(())
 }
