@@ -19,7 +19,9 @@
 //! wins. Before the search, two closed-form tests decide without evaluating anything:
 //! a flat evidence (no count, or every counted mean 1) gives `m_min`, and so does a table
 //! where every document has a single non-zero cell (`l'(m) = sum_k [1/(m + k/mu) -
-//! 1/(m + k)] < 0` for every `m`).
+//! 1/(m + k)] < 0` for every `m`). Most evidences that rise to `m_max` are proved so by
+//! two monotone bounds, with no sort (`SmallEvidence::rises_within_bounds`), before the
+//! certificate sorts its breakpoints.
 
 use crate::gamma_differences::{
     digamma_difference, digamma_trigamma_difference, is_whole, ln_gamma_difference,
