@@ -208,3 +208,10 @@ def test_the_cross_validated_penalty_groups_each_folds_cells_once(monkeypatch):
     AODE(weighting="cll-value", cell_penalty="cv").fit(X, y)
     assert len(hebnb.weighting.CV_CELL_PENALTIES) > 1
     assert len(calls) == hebnb.weighting.CV_FOLDS + 1
+
+
+def test_cells_outside_their_column_are_refused_by_name():
+    with pytest.raises(ValueError, match="cell 1 of column 0 lies outside its cells 0..1"):
+        group_cells_by_rows(np.array([[0, 1], [1, -1]]), [0, 1, 2])
+    with pytest.raises(ValueError, match="column starts must rise from 0 over the 2 columns"):
+        group_cells_by_rows(np.array([[0, 1]]), [0, 2])
