@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::{filled, with_capacity, HebError, Result};
 use crate::interrupt;
+use crate::weight_fit::check_cell_columns;
 
 /// The cells grouped by the rows that use them, each group kept in the column of its
 /// first cell.
@@ -113,20 +114,10 @@ pub fn group_cells_by_rows(
     })
 }
 
-/// Each cell's column, after checking that `column_starts` rise from 0 over the columns
-/// and that every entry of column `k` is -1 or one of its cells.
+/// Each cell's column, after checking the layout
+/// ([`crate::weight_fit::check_cell_columns`], on the columns of `cells`).
 fn column_of_cells(cells: ArrayView2<i64>, column_starts: &[usize]) -> Result<Vec<u32>> {
     let n_columns = cells.ncols();
-    if column_starts.len() != n_columns + 1
-        || column_starts[0] != 0
-        || column_starts.windows(2).any(|w| w[0] > w[1])
-    {
-        return Err(HebError::InvalidParameter(format!(
-            "column starts must rise from 0 over the {n_columns} columns, got {} entries",
-            column_starts.len()
-        )));
-    }
-    let n_cells = column_starts[n_columns];
     if u32::try_from(n_columns).is_err() || u32::try_from(cells.nrows()).is_err() {
         return Err(HebError::InvalidParameter(format!(
             "{} rows and {n_columns} columns: at most {} of each",
@@ -134,21 +125,8 @@ fn column_of_cells(cells: ArrayView2<i64>, column_starts: &[usize]) -> Result<Ve
             u32::MAX
         )));
     }
-    for used in cells.rows() {
-        for (k, &cell) in used.iter().enumerate() {
-            if cell < -1
-                || (cell >= 0
-                    && !(column_starts[k]..column_starts[k + 1]).contains(&(cell as usize)))
-            {
-                return Err(HebError::InvalidParameter(format!(
-                    "cell {cell} of column {k} lies outside its cells {}..{}",
-                    column_starts[k],
-                    column_starts[k + 1]
-                )));
-            }
-        }
-    }
-    let mut column_of = with_capacity(n_cells, "cell columns")?;
+    check_cell_columns(cells.t(), column_starts)?;
+    let mut column_of = with_capacity(column_starts[n_columns], "cell columns")?;
     for k in 0..n_columns {
         column_of.extend(std::iter::repeat_n(
             k as u32,

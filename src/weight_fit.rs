@@ -193,6 +193,39 @@ fn first_use_order(
     Ok((new_of_old, entries))
 }
 
+/// Checks an AODE cell layout, `by_column` (K, S) holding each row's cell in each column
+/// (-1 for none): `column_starts` rise from 0 over the K columns, and every cell of
+/// column `k` is one of `column_starts[k]..column_starts[k + 1]`. The weight fit's and
+/// [`crate::shared_rows`]' inputs.
+pub(crate) fn check_cell_columns(
+    by_column: ArrayView2<i64>,
+    column_starts: &[usize],
+) -> Result<()> {
+    let n_columns = by_column.nrows();
+    if column_starts.len() != n_columns + 1
+        || column_starts[0] != 0
+        || column_starts.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err(HebError::InvalidParameter(format!(
+            "column starts must rise from 0 over the {n_columns} columns, got {} entries",
+            column_starts.len()
+        )));
+    }
+    for (k, column) in by_column.rows().into_iter().enumerate() {
+        let own = column_starts[k]..column_starts[k + 1];
+        if let Some(&cell) = column
+            .iter()
+            .find(|&&e| e < -1 || (e >= 0 && !own.contains(&(e as usize))))
+        {
+            return Err(HebError::InvalidParameter(format!(
+                "cell {cell} of column {k} lies outside its cells {}..{}",
+                own.start, own.end
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The used `(row, cell)` entries of the AODE cell matrix `E` (K, S), column by column,
 /// rows in order: a pass reads only these, where the matrix is mostly `-1` (a row uses one
 /// cell of a group of cells that share their rows, and the others' columns are empty
@@ -402,11 +435,7 @@ pub fn fit_aode_weights(
     if n_columns > 0 {
         check_len("cell rows", n_rows, n_cell_rows)?;
     }
-    check_len(
-        "column starts",
-        n_columns + 1,
-        terms.cells.column_starts.len(),
-    )?;
+    check_cell_columns(terms.cells.cells, terms.cells.column_starts)?;
     if terms.cells.values.dim() != (n_cells, n_classes) {
         return Err(HebError::InvalidParameter(format!(
             "cell values have shape {:?}, expected ({n_cells}, {n_classes})",
@@ -414,22 +443,11 @@ pub fn fit_aode_weights(
         )));
     }
     let starts = terms.cells.column_starts;
-    if starts[0] != 0 || starts[n_columns] != n_cells || starts.windows(2).any(|w| w[0] > w[1]) {
+    if starts[n_columns] != n_cells {
         return Err(HebError::InvalidParameter(format!(
-            "column starts must rise from 0 to the {n_cells} cells"
+            "column starts must rise to the {n_cells} cells of the values, got {}",
+            starts[n_columns]
         )));
-    }
-    for (k, column) in terms.cells.cells.rows().into_iter().enumerate() {
-        if let Some(&cell) = column
-            .iter()
-            .find(|&&e| e >= 0 && !(starts[k]..starts[k + 1]).contains(&(e as usize)))
-        {
-            return Err(HebError::InvalidParameter(format!(
-                "cell {cell} of column {k} lies outside its cells {}..{}",
-                starts[k],
-                starts[k + 1]
-            )));
-        }
     }
     if let Some(&class) = labels.iter().find(|&&c| c < 0 || c as usize >= n_classes) {
         return Err(HebError::ClassOutOfRange { class, n_classes });
