@@ -1241,6 +1241,13 @@ mod tests {
         (documents, means)
     }
 
+    /// A document's mean over `k_child` values, none below about 0.05 / k_child.
+    fn random_mean(rng: &mut Lcg, k_child: usize) -> Vec<f64> {
+        let weights: Vec<f64> = (0..k_child).map(|_| 0.05 + rng.uniform()).collect();
+        let sum: f64 = weights.iter().sum();
+        weights.iter().map(|w| w / sum).collect()
+    }
+
     /// AODE-like children of a weak parent: each document's counts close to its total
     /// times the mean (under- or slightly over-dispersed), 1-16 parent values, 2-3 child
     /// values, totals up to 3,000: the evidence mostly rises to m_max or peaks just
@@ -1252,9 +1259,7 @@ mod tests {
         let mut documents = Vec::new();
         let mut means = Vec::new();
         for _ in 0..k_parent {
-            let weights: Vec<f64> = (0..k_child).map(|_| 0.05 + rng.uniform()).collect();
-            let sum: f64 = weights.iter().sum();
-            let mu: Vec<f64> = weights.iter().map(|w| w / sum).collect();
+            let mu = random_mean(rng, k_child);
             let total = (1 + rng.below(3000)) as f64;
             let mut cells: Vec<f64> = mu
                 .iter()
@@ -1616,9 +1621,7 @@ mod tests {
         let mut documents = Vec::new();
         let mut means = Vec::new();
         for _ in 0..k_parent {
-            let weights: Vec<f64> = (0..k_child).map(|_| 0.05 + rng.uniform()).collect();
-            let sum: f64 = weights.iter().sum();
-            let mu: Vec<f64> = weights.iter().map(|w| w / sum).collect();
+            let mu = random_mean(rng, k_child);
             let total = (1 + rng.below(400)) as f64;
             let cells: Vec<f64> = mu
                 .iter()

@@ -165,16 +165,21 @@ def test_the_merged_fit_reaches_the_optimum_of_every_cell_apart(weighted):
     assert np.ptp(merged.cell_weights) > 0.1
 
 
+def _counting(function, calls):
+    """``function``, appending to ``calls`` at every call."""
+
+    def counted(*args):
+        calls.append(1)
+        return function(*args)
+
+    return counted
+
+
 def test_without_a_cell_penalty_nothing_is_merged(monkeypatch):
     """Unpenalised, the split of a group's sum is free: the cells are fitted apart."""
     X, y = _rare_value_data(n_rows=200)
     calls = []
-    original = hebnb.weighting.merge_cells_sharing_rows
-
-    def count(*args):
-        calls.append(1)
-        return original(*args)
-
+    count = _counting(hebnb.weighting.merge_cells_sharing_rows, calls)
     monkeypatch.setattr(hebnb.weighting, "merge_cells_sharing_rows", count)
     AODE(weighting="cll-value", cell_penalty=0.0).fit(X, y)
     assert not calls
@@ -197,12 +202,7 @@ def test_the_cross_validated_penalty_groups_each_folds_cells_once(monkeypatch):
     groups are found once per fold (and once for the final fit), not once per penalty."""
     X, y = _rare_value_data(n_rows=300)
     calls = []
-    original = hebnb.weighting.group_cells_by_rows
-
-    def count(*args):
-        calls.append(1)
-        return original(*args)
-
+    count = _counting(hebnb.weighting.group_cells_by_rows, calls)
     for module in (hebnb.weighting, hebnb.aode):  # the final fit's and the folds' caller
         monkeypatch.setattr(module, "group_cells_by_rows", count)
     AODE(weighting="cll-value", cell_penalty="cv").fit(X, y)
