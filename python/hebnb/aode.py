@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from numbers import Integral, Real
 from typing import Any, ClassVar, Literal, Self
 
@@ -505,9 +505,12 @@ class AODE(CategoricalClassifier):
         cell_penalty: float,
         threads: int,
         row_groups: RowSetGroups | None = None,
+        warm_start: np.ndarray | None = None,
     ) -> weighting.AodeCellWeights:
         """The ``"cll-value"`` weights of :meth:`_cell_weight_inputs` at ``cell_penalty``
-        (``row_groups``: the inputs' cells grouped by their rows, if already known)."""
+        (``row_groups``: the inputs' cells grouped by their rows, if already known;
+        ``warm_start``: where L-BFGS starts, the ``solution`` of the same inputs at another
+        penalty)."""
         return weighting.fit_aode_cell_weights(
             *inputs,
             penalty=weighting.resolve_penalty(self.penalty),
@@ -515,6 +518,7 @@ class AODE(CategoricalClassifier):
             n_threads=threads,
             tol=float(self.weighting_tol),
             row_groups=row_groups,
+            warm_start=warm_start,
         )
 
     def _set_cell_weights(
@@ -583,13 +587,18 @@ class AODE(CategoricalClassifier):
             )
             held_codes = fold._encode(_safe_indexing(X, held))[0]
             rows = np.arange(held.shape[0])
-            # the cells and their groups are the same at every penalty of the grid
+            # the cells, their groups and the held rows' cells are the same at every
+            # penalty of the grid; from the largest penalty down, each fit starts from
+            # the answer of the one before (its weights a little further from the model)
             row_groups = group_cells_by_rows(inputs[1], inputs[2], threads)
-            for k, cell_penalty in enumerate(grid):
-                fitted = fold._fit_cell_weights(inputs, cell_penalty, threads, row_groups)
+            held_cells = list(fold._seen_cells(held_codes, threads, column_keys))
+            previous = None
+            for k in range(len(grid) - 1, -1, -1):
+                fitted = fold._fit_cell_weights(inputs, grid[k], threads, row_groups, previous)
+                previous = fitted.solution
                 fold._set_cell_weights(fitted, column_keys)
                 log_proba = _core.log_posterior(
-                    fold._cell_weighted_scores(held_codes, threads), threads
+                    fold._score_seen_cells(held_cells, held.shape[0]), threads
                 )
                 loss[k] -= weights[held] @ log_proba[rows, labels[held]]
         self.cell_penalty_cv_loss_ = loss / max(float(weights[scored].sum()), 1e-300)
@@ -624,22 +633,54 @@ class AODE(CategoricalClassifier):
     def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
         """The ``weighting="cll-value"`` scores of coded rows, (S, C): the weighted
         super-parent terms plus each seen cell's ``d`` times its value."""
+        return self._score_seen_cells(
+            self._seen_cells(codes, threads, self._cell_keys), codes.shape[1]
+        )
+
+    def _seen_cells(
+        self, codes: np.ndarray, threads: int, cell_keys: list[np.ndarray]
+    ) -> Iterator[_SeenCells]:
+        """What the ``"cll-value"`` scores of coded rows read besides the weights, in
+        batches of bounded memory: the super-parents' terms and every (row, cell with a
+        weight) the rows use, with the cell's value (``cell_keys``: each column's sorted
+        cell keys, as ``_cell_keys``)."""
         n_features = codes.shape[0]
         parents = np.flatnonzero(self.super_parents_)
         keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
-        starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in self._cell_keys])])
-        scores = np.empty((codes.shape[1], self.classes_.shape[0]))
+        starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in cell_keys])])
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
-            batch = weighting.parent_weighted_log_scores(
-                terms, self.class_log_prior_, self.class_weights_, self.parent_weights_
-            )
+            row_parts, cell_parts, value_parts = [], [], []
             for p in range(parents.shape[0]):
                 for j in range(n_features):
                     k = p * n_features + j
-                    cell = weighting.lookup_cells(keys[rows, k], self._cell_keys[k], int(starts[k]))
-                    seen = (cell >= 0) & qualifies[:, p]
-                    batch[seen] += self.cell_weights_[cell[seen]] * values[seen, p, j]
-            scores[rows] = batch
+                    cell = weighting.lookup_cells(keys[rows, k], cell_keys[k], int(starts[k]))
+                    seen = np.flatnonzero((cell >= 0) & qualifies[:, p])
+                    row_parts.append(seen)
+                    cell_parts.append(cell[seen])
+                    value_parts.append(values[seen, p, j])
+            yield _SeenCells(
+                rows=rows,
+                terms=terms,
+                row=np.concatenate(row_parts),
+                cell=np.concatenate(cell_parts),
+                value=np.concatenate(value_parts),
+            )
+
+    def _score_seen_cells(self, batches: Iterable[_SeenCells], n_rows: int) -> np.ndarray:
+        """The ``"cll-value"`` scores (S, C) at the current weights of the rows whose
+        :meth:`_seen_cells` are ``batches``: the weighted terms plus the sum of each row's
+        cell terms (added in column order)."""
+        scores = np.empty((n_rows, self.classes_.shape[0]))
+        for batch in batches:
+            batch_scores = weighting.parent_weighted_log_scores(
+                batch.terms, self.class_log_prior_, self.class_weights_, self.parent_weights_
+            )
+            cell_terms = self.cell_weights_[batch.cell] * batch.value
+            for c in range(batch_scores.shape[1]):
+                batch_scores[:, c] += np.bincount(
+                    batch.row, weights=cell_terms[:, c], minlength=batch_scores.shape[0]
+                )
+            scores[batch.rows] = batch_scores
         return scores
 
     def _parent_terms(self, codes: np.ndarray, threads: int) -> np.ndarray:
@@ -1010,6 +1051,20 @@ class _Batch:
     labels: np.ndarray
     weights: np.ndarray
     scale: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class _SeenCells:
+    """A batch of rows' ``"cll-value"`` score inputs that do not depend on the weights
+    (``AODE._seen_cells``): the rows (a slice of the scored rows), their super-parent
+    terms (s, P, C) and every use of a cell with a weight, column by column: the row in
+    the batch, the cell and its value (E, C)."""
+
+    rows: slice
+    terms: np.ndarray
+    row: np.ndarray
+    cell: np.ndarray
+    value: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True)

@@ -550,6 +550,7 @@ class AodeCellWeights:
     objective: float
     n_iter: int
     converged: bool
+    solution: FloatArray | None = None
 
 
 def fit_aode_cell_weights(
@@ -567,6 +568,7 @@ def fit_aode_cell_weights(
     tol: float = DEFAULT_TOL,
     merge_shared_rows: bool = True,
     row_groups: RowSetGroups | None = None,
+    warm_start: FloatArray | None = None,
 ) -> AodeCellWeights:
     """ALR on AODE's tables: the weights minimising the penalised negative conditional
     log-likelihood of the scores
@@ -591,7 +593,9 @@ def fit_aode_cell_weights(
     exactly the same training rows are fitted as one weight and split back afterwards
     (:mod:`hebnb._shared_rows`: the same optimum, with far fewer weights where most
     values are rare). ``row_groups``: those groups (:func:`group_cells_by_rows` of
-    ``cells``), when the caller fits the same cells at several penalties.
+    ``cells``), when the caller fits the same cells at several penalties. ``warm_start``:
+    where L-BFGS starts instead of the generative model (``solution`` of a fit of the same
+    inputs and groups at another penalty; the penalty still pulls toward the model).
     """
     _, n_parents, n_classes = likelihood.shape
     if not np.all(np.isfinite(class_log_prior)):
@@ -647,6 +651,7 @@ def fit_aode_cell_weights(
         n_jobs=n_threads,
         gtol=gtol,
         what="the AODE cell weights",
+        initial=warm_start,
     )
     cell_weights = theta[n_head:].reshape(n_fitted, n_classes)
     if merged is not None:
@@ -658,6 +663,7 @@ def fit_aode_cell_weights(
         objective=value,
         n_iter=n_iter,
         converged=converged,
+        solution=theta,
     )
 
 
