@@ -189,6 +189,16 @@ def test_a_warm_start_changes_where_the_fit_starts_not_its_optimum():
         fit(*args, **dict(kwargs, warm_start=cold.solution[1:]))
 
 
+def test_a_merged_problem_needs_a_positive_cell_penalty():
+    """Unpenalised, a group's split is free, so a merged problem is refused at 0."""
+    X, y = _rare_value_data(n_rows=200)
+    args, _ = _captured_inputs(X, y, cell_penalty=1.0)
+    problem = hebnb.weighting.aode_cell_problem(*args, n_threads=1)
+    assert problem.merged is not None
+    with pytest.raises(ValueError, match="need a positive cell penalty, got 0.0"):
+        hebnb.weighting.solve_aode_cell_weights(problem, penalty=1.0, cell_penalty=0.0, n_threads=1)
+
+
 def _counting(function, calls):
     """``function``, appending to ``calls`` at every call."""
 
@@ -223,15 +233,15 @@ def test_no_cells_merge_to_no_cells():
 
 def test_the_cross_validated_penalty_groups_each_folds_cells_once(monkeypatch):
     """``cell_penalty="cv"`` fits a fold's cells at every penalty of its grid: their
-    groups are found once per fold (and once for the final fit), not once per penalty."""
+    groups are found and merged once per fold (and once for the final fit), not once per
+    penalty."""
     X, y = _rare_value_data(n_rows=300)
-    calls = []
-    count = _counting(hebnb.weighting.group_cells_by_rows, calls)
-    for module in (hebnb.weighting, hebnb.aode):  # the final fit's and the folds' caller
-        monkeypatch.setattr(module, "group_cells_by_rows", count)
+    grouped, merged = [], []
+    for name, calls in (("group_cells_by_rows", grouped), ("merge_cells_sharing_rows", merged)):
+        monkeypatch.setattr(hebnb.weighting, name, _counting(getattr(hebnb.weighting, name), calls))
     AODE(weighting="cll-value", cell_penalty="cv").fit(X, y)
     assert len(hebnb.weighting.CV_CELL_PENALTIES) > 1
-    assert len(calls) == hebnb.weighting.CV_FOLDS + 1
+    assert len(grouped) == len(merged) == hebnb.weighting.CV_FOLDS + 1
 
 
 def test_cells_outside_their_column_are_refused_by_name():

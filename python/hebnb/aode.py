@@ -36,7 +36,6 @@ from ._online import (
     recode_pair_tables,
 )
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only
-from ._shared_rows import RowSetGroups, group_cells_by_rows
 
 
 class AODE(CategoricalClassifier):
@@ -500,24 +499,32 @@ class AODE(CategoricalClassifier):
         return inputs, column_keys
 
     def _fit_cell_weights(
-        self,
-        inputs: tuple[Any, ...],
-        cell_penalty: float,
-        threads: int,
-        row_groups: RowSetGroups | None = None,
-        warm_start: np.ndarray | None = None,
+        self, inputs: tuple[Any, ...], cell_penalty: float, threads: int
     ) -> weighting.AodeCellWeights:
-        """The ``"cll-value"`` weights of :meth:`_cell_weight_inputs` at ``cell_penalty``
-        (``row_groups``: the inputs' cells grouped by their rows, if already known;
-        ``warm_start``: where L-BFGS starts, the ``solution`` of the same inputs at another
-        penalty)."""
+        """The ``"cll-value"`` weights of :meth:`_cell_weight_inputs` at ``cell_penalty``."""
         return weighting.fit_aode_cell_weights(
             *inputs,
             penalty=weighting.resolve_penalty(self.penalty),
             cell_penalty=cell_penalty,
             n_threads=threads,
             tol=float(self.weighting_tol),
-            row_groups=row_groups,
+        )
+
+    def _solve_cell_weights(
+        self,
+        problem: weighting.AodeCellProblem,
+        cell_penalty: float,
+        threads: int,
+        warm_start: np.ndarray | None,
+    ) -> weighting.AodeCellWeights:
+        """:meth:`_fit_cell_weights` of a prepared problem, L-BFGS from ``warm_start``
+        (the ``solution`` at another penalty) if given."""
+        return weighting.solve_aode_cell_weights(
+            problem,
+            penalty=weighting.resolve_penalty(self.penalty),
+            cell_penalty=cell_penalty,
+            n_threads=threads,
+            tol=float(self.weighting_tol),
             warm_start=warm_start,
         )
 
@@ -587,14 +594,14 @@ class AODE(CategoricalClassifier):
             )
             held_codes = fold._encode(_safe_indexing(X, held))[0]
             rows = np.arange(held.shape[0])
-            # the cells, their groups and the held rows' cells are the same at every
-            # penalty of the grid; from the largest penalty down, each fit starts from
-            # the answer of the one before (its weights a little further from the model)
-            row_groups = group_cells_by_rows(inputs[1], inputs[2], threads)
+            # the problem (cells merged, preconditioner) and the held rows' cells are the
+            # same at every penalty of the grid; from the largest penalty down, each fit
+            # starts from the answer of the one before (weights a little further from 1)
+            problem = weighting.aode_cell_problem(*inputs, n_threads=threads)
             held_cells = list(fold._seen_cells(held_codes, threads, column_keys))
             previous = None
             for k in range(len(grid) - 1, -1, -1):
-                fitted = fold._fit_cell_weights(inputs, grid[k], threads, row_groups, previous)
+                fitted = fold._solve_cell_weights(problem, grid[k], threads, previous)
                 previous = fitted.solution
                 fold._set_cell_weights(fitted, column_keys)
                 log_proba = _core.log_posterior(

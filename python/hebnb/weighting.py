@@ -45,7 +45,12 @@ import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
-from ._shared_rows import RowSetGroups, group_cells_by_rows, merge_cells_sharing_rows
+from ._shared_rows import (
+    RowSetGroups,
+    SharedRowCells,
+    group_cells_by_rows,
+    merge_cells_sharing_rows,
+)
 
 #: The discriminative weightings.
 WEIGHTINGS = ("cll-feature", "cll-value")
@@ -597,7 +602,80 @@ def fit_aode_cell_weights(
     where L-BFGS starts instead of the generative model (``solution`` of a fit of the same
     inputs and groups at another penalty; the penalty still pulls toward the model).
     """
-    _, n_parents, n_classes = likelihood.shape
+    problem = aode_cell_problem(
+        likelihood,
+        cells,
+        column_starts,
+        cell_values,
+        labels,
+        sample_weight,
+        class_log_prior,
+        n_threads=n_threads,
+        merge_shared_rows=merge_shared_rows and cell_penalty > 0,
+        row_groups=row_groups,
+    )
+    return solve_aode_cell_weights(
+        problem,
+        penalty=penalty,
+        cell_penalty=cell_penalty,
+        n_threads=n_threads,
+        tol=tol,
+        warm_start=warm_start,
+    )
+
+
+@dataclass(frozen=True)
+class AodeCellProblem:
+    """What :func:`fit_aode_cell_weights` solves, apart from the penalties: built once
+    for a grid of penalties (``AODE(cell_penalty="cv")``).
+
+    Attributes
+    ----------
+    likelihood, labels, sample_weight, class_log_prior
+        As given.
+    column_cells : ndarray of shape (K, S)
+        Each column's fitted cell of every row, -1 for none (the groups of cells that
+        share their rows, if merged).
+    column_starts : list of int
+    cell_values : ndarray of shape (fitted cells, C)
+    cell_precision : ndarray of shape (fitted cells, C)
+        The cells' penalty precisions at ``cell_penalty = 1`` (``V^2``, merged).
+    curvature : ndarray of shape (C + P + fitted cells C,)
+        The data term's Hessian diagonal at the generative model (the preconditioner).
+    merged : SharedRowCells or None
+        The way back from merged weights to every cell's.
+    """
+
+    likelihood: FloatArray
+    column_cells: npt.NDArray[np.int64]
+    column_starts: list[int]
+    cell_values: FloatArray
+    labels: npt.NDArray[np.int64]
+    sample_weight: FloatArray
+    class_log_prior: FloatArray
+    cell_precision: FloatArray
+    curvature: FloatArray
+    merged: SharedRowCells | None
+
+
+def aode_cell_problem(
+    likelihood: FloatArray,
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    cell_values: FloatArray,
+    labels: npt.NDArray[np.int64],
+    sample_weight: FloatArray,
+    class_log_prior: FloatArray,
+    *,
+    n_threads: int,
+    merge_shared_rows: bool = True,
+    row_groups: RowSetGroups | None = None,
+) -> AodeCellProblem:
+    """The inputs of :func:`fit_aode_cell_weights` checked and prepared for
+    :func:`solve_aode_cell_weights` at any penalties: with ``merge_shared_rows`` the cells
+    that the same rows use merged into one weight (``row_groups``: their groups, if
+    known), the preconditioner computed."""
+    n_classes = likelihood.shape[2]
     if not np.all(np.isfinite(class_log_prior)):
         raise ValueError(
             "discriminative weighting needs every class prior to be positive; "
@@ -605,23 +683,20 @@ def fit_aode_cell_weights(
         )
     if not np.all(np.isfinite(likelihood)):
         raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
-    gtol = tol * max(1.0, float(sample_weight.sum()))
-    n_head = n_classes + n_parents
-    cell_precision = cell_penalty * (cell_values**2 + 1e-12)
-    # with a penalty, the cells that the same rows use are one weight (exactly: the
-    # penalised optimum splits their sum in a fixed way); unpenalised the split is free
+    # the penalty's precision of each cell at cell_penalty = 1; the cells that the same
+    # rows use are one weight (exactly: the penalised optimum splits their sum in a fixed
+    # way, whatever the penalty's scale)
+    cell_precision = cell_values**2 + 1e-12
     merged = None
-    if merge_shared_rows and cell_penalty > 0:
+    if merge_shared_rows:
         if row_groups is None:
             row_groups = group_cells_by_rows(cells, column_starts, n_threads)
         merged = merge_cells_sharing_rows(row_groups, cell_values, cell_precision)
         cells, column_starts = row_groups.cells, row_groups.column_starts
         cell_values, cell_precision = merged.values, merged.precision
     n_fitted = int(column_starts[-1])
-    start = np.concatenate([np.ones(n_head), np.zeros(n_fitted * n_classes)])
-    scale = np.concatenate([np.full(n_head, penalty), cell_precision.ravel()])
 
-    # the data term's Hessian diagonal at the start: the preconditioner
+    # the data term's Hessian diagonal at the generative model: the preconditioner
     scores = class_log_prior + likelihood.sum(axis=1)
     probability = np.exp(scores - scores.max(axis=1, keepdims=True))
     probability /= probability.sum(axis=1, keepdims=True)
@@ -636,26 +711,63 @@ def fit_aode_cell_weights(
             (cell_curvature * cell_values**2).ravel(),
         ]
     )
+    return AodeCellProblem(
+        likelihood=np.ascontiguousarray(likelihood, dtype=np.float64),
+        column_cells=np.ascontiguousarray(cells.T, dtype=np.int64),
+        column_starts=[int(start) for start in column_starts],
+        cell_values=np.ascontiguousarray(cell_values, dtype=np.float64).reshape(-1, n_classes),
+        labels=np.ascontiguousarray(labels, dtype=np.int64),
+        sample_weight=np.ascontiguousarray(sample_weight, dtype=np.float64),
+        class_log_prior=np.ascontiguousarray(class_log_prior, dtype=np.float64),
+        cell_precision=cell_precision,
+        curvature=curvature,
+        merged=merged,
+    )
+
+
+def solve_aode_cell_weights(
+    problem: AodeCellProblem,
+    *,
+    penalty: float,
+    cell_penalty: float,
+    n_threads: int,
+    tol: float = DEFAULT_TOL,
+    warm_start: FloatArray | None = None,
+) -> AodeCellWeights:
+    """The weights of :func:`fit_aode_cell_weights` for a prepared ``problem``
+    (:func:`aode_cell_problem`); a merged problem needs ``cell_penalty > 0``."""
+    if problem.merged is not None and not cell_penalty > 0:
+        raise ValueError(
+            f"cells merged by their rows need a positive cell penalty, got {cell_penalty}"
+        )
+    _, n_parents, n_classes = problem.likelihood.shape
+    n_head = n_classes + n_parents
+    n_fitted = int(problem.column_starts[-1])
+    gtol = tol * max(1.0, float(problem.sample_weight.sum()))
+    start = np.concatenate([np.ones(n_head), np.zeros(n_fitted * n_classes)])
+    scale = np.concatenate(
+        [np.full(n_head, penalty), cell_penalty * problem.cell_precision.ravel()]
+    )
     theta, value, n_iter, converged = _minimise_in_core(
         _core.fit_aode_weights,
-        np.ascontiguousarray(likelihood),
-        np.ascontiguousarray(cells.T, dtype=np.int64),
-        list(column_starts),
-        np.ascontiguousarray(cell_values, dtype=np.float64),
-        np.ascontiguousarray(labels, dtype=np.int64),
-        np.ascontiguousarray(sample_weight, dtype=np.float64),
-        np.ascontiguousarray(class_log_prior, dtype=np.float64),
+        problem.likelihood,
+        problem.column_cells,
+        problem.column_starts,
+        problem.cell_values,
+        problem.labels,
+        problem.sample_weight,
+        problem.class_log_prior,
         start=start,
         precision=scale,
-        inverse_curvature=1.0 / np.maximum(curvature + scale, 1e-300),
+        inverse_curvature=1.0 / np.maximum(problem.curvature + scale, 1e-300),
         n_jobs=n_threads,
         gtol=gtol,
         what="the AODE cell weights",
         initial=warm_start,
     )
     cell_weights = theta[n_head:].reshape(n_fitted, n_classes)
-    if merged is not None:
-        cell_weights = merged.cell_weights(cell_weights)
+    if problem.merged is not None:
+        cell_weights = problem.merged.cell_weights(cell_weights)
     return AodeCellWeights(
         class_weights=theta[:n_classes].copy(),
         parent_weights=theta[n_classes:n_head].copy(),
