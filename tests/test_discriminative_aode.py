@@ -613,6 +613,17 @@ def test_cv_cell_penalty_is_the_best_of_its_grid_on_held_out_rows(weighted, rare
     assert fixed.cell_penalty_ == expected
 
 
+def test_cv_cell_penalty_scores_the_same_with_the_held_cells_kept_or_looked_up(monkeypatch):
+    """A fold's held rows are scored at every penalty: from their cells kept after the
+    first look-up, or, beyond the memory budget, looked up again each time."""
+    X, y = _noisy_data(seed=2, n_rows=200, noise=0.2)
+    kept = AODE(weighting="cll-value", cell_penalty="cv").fit(X, y)
+    monkeypatch.setattr(AODE, "_kept_cell_entries", 0)
+    looked_up = AODE(weighting="cll-value", cell_penalty="cv").fit(X, y)
+    np.testing.assert_array_equal(kept.cell_penalty_cv_loss_, looked_up.cell_penalty_cv_loss_)
+    assert np.ptp(kept.cell_penalty_cv_loss_) > 0
+
+
 def test_cv_cell_penalty_does_not_depend_on_n_jobs():
     X, y = _noisy_data(seed=1, n_rows=300, noise=0.2)
     one = AODE(weighting="cll-value", cell_penalty="cv", n_jobs=1).fit(X, y)

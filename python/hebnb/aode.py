@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Integral, Real
 from typing import Any, ClassVar, Literal, Self
 
@@ -598,14 +598,14 @@ class AODE(CategoricalClassifier):
             # same at every penalty of the grid; from the largest penalty down, each fit
             # starts from the answer of the one before (weights a little further from 1)
             problem = weighting.aode_cell_problem(*inputs, n_threads=threads)
-            held_cells = list(fold._seen_cells(held_codes, threads, column_keys))
+            held_cells = fold._seen_cells_once(held_codes, threads, column_keys)
             previous = None
             for k in range(len(grid) - 1, -1, -1):
                 fitted = fold._solve_cell_weights(problem, grid[k], threads, previous)
                 previous = fitted.solution
                 fold._set_cell_weights(fitted, column_keys)
                 log_proba = _core.log_posterior(
-                    fold._score_seen_cells(held_cells, held.shape[0]), threads
+                    fold._score_seen_cells(held_cells(), held.shape[0]), threads
                 )
                 loss[k] -= weights[held] @ log_proba[rows, labels[held]]
         self.cell_penalty_cv_loss_ = loss / max(float(weights[scored].sum()), 1e-300)
@@ -672,6 +672,23 @@ class AODE(CategoricalClassifier):
                 cell=np.concatenate(cell_parts),
                 value=np.concatenate(value_parts),
             )
+
+    #: Most (row, super-parent, feature, class) entries whose seen cells
+    #: :meth:`_seen_cells_once` keeps (about 256 MB of them at two classes).
+    _kept_cell_entries = 1 << 24
+
+    def _seen_cells_once(
+        self, codes: np.ndarray, threads: int, cell_keys: list[np.ndarray]
+    ) -> Callable[[], Iterable[_SeenCells]]:
+        """The :meth:`_seen_cells` of coded rows that are scored at several weights: kept
+        from the first look-up where they fit in ``_kept_cell_entries``, else looked up
+        again at every call."""
+        n_parents = int(np.count_nonzero(self.super_parents_))
+        entries = codes.shape[1] * n_parents * codes.shape[0] * self.classes_.shape[0]
+        if entries > self._kept_cell_entries:
+            return lambda: self._seen_cells(codes, threads, cell_keys)
+        kept = list(self._seen_cells(codes, threads, cell_keys))
+        return lambda: kept
 
     def _score_seen_cells(self, batches: Iterable[_SeenCells], n_rows: int) -> np.ndarray:
         """The ``"cll-value"`` scores (S, C) at the current weights of the rows whose
