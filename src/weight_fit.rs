@@ -42,12 +42,8 @@ const ROW_CHUNK: usize = 1024;
 /// The Gaussian prior on the weights and the optimiser's settings, shared by both models.
 #[derive(Debug, Clone, Copy)]
 pub struct WeightFit<'a> {
-    /// The prior's centre (the generative model), also the starting point unless
-    /// `initial` is given.
+    /// The prior's centre (the generative model), also the starting point.
     pub start: &'a [f64],
-    /// Where L-BFGS starts instead of `start`: the answer of a related fit (the same
-    /// weights at another penalty), which leaves fewer iterations to go.
-    pub initial: Option<&'a [f64]>,
     /// The prior's precision of every weight (0: unpenalised).
     pub precision: &'a [f64],
     /// L-BFGS's diagonal initial inverse Hessian (the caller's estimate of the inverse of
@@ -59,22 +55,18 @@ pub struct WeightFit<'a> {
 impl WeightFit<'_> {
     fn check(&self, n_weights: usize) -> Result<()> {
         check_len("starting weights", n_weights, self.start.len())?;
-        if let Some(initial) = self.initial {
-            check_len("initial weights", n_weights, initial.len())?;
-        }
         check_len("weight precisions", n_weights, self.precision.len())?;
         check_len("inverse curvature", n_weights, self.inverse_curvature.len())?;
         if self
             .start
             .iter()
-            .chain(self.initial.unwrap_or_default())
             .chain(self.precision)
             .chain(self.inverse_curvature)
             .any(|v| !v.is_finite())
             || self.precision.iter().any(|&p| p < 0.0)
         {
             return Err(HebError::InvalidParameter(
-                "starting and initial weights, precisions and inverse curvature must be finite \
+                "starting weights, precisions and inverse curvature must be finite \
                  (precisions non-negative)"
                     .into(),
             ));
@@ -113,7 +105,7 @@ impl WeightFit<'_> {
         };
         minimise(
             objective,
-            self.initial.unwrap_or(self.start),
+            self.start,
             Some(self.inverse_curvature),
             self.settings,
         )
@@ -489,20 +481,12 @@ pub fn fit_aode_weights(
     let (new_of_old, entries) = first_use_order(terms.cells.cells, starts)?;
     let n_head = n_classes + n_parents;
     let mut values_new = zeroed(n_cells * n_classes, "renumbered cell values")?;
-    let mut parts: Vec<Vec<f64>> = Vec::with_capacity(4);
+    let mut parts: Vec<Vec<f64>> = Vec::with_capacity(3);
     for (what, part) in [
         ("renumbered start", fit.start),
         ("renumbered precision", fit.precision),
         ("renumbered curvature", fit.inverse_curvature),
-        (
-            "renumbered initial weights",
-            fit.initial.unwrap_or_default(),
-        ),
     ] {
-        if part.is_empty() {
-            parts.push(Vec::new());
-            continue;
-        }
         let mut moved = zeroed(n_weights, what)?;
         moved[..n_head].copy_from_slice(&part[..n_head]);
         for (old, &new) in new_of_old.iter().enumerate() {
@@ -521,7 +505,6 @@ pub fn fit_aode_weights(
         start: &parts[0],
         precision: &parts[1],
         inverse_curvature: &parts[2],
-        initial: fit.initial.map(|_| parts[3].as_slice()),
         settings: fit.settings,
     };
     let inputs = AodePass {
@@ -1035,7 +1018,6 @@ mod tests {
                 start,
                 precision,
                 inverse_curvature: &curvature,
-                initial: None,
                 settings: settings(max_iter),
             },
         )
@@ -1198,17 +1180,6 @@ mod tests {
         precision: &[f64],
         max_iter: usize,
     ) -> Result<LbfgsResult> {
-        fit_aode_from(data, start, precision, None, max_iter)
-    }
-
-    /// [`fit_aode`] with L-BFGS starting from `initial`.
-    fn fit_aode_from(
-        data: &AodeData,
-        start: &[f64],
-        precision: &[f64],
-        initial: Option<&[f64]>,
-        max_iter: usize,
-    ) -> Result<LbfgsResult> {
         let curvature = vec![1.0; start.len()];
         fit_aode_weights(
             AodeTerms {
@@ -1226,7 +1197,6 @@ mod tests {
                 start,
                 precision,
                 inverse_curvature: &curvature,
-                initial,
                 settings: settings(max_iter),
             },
         )
@@ -1358,33 +1328,5 @@ mod tests {
         outside.cells[[0, 1]] = 6; // column 0 owns cells 0..4
         assert!(fit_aode(&outside, &start, &precision, 5).is_err());
         assert!(fit_aode(&aode_data(10, 2), &start[1..], &precision[1..], 5).is_err());
-    }
-
-    #[test]
-    fn an_initial_point_changes_where_the_aode_fit_starts_not_its_optimum() {
-        let data = aode_data(300, 4);
-        let n = 2 + 2 + 11 * 2;
-        let start: Vec<f64> = (0..n).map(|k| if k < 4 { 1.0 } else { 0.0 }).collect();
-        let precision = vec![0.3; n];
-        let cold = fit_aode(&data, &start, &precision, 500).unwrap();
-        assert!(cold.converged && cold.n_iter > 3);
-        // far from the optimum: the penalty still pulls toward `start`, so the answer is
-        // the same
-        let mut seed = 11;
-        let far: Vec<f64> = (0..n).map(|_| 4.0 * uniform(&mut seed) - 2.0).collect();
-        let warm = fit_aode_from(&data, &start, &precision, Some(&far), 500).unwrap();
-        assert!(warm.converged);
-        assert!((warm.value - cold.value).abs() < 1e-10 * cold.value.abs());
-        for (w, c) in warm.theta.iter().zip(&cold.theta) {
-            assert!((w - c).abs() < 1e-6, "{w} against {c}");
-        }
-        // from the answer (its cells renumbered like the other inputs): no step to take
-        let again = fit_aode_from(&data, &start, &precision, Some(&cold.theta), 500).unwrap();
-        assert_eq!(again.n_iter, 0);
-        assert_eq!(again.theta, cold.theta);
-        assert!(fit_aode_from(&data, &start, &precision, Some(&far[1..]), 5).is_err());
-        let mut not_finite = far.clone();
-        not_finite[5] = f64::NAN;
-        assert!(fit_aode_from(&data, &start, &precision, Some(&not_finite), 5).is_err());
     }
 }

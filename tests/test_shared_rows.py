@@ -165,30 +165,6 @@ def test_the_merged_fit_reaches_the_optimum_of_every_cell_apart(weighted):
     assert np.ptp(merged.cell_weights) > 0.1
 
 
-def test_a_warm_start_changes_where_the_fit_starts_not_its_optimum():
-    """Started from the answer at another penalty (in the merged coordinates), the fit
-    reaches the optimum of a start from the generative model: the penalty still pulls
-    toward the model. Started from its own answer it takes no step."""
-    X, y = _rare_value_data()
-    args, kwargs = _captured_inputs(X, y, smoothing="laplace", cell_penalty=5.0)
-    kwargs = dict(kwargs, tol=1e-11)
-    fit = hebnb.weighting.fit_aode_cell_weights
-    other = fit(*args, **dict(kwargs, cell_penalty=50.0))
-    cold = fit(*args, **kwargs)
-    warm = fit(*args, **dict(kwargs, warm_start=other.solution))
-    assert np.abs(other.cell_weights - cold.cell_weights).max() > 0.1  # a start elsewhere
-    assert warm.converged and cold.converged
-    np.testing.assert_allclose(warm.objective, cold.objective, rtol=1e-11)
-    np.testing.assert_allclose(warm.class_weights, cold.class_weights, atol=1e-6)
-    np.testing.assert_allclose(warm.parent_weights, cold.parent_weights, atol=1e-6)
-    np.testing.assert_allclose(warm.cell_weights, cold.cell_weights, atol=1e-6)
-    again = fit(*args, **dict(kwargs, warm_start=cold.solution))
-    assert again.n_iter == 0
-    np.testing.assert_array_equal(again.cell_weights, cold.cell_weights)
-    with pytest.raises(ValueError, match="initial weights"):
-        fit(*args, **dict(kwargs, warm_start=cold.solution[1:]))
-
-
 def test_a_merged_problem_needs_a_positive_cell_penalty():
     """Unpenalised, a group's split is free, so a merged problem is refused at 0."""
     X, y = _rare_value_data(n_rows=200)

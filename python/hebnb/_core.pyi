@@ -141,12 +141,10 @@ def fit_aode_weights(
     max_iter: int,
     memory: int,
     n_jobs: int,
-    initial: npt.NDArray[np.float64] | None = None,
 ) -> tuple[npt.NDArray[np.float64], float, float, int, bool]:
     """``(weights [a, v, d], objective, largest gradient entry, iterations, converged)``:
     the weighted AODE fit over parent terms (S, P, C) and cells (K, S) (K = 0: super-parent
-    weights only), objective and L-BFGS in Rust (src/weight_fit.rs); L-BFGS starts from
-    ``initial`` if given, ``start`` staying the penalty's centre."""
+    weights only), objective and L-BFGS in Rust (src/weight_fit.rs)."""
 
 def group_cells_by_rows(
     cells: npt.NDArray[np.int64],

@@ -511,21 +511,15 @@ class AODE(CategoricalClassifier):
         )
 
     def _solve_cell_weights(
-        self,
-        problem: weighting.AodeCellProblem,
-        cell_penalty: float,
-        threads: int,
-        warm_start: np.ndarray | None,
+        self, problem: weighting.AodeCellProblem, cell_penalty: float, threads: int
     ) -> weighting.AodeCellWeights:
-        """:meth:`_fit_cell_weights` of a prepared problem, L-BFGS from ``warm_start``
-        (the ``solution`` at another penalty) if given."""
+        """:meth:`_fit_cell_weights` of a problem prepared for several penalties."""
         return weighting.solve_aode_cell_weights(
             problem,
             penalty=weighting.resolve_penalty(self.penalty),
             cell_penalty=cell_penalty,
             n_threads=threads,
             tol=float(self.weighting_tol),
-            warm_start=warm_start,
         )
 
     def _set_cell_weights(
@@ -595,14 +589,11 @@ class AODE(CategoricalClassifier):
             held_codes = fold._encode(_safe_indexing(X, held))[0]
             rows = np.arange(held.shape[0])
             # the problem (cells merged, preconditioner) and the held rows' cells are the
-            # same at every penalty of the grid; from the largest penalty down, each fit
-            # starts from the answer of the one before (weights a little further from 1)
+            # same at every penalty of the grid
             problem = weighting.aode_cell_problem(*inputs, n_threads=threads)
             held_cells = fold._seen_cells_once(held_codes, threads, column_keys)
-            previous = None
-            for k in range(len(grid) - 1, -1, -1):
-                fitted = fold._solve_cell_weights(problem, grid[k], threads, previous)
-                previous = fitted.solution
+            for k, cell_penalty in enumerate(grid):
+                fitted = fold._solve_cell_weights(problem, cell_penalty, threads)
                 fold._set_cell_weights(fitted, column_keys)
                 log_proba = _core.log_posterior(
                     fold._score_seen_cells(held_cells(), held.shape[0]), threads

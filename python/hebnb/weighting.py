@@ -555,7 +555,6 @@ class AodeCellWeights:
     objective: float
     n_iter: int
     converged: bool
-    solution: FloatArray | None = None
 
 
 def fit_aode_cell_weights(
@@ -573,7 +572,6 @@ def fit_aode_cell_weights(
     tol: float = DEFAULT_TOL,
     merge_shared_rows: bool = True,
     row_groups: RowSetGroups | None = None,
-    warm_start: FloatArray | None = None,
 ) -> AodeCellWeights:
     """ALR on AODE's tables: the weights minimising the penalised negative conditional
     log-likelihood of the scores
@@ -598,9 +596,7 @@ def fit_aode_cell_weights(
     exactly the same training rows are fitted as one weight and split back afterwards
     (:mod:`hebnb._shared_rows`: the same optimum, with far fewer weights where most
     values are rare). ``row_groups``: those groups (:func:`group_cells_by_rows` of
-    ``cells``), when the caller fits the same cells at several penalties. ``warm_start``:
-    where L-BFGS starts instead of the generative model (``solution`` of a fit of the same
-    inputs and groups at another penalty; the penalty still pulls toward the model).
+    ``cells``), when the caller fits the same cells at several penalties.
     """
     problem = aode_cell_problem(
         likelihood,
@@ -620,7 +616,6 @@ def fit_aode_cell_weights(
         cell_penalty=cell_penalty,
         n_threads=n_threads,
         tol=tol,
-        warm_start=warm_start,
     )
 
 
@@ -732,7 +727,6 @@ def solve_aode_cell_weights(
     cell_penalty: float,
     n_threads: int,
     tol: float = DEFAULT_TOL,
-    warm_start: FloatArray | None = None,
 ) -> AodeCellWeights:
     """The weights of :func:`fit_aode_cell_weights` for a prepared ``problem``
     (:func:`aode_cell_problem`); a merged problem needs ``cell_penalty > 0``."""
@@ -763,7 +757,6 @@ def solve_aode_cell_weights(
         n_jobs=n_threads,
         gtol=gtol,
         what="the AODE cell weights",
-        initial=warm_start,
     )
     cell_weights = theta[n_head:].reshape(n_fitted, n_classes)
     if problem.merged is not None:
@@ -775,7 +768,6 @@ def solve_aode_cell_weights(
         objective=value,
         n_iter=n_iter,
         converged=converged,
-        solution=theta,
     )
 
 

@@ -29,14 +29,12 @@ fn weight_fit_inputs<'a>(
     start: &'a PyReadonlyArray1<'_, f64>,
     precision: &'a PyReadonlyArray1<'_, f64>,
     inverse_curvature: &'a PyReadonlyArray1<'_, f64>,
-    initial: Option<&'a PyReadonlyArray1<'_, f64>>,
     settings: LbfgsSettings,
 ) -> PyResult<weight_fit::WeightFit<'a>> {
     Ok(weight_fit::WeightFit {
         start: start.as_slice()?,
         precision: precision.as_slice()?,
         inverse_curvature: inverse_curvature.as_slice()?,
-        initial: initial.map(|weights| weights.as_slice()).transpose()?,
         settings,
     })
 }
@@ -82,7 +80,6 @@ pub(super) fn fit_naive_bayes_weights<'py>(
         &start,
         &precision,
         &inverse_curvature,
-        None,
         LbfgsSettings {
             gradient_tolerance,
             max_iter,
@@ -105,10 +102,9 @@ pub(super) fn fit_naive_bayes_weights<'py>(
 /// The weights `[a, v, d]` of a weighted AODE (src/weight_fit.rs, `fit_aode_weights`):
 /// `parent_terms` (S, P, C), the cells `cells` (K, S) with `column_starts` and `values`
 /// (cells, C) (K = 0: super-parent weights only); penalty and L-BFGS as in
-/// `fit_naive_bayes_weights`, L-BFGS from `initial` if given (the same problem's answer at
-/// another penalty) instead of `start`, which stays the penalty's centre.
+/// `fit_naive_bayes_weights`.
 #[pyfunction]
-#[pyo3(signature = (parent_terms, cells, column_starts, values, labels, sample_weights, class_log_prior, /, *, start, precision, inverse_curvature, gradient_tolerance, max_iter, memory, n_jobs, initial=None))]
+#[pyo3(signature = (parent_terms, cells, column_starts, values, labels, sample_weights, class_log_prior, /, *, start, precision, inverse_curvature, gradient_tolerance, max_iter, memory, n_jobs))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn fit_aode_weights<'py>(
     py: Python<'py>,
@@ -126,7 +122,6 @@ pub(super) fn fit_aode_weights<'py>(
     max_iter: usize,
     memory: usize,
     n_jobs: usize,
-    initial: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<FitPy<'py>> {
     let terms = weight_fit::AodeTerms {
         parent_terms: parent_terms.as_array(),
@@ -142,7 +137,6 @@ pub(super) fn fit_aode_weights<'py>(
         &start,
         &precision,
         &inverse_curvature,
-        initial.as_ref(),
         LbfgsSettings {
             gradient_tolerance,
             max_iter,
