@@ -634,7 +634,7 @@ class AodeCellProblem:
     column_starts : list of int
     cell_values : ndarray of shape (fitted cells, C)
     cell_precision : ndarray of shape (fitted cells, C)
-        The cells' penalty precisions at ``cell_penalty = 1`` (``V^2``, merged).
+        The cells' penalty precisions at ``cell_penalty = 1`` (``V^2 + 1e-12``, merged).
     curvature : ndarray of shape (C + P + fitted cells C,)
         The data term's Hessian diagonal at the generative model (the preconditioner).
     merged : SharedRowCells or None
