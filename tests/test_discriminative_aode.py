@@ -498,6 +498,32 @@ def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
     )
 
 
+def test_cells_are_numbered_as_np_unique_numbers_each_column():
+    """``number_cells`` numbers each column's keys as ``np.unique`` does, the columns one
+    after another."""
+    rng = np.random.default_rng(0)
+    cardinality = np.array([3, 1, 40, 7])
+    codes = np.stack([rng.integers(-1, k, 300) for k in cardinality]).astype(np.int32)
+    parents = np.array([0, 2, 3])
+    keys = hebnb.weighting.aode_cell_keys(codes, parents, cardinality)
+    assert keys.shape == (300, 12)
+    keys[:, 5] = -1  # a column without a key
+    cells, starts, column_keys, first_row = hebnb.weighting.number_cells(keys)
+    start = 0
+    for k in range(keys.shape[1]):
+        present = np.flatnonzero(keys[:, k] >= 0)
+        distinct, first, inverse = np.unique(
+            keys[present, k], return_index=True, return_inverse=True
+        )
+        assert starts[k] == start
+        np.testing.assert_array_equal(column_keys[k], distinct)
+        np.testing.assert_array_equal(cells[present, k], start + inverse)
+        np.testing.assert_array_equal(cells[keys[:, k] < 0, k], -1)
+        np.testing.assert_array_equal(first_row[start : start + len(distinct)], present[first])
+        start += len(distinct)
+    assert starts[-1] == start and start > 100
+
+
 def test_cell_weighted_scores_do_not_depend_on_the_scoring_batches(monkeypatch):
     """Scored in batches of a few rows (each batch's terms and cells apart), the rows get
     the scores of one batch."""

@@ -16,7 +16,6 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core, weighting
-from ._arrays import sorted_unique
 from ._base import (
     SHARED_CONSTRAINTS,
     CategoricalClassifier,
@@ -460,19 +459,11 @@ class AODE(CategoricalClassifier):
         n_features, n_parents = codes.shape[0], parents.shape[0]
         n_classes = self.classes_.shape[0]
         terms = np.empty((codes.shape[1], n_parents, n_classes))
-        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
-        cells = np.full_like(keys, -1)
-        column_keys, starts, first_rows = [], [0], []
-        for k in range(keys.shape[1]):
-            present = np.flatnonzero(keys[:, k] >= 0)
-            distinct, first, inverse = sorted_unique(keys[present, k])
-            cells[present, k] = starts[-1] + inverse
-            column_keys.append(distinct)
-            starts.append(starts[-1] + distinct.shape[0])
-            first_rows.append(present[first])
+        cardinality = np.diff(self._encoder.offsets)
+        keys = weighting.aode_cell_keys(codes, parents, cardinality)
+        cells, starts, column_keys, first_row = weighting.number_cells(keys)
         # every row of a cell has the cell's parent value, so the parent qualifies on all
         # of them or on none, and they share its value: each cell is read on its first row
-        first_row = np.concatenate(first_rows) if first_rows else np.zeros(0, np.intp)
         column_of_cell = np.repeat(np.arange(keys.shape[1]), np.diff(starts))
         cell_values = np.zeros((starts[-1], n_classes))
         cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
@@ -482,7 +473,7 @@ class AODE(CategoricalClassifier):
             row, column = first_row[inside] - rows.start, column_of_cell[inside]
             cell_qualifies[inside] = qualifies[row, column // n_features]
             by_column = values.reshape(values.shape[0], n_parents * n_features, n_classes)
-            cell_values[inside] = by_column[row, column]
+            cell_values[inside] = by_column[row, column] / max(n_parents, 1)
         # a parent that does not qualify on a row scores the Naive Bayes fallback there
         cells[~cell_qualifies[cells]] = -1
         for held, held_codes, model in folds:
@@ -609,7 +600,7 @@ class AODE(CategoricalClassifier):
         self, codes: np.ndarray, threads: int
     ) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
         """The super-parents' terms and cells of coded rows in batches of bounded memory:
-        ``(rows, terms (s, P, C), qualifies (s, P), cells (s, P, F, C) divided by P)``
+        ``(rows, terms (s, P, C), qualifies (s, P), cells (s, P, F, C))``
         (:func:`hebnb.weighting.aode_parent_cells`; column ``i`` of parent ``i`` holds
         ``ln P(y, x_i) - ln pi_y``)."""
         n_features, n_rows = codes.shape
@@ -626,7 +617,7 @@ class AODE(CategoricalClassifier):
                 float(self.min_parent_count),
                 threads,
             )
-            yield rows, terms, qualifies, cells / max(n_parents, 1)
+            yield rows, terms, qualifies, cells
 
     def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
         """The ``weighting="cll-value"`` scores of coded rows, (S, C): the weighted
@@ -640,8 +631,8 @@ class AODE(CategoricalClassifier):
     ) -> Iterator[_SeenCells]:
         """What the ``"cll-value"`` scores of coded rows read besides the weights, in
         batches of bounded memory: the super-parents' terms and every (row, cell with a
-        weight) the rows use, with the cell's value (``cell_keys``: each column's sorted
-        cell keys, as ``_cell_keys``)."""
+        weight) the rows use, with the cell's value divided by P (``cell_keys``: each
+        column's sorted cell keys, as ``_cell_keys``)."""
         n_features = codes.shape[0]
         parents = np.flatnonzero(self.super_parents_)
         keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
@@ -661,7 +652,7 @@ class AODE(CategoricalClassifier):
                 terms=terms,
                 row=np.concatenate(row_parts),
                 cell=np.concatenate(cell_parts),
-                value=np.concatenate(value_parts),
+                value=np.concatenate(value_parts) / max(parents.shape[0], 1),
             )
 
     #: Most (row, super-parent, feature, class) entries whose seen cells

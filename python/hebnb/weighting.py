@@ -45,6 +45,7 @@ import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
+from ._arrays import sorted_unique
 from ._shared_rows import (
     RowSetGroups,
     SharedRowCells,
@@ -516,22 +517,47 @@ def parent_weighted_log_scores(
 def aode_cell_keys(
     codes: npt.NDArray[np.int32], parents: npt.NDArray[np.intp], cardinality: npt.NDArray[np.intp]
 ) -> npt.NDArray[np.int64]:
-    """Which cell of each super-parent's tables each row uses, shape (S, P F).
+    """Which cell of each super-parent's tables each row uses, shape (S, P F), stored
+    column by column (each column contiguous, as its users read it).
 
     Column ``p F + j`` is super-parent ``i = parents[p]``'s child ``j`` (key ``u K_j + v``)
     or, at ``j = i``, its own term ``ln P(y, x_i = u)`` (key ``u``); -1 where the parent
     or the child value is missing or unknown.
     """
     n_features, n_rows = codes.shape
-    keys = np.full((n_rows, parents.shape[0] * n_features), -1, dtype=np.int64)
+    by_column = np.empty((parents.shape[0] * n_features, n_rows), dtype=np.int64)
     for p, i in enumerate(parents):
         u = codes[i].astype(np.int64)
         for j in range(n_features):
             v = codes[j].astype(np.int64)
             present = (u >= 0) & (v >= 0)
             key = u if j == i else u * int(cardinality[j]) + v
-            keys[:, p * n_features + j] = np.where(present, key, -1)
-    return keys
+            by_column[p * n_features + j] = np.where(present, key, -1)
+    return by_column.T
+
+
+def number_cells(
+    keys: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], list[int], list[npt.NDArray[np.int64]], npt.NDArray[np.intp]]:
+    """The cells of the (S, K) ``keys`` (-1: none): each column's distinct keys numbered
+    in key order, the columns one after another (``np.unique`` of each column, by hash).
+
+    Returns ``(cells (S, K), column_starts, each column's sorted keys, each cell's first
+    row)``; ``cells`` is stored column by column, as :func:`aode_cell_keys` stores keys.
+    """
+    n_columns = keys.shape[1]
+    by_column = np.ascontiguousarray(keys.T)
+    cells = np.full_like(by_column, -1)
+    starts, column_keys, first_rows = [0], [], []
+    for k in range(n_columns):
+        present = np.flatnonzero(by_column[k] >= 0)
+        distinct, first, rank = sorted_unique(by_column[k, present])
+        cells[k, present] = starts[-1] + rank
+        starts.append(starts[-1] + distinct.shape[0])
+        column_keys.append(distinct)
+        first_rows.append(present[first])
+    first_row = np.concatenate(first_rows) if first_rows else np.zeros(0, dtype=np.intp)
+    return cells.T, starts, column_keys, first_row
 
 
 @dataclass(frozen=True)
