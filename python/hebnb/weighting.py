@@ -47,7 +47,6 @@ from sklearn.exceptions import ConvergenceWarning
 from . import _core
 from ._arrays import sorted_unique
 from ._shared_rows import (
-    RowSetGroups,
     SharedRowCells,
     group_cells_by_rows,
     merge_cells_sharing_rows,
@@ -597,7 +596,6 @@ def fit_aode_cell_weights(
     n_threads: int,
     tol: float = DEFAULT_TOL,
     merge_shared_rows: bool = True,
-    row_groups: RowSetGroups | None = None,
 ) -> AodeCellWeights:
     """ALR on AODE's tables: the weights minimising the penalised negative conditional
     log-likelihood of the scores
@@ -621,8 +619,8 @@ def fit_aode_cell_weights(
     With ``cell_penalty > 0`` and ``merge_shared_rows`` (the default) the cells used by
     exactly the same training rows are fitted as one weight and split back afterwards
     (:mod:`hebnb._shared_rows`: the same optimum, with far fewer weights where most
-    values are rare). ``row_groups``: those groups (:func:`group_cells_by_rows` of
-    ``cells``), when the caller fits the same cells at several penalties.
+    values are rare). A caller that fits the same cells at several penalties prepares
+    them once (:func:`aode_cell_problem`) and solves each (:func:`solve_aode_cell_weights`).
     """
     problem = aode_cell_problem(
         likelihood,
@@ -634,7 +632,6 @@ def fit_aode_cell_weights(
         class_log_prior,
         n_threads=n_threads,
         merge_shared_rows=merge_shared_rows and cell_penalty > 0,
-        row_groups=row_groups,
     )
     return solve_aode_cell_weights(
         problem,
@@ -690,12 +687,10 @@ def aode_cell_problem(
     *,
     n_threads: int,
     merge_shared_rows: bool = True,
-    row_groups: RowSetGroups | None = None,
 ) -> AodeCellProblem:
     """The inputs of :func:`fit_aode_cell_weights` checked and prepared for
     :func:`solve_aode_cell_weights` at any penalties: with ``merge_shared_rows`` the cells
-    that the same rows use merged into one weight (``row_groups``: their groups, if
-    known), the preconditioner computed."""
+    that the same rows use merged into one weight, the preconditioner computed."""
     n_classes = likelihood.shape[2]
     if not np.all(np.isfinite(class_log_prior)):
         raise ValueError(
@@ -710,8 +705,7 @@ def aode_cell_problem(
     cell_precision = cell_values**2 + 1e-12
     merged = None
     if merge_shared_rows:
-        if row_groups is None:
-            row_groups = group_cells_by_rows(cells, column_starts, n_threads)
+        row_groups = group_cells_by_rows(cells, column_starts, n_threads)
         merged = merge_cells_sharing_rows(row_groups, cell_values, cell_precision)
         cells, column_starts = row_groups.cells, row_groups.column_starts
         cell_values, cell_precision = merged.values, merged.precision
