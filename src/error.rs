@@ -119,6 +119,44 @@ pub fn filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<Vec<
     Ok(v)
 }
 
+/// Element types whose all-zero bytes are a value (`0.0`, `0`, `false`), so that their
+/// vectors can come from the allocator's zeroed memory.
+///
+/// # Safety
+/// Implement only for types whose all-zero bit pattern is a valid value.
+pub unsafe trait ZeroBytes: Copy {}
+
+// SAFETY: all-zero bytes are 0.0, 0 and false.
+unsafe impl ZeroBytes for f64 {}
+// SAFETY: as above.
+unsafe impl ZeroBytes for i64 {}
+// SAFETY: as above.
+unsafe impl ZeroBytes for bool {}
+
+/// A vector of `len` zeros from the allocator's zeroed memory, or
+/// [`HebError::Allocation`]. Its pages are first touched by whichever thread writes them
+/// (large blocks come zeroed from the kernel), not all by the caller as with [`filled`]:
+/// page faults are a large share of filling fresh memory, and threads share them.
+pub fn untouched_zeros<T: ZeroBytes>(len: usize, what: &'static str) -> Result<Vec<T>> {
+    let error = HebError::Allocation {
+        what,
+        bytes: len as u128 * std::mem::size_of::<T>() as u128,
+    };
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| error.clone())?;
+    // SAFETY: `layout` has a non-zero size (`len > 0`, and the implementors are not
+    // zero-sized); the null check below handles failure.
+    let pointer = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if pointer.is_null() {
+        return Err(error);
+    }
+    // SAFETY: allocated by the global allocator with the layout of `len` values of `T`
+    // (what a Vec of capacity `len` uses), all bytes zero, which `ZeroBytes` makes a value.
+    Ok(unsafe { Vec::from_raw_parts(pointer, len, len) })
+}
+
 /// An empty `Vec` with room for `len` items, or [`HebError::Allocation`].
 pub fn with_capacity<T>(len: usize, what: &'static str) -> Result<Vec<T>> {
     let bytes = (len as u128) * (std::mem::size_of::<T>() as u128);

@@ -43,6 +43,8 @@
 //! Each pair is one parallel task and adds in row order, so the counts do not depend on
 //! the number of threads.
 
+use std::mem::MaybeUninit;
+
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
@@ -414,10 +416,9 @@ fn count_dense(
     child_codes: &[i32],
     classes: &[u32],
     weights: &[f64],
-    k_child: usize,
+    (k_parent, k_child): (usize, usize),
     n_classes: usize,
 ) {
-    let k_parent = block.row_lengths.len();
     // only the pair's cells: a zeroed 32 KB scratch per pair costs more than counting
     // a few thousand rows
     let mut scratch = vec![0.0f64; k_parent * k_child * n_classes];
@@ -433,14 +434,6 @@ fn count_dense(
             scratch[cell] += weight;
         }
     }
-    // the cells' exact room first: grown by doubling, a group's blocks would hold up to
-    // twice their cells
-    let nnz = scratch
-        .chunks_exact(n_classes.max(1))
-        .filter(|cell| cell.iter().any(|&n| n != 0.0))
-        .count();
-    block.indices.reserve_exact(nnz);
-    block.counts.reserve_exact(nnz * n_classes);
     for u in 0..k_parent {
         let before = block.indices.len();
         for v in 0..k_child {
@@ -451,7 +444,9 @@ fn count_dense(
                 block.counts.extend_from_slice(cell);
             }
         }
-        block.row_lengths[u] = (block.indices.len() - before) as i64;
+        block
+            .row_lengths
+            .push((block.indices.len() - before) as i64);
     }
 }
 
@@ -647,16 +642,15 @@ impl ValueBitsets {
         &self,
         block: &mut PairBlock,
         parent: &mut ParentBitsets,
-        a: usize,
-        b: usize,
-        k_child: usize,
+        pair: (usize, usize),
+        cardinalities: (usize, usize),
     ) {
         #[cfg(target_arch = "x86_64")]
         if self.fast {
             // SAFETY: `fast` says the CPU has AVX2 and POPCNT.
-            return unsafe { self.count_pair_avx2(block, parent, (a, b), k_child) };
+            return unsafe { self.count_pair_avx2(block, parent, pair, cardinalities) };
         }
-        self.count_pair_portable(block, parent, (a, b), k_child);
+        self.count_pair_portable(block, parent, pair, cardinalities);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -666,9 +660,9 @@ impl ValueBitsets {
         block: &mut PairBlock,
         parent: &mut ParentBitsets,
         pair: (usize, usize),
-        k_child: usize,
+        cardinalities: (usize, usize),
     ) {
-        self.count_pair_portable(block, parent, pair, k_child);
+        self.count_pair_portable(block, parent, pair, cardinalities);
     }
 
     #[inline(always)]
@@ -677,10 +671,9 @@ impl ValueBitsets {
         block: &mut PairBlock,
         parent: &mut ParentBitsets,
         (a, b): (usize, usize),
-        k_child: usize,
+        (k_parent, k_child): (usize, usize),
     ) {
         let (words, n_classes) = (self.words, self.n_classes);
-        let k_parent = block.row_lengths.len();
         if parent.feature != Some(a) {
             parent.feature = Some(a);
             parent.bits.clear();
@@ -705,8 +698,6 @@ impl ValueBitsets {
         };
         let (mut rest, mut counts) = ([0u64; BITSET_CELLS], [0u64; BITSET_CELLS]);
         let (rest, counts) = (&mut rest[..n_classes], &mut counts[..n_classes]);
-        block.indices.reserve(k_parent * k_child);
-        block.counts.reserve(k_parent * k_child * n_classes);
         for u in 0..k_parent {
             let row = &parent.bits[u * n_classes * words..(u + 1) * n_classes * words];
             rest.copy_from_slice(&parent.totals[u * n_classes..(u + 1) * n_classes]);
@@ -728,7 +719,9 @@ impl ValueBitsets {
                     block.counts.extend(counts.iter().map(|&n| n as f64));
                 }
             }
-            block.row_lengths[u] = (block.indices.len() - before) as i64;
+            block
+                .row_lengths
+                .push((block.indices.len() - before) as i64);
         }
     }
 }
@@ -760,7 +753,9 @@ fn fast_popcount() -> bool {
     }
 }
 
-/// One pair's cells while counting.
+/// The cells of consecutive pairs while counting: each pair's table rows (one per parent
+/// value) after the previous pair's.
+#[derive(Default)]
 struct PairBlock {
     row_lengths: Vec<i64>,
     indices: Vec<i32>,
@@ -888,32 +883,30 @@ pub fn count_pairs(
         })
         .collect::<Result<_>>()?;
 
-    let count_pair = |scratch: &mut ThreadScratch, &(a, b): &(usize, usize)| {
+    // appends pair (a, b)'s table rows to `block`
+    let count_pair = |scratch: &mut ThreadScratch,
+                      block: &mut PairBlock,
+                      (a, b): (usize, usize)| {
         let (k_parent, k_child) = (layout.cardinality(a), layout.cardinality(b));
-        let mut block = PairBlock {
-            row_lengths: vec![0; k_parent],
-            indices: Vec::new(),
-            counts: Vec::new(),
-        };
         crate::interrupt::check()?;
         let how = method(a, b);
         if let (Method::Bitsets, Some(bitsets)) = (how, &bitsets) {
-            bitsets.count_pair(&mut block, &mut scratch.parent_bits, a, b, k_child);
-            return Ok(block);
+            bitsets.count_pair(block, &mut scratch.parent_bits, (a, b), (k_parent, k_child));
+            return Ok(());
         }
         if how == Method::Dense {
             let rows = |f: usize| codes.row(f).to_slice().unwrap_or(&[]);
             let weights = weight_slice.unwrap_or(&[]);
             count_dense(
-                &mut block,
+                block,
                 rows(a),
                 rows(b),
                 &class_of_row,
                 weights,
-                k_child,
+                (k_parent, k_child),
                 n_classes,
             );
-            return Ok(block);
+            return Ok(());
         }
         let (order, starts) = &grouped[a];
         let child_codes = codes.row(b);
@@ -949,7 +942,30 @@ pub fn count_pairs(
                 cell.iter_mut().for_each(|n| *n = 0.0);
             }
             walk.touched.clear();
-            block.row_lengths[u] = (block.indices.len() - before) as i64;
+            block
+                .row_lengths
+                .push((block.indices.len() - before) as i64);
+        }
+        Ok(())
+    };
+    // the largest number of cells of pair (a, b): each row is in one cell
+    let cell_bound =
+        |&(a, b): &(usize, usize)| n_rows.min(layout.cardinality(a) * layout.cardinality(b));
+    // counts a run of consecutive pairs into one block, with room for their most cells
+    // (so that it never grows), allocated fallibly
+    let count_run = |scratch: &mut ThreadScratch, run: &[(usize, usize)]| {
+        let mut block = PairBlock::default();
+        let rows: usize = run.iter().map(|&(a, _)| layout.cardinality(a)).sum();
+        let cells: usize = run.iter().map(cell_bound).sum();
+        let error = |_| reserve_error((8 + 4 + 8 * n_classes) * cells);
+        block.row_lengths.try_reserve_exact(rows).map_err(error)?;
+        block.indices.try_reserve_exact(cells).map_err(error)?;
+        block
+            .counts
+            .try_reserve_exact(cells * n_classes)
+            .map_err(error)?;
+        for &pair in run {
+            count_pair(scratch, &mut block, pair)?;
         }
         Ok(block)
     };
@@ -960,7 +976,10 @@ pub fn count_pairs(
     // GROUP_CELLS cells by the bound min(S, K_a K_b) per pair (about 7 MB with three
     // classes), and enough pairs to feed every thread.
     const GROUP_CELLS: usize = 1 << 18;
-    let min_pairs = 16 * rayon::current_num_threads();
+    const RUNS_PER_THREAD: usize = 8;
+    const MAX_RUN: usize = 256;
+    let threads = rayon::current_num_threads();
+    let min_pairs = 16 * threads;
     let mut assembled = Assembled::new(
         pair_list,
         wanted.iter().map(|&(a, _)| layout.cardinality(a)).sum(),
@@ -971,14 +990,17 @@ pub fn count_pairs(
         let mut last = first;
         let mut bound = 0usize;
         while last < wanted.len() && (last - first < min_pairs || bound < GROUP_CELLS) {
-            let (a, b) = wanted[last];
-            bound += n_rows.min(layout.cardinality(a) * layout.cardinality(b));
+            bound += cell_bound(&wanted[last]);
             last += 1;
         }
+        // runs of consecutive pairs, several per thread: one block (three allocations)
+        // per pair cost more than the counting of a small pair
+        let run_length = (last - first)
+            .div_ceil(RUNS_PER_THREAD * threads)
+            .min(MAX_RUN);
         let blocks: Vec<PairBlock> = wanted[first..last]
-            .par_iter()
-            .with_min_len(16)
-            .map_init(ThreadScratch::default, count_pair)
+            .par_chunks(run_length)
+            .map_init(ThreadScratch::default, count_run)
             .collect::<Result<_>>()?;
         assembled.append(blocks, n_classes)?;
         first = last;
@@ -1015,6 +1037,61 @@ fn assemble(
     )?;
     assembled.append(blocks, n_classes)?;
     assembled.finish(n_classes)
+}
+
+/// The first `extra` elements of `vector`'s spare capacity, reserved fallibly (`bytes`
+/// per element, for the error); the caller writes them all, then extends the length.
+fn spare<T>(vector: &mut Vec<T>, extra: usize, bytes: usize) -> Result<&mut [MaybeUninit<T>]> {
+    vector
+        .try_reserve(extra)
+        .map_err(|_| reserve_error(bytes * (vector.len() + extra)))?;
+    Ok(&mut vector.spare_capacity_mut()[..extra])
+}
+
+/// Writes each block's row ends, child values and class counts (`convert`ed) into its
+/// part of `rows` (`indptr` after the entry whose value is `cells_before`), `indices` and
+/// `counts`, in parallel over blocks. Every element of the three is written: the blocks
+/// fill them exactly, in order.
+#[allow(clippy::too_many_arguments)]
+fn copy_blocks<T: Send>(
+    blocks: Vec<PairBlock>,
+    mut cells_before: i64,
+    mut rows: &mut [MaybeUninit<i64>],
+    mut indices: &mut [MaybeUninit<i32>],
+    mut counts: &mut [MaybeUninit<T>],
+    n_classes: usize,
+    convert: impl Fn(f64) -> T + Sync,
+) -> Result<()> {
+    let mut placed = with_capacity(blocks.len(), "AODE pair tables")?;
+    for block in blocks {
+        let nnz = block.indices.len();
+        let (my_rows, tail) = std::mem::take(&mut rows).split_at_mut(block.row_lengths.len());
+        rows = tail;
+        let (my_indices, tail) = std::mem::take(&mut indices).split_at_mut(nnz);
+        indices = tail;
+        let (my_counts, tail) = std::mem::take(&mut counts).split_at_mut(nnz * n_classes);
+        counts = tail;
+        placed.push((block, cells_before, my_rows, my_indices, my_counts));
+        cells_before += nnz as i64;
+    }
+    assert!(rows.is_empty() && indices.is_empty() && counts.is_empty());
+    placed
+        .into_par_iter()
+        .with_min_len(64)
+        .for_each(|(block, first, rows, indices, counts)| {
+            let mut end = first;
+            for (row, &length) in rows.iter_mut().zip(&block.row_lengths) {
+                end += length;
+                row.write(end);
+            }
+            for (out, &v) in indices.iter_mut().zip(&block.indices) {
+                out.write(v);
+            }
+            for (out, &n) in counts.iter_mut().zip(&block.counts) {
+                out.write(convert(n));
+            }
+        });
+    Ok(())
 }
 
 /// The stored counts being assembled.
@@ -1058,34 +1135,54 @@ impl Assembled {
     }
 
     /// Appends the blocks of consecutive pairs (and frees them). Whole counts are
-    /// converted to `u32` exactly (the caller chose `whole` so that they fit).
+    /// converted to `u32` exactly (the caller chose `whole` so that they fit). Each block
+    /// is written into its own part of the tables' new memory in parallel, so that the
+    /// threads share the first touches of that memory (its page faults, which on a wide
+    /// table took a fifth of the counting time when one thread zeroed it).
     fn append(&mut self, blocks: Vec<PairBlock>, n_classes: usize) -> Result<()> {
+        let new_rows: usize = blocks.iter().map(|b| b.row_lengths.len()).sum();
         let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
-        self.indices
-            .try_reserve_exact(nnz)
-            .map_err(|_| reserve_error(4 * (self.indices.len() + nnz)))?;
+        let cells_before = self.indptr.last().copied().unwrap_or(0);
+        let rows = spare(&mut self.indptr, new_rows, 8)?;
+        let indices = spare(&mut self.indices, nnz, 4)?;
         match &mut self.counts {
-            CountBuffer::Whole(counts) => counts
-                .try_reserve_exact(nnz * n_classes)
-                .map_err(|_| reserve_error(4 * (counts.len() + nnz * n_classes)))?,
-            CountBuffer::Float(counts) => counts
-                .try_reserve_exact(nnz * n_classes)
-                .map_err(|_| reserve_error(8 * (counts.len() + nnz * n_classes)))?,
-        }
-        for block in blocks {
-            for length in block.row_lengths {
-                self.indptr
-                    .push(self.indptr.last().copied().unwrap_or(0) + length);
-            }
-            self.indices.extend_from_slice(&block.indices);
-            match &mut self.counts {
-                CountBuffer::Whole(counts) => {
-                    counts.extend(block.counts.iter().map(|&n| {
+            CountBuffer::Whole(counts) => {
+                let counts = spare(counts, nnz * n_classes, 4)?;
+                copy_blocks(
+                    blocks,
+                    cells_before,
+                    rows,
+                    indices,
+                    counts,
+                    n_classes,
+                    |n| {
                         debug_assert!(n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64);
                         n as u32
-                    }));
-                }
-                CountBuffer::Float(counts) => counts.extend_from_slice(&block.counts),
+                    },
+                )?;
+            }
+            CountBuffer::Float(counts) => {
+                let counts = spare(counts, nnz * n_classes, 8)?;
+                copy_blocks(
+                    blocks,
+                    cells_before,
+                    rows,
+                    indices,
+                    counts,
+                    n_classes,
+                    |n| n,
+                )?;
+            }
+        }
+        // SAFETY: `copy_blocks` wrote every element of the three spare ranges: the blocks'
+        // parts tile them exactly (their lengths sum to `new_rows`, `nnz` and
+        // `nnz * n_classes`), and each part is written in full.
+        unsafe {
+            self.indptr.set_len(self.indptr.len() + new_rows);
+            self.indices.set_len(self.indices.len() + nnz);
+            match &mut self.counts {
+                CountBuffer::Whole(counts) => counts.set_len(counts.len() + nnz * n_classes),
+                CountBuffer::Float(counts) => counts.set_len(counts.len() + nnz * n_classes),
             }
         }
         Ok(())

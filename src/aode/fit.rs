@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::storage::{sparse_width, ChildTables, Placement, TablePlan};
 use super::{AodeParams, ChildSmoothing, ParentSmoothing, Structure};
-use crate::error::{check_len, HebError, Result};
+use crate::error::{check_len, filled, untouched_zeros, HebError, Result};
 use crate::evidence::EvidenceTerms;
 use crate::layout::FeatureLayout;
 use crate::naive_bayes::{self, prior_mean, PriorMean};
@@ -85,17 +85,6 @@ impl AodeFit {
             + count(&mut self.marginal_converged.iter())
             + count(&mut self.parent_converged.iter())
     }
-}
-
-/// A vector of `len` copies of `value`, or [`HebError::Allocation`].
-fn filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| HebError::Allocation {
-        what,
-        bytes: len as u128 * std::mem::size_of::<T>() as u128,
-    })?;
-    v.resize(len, value);
-    Ok(v)
 }
 
 fn shaped<D: ndarray::Dimension, T>(
@@ -368,8 +357,8 @@ fn fit_children(
     let width = sparse_width(n_classes);
     // every element is written by its orientation's fit; zeroed pages are only touched
     // there, by the thread that fits them, instead of being filled here first
-    let mut dense = zeroed(plan.dense_len(), "AODE dense child tables")?;
-    let mut sparse = zeroed(plan.sparse_rows() * width, "AODE sparse child tables")?;
+    let mut dense = untouched_zeros(plan.dense_len(), "AODE dense child tables")?;
+    let mut sparse = untouched_zeros(plan.sparse_rows() * width, "AODE sparse child tables")?;
 
     // cut the output tables into one slice per chunk of pairs
     let mut tasks = Vec::new();
@@ -431,14 +420,41 @@ fn fit_children(
         .collect();
     crate::interrupt::check()?;
 
-    // per-super-parent diagnostics: (C, n_parents, F)
+    // per-super-parent diagnostics: (C, n_parents, F), gathered in parallel over classes
     let ranks = structure.parent_ranks();
     let n_parents = structure.n_parents();
     let cube = n_classes * n_parents * n_features;
     let shape = (n_classes, n_parents, n_features);
-    let mut concentration = shaped(shape, filled(cube, f64::NAN, "AODE concentrations")?)?;
-    let mut n_iter = shaped(shape, filled(cube, 0i64, "AODE solver steps")?)?;
-    let mut converged = shaped(shape, filled(cube, true, "AODE convergence flags")?)?;
+    let mut concentration = shaped(shape, untouched_zeros(cube, "AODE concentrations")?)?;
+    let mut n_iter = shaped(shape, untouched_zeros(cube, "AODE solver steps")?)?;
+    let mut converged = shaped(shape, untouched_zeros(cube, "AODE convergence flags")?)?;
+    let planes: Vec<_> = concentration
+        .outer_iter_mut()
+        .zip(n_iter.outer_iter_mut())
+        .zip(converged.outer_iter_mut())
+        .enumerate()
+        .collect();
+    planes
+        .into_par_iter()
+        .for_each(|(c, ((mut m, mut steps), mut done))| {
+            // n_iter's 0 is the allocator's
+            m.fill(f64::NAN);
+            done.fill(true);
+            for chunk in &results {
+                let per_class = chunk.solutions.chunks_exact(n_classes.max(1));
+                for (&(p, side, _), solutions) in chunk.orientations.iter().zip(per_class) {
+                    let (a, b) = pair_tables.pair(p);
+                    let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+                    // a modelled orientation's parent is a super-parent
+                    let at = [
+                        ranks[parent].expect("modelled parents are super-parents"),
+                        child,
+                    ];
+                    let s = &solutions[c];
+                    (m[at], steps[at], done[at]) = (s.concentration, s.n_iter as i64, s.converged);
+                }
+            }
+        });
     let mut pooled_concentration = shaped(
         (n_parents, n_features),
         filled(
@@ -447,53 +463,17 @@ fn fit_children(
             "AODE pooled concentrations",
         )?,
     )?;
-    // Orientation (a, b) of pair a < b writes row a (consecutive pairs: consecutive
-    // columns); orientation (b, a) writes column a of row b, one cache line per value in
-    // a row-major array, so those go to the transposed arrays (C, F, n_parents), in
-    // order, and are moved into place by a blocked transpose.
-    let mut lower_concentration = shaped(
-        (n_classes, n_features, n_parents),
-        filled(cube, f64::NAN, "AODE concentrations")?,
-    )?;
-    let mut lower_n_iter = shaped(
-        (n_classes, n_features, n_parents),
-        filled(cube, 0i64, "AODE solver steps")?,
-    )?;
-    let mut lower_converged = shaped(
-        (n_classes, n_features, n_parents),
-        filled(cube, true, "AODE convergence flags")?,
-    )?;
     for chunk in &results {
-        let per_class = chunk.solutions.chunks_exact(n_classes.max(1));
-        for (&(p, side, pooled), solutions) in chunk.orientations.iter().zip(per_class) {
-            let (a, b) = pair_tables.pair(p);
-            let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
-            // a modelled orientation's parent is a super-parent
-            let rank = ranks[parent].expect("modelled parents are super-parents");
-            for (c, s) in solutions.iter().enumerate() {
-                let (m, steps, done) = if side == 0 {
-                    let at = [c, rank, child];
-                    (&mut concentration[at], &mut n_iter[at], &mut converged[at])
-                } else {
-                    let at = [c, child, rank];
-                    (
-                        &mut lower_concentration[at],
-                        &mut lower_n_iter[at],
-                        &mut lower_converged[at],
-                    )
-                };
-                (*m, *steps, *done) = (s.concentration, s.n_iter as i64, s.converged);
-            }
+        for &(p, side, pooled) in &chunk.orientations {
             if let Some(a_ij) = pooled {
+                let (a, b) = pair_tables.pair(p);
+                let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+                let rank = ranks[parent].expect("modelled parents are super-parents");
                 pooled_concentration[[rank, child]] = a_ij;
             }
         }
     }
     drop(results);
-    let parent_features: Vec<usize> = (0..n_features).filter(|&f| ranks[f].is_some()).collect();
-    transpose_lower(&mut concentration, &lower_concentration, &parent_features);
-    transpose_lower(&mut n_iter, &lower_n_iter, &parent_features);
-    transpose_lower(&mut converged, &lower_converged, &parent_features);
     Ok(Children {
         concentration,
         pooled_concentration,
@@ -504,48 +484,6 @@ fn fit_children(
             sparse: shaped((plan.sparse_rows(), width), sparse)?,
         },
     })
-}
-
-/// `out[c, r, a] = lower[c, a, r]` for every child `a` below super-parent `r`'s feature
-/// (`parent_features[r]`): the orientations (parent b, child a < b), which the fit writes
-/// transposed. Blocks of 64 x 64 keep both sides in cache.
-fn transpose_lower<T: Copy>(out: &mut Array3<T>, lower: &Array3<T>, parent_features: &[usize]) {
-    const BLOCK: usize = 64;
-    let (n_classes, n_parents, n_features) = out.dim();
-    for c in 0..n_classes {
-        for r0 in (0..n_parents).step_by(BLOCK) {
-            let r1 = (r0 + BLOCK).min(n_parents);
-            for a0 in (0..n_features).step_by(BLOCK) {
-                let a1 = (a0 + BLOCK).min(n_features);
-                for r in r0..r1 {
-                    for a in a0..a1.min(parent_features[r]) {
-                        out[[c, r, a]] = lower[[c, a, r]];
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// A vector of `len` zeros, or [`HebError::Allocation`]: from the allocator's zeroed
-/// memory, so that its pages are first touched by whoever writes them.
-fn zeroed(len: usize, what: &'static str) -> Result<Vec<f64>> {
-    let error = HebError::Allocation {
-        what,
-        bytes: len as u128 * 8,
-    };
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    let layout = std::alloc::Layout::array::<f64>(len).map_err(|_| error.clone())?;
-    // SAFETY: `layout` has a non-zero size; the null check below handles failure.
-    let pointer = unsafe { std::alloc::alloc_zeroed(layout) } as *mut f64;
-    if pointer.is_null() {
-        return Err(error);
-    }
-    // SAFETY: allocated by the global allocator with the layout of `len` f64s (what a
-    // Vec of capacity `len` uses), all bytes zero, which is the f64 0.0.
-    Ok(unsafe { Vec::from_raw_parts(pointer, len, len) })
 }
 
 /// Buffers of one thread, reused from orientation to orientation.
