@@ -285,9 +285,10 @@ pub fn log_evidence(
         row_offsets: &row_offsets,
     };
     let n_pairs = pair_tables.n_pairs();
+    let per_task = pairs_per_task(n_pairs);
     let chunks: Vec<std::ops::Range<usize>> = (0..n_pairs)
-        .step_by(PAIRS_PER_TASK)
-        .map(|first| first..(first + PAIRS_PER_TASK).min(n_pairs))
+        .step_by(per_task)
+        .map(|first| first..(first + per_task).min(n_pairs))
         .collect();
     let two_level = smoothing == ChildSmoothing::HebTwoLevel;
     let results: Vec<Vec<(usize, usize, Vec<f64>)>> = chunks
@@ -328,8 +329,16 @@ struct Children {
     tables: ChildTables,
 }
 
-/// Pairs per parallel task: consecutive pairs share a slice of the output tables.
-const PAIRS_PER_TASK: usize = 64;
+/// Pairs per parallel task (consecutive pairs share a slice of the output tables): up to
+/// 64, and few enough that every thread gets about eight tasks. With a fixed 64, a table
+/// of few features (amazon-employee: 36 pairs of very unequal cost) was fitted by one
+/// thread.
+fn pairs_per_task(n_pairs: usize) -> usize {
+    const MAX_PAIRS_PER_TASK: usize = 64;
+    n_pairs
+        .div_ceil(8 * rayon::current_num_threads())
+        .clamp(1, MAX_PAIRS_PER_TASK)
+}
 
 /// The solutions of one chunk of pairs: per fitted orientation its pair, side and pooled
 /// `a_{i,j}`, and its C class solutions side by side.
@@ -363,8 +372,9 @@ fn fit_children(
     // cut the output tables into one slice per chunk of pairs
     let mut tasks = Vec::new();
     let (mut dense_rest, mut sparse_rest) = (&mut dense[..], &mut sparse[..]);
-    for first in (0..n_pairs).step_by(PAIRS_PER_TASK) {
-        let last = (first + PAIRS_PER_TASK).min(n_pairs);
+    let per_task = pairs_per_task(n_pairs);
+    for first in (0..n_pairs).step_by(per_task) {
+        let last = (first + per_task).min(n_pairs);
         let n_dense = plan.dense_start[last] - plan.dense_start[first];
         let n_sparse = plan.sparse_start[last] - plan.sparse_start[first];
         let (dense_part, rest) = std::mem::take(&mut dense_rest).split_at_mut(n_dense);
