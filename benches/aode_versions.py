@@ -5,8 +5,9 @@ turns round after round so that both see the same machine load; the table gives 
 median seconds over the rounds and the ratio (earlier / this build). predict_proba scores
 the 2,000 held-out rows (amazon) or the training rows (wide). Workloads: the
 amazon-employee fold of ``aode_amazon.py`` (18,000 training rows, uncapped) for Laplace,
-pooled and two-level smoothing, and the wide synthetic table of ``aode_wide.py``
-(two-level only, optional).
+pooled and two-level smoothing; the wide synthetic table of ``aode_wide.py``
+(two-level only, optional), the 2,000 x 400 ternary table of ``aode_weka.py`` and the
+5,000 x 1,000 one of ``aode_scaling.py`` (fit only; optional).
 
 An earlier build is a directory holding an installed ``hebnb``, for example:
 
@@ -19,6 +20,8 @@ Then, from the repository root after ``maturin develop --release``:
     python benches/aode_versions.py --baseline /tmp/hebnb-baseline
     python benches/aode_versions.py --baseline /tmp/hebnb-baseline --wide --n-jobs 1
     python benches/aode_versions.py --baseline /tmp/hebnb-baseline --no-amazon --ternary
+    python benches/aode_versions.py --baseline /tmp/hebnb-baseline --no-amazon --linked \
+        --repeats 3 --rounds 3
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ if workload == "amazon":
         "HEB-AODE pooled": AODE(prior="pooled", n_jobs=n_jobs),
         "HEB-AODE two-level": AODE(prior="two-level", n_jobs=n_jobs),
     }}
+elif workload == "linked":
+    from aode_weka import linked_table
+    X, y = linked_table(5000, 1000)
+    models = {{"HEB-AODE two-level": AODE(n_jobs=n_jobs)}}
 elif workload == "ternary":
     from aode_weka import linked_table
     X, y = linked_table(4000, 400)  # the benchmark's training half
@@ -73,12 +80,14 @@ for name, model in models.items():
         model.fit(X, y)
         fit.append(time.perf_counter() - start)
         fit_cpu.append(time.process_time() - start_cpu)
-        start = time.perf_counter()
-        model.predict_proba(X_score)
-        predict.append(time.perf_counter() - start)
+        if workload != "linked":
+            start = time.perf_counter()
+            model.predict_proba(X_score)
+            predict.append(time.perf_counter() - start)
     out[name + ", fit"] = fit
     out[name + ", fit CPU"] = fit_cpu
-    out[name + ", predict_proba"] = predict
+    if predict:
+        out[name + ", predict_proba"] = predict
 print(json.dumps({{"version": hebnb.__file__, "times": out}}))
 """
 
@@ -107,12 +116,18 @@ def main() -> None:
         action="store_true",
         help="also the 2,000 x 400 ternary table of aode_weka.py (Laplace and HEB-AODE)",
     )
+    parser.add_argument(
+        "--linked",
+        action="store_true",
+        help="also the 5,000 x 1,000 ternary table of aode_scaling.py (HEB-AODE fit only)",
+    )
     parser.add_argument("--no-amazon", action="store_true", help="skip the amazon fold")
     args = parser.parse_args()
 
     workloads = [] if args.no_amazon else [("amazon", args.repeats)]
     workloads += [("wide", 1)] if args.wide else []
     workloads += [("ternary", args.repeats)] if args.ternary else []
+    workloads += [("linked", args.repeats)] if args.linked else []
     builds = {"earlier": args.baseline, "this": None}
     times: dict[tuple[str, str, str], list[float]] = {}
     paths = {}
