@@ -40,8 +40,8 @@
 //!   group by value group, accumulating into a scratch of `K_b C` counts. O(S + K_a +
 //!   K_b) per pair plus sorting the distinct child values of each group.
 //!
-//! Each pair is one parallel task and adds in row order, so the counts do not depend on
-//! the number of threads.
+//! Runs of consecutive pairs are the parallel tasks, and each pair adds in row order, so
+//! the counts do not depend on the number of threads.
 
 use std::mem::MaybeUninit;
 
@@ -1135,10 +1135,9 @@ impl Assembled {
     }
 
     /// Appends the blocks of consecutive pairs (and frees them). Whole counts are
-    /// converted to `u32` exactly (the caller chose `whole` so that they fit). Each block
-    /// is written into its own part of the tables' new memory in parallel, so that the
-    /// threads share the first touches of that memory (its page faults, which on a wide
-    /// table took a fifth of the counting time when one thread zeroed it).
+    /// converted to `u32` exactly (the caller chose `whole` so that they fit). The tables
+    /// grow by doubling (grown by each group's exact size, they were copied once per
+    /// group), and each block is copied into its own part of them in parallel.
     fn append(&mut self, blocks: Vec<PairBlock>, n_classes: usize) -> Result<()> {
         let new_rows: usize = blocks.iter().map(|b| b.row_lengths.len()).sum();
         let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();

@@ -447,7 +447,9 @@ fn fit_children(
     planes
         .into_par_iter()
         .for_each(|(c, ((mut m, mut steps), mut done))| {
-            // n_iter's 0 is the allocator's
+            // n_iter's 0 is the allocator's. Orientation (b, a) of pair a < b writes
+            // column a of row b: scattered, but the next parents a + 1, ... write the same
+            // cache lines (transposed copies were slower).
             m.fill(f64::NAN);
             done.fill(true);
             for chunk in &results {
