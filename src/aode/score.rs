@@ -22,7 +22,7 @@ use super::fit::AodeFit;
 use super::storage::{sparse_width, Placement, TablePlan};
 use super::Structure;
 use crate::counts::check_codes;
-use crate::error::{check_len, filled, with_capacity, HebError, Result};
+use crate::error::{check_len, filled, HebError, Result};
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{CountSlice, PairTablesView};
 use crate::scoring;
@@ -263,7 +263,7 @@ pub(super) fn prepare(
 
     // How each super-parent reads each of its children, in feature order, as runs of
     // children read the same way.
-    let mut readers: Vec<Vec<Run>> = super_parents
+    let readers: Vec<Vec<Run>> = super_parents
         .par_iter()
         .map(|&i| {
             let mut runs: Vec<Run> = Vec::new();
@@ -312,7 +312,6 @@ pub(super) fn prepare(
                             pair: p,
                             slot,
                             parent_first: a == i,
-                            log_head: 0,
                         };
                         match last {
                             Some(Run::Sparse(run)) => run.push(child),
@@ -324,57 +323,24 @@ pub(super) fn prepare(
             runs
         })
         .collect();
-    let log_heads = header_logs(&mut readers, model.sparse, n_classes)?;
     let prepared = Prepared {
         starts,
         row_offsets,
         direct,
         readers,
-        log_heads,
         super_parents,
     };
     Ok((joint, Some(prepared)))
 }
 
-/// `ln m_c` and `ln a` (NaN without the two-level prior) of every sparse orientation's
-/// header, once per call instead of at each unseen cell it scores; each child's
-/// `log_head` is set to where its orientation's C + 1 logarithms start.
-fn header_logs(
-    readers: &mut [Vec<Run>],
-    sparse: ArrayView2<f64>,
-    n_classes: usize,
-) -> Result<Vec<f64>> {
-    let n_children: usize = readers
-        .iter()
-        .flatten()
-        .map(|run| match run {
-            Run::Sparse(children) => children.len(),
-            _ => 0,
-        })
-        .sum();
-    let mut log_heads = with_capacity((n_classes + 1) * n_children, "AODE scoring logarithms")?;
-    for run in readers.iter_mut().flatten() {
-        if let Run::Sparse(children) = run {
-            for child in children {
-                child.log_head = log_heads.len();
-                let head = sparse.row(child.header);
-                log_heads.extend(head.iter().take(n_classes + 1).map(|x| x.ln()));
-            }
-        }
-    }
-    Ok(log_heads)
-}
-
 /// What [`prepare`] builds once per call for the chunks: where every feature's columns
-/// start, the pair tables' row offsets, the sparse pairs' direct indexes, how each
-/// super-parent reads its children, and the logarithms of the sparse orientations'
-/// headers ([`header_logs`]).
+/// start, the pair tables' row offsets, the sparse pairs' direct indexes, and how each
+/// super-parent reads its children.
 pub(super) struct Prepared {
     starts: Vec<usize>,
     row_offsets: Vec<usize>,
     direct: Vec<Option<Vec<u32>>>,
     readers: Vec<Vec<Run>>,
-    log_heads: Vec<f64>,
     /// The super-parents, in feature order (their rank is their position here).
     pub(super) super_parents: Vec<usize>,
 }
@@ -403,7 +369,6 @@ impl Prepared {
             row_offsets: &self.row_offsets,
             direct: &self.direct,
             readers: &self.readers,
-            log_heads: &self.log_heads,
             super_parents: &self.super_parents,
             layout,
         }
@@ -448,8 +413,6 @@ pub(super) struct SparseChild {
     /// Its entry in the scorer's list of sparse pairs (and direct indexes).
     slot: usize,
     parent_first: bool,
-    /// Where its header's logarithms start in [`Prepared`]'s `log_heads`.
-    log_head: usize,
 }
 
 /// Consecutive children (in feature order) of a super-parent read the same way.
@@ -489,7 +452,6 @@ pub(super) struct ScoringContext<'m, 'a> {
     row_offsets: &'m [usize],
     direct: &'m [Option<Vec<u32>>],
     readers: &'m [Vec<Run>],
-    log_heads: &'m [f64],
     super_parents: &'m [usize],
     layout: &'m FeatureLayout,
 }
@@ -595,7 +557,7 @@ impl ScoringContext<'_, '_> {
         let block = self.n_features * nc;
         let mut acc_dynamic = vec![0.0; if C == 0 { nc } else { 0 }];
         let mut acc_fixed = [0.0f64; C];
-        let mut scratch = vec![0.0; 2 * nc];
+        let mut scratch = vec![0.0; 3 * nc];
         for &r in parent.rows {
             let r = r as usize;
             let u = parent.parent_values[r] as usize;
@@ -675,7 +637,8 @@ impl ScoringContext<'_, '_> {
     ) {
         let nc = acc.len();
         let width = sparse_width(nc);
-        let (lp, cell_counts) = scratch.split_at_mut(nc);
+        let (lp, rest) = scratch.split_at_mut(nc);
+        let (log_concentration, cell_counts) = rest.split_at_mut(nc);
         let header = child.header;
         let head = &self.sparse[header * width..(header + 1) * width];
         let row = &self.sparse[(header + 1 + u) * width..(header + 2 + u) * width];
@@ -707,7 +670,7 @@ impl ScoringContext<'_, '_> {
             row,
             self.starts[child.child] + v,
             lp,
-            &self.log_heads[child.log_head..child.log_head + nc + 1],
+            log_concentration,
         );
         add_into(acc, lp);
     }
@@ -756,8 +719,8 @@ fn lookups<const CELLS: bool>(
 /// `ln P(x_j = v | y = c, x_i = u)` of a sparse orientation into `lp`, with the fit's
 /// operations: a seen cell's `ln(N + m mu) - ln(N_{c,u} + m)` from its class counts `cell`,
 /// or the unseen `ln m + ln(a / (N_u + a)) - ln(N_{c,u} + m) + ln mu_{j,v}`. `head` is the
-/// orientation's header row (`m_c`, then the two-level `a` or NaN) and `log_head` their
-/// logarithms, `row` parent value u's row (`ln(N_{c,u} + m_c)`, then `N_u + a`).
+/// orientation's header row (`m_c`, then the two-level `a` or NaN), `row` parent value
+/// u's row (`ln(N_{c,u} + m_c)`, then `N_u + a`).
 #[inline]
 fn sparse_cell(
     model: &AodeModel,
@@ -766,7 +729,7 @@ fn sparse_cell(
     row: &[f64],
     child_column: usize,
     lp: &mut [f64],
-    log_head: &[f64],
+    log_concentration: &mut [f64],
 ) {
     let nc = lp.len();
     let pooled = head[nc];
@@ -788,11 +751,14 @@ fn sparse_cell(
             let level = if pooled.is_nan() {
                 0.0
             } else {
-                log_head[nc] - row[nc].ln()
+                pooled.ln() - row[nc].ln()
             };
+            for (log_m, &m) in log_concentration.iter_mut().zip(&head[..nc]) {
+                *log_m = m.ln();
+            }
             let log_mean = model.log_child_mean[child_column];
             for c in 0..nc {
-                lp[c] = (log_head[c] + level - row[c]) + log_mean;
+                lp[c] = (log_concentration[c] + level - row[c]) + log_mean;
             }
         }
     }
