@@ -340,12 +340,21 @@ fn pairs_per_task(n_pairs: usize) -> usize {
         .clamp(1, MAX_PAIRS_PER_TASK)
 }
 
-/// The solutions of one chunk of pairs: per fitted orientation its pair, side and pooled
-/// `a_{i,j}`, and its C class solutions side by side.
+/// The diagnostics of one chunk of pairs, kept compact (a wide table has millions of
+/// them, all fresh memory): per fitted orientation its pair, side and pooled `a_{i,j}`
+/// (NaN without the two-level prior), and its C class solves side by side.
 #[derive(Default)]
 struct ChunkResult {
-    orientations: Vec<(usize, usize, Option<f64>)>,
-    solutions: Vec<Solution>,
+    orientations: Vec<(usize, u8, f64)>,
+    solves: Vec<Diagnostic>,
+}
+
+/// What the diagnostics keep of one class's solve.
+#[derive(Clone, Copy)]
+struct Diagnostic {
+    concentration: f64,
+    n_iter: u32,
+    converged: bool,
 }
 
 /// Fits the child conditionals of every modelled orientation, in parallel over chunks
@@ -421,8 +430,13 @@ fn fit_children(
                     };
                     let (solutions, pooled) =
                         context.fit_orientation(scratch, params, ((p, (a, b)), side), target);
-                    out.orientations.push((p, side, pooled));
-                    out.solutions.extend_from_slice(&solutions);
+                    out.orientations
+                        .push((p, side as u8, pooled.unwrap_or(f64::NAN)));
+                    out.solves.extend(solutions.iter().map(|s| Diagnostic {
+                        concentration: s.concentration,
+                        n_iter: u32::try_from(s.n_iter).unwrap_or(u32::MAX),
+                        converged: s.converged,
+                    }));
                 }
             }
             out
@@ -453,8 +467,8 @@ fn fit_children(
             m.fill(f64::NAN);
             done.fill(true);
             for chunk in &results {
-                let per_class = chunk.solutions.chunks_exact(n_classes.max(1));
-                for (&(p, side, _), solutions) in chunk.orientations.iter().zip(per_class) {
+                let per_class = chunk.solves.chunks_exact(n_classes.max(1));
+                for (&(p, side, _), solves) in chunk.orientations.iter().zip(per_class) {
                     let (a, b) = pair_tables.pair(p);
                     let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
                     // a modelled orientation's parent is a super-parent
@@ -462,8 +476,9 @@ fn fit_children(
                         ranks[parent].expect("modelled parents are super-parents"),
                         child,
                     ];
-                    let s = &solutions[c];
-                    (m[at], steps[at], done[at]) = (s.concentration, s.n_iter as i64, s.converged);
+                    let s = &solves[c];
+                    (m[at], steps[at], done[at]) =
+                        (s.concentration, i64::from(s.n_iter), s.converged);
                 }
             }
         });
@@ -477,12 +492,10 @@ fn fit_children(
     )?;
     for chunk in &results {
         for &(p, side, pooled) in &chunk.orientations {
-            if let Some(a_ij) = pooled {
-                let (a, b) = pair_tables.pair(p);
-                let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
-                let rank = ranks[parent].expect("modelled parents are super-parents");
-                pooled_concentration[[rank, child]] = a_ij;
-            }
+            let (a, b) = pair_tables.pair(p);
+            let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+            let rank = ranks[parent].expect("modelled parents are super-parents");
+            pooled_concentration[[rank, child]] = pooled;
         }
     }
     drop(results);
