@@ -467,6 +467,9 @@ def test_wide_fits_do_not_depend_on_n_jobs(max_parents):
         for name in ("concentration_", "n_iter_", "converged_", "pair_indptr_", "pair_counts_"):
             np.testing.assert_array_equal(getattr(fits[0], name), getattr(other, name))
         np.testing.assert_array_equal(fits[0].predict_proba(X), other.predict_proba(X))
+    two_level = [AODE(max_parents=max_parents, min_count=0, n_jobs=n).fit(X, y) for n in (1, 3)]
+    for name in ("pooled_concentration_", "concentration_"):
+        np.testing.assert_array_equal(getattr(two_level[0], name), getattr(two_level[1], name))
     model = fits[1]
     parents = np.flatnonzero(model.super_parents_)
     K = [3] * 40
