@@ -1039,42 +1039,45 @@ fn assemble(
     assembled.finish(n_classes)
 }
 
-/// The first `extra` elements of `vector`'s spare capacity, reserved fallibly (`bytes`
-/// per element, for the error); the caller writes them all, then extends the length.
-fn spare<T>(vector: &mut Vec<T>, extra: usize, bytes: usize) -> Result<&mut [MaybeUninit<T>]> {
+/// The first `extra` elements of `vector`'s spare capacity, reserved fallibly; the
+/// caller writes them all, then extends the length.
+fn spare<T>(vector: &mut Vec<T>, extra: usize) -> Result<&mut [MaybeUninit<T>]> {
     vector
         .try_reserve(extra)
-        .map_err(|_| reserve_error(bytes * (vector.len() + extra)))?;
+        .map_err(|_| reserve_error(std::mem::size_of::<T>() * (vector.len() + extra)))?;
     Ok(&mut vector.spare_capacity_mut()[..extra])
 }
 
-/// Writes each block's row ends, child values and class counts (`convert`ed) into its
-/// part of `rows` (`indptr` after the entry whose value is `cells_before`), `indices` and
-/// `counts`, in parallel over blocks. Every element of the three is written: the blocks
-/// fill them exactly, in order.
-#[allow(clippy::too_many_arguments)]
-fn copy_blocks<T: Send>(
+/// Appends the blocks of consecutive pairs to a CSR's `indptr`, `indices` and `counts`
+/// (`convert`ed). The three grow by doubling (grown by each group's exact size, they were
+/// copied once per group), and each block is copied into its own part of them in
+/// parallel.
+fn append_blocks<T: Send>(
+    (indptr, indices, counts): (&mut Vec<i64>, &mut Vec<i32>, &mut Vec<T>),
     blocks: Vec<PairBlock>,
-    mut cells_before: i64,
-    mut rows: &mut [MaybeUninit<i64>],
-    mut indices: &mut [MaybeUninit<i32>],
-    mut counts: &mut [MaybeUninit<T>],
     n_classes: usize,
     convert: impl Fn(f64) -> T + Sync,
 ) -> Result<()> {
+    let new_rows: usize = blocks.iter().map(|b| b.row_lengths.len()).sum();
+    let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
+    let mut cells_before = indptr.last().copied().unwrap_or(0);
+    let mut rows = spare(indptr, new_rows)?;
+    let mut new_indices = spare(indices, nnz)?;
+    let mut new_counts = spare(counts, nnz * n_classes)?;
+    // each block's parts of the new memory, in order
     let mut placed = with_capacity(blocks.len(), "AODE pair tables")?;
     for block in blocks {
         let nnz = block.indices.len();
         let (my_rows, tail) = std::mem::take(&mut rows).split_at_mut(block.row_lengths.len());
         rows = tail;
-        let (my_indices, tail) = std::mem::take(&mut indices).split_at_mut(nnz);
-        indices = tail;
-        let (my_counts, tail) = std::mem::take(&mut counts).split_at_mut(nnz * n_classes);
-        counts = tail;
+        let (my_indices, tail) = std::mem::take(&mut new_indices).split_at_mut(nnz);
+        new_indices = tail;
+        let (my_counts, tail) = std::mem::take(&mut new_counts).split_at_mut(nnz * n_classes);
+        new_counts = tail;
         placed.push((block, cells_before, my_rows, my_indices, my_counts));
         cells_before += nnz as i64;
     }
-    assert!(rows.is_empty() && indices.is_empty() && counts.is_empty());
+    assert!(rows.is_empty() && new_indices.is_empty() && new_counts.is_empty());
     placed
         .into_par_iter()
         .with_min_len(64)
@@ -1091,6 +1094,13 @@ fn copy_blocks<T: Send>(
                 out.write(convert(n));
             }
         });
+    // SAFETY: every element of the three spare ranges was written just above: the
+    // blocks' parts tile them exactly (asserted), and each part is written in full.
+    unsafe {
+        indptr.set_len(indptr.len() + new_rows);
+        indices.set_len(indices.len() + nnz);
+        counts.set_len(counts.len() + nnz * n_classes);
+    }
     Ok(())
 }
 
@@ -1134,57 +1144,21 @@ impl Assembled {
         })
     }
 
-    /// Appends the blocks of consecutive pairs (and frees them). Whole counts are
-    /// converted to `u32` exactly (the caller chose `whole` so that they fit). The tables
-    /// grow by doubling (grown by each group's exact size, they were copied once per
-    /// group), and each block is copied into its own part of them in parallel.
+    /// Appends the blocks of consecutive pairs (and frees them, [`append_blocks`]). Whole
+    /// counts are converted to `u32` exactly (the caller chose `whole` so that they fit).
     fn append(&mut self, blocks: Vec<PairBlock>, n_classes: usize) -> Result<()> {
-        let new_rows: usize = blocks.iter().map(|b| b.row_lengths.len()).sum();
-        let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
-        let cells_before = self.indptr.last().copied().unwrap_or(0);
-        let rows = spare(&mut self.indptr, new_rows, 8)?;
-        let indices = spare(&mut self.indices, nnz, 4)?;
+        let (indptr, indices) = (&mut self.indptr, &mut self.indices);
         match &mut self.counts {
             CountBuffer::Whole(counts) => {
-                let counts = spare(counts, nnz * n_classes, 4)?;
-                copy_blocks(
-                    blocks,
-                    cells_before,
-                    rows,
-                    indices,
-                    counts,
-                    n_classes,
-                    |n| {
-                        debug_assert!(n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64);
-                        n as u32
-                    },
-                )?;
+                append_blocks((indptr, indices, counts), blocks, n_classes, |n| {
+                    debug_assert!(n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64);
+                    n as u32
+                })
             }
             CountBuffer::Float(counts) => {
-                let counts = spare(counts, nnz * n_classes, 8)?;
-                copy_blocks(
-                    blocks,
-                    cells_before,
-                    rows,
-                    indices,
-                    counts,
-                    n_classes,
-                    |n| n,
-                )?;
+                append_blocks((indptr, indices, counts), blocks, n_classes, |n| n)
             }
         }
-        // SAFETY: `copy_blocks` wrote every element of the three spare ranges: the blocks'
-        // parts tile them exactly (their lengths sum to `new_rows`, `nnz` and
-        // `nnz * n_classes`), and each part is written in full.
-        unsafe {
-            self.indptr.set_len(self.indptr.len() + new_rows);
-            self.indices.set_len(self.indices.len() + nnz);
-            match &mut self.counts {
-                CountBuffer::Whole(counts) => counts.set_len(counts.len() + nnz * n_classes),
-                CountBuffer::Float(counts) => counts.set_len(counts.len() + nnz * n_classes),
-            }
-        }
-        Ok(())
     }
 
     fn finish(mut self, n_classes: usize) -> Result<PairTables> {
