@@ -300,7 +300,8 @@ class Vocabulary:
         *,
         grow: bool,
         n_jobs: int,
-    ) -> npt.NDArray[np.int32]: ...
+        out: npt.NDArray[np.int32],
+    ) -> None: ...
     def encode_ints(
         self,
         feature: int,

@@ -900,39 +900,41 @@ class CategoryEncoder:
 
     def _encode_numeric(self, array: np.ndarray, *, grow: bool, n_threads: int) -> np.ndarray:
         """Vocabulary codes ``(F, S)`` of a numeric array ``(S, F)``, coded by blocks of
-        ``ENCODE_BLOCK_CELLS`` cells into one output: a long table needs its codes and one
-        block's int64 copy, not a multiple of itself. Atomic: on an error (or Ctrl-C) the
-        vocabulary keeps none of the table's categories."""
+        ``ENCODE_BLOCK_CELLS`` cells straight into one output: a long table needs its codes
+        and one block's int64 copy, not a multiple of itself. Atomic: on an error (or
+        Ctrl-C) the vocabulary keeps none of the table's categories."""
         n_rows, n_features = array.shape
         step = max(1, ENCODE_BLOCK_CELLS // n_features)
+        codes = np.empty((n_features, n_rows), dtype=np.int32)
         if n_rows <= step:
-            return self._encode_row_block(array, grow=grow, n_threads=n_threads)
+            self._encode_row_block(array, codes, grow=grow, n_threads=n_threads)
+            return codes
         mark = self.vocabulary.mark() if grow else None
         try:
-            codes = np.empty((n_features, n_rows), dtype=np.int32)
             for start in range(0, n_rows, step):
                 part = array[start : start + step]
-                codes[:, start : start + part.shape[0]] = self._encode_row_block(
-                    part, grow=grow, n_threads=n_threads
-                )
+                out = codes[:, start : start + part.shape[0]]
+                self._encode_row_block(part, out, grow=grow, n_threads=n_threads)
         except BaseException:
             if mark is not None:
                 self.vocabulary.truncate(mark)
             raise
         return codes
 
-    def _encode_row_block(self, part: np.ndarray, *, grow: bool, n_threads: int) -> np.ndarray:
-        """Codes ``(F, n)`` of one block of rows of a numeric array: all features at once
-        as int64, or column by column when the block holds integers beyond int64."""
+    def _encode_row_block(
+        self, part: np.ndarray, out: np.ndarray, *, grow: bool, n_threads: int
+    ) -> None:
+        """Writes the codes ``(F, n)`` of one block of rows of a numeric array into
+        ``out``: all features at once as int64, or column by column when the block holds
+        integers beyond int64."""
         block = _integer_block(part)
         if block is not None:
             values, missing = block
-            return self.vocabulary.encode_int_block(values, missing, grow=grow, n_jobs=n_threads)
-        codes = np.empty((part.shape[1], part.shape[0]), dtype=np.int32)
+            self.vocabulary.encode_int_block(values, missing, grow=grow, n_jobs=n_threads, out=out)
+            return
         for f in range(part.shape[1]):
             column = _array_column(part[:, f], f)
-            codes[f] = _encode_column(self.vocabulary, f, column, grow, f"feature {f}")
-        return codes
+            out[f] = _encode_column(self.vocabulary, f, column, grow, f"feature {f}")
 
     def _in_order(self, codes: np.ndarray) -> np.ndarray:
         """Codes in this encoder's order (ranks among the sorted categories if sorted)."""

@@ -5,7 +5,9 @@
 //! core never sees Python objects). Pickles through `__getstate__` / `__setstate__` with
 //! a format version.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray2,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyCapsule, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -365,37 +367,49 @@ impl Vocabulary {
     }
 
     /// Codes a block of integer columns `values (F, S)` (a strided view is fine),
-    /// `missing (F, S)` marking missing cells; grows the vocabularies when `grow`, else
-    /// codes unknown values -2. Features in parallel; nothing grows if any fails.
+    /// `missing (F, S)` marking missing cells, into `out (F, S)` (a strided view is fine:
+    /// a block of rows of a longer table's codes); grows the vocabularies when `grow`,
+    /// else codes unknown values -2. Features in parallel, each thread writing its
+    /// features' rows of `out` (no intermediate copy); nothing grows if any fails.
     ///
     /// Coding without growing only reads the vocabulary, so it takes a shared borrow:
     /// several threads can predict with one model at once, and a process forked while
     /// another thread codes inherits no exclusive borrow.
-    #[pyo3(signature = (values, missing, *, grow, n_jobs))]
+    #[pyo3(signature = (values, missing, *, grow, n_jobs, out))]
     fn encode_int_block<'py>(
         slf: &Bound<'py, Self>,
         values: PyReadonlyArray2<'py, i64>,
         missing: Option<PyReadonlyArray2<'py, bool>>,
         grow: bool,
         n_jobs: usize,
-    ) -> PyResult<Bound<'py, PyArray2<i32>>> {
+        mut out: PyReadwriteArray2<'py, i32>,
+    ) -> PyResult<()> {
         let py = slf.py();
         let values = values.as_array();
         let missing = missing.as_ref().map(|m| m.as_array());
+        let out = out.as_array_mut();
+        if out.dim() != values.dim() {
+            return Err(PyValueError::new_err(format!(
+                "codes output of shape {:?} for values of shape {:?}",
+                out.dim(),
+                values.dim()
+            )));
+        }
         if grow {
-            return slf.borrow_mut().grow_int_block(py, values, missing, n_jobs);
+            return slf
+                .borrow_mut()
+                .grow_int_block(py, values, missing, out, n_jobs);
         }
         let this = slf.borrow();
         this.check_block(values, missing)?;
         let features: Vec<&FeatureVocabulary> = this.features.iter().collect();
-        let codes = code_block(py, features, values.ncols(), n_jobs, |f, vocabulary| {
-            code_int_row(values, missing, f, |v| {
+        code_block(py, features, out, n_jobs, |f, vocabulary, row| {
+            code_int_row(values, missing, f, row, |v| {
                 Ok(vocabulary
                     .get(Key::Int(v))
                     .map_or(crate::encoding::UNKNOWN, |code| code as i32))
             })
-        })?;
-        Ok(codes.into_pyarray(py))
+        })
     }
 
     /// Codes one integer column of feature `feature` (`missing` marks missing cells).
@@ -770,89 +784,77 @@ impl Vocabulary {
     }
 
     /// [`Vocabulary::encode_int_block`] growing the vocabularies.
-    fn grow_int_block<'py>(
+    fn grow_int_block(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         values: ndarray::ArrayView2<'_, i64>,
         missing: Option<ndarray::ArrayView2<'_, bool>>,
+        out: ndarray::ArrayViewMut2<'_, i32>,
         n_jobs: usize,
-    ) -> PyResult<Bound<'py, PyArray2<i32>>> {
+    ) -> PyResult<()> {
         self.check_block(values, missing)?;
         let mark = self.lengths_now(py);
         let features: Vec<&mut FeatureVocabulary> = self.features.iter_mut().collect();
-        let result = code_block(py, features, values.ncols(), n_jobs, |f, vocabulary| {
-            code_int_row(values, missing, f, |v| vocabulary.code(Key::Int(v), true))
+        let result = code_block(py, features, out, n_jobs, |f, vocabulary, row| {
+            code_int_row(values, missing, f, row, |v| {
+                vocabulary.code(Key::Int(v), true)
+            })
         });
-        match result {
-            Ok(codes) => Ok(codes.into_pyarray(py)),
-            Err(error) => {
-                self.roll_back(py, &mark)?;
-                Err(error)
-            }
+        if result.is_err() {
+            self.roll_back(py, &mark)?;
         }
+        result
     }
 }
 
-/// The codes of row `f` (one feature) of an integer block: `code(v)` of each value,
-/// [`MISSING`] where `missing` marks the cell.
+/// Writes the codes of row `f` (one feature) of an integer block into `out`: `code(v)`
+/// of each value, [`MISSING`] where `missing` marks the cell.
 fn code_int_row(
     values: ndarray::ArrayView2<'_, i64>,
     missing: Option<ndarray::ArrayView2<'_, bool>>,
     f: usize,
+    mut out: ndarray::ArrayViewMut1<'_, i32>,
     mut code: impl FnMut(i64) -> CoreResult<i32>,
-) -> CoreResult<Vec<i32>> {
+) -> CoreResult<()> {
     let mask = missing.as_ref().map(|m| m.row(f));
-    let mut codes = codes_buffer(values.ncols())?;
-    for (s, &v) in values.row(f).iter().enumerate() {
-        codes.push(if mask.as_ref().is_some_and(|m| m[s]) {
+    for (s, (&v, slot)) in values.row(f).iter().zip(out.iter_mut()).enumerate() {
+        *slot = if mask.as_ref().is_some_and(|m| m[s]) {
             MISSING
         } else {
             code(v)?
-        });
+        };
     }
-    Ok(codes)
+    Ok(())
 }
 
-/// Codes a block feature by feature: `code_feature(f, vocabulary)` gives the `n_rows`
-/// codes of feature `f`, assembled into `(F, n_rows)`. One thread, or a few cells, are
+/// Codes a block feature by feature into `out (F, n_rows)`: `code_feature(f, vocabulary,
+/// row)` writes the codes of feature `f` into its row. One thread, or a few cells, are
 /// coded on the calling thread (a pool's hand-off costs more: a context switch,
 /// milliseconds on a loaded machine); otherwise the features go to a local pool.
 fn code_block<T: Send>(
     py: Python<'_>,
     features: Vec<T>,
-    n_rows: usize,
+    mut out: ndarray::ArrayViewMut2<'_, i32>,
     n_jobs: usize,
-    code_feature: impl Fn(usize, T) -> CoreResult<Vec<i32>> + Send + Sync,
-) -> PyResult<ndarray::Array2<i32>> {
-    let n_features = features.len();
-    let code_feature = |(f, vocabulary): (usize, T)| {
+    code_feature: impl Fn(usize, T, ndarray::ArrayViewMut1<'_, i32>) -> CoreResult<()> + Send + Sync,
+) -> PyResult<()> {
+    let cells = out.len();
+    let work: Vec<_> = features
+        .into_iter()
+        .zip(out.outer_iter_mut())
+        .enumerate()
+        .collect();
+    let code_feature = |(f, (vocabulary, row)): (usize, (T, ndarray::ArrayViewMut1<'_, i32>))| {
         crate::interrupt::check()?;
-        code_feature(f, vocabulary)
+        code_feature(f, vocabulary, row)
     };
-    let assemble = |per_feature: Vec<Vec<i32>>| -> CoreResult<ndarray::Array2<i32>> {
-        let mut flat = codes_buffer(n_features * n_rows)?;
-        for codes in per_feature {
-            flat.extend_from_slice(&codes);
-        }
-        ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
-            .map_err(|e| HebError::InvalidParameter(e.to_string()))
-    };
-    if n_jobs <= 1 || n_rows * n_features <= INLINE_CELLS {
-        features
-            .into_iter()
-            .enumerate()
-            .map(code_feature)
-            .collect::<CoreResult<Vec<_>>>()
-            .and_then(assemble)
+    if n_jobs <= 1 || cells <= INLINE_CELLS {
+        work.into_iter()
+            .try_for_each(code_feature)
             .map_err(to_py_err)
     } else {
         run(py, n_jobs, || {
-            features
-                .into_par_iter()
-                .enumerate()
-                .map(code_feature)
-                .collect::<CoreResult<Vec<_>>>()
-                .and_then(assemble)
+            work.into_par_iter().try_for_each(code_feature)
         })
     }
 }
