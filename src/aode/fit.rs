@@ -340,21 +340,47 @@ fn pairs_per_task(n_pairs: usize) -> usize {
         .clamp(1, MAX_PAIRS_PER_TASK)
 }
 
-/// The diagnostics of one chunk of pairs, kept compact (a wide table has millions of
-/// them, all fresh memory): per fitted orientation its pair, side and pooled `a_{i,j}`
-/// (NaN without the two-level prior), and its C class solves side by side.
-#[derive(Default)]
-struct ChunkResult {
-    orientations: Vec<(usize, u8, f64)>,
-    solves: Vec<Diagnostic>,
+/// Elements of one buffer written from several threads, each element by one thread
+/// only: the per-super-parent diagnostics, which every orientation's fit writes in place
+/// (a column of one super-parent's row and a row of another's, so no split of the buffer
+/// into slices gives each task its own).
+struct DisjointWrites<'b, T> {
+    start: *mut T,
+    len: usize,
+    buffer: std::marker::PhantomData<&'b mut [T]>,
 }
 
-/// What the diagnostics keep of one class's solve.
-#[derive(Clone, Copy)]
-struct Diagnostic {
-    concentration: f64,
-    n_iter: u32,
-    converged: bool,
+// SAFETY: the elements are only written through `write`, whose callers write each
+// element from one thread; the buffer is borrowed mutably for `'b`, so nothing else reads
+// it meanwhile.
+unsafe impl<T: Send> Sync for DisjointWrites<'_, T> {}
+
+impl<'b, T> DisjointWrites<'b, T> {
+    fn new(buffer: &'b mut [T]) -> Self {
+        Self {
+            start: buffer.as_mut_ptr(),
+            len: buffer.len(),
+            buffer: std::marker::PhantomData,
+        }
+    }
+
+    /// Writes element `at`.
+    ///
+    /// # Safety
+    /// No other thread writes element `at` while `self` lives.
+    unsafe fn write(&self, at: usize, value: T) {
+        assert!(at < self.len, "diagnostic index out of range");
+        // SAFETY: in bounds (above); the caller is the only thread writing this element.
+        unsafe { self.start.add(at).write(value) }
+    }
+}
+
+/// Fills a fresh buffer with `value` in parallel (its pages are first touched by the
+/// threads, not all by one).
+fn fill_in_parallel<T: Copy + Send + Sync>(buffer: &mut [T], value: T) {
+    buffer
+        .par_chunks_mut(1 << 16)
+        .for_each(|chunk| chunk.fill(value));
 }
 
 /// Fits the child conditionals of every modelled orientation, in parallel over chunks
@@ -401,104 +427,79 @@ fn fit_children(
         layout,
         row_offsets: &row_offsets,
     };
-    let results: Vec<ChunkResult> = tasks
-        .into_par_iter()
-        .map_init(Scratch::default, |scratch, (range, dense, sparse)| {
-            let dense_start = plan.dense_start[range.start];
-            let sparse_start = plan.sparse_start[range.start];
-            let mut out = ChunkResult::default();
-            for p in range {
-                let (a, b) = pair_tables.pair(p);
-                for side in 0..2 {
-                    if crate::interrupt::cancelled() {
-                        continue;
-                    }
-                    let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
-                    let k_parent = layout.cardinality(parent);
-                    let target = match plan.placement(p, side, (a, b), structure, layout, n_classes)
-                    {
-                        Placement::None => continue,
-                        Placement::Dense(at) => {
-                            let at = at - dense_start;
-                            let len = k_parent * layout.cardinality(child) * n_classes;
-                            Target::Dense(&mut dense[at..at + len])
-                        }
-                        Placement::Sparse(row) => {
-                            let at = (row - sparse_start) * width;
-                            Target::Sparse(&mut sparse[at..at + (k_parent + 1) * width])
-                        }
-                    };
-                    let (solutions, pooled) =
-                        context.fit_orientation(scratch, params, ((p, (a, b)), side), target);
-                    out.orientations
-                        .push((p, side as u8, pooled.unwrap_or(f64::NAN)));
-                    out.solves.extend(solutions.iter().map(|s| Diagnostic {
-                        concentration: s.concentration,
-                        n_iter: u32::try_from(s.n_iter).unwrap_or(u32::MAX),
-                        converged: s.converged,
-                    }));
-                }
-            }
-            out
-        })
-        .collect();
-    crate::interrupt::check()?;
 
-    // per-super-parent diagnostics: (C, n_parents, F), gathered in parallel over classes
+    // per-super-parent diagnostics, (C, n_parents, F) and (n_parents, F), written in
+    // place by each orientation's fit: NaN concentrations and converged where nothing is
+    // fitted (the super-parent's own column, capped orientations)
     let ranks = structure.parent_ranks();
     let n_parents = structure.n_parents();
     let cube = n_classes * n_parents * n_features;
-    let shape = (n_classes, n_parents, n_features);
-    let mut concentration = shaped(shape, untouched_zeros(cube, "AODE concentrations")?)?;
-    let mut n_iter = shaped(shape, untouched_zeros(cube, "AODE solver steps")?)?;
-    let mut converged = shaped(shape, untouched_zeros(cube, "AODE convergence flags")?)?;
-    let planes: Vec<_> = concentration
-        .outer_iter_mut()
-        .zip(n_iter.outer_iter_mut())
-        .zip(converged.outer_iter_mut())
-        .enumerate()
-        .collect();
-    planes
-        .into_par_iter()
-        .for_each(|(c, ((mut m, mut steps), mut done))| {
-            // n_iter's 0 is the allocator's. Orientation (b, a) of pair a < b writes
-            // column a of row b: scattered, but the next parents a + 1, ... write the same
-            // cache lines (transposed copies were slower).
-            m.fill(f64::NAN);
-            done.fill(true);
-            for chunk in &results {
-                let per_class = chunk.solves.chunks_exact(n_classes.max(1));
-                for (&(p, side, _), solves) in chunk.orientations.iter().zip(per_class) {
+    let mut concentration = untouched_zeros(cube, "AODE concentrations")?;
+    let mut n_iter = untouched_zeros(cube, "AODE solver steps")?;
+    let mut converged = untouched_zeros(cube, "AODE convergence flags")?;
+    let mut pooled_concentration =
+        untouched_zeros(n_parents * n_features, "AODE pooled concentrations")?;
+    fill_in_parallel(&mut concentration, f64::NAN);
+    fill_in_parallel(&mut converged, true);
+    fill_in_parallel(&mut pooled_concentration, f64::NAN);
+    {
+        let concentration_out = DisjointWrites::new(&mut concentration);
+        let n_iter_out = DisjointWrites::new(&mut n_iter);
+        let converged_out = DisjointWrites::new(&mut converged);
+        let pooled_out = DisjointWrites::new(&mut pooled_concentration);
+        tasks
+            .into_par_iter()
+            .for_each_init(Scratch::default, |scratch, (range, dense, sparse)| {
+                let dense_start = plan.dense_start[range.start];
+                let sparse_start = plan.sparse_start[range.start];
+                for p in range {
                     let (a, b) = pair_tables.pair(p);
-                    let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
-                    // a modelled orientation's parent is a super-parent
-                    let at = [
-                        ranks[parent].expect("modelled parents are super-parents"),
-                        child,
-                    ];
-                    let s = &solves[c];
-                    (m[at], steps[at], done[at]) =
-                        (s.concentration, i64::from(s.n_iter), s.converged);
+                    for side in 0..2 {
+                        if crate::interrupt::cancelled() {
+                            continue;
+                        }
+                        let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
+                        let k_parent = layout.cardinality(parent);
+                        let target =
+                            match plan.placement(p, side, (a, b), structure, layout, n_classes) {
+                                Placement::None => continue,
+                                Placement::Dense(at) => {
+                                    let at = at - dense_start;
+                                    let len = k_parent * layout.cardinality(child) * n_classes;
+                                    Target::Dense(&mut dense[at..at + len])
+                                }
+                                Placement::Sparse(row) => {
+                                    let at = (row - sparse_start) * width;
+                                    Target::Sparse(&mut sparse[at..at + (k_parent + 1) * width])
+                                }
+                            };
+                        let (solutions, pooled) =
+                            context.fit_orientation(scratch, params, ((p, (a, b)), side), target);
+                        // a modelled orientation's parent is a super-parent
+                        let rank = ranks[parent].expect("modelled parents are super-parents");
+                        // SAFETY: orientation (parent, child) is fitted once, by this task,
+                        // and only its fit writes these elements.
+                        unsafe {
+                            if let Some(pooled) = pooled {
+                                pooled_out.write(rank * n_features + child, pooled);
+                            }
+                            for (c, solution) in solutions.iter().enumerate() {
+                                let at = (c * n_parents + rank) * n_features + child;
+                                concentration_out.write(at, solution.concentration);
+                                n_iter_out.write(at, solution.n_iter as i64);
+                                converged_out.write(at, solution.converged);
+                            }
+                        }
+                    }
                 }
-            }
-        });
-    let mut pooled_concentration = shaped(
-        (n_parents, n_features),
-        filled(
-            n_parents * n_features,
-            f64::NAN,
-            "AODE pooled concentrations",
-        )?,
-    )?;
-    for chunk in &results {
-        for &(p, side, pooled) in &chunk.orientations {
-            let (a, b) = pair_tables.pair(p);
-            let (parent, child) = if side == 0 { (a, b) } else { (b, a) };
-            let rank = ranks[parent].expect("modelled parents are super-parents");
-            pooled_concentration[[rank, child]] = pooled;
-        }
+            });
     }
-    drop(results);
+    crate::interrupt::check()?;
+    let shape = (n_classes, n_parents, n_features);
+    let concentration = shaped(shape, concentration)?;
+    let n_iter = shaped(shape, n_iter)?;
+    let converged = shaped(shape, converged)?;
+    let pooled_concentration = shaped((n_parents, n_features), pooled_concentration)?;
     Ok(Children {
         concentration,
         pooled_concentration,
