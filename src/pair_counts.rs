@@ -951,10 +951,13 @@ pub fn count_pairs(
     // the largest number of cells of pair (a, b): each row is in one cell
     let cell_bound =
         |&(a, b): &(usize, usize)| n_rows.min(layout.cardinality(a) * layout.cardinality(b));
-    // counts a run of consecutive pairs into one block, with room for their most cells
-    // (so that it never grows), allocated fallibly
-    let count_run = |scratch: &mut ThreadScratch, run: &[(usize, usize)]| {
-        let mut block = PairBlock::default();
+    // counts a run of consecutive pairs into one block (emptied first), with room for
+    // their most cells (so that it never grows while counting), allocated fallibly
+    let count_run = |scratch: &mut ThreadScratch,
+                     (block, run): (&mut PairBlock, &[(usize, usize)])| {
+        block.row_lengths.clear();
+        block.indices.clear();
+        block.counts.clear();
         let rows: usize = run.iter().map(|&(a, _)| layout.cardinality(a)).sum();
         let cells: usize = run.iter().map(cell_bound).sum();
         let error = |_| reserve_error((8 + 4 + 8 * n_classes) * cells);
@@ -965,9 +968,9 @@ pub fn count_pairs(
             .try_reserve_exact(cells * n_classes)
             .map_err(error)?;
         for &pair in run {
-            count_pair(scratch, &mut block, pair)?;
+            count_pair(scratch, block, pair)?;
         }
-        Ok(block)
+        Ok(())
     };
 
     // Pairs are counted a group at a time and appended to the tables, so the per-pair
@@ -985,6 +988,10 @@ pub fn count_pairs(
         wanted.iter().map(|&(a, _)| layout.cardinality(a)).sum(),
         whole,
     )?;
+    // the blocks are kept from group to group: freed, their memory went back to the
+    // system and was faulted in again by the next group (a third of counting's page
+    // faults on a wide table)
+    let mut blocks: Vec<PairBlock> = Vec::new();
     let mut first = 0;
     while first < wanted.len() {
         let mut last = first;
@@ -998,11 +1005,15 @@ pub fn count_pairs(
         let run_length = (last - first)
             .div_ceil(RUNS_PER_THREAD * threads)
             .min(MAX_RUN);
-        let blocks: Vec<PairBlock> = wanted[first..last]
-            .par_chunks(run_length)
-            .map_init(ThreadScratch::default, count_run)
-            .collect::<Result<_>>()?;
-        assembled.append(blocks, n_classes)?;
+        let n_runs = (last - first).div_ceil(run_length);
+        if blocks.len() < n_runs {
+            blocks.resize_with(n_runs, PairBlock::default);
+        }
+        blocks[..n_runs]
+            .par_iter_mut()
+            .zip(wanted[first..last].par_chunks(run_length))
+            .try_for_each_init(ThreadScratch::default, count_run)?;
+        assembled.append(&blocks[..n_runs], n_classes)?;
         first = last;
     }
     assembled.finish(n_classes)
@@ -1035,7 +1046,7 @@ fn assemble(
         blocks.iter().map(|b| b.row_lengths.len()).sum(),
         whole,
     )?;
-    assembled.append(blocks, n_classes)?;
+    assembled.append(&blocks, n_classes)?;
     assembled.finish(n_classes)
 }
 
@@ -1054,7 +1065,7 @@ fn spare<T>(vector: &mut Vec<T>, extra: usize) -> Result<&mut [MaybeUninit<T>]> 
 /// parallel.
 fn append_blocks<T: Send>(
     (indptr, indices, counts): (&mut Vec<i64>, &mut Vec<i32>, &mut Vec<T>),
-    blocks: Vec<PairBlock>,
+    blocks: &[PairBlock],
     n_classes: usize,
     convert: impl Fn(f64) -> T + Sync,
 ) -> Result<()> {
@@ -1144,9 +1155,9 @@ impl Assembled {
         })
     }
 
-    /// Appends the blocks of consecutive pairs (and frees them, [`append_blocks`]). Whole
+    /// Appends the blocks of consecutive pairs ([`append_blocks`]). Whole
     /// counts are converted to `u32` exactly (the caller chose `whole` so that they fit).
-    fn append(&mut self, blocks: Vec<PairBlock>, n_classes: usize) -> Result<()> {
+    fn append(&mut self, blocks: &[PairBlock], n_classes: usize) -> Result<()> {
         let (indptr, indices) = (&mut self.indptr, &mut self.indices);
         match &mut self.counts {
             CountBuffer::Whole(counts) => {
