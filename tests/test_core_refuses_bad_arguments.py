@@ -35,3 +35,16 @@ def test_saving_and_restoring_counts_refuse_cells_outside_the_tables():
         _core.touched_counts(tables, np.array([[0, 3], [1, 1]], dtype=np.int32), labels)
     with pytest.raises(ValueError):
         _core.touched_counts(tables, codes, np.array([0, 2], dtype=np.int64))  # no class 2
+
+
+def test_integer_block_coding_writes_into_its_output_and_refuses_another_shape():
+    vocabulary = _core.Vocabulary(2)
+    values = np.array([[7, 5, 7], [1, 1, 2]], dtype=np.int64)
+    codes = np.full((2, 5), 99, dtype=np.int32)
+    # a column block of a longer table's codes (strided rows), as the encoder passes
+    vocabulary.encode_int_block(values, None, grow=True, n_jobs=2, out=codes[:, 1:4])
+    np.testing.assert_array_equal(codes, [[99, 0, 1, 0, 99], [99, 0, 0, 1, 99]])
+    for out in (np.zeros((2, 2), dtype=np.int32), np.zeros((3, 3), dtype=np.int32)):
+        with pytest.raises(ValueError, match="shape"):
+            vocabulary.encode_int_block(values, None, grow=False, n_jobs=1, out=out)
+    assert vocabulary.lengths() == [2, 2]
