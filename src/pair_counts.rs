@@ -501,8 +501,8 @@ struct ValueBitsets {
     class_bits: Vec<u64>,
     /// Whether each feature is present in every row.
     complete: Vec<bool>,
-    /// Whether the CPU has AVX2 and POPCNT (checked once).
-    fast: bool,
+    /// The widest population count the CPU has (checked once).
+    popcount: Popcount,
 }
 
 /// What one counting thread reuses from pair to pair.
@@ -626,7 +626,7 @@ impl ValueBitsets {
             bits,
             class_bits,
             complete: complete_of,
-            fast: fast_popcount(),
+            popcount: Popcount::detect(),
         })
     }
 
@@ -646,10 +646,31 @@ impl ValueBitsets {
         cardinalities: (usize, usize),
     ) {
         #[cfg(target_arch = "x86_64")]
-        if self.fast {
-            // SAFETY: `fast` says the CPU has AVX2 and POPCNT.
-            return unsafe { self.count_pair_avx2(block, parent, pair, cardinalities) };
+        match self.popcount {
+            // SAFETY: `Popcount::detect` found these instructions on this CPU.
+            Popcount::Avx512 => {
+                return unsafe { self.count_pair_avx512(block, parent, pair, cardinalities) }
+            }
+            // SAFETY: as above.
+            Popcount::Avx2 => {
+                return unsafe { self.count_pair_avx2(block, parent, pair, cardinalities) }
+            }
+            Popcount::Portable => {}
         }
+        self.count_pair_portable(block, parent, pair, cardinalities);
+    }
+
+    /// The kernel compiled with AVX-512's vector population count (`vpopcntq`, eight
+    /// words an instruction).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,popcnt")]
+    unsafe fn count_pair_avx512(
+        &self,
+        block: &mut PairBlock,
+        parent: &mut ParentBitsets,
+        pair: (usize, usize),
+        cardinalities: (usize, usize),
+    ) {
         self.count_pair_portable(block, parent, pair, cardinalities);
     }
 
@@ -741,15 +762,33 @@ fn and_ones(x: &[u64], y: &[u64]) -> u64 {
         .sum()
 }
 
-/// Whether the CPU runs the AVX2 and POPCNT build of the bitset kernel.
-fn fast_popcount() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+/// Which build of the bitset kernel the CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Popcount {
+    /// AVX-512 with its vector population count.
+    Avx512,
+    /// AVX2 and POPCNT.
+    Avx2,
+    /// Whatever the target has.
+    Portable,
+}
+
+impl Popcount {
+    fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt");
+            if avx2
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512vpopcntdq")
+            {
+                return Self::Avx512;
+            }
+            if avx2 {
+                return Self::Avx2;
+            }
+        }
+        Self::Portable
     }
 }
 
@@ -1676,6 +1715,41 @@ mod tests {
                 codes.row_mut(f).mapv_inplace(|v| v.max(0));
             }
             assert_counts_match_a_tally(&(codes, labels, weights), &cardinality, 3, &pairs(8));
+        }
+    }
+
+    #[test]
+    fn every_population_count_kernel_counts_the_same_cells() {
+        // the vector builds this CPU runs give the portable kernel's cells exactly; 200
+        // rows leave a partial fourth word, and feature 0 is complete (its last value
+        // derived)
+        let cardinality = [3usize, 2, 4, 16, 5];
+        let layout = FeatureLayout::from_cardinalities(&cardinality);
+        let (mut codes, labels, _) = random_rows(&mut Lcg(11), &cardinality, 200, 3, (1.0, 2));
+        codes.row_mut(0).mapv_inplace(|v| v.max(0));
+        let classes: Vec<u32> = labels.iter().map(|&c| c as u32).collect();
+        let mut bitsets =
+            ValueBitsets::new(codes.view(), &layout, &classes, 3, &[true; 5]).unwrap();
+        let detected = bitsets.popcount;
+        let count_all = |bitsets: &ValueBitsets| {
+            let (mut block, mut parent) = (PairBlock::default(), ParentBitsets::default());
+            for (a, b) in pairs(5) {
+                let k = (cardinality[a], cardinality[b]);
+                bitsets.count_pair(&mut block, &mut parent, (a, b), k);
+            }
+            (block.row_lengths, block.indices, block.counts)
+        };
+        bitsets.popcount = Popcount::Portable;
+        let expected = count_all(&bitsets);
+        assert!(expected.2.iter().sum::<f64>() > 0.0);
+        let runnable = match detected {
+            Popcount::Avx512 => vec![Popcount::Avx2, Popcount::Avx512],
+            Popcount::Avx2 => vec![Popcount::Avx2],
+            Popcount::Portable => vec![],
+        };
+        for kernel in runnable {
+            bitsets.popcount = kernel;
+            assert_eq!(count_all(&bitsets), expected, "{kernel:?}");
         }
     }
 
