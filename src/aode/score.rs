@@ -87,6 +87,9 @@ fn rows_per_chunk(n_rows: usize, n_parents: usize, n_classes: usize) -> usize {
     by_memory.min(by_threads).clamp(64, 4096)
 }
 
+/// Most cells of searched pairs a chunk finds ahead ([`ScoringContext::find_cells`]): 4 MB.
+const FOUND_CELLS: usize = 1 << 20;
+
 /// Adds `table[at..at + C]` to `term[..C]`, unrolled for two and three classes.
 #[inline(always)]
 fn add_into(term: &mut [f64], table: &[f64]) {
@@ -323,10 +326,22 @@ pub(super) fn prepare(
             runs
         })
         .collect();
+    // the sparse pairs without a direct index: a chunk finds each row's cell of them once
+    // for both orientations ([`ScoringContext::find_cells`])
+    let mut searched = Vec::new();
+    let mut search_column = vec![u32::MAX; sparse_pairs.len()];
+    for (slot, (&pair, index)) in sparse_pairs.iter().zip(&direct).enumerate() {
+        if index.is_none() {
+            search_column[slot] = searched.len() as u32;
+            searched.push(pair);
+        }
+    }
     let prepared = Prepared {
         starts,
         row_offsets,
         direct,
+        searched,
+        search_column,
         readers,
         super_parents,
     };
@@ -334,12 +349,17 @@ pub(super) fn prepare(
 }
 
 /// What [`prepare`] builds once per call for the chunks: where every feature's columns
-/// start, the pair tables' row offsets, the sparse pairs' direct indexes, and how each
-/// super-parent reads its children.
+/// start, the pair tables' row offsets, the sparse pairs' direct indexes (or, for those
+/// without one, their place among the searched pairs), and how each super-parent reads
+/// its children.
 pub(super) struct Prepared {
     starts: Vec<usize>,
     row_offsets: Vec<usize>,
     direct: Vec<Option<Vec<u32>>>,
+    /// `(pair, a, b)` of the sparse pairs without a direct index.
+    searched: Vec<(usize, usize, usize)>,
+    /// Each sparse pair's position in `searched` (`u32::MAX`: it has a direct index).
+    search_column: Vec<u32>,
     readers: Vec<Vec<Run>>,
     /// The super-parents, in feature order (their rank is their position here).
     pub(super) super_parents: Vec<usize>,
@@ -368,6 +388,8 @@ impl Prepared {
                 .expect("checked contiguous by prepare"),
             row_offsets: &self.row_offsets,
             direct: &self.direct,
+            searched: &self.searched,
+            search_column: &self.search_column,
             readers: &self.readers,
             super_parents: &self.super_parents,
             layout,
@@ -437,6 +459,11 @@ struct ParentRows<'c> {
     parent_values: ndarray::ArrayView1<'c, i32>,
     /// Row-major (row, feature) child values, -1 where the child does not score.
     child_value: &'c [i32],
+    /// The chunk's cells of the searched pairs ([`ScoringContext::find_cells`]); empty
+    /// when each orientation searches for itself.
+    found: &'c [u32],
+    /// Rows in the chunk.
+    n_rows: usize,
 }
 
 /// What every chunk reads.
@@ -451,6 +478,8 @@ pub(super) struct ScoringContext<'m, 'a> {
     counts: CountSlice<'m>,
     row_offsets: &'m [usize],
     direct: &'m [Option<Vec<u32>>],
+    searched: &'m [(usize, usize, usize)],
+    search_column: &'m [u32],
     readers: &'m [Vec<Run>],
     super_parents: &'m [usize],
     layout: &'m FeatureLayout,
@@ -487,6 +516,7 @@ impl ScoringContext<'_, '_> {
                 }
             }
         }
+        let found = self.find_cells(codes, first, n);
         // (parent rank, row, class) terms of the qualifying rows
         let mut terms = vec![0.0; n_parents * n * n_classes];
         let mut qualifies = vec![false; n_parents * n];
@@ -518,6 +548,8 @@ impl ScoringContext<'_, '_> {
                 rows: &rows,
                 parent_values: codes_i.slice(ndarray::s![first..first + n]),
                 child_value: &child_value,
+                found: &found,
+                n_rows: n,
             };
             match n_classes {
                 2 => self.score_parent::<2, CELLS>(&parent, terms, cells),
@@ -531,6 +563,36 @@ impl ScoringContext<'_, '_> {
             qualifies,
             n_qualifying,
         }
+    }
+
+    /// Every row's cell of every searched pair (1 + its index, 0 where the pair has none
+    /// or a value is missing), `(searched pair, row)`: both orientations of a pair read
+    /// the same cell `(x_a, x_b)`, so each is searched for once, not once per
+    /// orientation. Empty (each orientation then searches) above [`FOUND_CELLS`] entries.
+    fn find_cells(&self, codes: ArrayView2<i32>, first: usize, n: usize) -> Vec<u32> {
+        let tables = &self.model.pair_tables;
+        let too_many_cells = tables
+            .indptr
+            .last()
+            .is_some_and(|&end| end >= u32::MAX as i64);
+        if self.searched.is_empty() || self.searched.len() * n > FOUND_CELLS || too_many_cells {
+            return Vec::new();
+        }
+        let mut found = vec![0u32; self.searched.len() * n];
+        for (&(p, a, b), column) in self.searched.iter().zip(found.chunks_exact_mut(n)) {
+            let (codes_a, codes_b) = (codes.row(a), codes.row(b));
+            let offset = self.row_offsets[p];
+            for (r, cell) in column.iter_mut().enumerate() {
+                let (u, v) = (codes_a[first + r], codes_b[first + r]);
+                if u >= 0 && v >= 0 {
+                    // codes were range-checked by the Naive Bayes pass of `prepare`
+                    if let Some(k) = tables.find(offset, u as usize, v) {
+                        *cell = k as u32 + 1;
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// Adds every child factor to the parent's terms of its qualifying rows, row by row
@@ -601,11 +663,13 @@ impl ScoringContext<'_, '_> {
                         for child in children {
                             let v = values[child.child];
                             if v >= 0 {
+                                let column = self.search_column[child.slot];
+                                let found = (column != u32::MAX && !parent.found.is_empty())
+                                    .then(|| parent.found[column as usize * parent.n_rows + r]);
                                 self.sparse_child(
                                     acc,
                                     child,
-                                    u,
-                                    v as usize,
+                                    (u, v as usize, found),
                                     k_parent,
                                     &mut scratch,
                                 );
@@ -624,14 +688,14 @@ impl ScoringContext<'_, '_> {
     }
 
     /// Adds a sparse pair's `ln P(x_j = v | y, x_i = u)` to `acc`: the cell found by the
-    /// direct index or a binary search, evaluated from its counts ([`sparse_cell`]).
+    /// direct index, the chunk's search (`found`: 1 + its index, 0 for none) or a binary
+    /// search, evaluated from its counts ([`sparse_cell`]).
     #[inline]
     fn sparse_child(
         &self,
         acc: &mut [f64],
         child: &SparseChild,
-        u: usize,
-        v: usize,
+        (u, v, found): (usize, usize, Option<u32>),
         k_parent: usize,
         scratch: &mut [f64],
     ) {
@@ -648,12 +712,13 @@ impl ScoringContext<'_, '_> {
         } else {
             (v, u, k_parent)
         };
-        let cell = match &self.direct[child.slot] {
-            Some(index) => match index[first_value * k_second + second_value] {
+        let cell = match (&self.direct[child.slot], found) {
+            (Some(index), _) => match index[first_value * k_second + second_value] {
                 0 => None,
                 k => Some(k as usize - 1),
             },
-            None => self.model.pair_tables.find(
+            (None, Some(found)) => found.checked_sub(1).map(|k| k as usize),
+            (None, None) => self.model.pair_tables.find(
                 self.row_offsets[child.pair],
                 first_value,
                 second_value as i32,
