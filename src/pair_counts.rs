@@ -1028,7 +1028,7 @@ pub fn count_pairs(
         whole,
     )?;
     // the blocks are kept from group to group: freed, their memory went back to the
-    // system and was faulted in again by the next group (a third of counting's page
+    // system and was faulted in again by the next group (half of counting's page
     // faults on a wide table)
     let mut blocks: Vec<PairBlock> = Vec::new();
     let mut first = 0;
