@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hebnb import AODE, CategoricalNB
+from hebnb import AODE, CategoricalNB, _core
 from hebnb._encoding import CategoryEncoder
 
 pa = pytest.importorskip("pyarrow")
@@ -817,3 +817,43 @@ def test_a_broken_arrow_stream_export_is_a_clear_error():
     with pytest.raises(TypeError, match="PyCapsule"):
         vocabulary.encode_arrow_stream(0, NotACapsule(), grow=True, name="f")
     assert vocabulary.lengths() == [0]
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_integer_blocks_code_by_first_appearance_whatever_the_span(n_jobs):
+    # columns of every span (a few values, thousands, the extremes of int64), negatives
+    # and missing cells in each, coded tile by tile over more rows than one tile: the
+    # codes must be each value's order of first appearance, and unknown (-2) when not
+    # growing
+    rng = np.random.default_rng(5)
+    n_rows = 3000
+    columns = [
+        rng.integers(0, 3, n_rows),
+        rng.integers(-2000, 2000, n_rows),
+        rng.zipf(1.3, n_rows) % 50_000,
+        rng.choice(np.array([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max]), n_rows),
+    ]
+    values = np.stack(columns)  # (F, S)
+    missing = rng.random(values.shape) < 0.05
+    first, later = slice(0, 2000), slice(2000, n_rows)
+    vocabulary = _core.Vocabulary(len(columns))
+    grown = np.empty((len(columns), 2000), dtype=np.int32)
+    vocabulary.encode_int_block(
+        values[:, first], missing[:, first], grow=True, n_jobs=n_jobs, out=grown
+    )
+    known = np.empty((len(columns), n_rows - 2000), dtype=np.int32)
+    vocabulary.encode_int_block(
+        values[:, later], missing[:, later], grow=False, n_jobs=n_jobs, out=known
+    )
+    for f in range(len(columns)):
+        order: dict[int, int] = {}
+        for v, m in zip(values[f, first], missing[f, first]):
+            if not m:
+                order.setdefault(int(v), len(order))
+        expected = [-1 if m else order[int(v)] for v, m in zip(values[f, first], missing[f, first])]
+        np.testing.assert_array_equal(grown[f], expected)
+        expected = [
+            -1 if m else order.get(int(v), -2) for v, m in zip(values[f, later], missing[f, later])
+        ]
+        np.testing.assert_array_equal(known[f], expected)
+    assert (known[1] == -2).any() and (known[2] == -2).any()

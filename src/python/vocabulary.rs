@@ -403,8 +403,8 @@ impl Vocabulary {
         let this = slf.borrow();
         this.check_block(values, missing)?;
         let features: Vec<&FeatureVocabulary> = this.features.iter().collect();
-        code_block(py, features, out, n_jobs, |f, vocabulary, row| {
-            code_int_row(values, missing, f, row, |v| {
+        code_block(py, features, out, n_jobs, |f, vocabulary, rows, out| {
+            code_int_cells(values, missing, (f, rows), out, |v| {
                 Ok(vocabulary
                     .get(Key::Int(v))
                     .map_or(crate::encoding::UNKNOWN, |code| code as i32))
@@ -795,8 +795,8 @@ impl Vocabulary {
         self.check_block(values, missing)?;
         let mark = self.lengths_now(py);
         let features: Vec<&mut FeatureVocabulary> = self.features.iter_mut().collect();
-        let result = code_block(py, features, out, n_jobs, |f, vocabulary, row| {
-            code_int_row(values, missing, f, row, |v| {
+        let result = code_block(py, features, out, n_jobs, |f, vocabulary, rows, out| {
+            code_int_cells(values, missing, (f, rows), out, |v| {
                 vocabulary.code(Key::Int(v), true)
             })
         });
@@ -807,54 +807,77 @@ impl Vocabulary {
     }
 }
 
-/// Writes the codes of row `f` (one feature) of an integer block into `out`: `code(v)`
-/// of each value, [`MISSING`] where `missing` marks the cell.
-fn code_int_row(
+/// Writes the codes of feature `f`'s cells in `rows` of an integer block into `out`:
+/// `code(v)` of each value, [`MISSING`] where `missing` marks the cell.
+fn code_int_cells(
     values: ndarray::ArrayView2<'_, i64>,
     missing: Option<ndarray::ArrayView2<'_, bool>>,
-    f: usize,
+    (f, rows): (usize, std::ops::Range<usize>),
     mut out: ndarray::ArrayViewMut1<'_, i32>,
     mut code: impl FnMut(i64) -> CoreResult<i32>,
 ) -> CoreResult<()> {
-    let mask = missing.as_ref().map(|m| m.row(f));
-    for (s, (&v, slot)) in values.row(f).iter().zip(out.iter_mut()).enumerate() {
-        *slot = if mask.as_ref().is_some_and(|m| m[s]) {
-            MISSING
-        } else {
-            code(v)?
-        };
+    let cells = values.slice(ndarray::s![f, rows.clone()]);
+    match missing {
+        Some(mask) => {
+            let mask = mask.slice(ndarray::s![f, rows]);
+            for ((&v, &m), slot) in cells.iter().zip(mask.iter()).zip(out.iter_mut()) {
+                *slot = if m { MISSING } else { code(v)? };
+            }
+        }
+        None => {
+            for (&v, slot) in cells.iter().zip(out.iter_mut()) {
+                *slot = code(v)?;
+            }
+        }
     }
     Ok(())
 }
 
-/// Codes a block feature by feature into `out (F, n_rows)`: `code_feature(f, vocabulary,
-/// row)` writes the codes of feature `f` into its row. One thread, or a few cells, are
-/// coded on the calling thread (a pool's hand-off costs more: a context switch,
-/// milliseconds on a loaded machine); otherwise the features go to a local pool.
+/// Rows of a block coded feature after feature before the next rows: the block is
+/// usually a transposed (S, F) C-order array, where a feature's column is strided, and a
+/// tile of rows stays in cache while each feature reads its column of it (coding a whole
+/// column at a time read each row's cache line once per feature).
+const TILE_ROWS: usize = 256;
+
+/// Codes a block into `out (F, n_rows)`, tile of rows by tile of rows ([`TILE_ROWS`]):
+/// `code_tile(f, vocabulary, rows, out)` writes the codes of feature `f`'s cells in
+/// `rows` into `out`. Each feature's rows are coded in order by one thread. One thread,
+/// or a few cells, are coded on the calling thread (a pool's hand-off costs more: a
+/// context switch, milliseconds on a loaded machine); otherwise the features go to a
+/// local pool in two contiguous groups a thread, each group reading the block once.
 fn code_block<T: Send>(
     py: Python<'_>,
     features: Vec<T>,
     mut out: ndarray::ArrayViewMut2<'_, i32>,
     n_jobs: usize,
-    code_feature: impl Fn(usize, T, ndarray::ArrayViewMut1<'_, i32>) -> CoreResult<()> + Send + Sync,
+    code_tile: impl Fn(usize, &mut T, std::ops::Range<usize>, ndarray::ArrayViewMut1<'_, i32>) -> CoreResult<()>
+        + Send
+        + Sync,
 ) -> PyResult<()> {
-    let cells = out.len();
-    let work: Vec<_> = features
+    let (cells, n_rows) = (out.len(), out.ncols());
+    let mut work: Vec<(usize, T, ndarray::ArrayViewMut1<'_, i32>)> = features
         .into_iter()
         .zip(out.outer_iter_mut())
         .enumerate()
+        .map(|(f, (vocabulary, row))| (f, vocabulary, row))
         .collect();
-    let code_feature = |(f, (vocabulary, row)): (usize, (T, ndarray::ArrayViewMut1<'_, i32>))| {
-        crate::interrupt::check()?;
-        code_feature(f, vocabulary, row)
+    let code_group = |group: &mut [(usize, T, ndarray::ArrayViewMut1<'_, i32>)]| {
+        for start in (0..n_rows).step_by(TILE_ROWS) {
+            crate::interrupt::check()?;
+            let rows = start..(start + TILE_ROWS).min(n_rows);
+            for (f, vocabulary, row) in group.iter_mut() {
+                let out = row.slice_mut(ndarray::s![rows.clone()]);
+                code_tile(*f, vocabulary, rows.clone(), out)?;
+            }
+        }
+        Ok(())
     };
     if n_jobs <= 1 || cells <= INLINE_CELLS {
-        work.into_iter()
-            .try_for_each(code_feature)
-            .map_err(to_py_err)
+        code_group(&mut work).map_err(to_py_err)
     } else {
+        let per_group = work.len().div_ceil(2 * n_jobs).max(1);
         run(py, n_jobs, || {
-            work.into_par_iter().try_for_each(code_feature)
+            work.par_chunks_mut(per_group).try_for_each(code_group)
         })
     }
 }
