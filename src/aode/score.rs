@@ -327,11 +327,11 @@ pub(super) fn prepare(
         })
         .collect();
     // the sparse pairs without a direct index: a chunk finds each row's cell of them once
-    // for both orientations ([`ScoringContext::find_cells`])
+    // for both orientations ([`ScoringContext::find_cells`]), when cell indexes fit u32
     let mut searched = Vec::new();
     let mut search_column = vec![u32::MAX; sparse_pairs.len()];
     for (slot, (&pair, index)) in sparse_pairs.iter().zip(&direct).enumerate() {
-        if index.is_none() {
+        if index.is_none() && !too_many_cells {
             search_column[slot] = searched.len() as u32;
             searched.push(pair);
         }
@@ -358,7 +358,8 @@ pub(super) struct Prepared {
     direct: Vec<Option<Vec<u32>>>,
     /// `(pair, a, b)` of the sparse pairs without a direct index.
     searched: Vec<(usize, usize, usize)>,
-    /// Each sparse pair's position in `searched` (`u32::MAX`: it has a direct index).
+    /// Each sparse pair's position in `searched` (`u32::MAX`: it has a direct index, or
+    /// the tables hold too many cells for `u32` indexes and each orientation searches).
     search_column: Vec<u32>,
     readers: Vec<Vec<Run>>,
     /// The super-parents, in feature order (their rank is their position here).
@@ -570,14 +571,10 @@ impl ScoringContext<'_, '_> {
     /// the same cell `(x_a, x_b)`, so each is searched for once, not once per
     /// orientation. Empty (each orientation then searches) above [`FOUND_CELLS`] entries.
     fn find_cells(&self, codes: ArrayView2<i32>, first: usize, n: usize) -> Vec<u32> {
-        let tables = &self.model.pair_tables;
-        let too_many_cells = tables
-            .indptr
-            .last()
-            .is_some_and(|&end| end >= u32::MAX as i64);
-        if self.searched.is_empty() || self.searched.len() * n > FOUND_CELLS || too_many_cells {
+        if self.searched.is_empty() || self.searched.len() * n > FOUND_CELLS {
             return Vec::new();
         }
+        let tables = &self.model.pair_tables;
         let mut found = vec![0u32; self.searched.len() * n];
         for (&(p, a, b), column) in self.searched.iter().zip(found.chunks_exact_mut(n)) {
             let (codes_a, codes_b) = (codes.row(a), codes.row(b));
