@@ -26,7 +26,7 @@ import itertools
 from pathlib import Path
 
 import numpy as np
-from aode_datasets import METRICS, cached_folds, compare, markdown, table
+from aode_datasets import EQ8, METRICS, cached_folds, compare, markdown, table
 from scipy.special import gammaln
 
 import hebnb
@@ -50,15 +50,15 @@ def one_dependence_evidence(model) -> np.ndarray:
 class WeightedAODE(hebnb.aode.AODE):
     """HEB-AODE whose super-parents are weighted by ``scale(L_i - max L)``."""
 
-    def __init__(self, weighting="bma", **params):
+    def __init__(self, evidence_weighting="bma", **params):
         super().__init__(**params)
-        self.weighting = weighting
+        self.evidence_weighting = evidence_weighting
 
     def _solve(self, threads):
         super()._solve(threads)
         evidence = one_dependence_evidence(self)
         relative = evidence - evidence.max()
-        if self.weighting == "per-row":
+        if self.evidence_weighting == "per-row":
             relative = relative / self.class_count_.sum()
         for i, (start, end) in enumerate(itertools.pairwise(self._encoder.offsets)):
             self._model["parent_log_prob"][start:end] += relative[i]
@@ -67,13 +67,13 @@ class WeightedAODE(hebnb.aode.AODE):
 
 def main() -> None:
     hebnb.WeightedAODE = WeightedAODE  # where the evaluation looks estimators up
-    METHODS["two-level"] = Method("two-level", "HEB-AODE two-level", "AODE", {})
+    METHODS["two-level"] = Method("two-level", "HEB-AODE two-level", "AODE", EQ8)
     for weighting in ["bma", "per-row"]:
         METHODS[f"two-level-{weighting}"] = Method(
             f"two-level-{weighting}",
             f"HEB-AODE two-level, {weighting} weights",
             "WeightedAODE",
-            {"weighting": weighting},
+            {"evidence_weighting": weighting, **EQ8},
         )
     names = ["two-level", "two-level-bma", "two-level-per-row"]
     out = Path(__file__).parent / "results" / "aode-evidence-weights-folds.csv"

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aode_datasets import METRICS, cached_folds, compare, markdown, table
+from aode_datasets import EQ8, METRICS, cached_folds, compare, markdown, table
 
 from hebnb.evaluation.methods import METHODS, Method
 
 
 def main() -> None:
-    METHODS["two-level"] = Method("two-level", "HEB-AODE two-level", "AODE", {})
+    METHODS["two-level"] = Method("two-level", "HEB-AODE two-level", "AODE", EQ8)
     METHODS["two-level-eb-parent"] = Method(
         "two-level-eb-parent", "HEB-AODE two-level, EB parent", "AODE", {"parent_smoothing": "heb"}
     )
