@@ -31,7 +31,7 @@ from scipy.special import gammaln
 
 import hebnb
 import hebnb.aode
-from hebnb.evaluation.methods import METHODS, Method
+from hebnb.evaluation.methods import ESTIMATORS, METHODS, Method
 
 
 def one_dependence_evidence(model) -> np.ndarray:
@@ -66,7 +66,7 @@ class WeightedAODE(hebnb.aode.AODE):
 
 
 def main() -> None:
-    hebnb.WeightedAODE = WeightedAODE  # where the evaluation looks estimators up
+    ESTIMATORS["WeightedAODE"] = WeightedAODE  # where the evaluation looks estimators up
     METHODS["two-level"] = Method("two-level", "HEB-AODE two-level", "AODE", EQ8)
     for weighting in ["bma", "per-row"]:
         METHODS[f"two-level-{weighting}"] = Method(
