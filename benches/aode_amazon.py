@@ -54,7 +54,7 @@ def models(n_jobs: int, extra: dict) -> dict:
         "HEB-M Naive Bayes": CategoricalNB(smoothing="heb-m", n_jobs=n_jobs),
     }
     for name, params in extra.items():
-        out[name] = AODE(**params, n_jobs=n_jobs)
+        out[name] = AODE(**{"parent_smoothing": "laplace", **params}, n_jobs=n_jobs)
     return out
 
 

@@ -69,7 +69,7 @@ def run_one(name: str, smoothing: str, n_jobs: int) -> dict:
     X, y = load(name)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     params = {"smoothing": "laplace"} if smoothing == "laplace" else {"prior": smoothing}
-    model = AODE(**params, n_jobs=n_jobs)
+    model = AODE(**params, parent_smoothing="laplace", n_jobs=n_jobs)
     start, cpu = time.perf_counter(), time.process_time()
     model.fit(X, y)
     fit, fit_cpu = time.perf_counter() - start, time.process_time() - cpu

@@ -100,8 +100,8 @@ def main():
         "Laplace, gamma = 0.9995": CategoricalNB(smoothing="laplace", learning_rate=0.9995),
     }
     if args.with_aode:
-        models["HEB-AODE, gamma = 1"] = AODE()
-        models["HEB-AODE, gamma = 0.9995"] = AODE(learning_rate=0.9995)
+        models["HEB-AODE, gamma = 1"] = AODE(parent_smoothing="laplace")
+        models["HEB-AODE, gamma = 0.9995"] = AODE(parent_smoothing="laplace", learning_rate=0.9995)
     curves, seconds = {}, {}
     for name, model in models.items():
         start = time.perf_counter()
