@@ -522,6 +522,8 @@ struct Scratch {
     pooled_cells: Vec<f64>,
     cell_mean: Vec<f64>,
     log_denominator: Vec<f64>,
+    /// `ln m_c` of the orientation being written, one per class.
+    log_concentration: Vec<f64>,
     /// One pair's whole counts as floats ([`Context::tally`]).
     whole_cells: WholeCells,
 }
@@ -852,21 +854,22 @@ impl<'t> Context<'_, 't> {
                 (s.documents[index] + solutions[index % n_classes].concentration).ln()
             }),
         );
-        // unseen cell: ln(m mu_{u,v}) - ln(N_{c,u} + m), less ln mu_{j,v}
-        let unseen = |u: usize, c: usize| {
-            let level = match pooled {
-                Some(a) => a.ln() - (s.pooled_documents[u] + a).ln(),
-                None => 0.0,
-            };
-            solutions[c].concentration.ln() + level - s.log_denominator[u * n_classes + c]
-        };
         match target {
             Target::Dense(table) => {
                 let k_child = layout.cardinality(child);
                 let log_mean = &self.log_child_mean[child_start..child_start + k_child];
+                // unseen cell: ln(m mu_{u,v}) - ln(N_{c,u} + m), less ln mu_{j,v}; each
+                // logarithm taken once per class or document, not once per (u, c)
+                s.log_concentration.clear();
+                s.log_concentration
+                    .extend(solutions.iter().map(|solution| solution.concentration.ln()));
+                let pooled_and_log = pooled.map(|a| (a, a.ln()));
                 for u in 0..k_parent {
+                    let level = pooled_and_log
+                        .map_or(0.0, |(a, log_a)| log_a - (s.pooled_documents[u] + a).ln());
                     for c in 0..n_classes {
-                        let unseen_uc = unseen(u, c);
+                        let unseen_uc =
+                            s.log_concentration[c] + level - s.log_denominator[u * n_classes + c];
                         for (v, &log_mean) in log_mean.iter().enumerate() {
                             table[(u * k_child + v) * n_classes + c] = unseen_uc + log_mean;
                         }
