@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from hebnb import AODE, CategoricalNB, _core
-from hebnb._encoding import CategoryEncoder
+from hebnb._encoding import MISSING_CODE, UNKNOWN, CategoryEncoder
 
 pa = pytest.importorskip("pyarrow")
 
@@ -823,8 +823,7 @@ def test_a_broken_arrow_stream_export_is_a_clear_error():
 def test_integer_blocks_code_by_first_appearance_whatever_the_span(n_jobs):
     # columns of every span (a few values, thousands, the extremes of int64), negatives
     # and missing cells in each, coded tile by tile over more rows than one tile: the
-    # codes must be each value's order of first appearance, and unknown (-2) when not
-    # growing
+    # codes must be each value's order of first appearance, and unknown when not growing
     rng = np.random.default_rng(5)
     n_rows = 3000
     columns = [
@@ -850,10 +849,14 @@ def test_integer_blocks_code_by_first_appearance_whatever_the_span(n_jobs):
         for v, m in zip(values[f, first], missing[f, first]):
             if not m:
                 order.setdefault(int(v), len(order))
-        expected = [-1 if m else order[int(v)] for v, m in zip(values[f, first], missing[f, first])]
+        expected = [
+            MISSING_CODE if m else order[int(v)]
+            for v, m in zip(values[f, first], missing[f, first])
+        ]
         np.testing.assert_array_equal(grown[f], expected)
         expected = [
-            -1 if m else order.get(int(v), -2) for v, m in zip(values[f, later], missing[f, later])
+            MISSING_CODE if m else order.get(int(v), UNKNOWN)
+            for v, m in zip(values[f, later], missing[f, later])
         ]
         np.testing.assert_array_equal(known[f], expected)
-    assert (known[1] == -2).any() and (known[2] == -2).any()
+    assert (known[1] == UNKNOWN).any() and (known[2] == UNKNOWN).any()
