@@ -48,3 +48,6 @@ def test_integer_block_coding_writes_into_its_output_and_refuses_another_shape()
         with pytest.raises(ValueError, match="shape"):
             vocabulary.encode_int_block(values, None, grow=False, n_jobs=1, out=out)
     assert vocabulary.lengths() == [2, 2]
+    assert [vocabulary.length(f) for f in range(2)] == [2, 2]
+    with pytest.raises(ValueError, match="feature 2 outside the 2 features"):
+        vocabulary.length(2)

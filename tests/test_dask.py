@@ -142,6 +142,101 @@ def test_a_dask_fit_is_the_local_fit(client, model):
         np.testing.assert_allclose(distant.pair_counts_, local.pair_counts_, rtol=1e-12)
 
 
+def test_max_parents_counts_only_the_super_parents_pairs_in_every_partition(monkeypatch):
+    """With ``AODE(max_parents=k)`` the partitions count the pairs of the k super-parents
+    chosen on the merged counts (O(k F) tables), not every pair: under a memory budget
+    that refuses all pairs of one partition but allows k parents' (as on very wide
+    data), the Dask fit is the local fit."""
+    import dask
+
+    import hebnb.aode
+    from hebnb import _core
+
+    rng = np.random.default_rng(3)
+    n, n_features, n_values, k = 600, 120, 12, 3
+    X = rng.integers(0, n_values, size=(n, n_features))
+    y = (X[:, 4] < 6) ^ (X[:, 9] < 3)
+    y = np.where(rng.random(n) < 0.1, ~y, y).astype(int)
+    offsets = [n_values * f for f in range(n_features + 1)]
+    capped = np.zeros((n_features, n_features), dtype=bool)
+
+    def planned(parents):
+        return _core.aode_planned_bytes(
+            offsets=offsets,
+            capped=capped,
+            parents=parents,
+            n_rows=n // 2,
+            n_classes=2,
+            stored_cells=0,
+        )["total"]
+
+    every = planned(np.ones(n_features, dtype=bool))
+    chosen = planned(np.arange(n_features) < k)
+    budget = int((every * chosen) ** 0.5)
+    monkeypatch.setattr(hebnb.aode, "memory_budget_bytes", lambda: budget)
+    with pytest.raises(MemoryError, match="max_parents"):
+        AODE().fit(X[: n // 2], y[: n // 2])  # every pair of one partition: refused
+    local = AODE(max_parents=k).fit(X, y)
+    assert local.super_parents_.sum() == k
+    with dask.config.set(scheduler="sync"):  # the patched budget holds in this process
+        distant = hd.fit(
+            AODE(max_parents=k),
+            da.from_array(X, chunks=(n // 2, -1)),
+            da.from_array(y, chunks=n // 2),
+        )
+    np.testing.assert_array_equal(distant.super_parents_, local.super_parents_)
+    np.testing.assert_array_equal(distant.pair_indptr_, local.pair_indptr_)
+    np.testing.assert_array_equal(distant.pair_indices_, local.pair_indices_)
+    np.testing.assert_allclose(distant.pair_counts_, local.pair_counts_, rtol=1e-12)
+    np.testing.assert_allclose(distant.predict_proba(X), local.predict_proba(X), atol=1e-12)
+
+
+def _misaligned(array):
+    """A copy of ``array`` at an odd byte offset, as arrays unpickled from Dask's frames
+    may arrive."""
+    raw = np.zeros(array.nbytes + 1, dtype=np.uint8)
+    copy = np.frombuffer(raw.data, dtype=array.dtype, count=array.size, offset=1)
+    copy = copy.reshape(array.shape)
+    copy[...] = array
+    assert not copy.flags.aligned
+    return copy
+
+
+@pytest.mark.parametrize("model", [CategoricalNB(), AODE(), AODE(max_parents=2)], ids=repr)
+def test_count_tables_shipped_misaligned_are_solved_as_sent(model):
+    """A state that crossed a process boundary may hold misaligned arrays (the Rust
+    kernels refuse to borrow those): merge and solve copy them and give the local fit."""
+    import dataclasses
+
+    X_parts, y_parts = _partitions()
+    X, y = _whole(X_parts), _whole(y_parts)
+    family = hd.CategoricalFamily(model)
+    state = family.count(X, y, None)
+    pairs = None
+    if state.pairs is not None:
+        pairs = {key: _misaligned(value) for key, value in state.pairs.items()}
+    shipped = dataclasses.replace(
+        state,
+        class_count=_misaligned(state.class_count),
+        counts=_misaligned(state.counts),
+        pairs=pairs,
+    )
+    merged = hd._merge_task(family, shipped, None)
+    if family.chooses_parents:  # the second pass's pair tables, shipped too
+        plan = hd._plan_task(family, shipped)
+        tables = family.count_pairs(plan, X, y, None)
+        tables = {key: _misaligned(value) for key, value in tables.items()}
+        shipped = hd._with_pairs_task(shipped, plan, tables)
+        merged = hd._with_pairs_task(merged, plan, hd._pair_merge_task(family, plan, tables, None))
+    local = pytest.importorskip("sklearn.base").clone(model).fit(X, y)
+    rows = _test_rows()
+    for total in (shipped, merged):
+        solved = hd._solve_task(family, total)
+        np.testing.assert_allclose(
+            solved.predict_proba(rows), local.predict_proba(rows), atol=1e-10
+        )
+
+
 def test_the_count_tables_are_the_crosstabs_of_the_rows(client):
     X_parts, y_parts = _partitions(seed=3)
     X, y = _collections(X_parts, y_parts)
@@ -317,6 +412,13 @@ def test_the_graph_has_named_tasks():
     assert len(counts) == len(SIZES)
     # split_every=2 over 5 partitions: 3 + 2 + 1 merges
     assert len([k for k in graph.dask if str(k).startswith("hebnb-merge")]) == 6
+    assert not any(str(k).startswith("hebnb-pairs") for k in graph.dask)
+    # max_parents: a second pass over the partitions for the chosen parents' pairs
+    graph = hd.fit_graph(AODE(max_parents=2), X, y, split_every=2)
+    pairs = [k for k in graph.dask if str(k).startswith("hebnb-pairs-")]
+    assert len(pairs) == len(SIZES)
+    assert len([k for k in graph.dask if str(k).startswith("hebnb-pair-merge")]) == 6
+    assert any(str(k).startswith("hebnb-plan-") for k in graph.dask)
 
 
 def test_the_fitted_model_pickles_across_processes(client):

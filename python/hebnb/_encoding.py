@@ -758,6 +758,11 @@ class CategoryEncoder:
         """The sorted categories of every feature."""
         return [self._view(f)[0] for f in range(self.n_features)]
 
+    def sorted_categories(self, f: int) -> np.ndarray:
+        """The sorted categories of feature ``f`` (``categories[f]`` without building
+        every other feature's)."""
+        return self._view(f)[0]
+
     def sorted_order(self, f: int) -> np.ndarray:
         """The code of each category of feature ``f`` in sorted order."""
         return self._view(f)[1]
@@ -765,7 +770,7 @@ class CategoryEncoder:
     def _view(self, f: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(sorted categories, their codes, rank of every code)`` of feature ``f``,
         cached until the feature grows."""
-        n = self.vocabulary.lengths()[f]
+        n = self.vocabulary.length(f)
         cached = self._views.get(f)
         if cached is not None and cached[0] == n:
             return cached[1:]

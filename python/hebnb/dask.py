@@ -12,7 +12,9 @@ numpy / pandas, and its ``predict_proba`` equals a local ``fit`` on the concaten
 data (up to the order of floating-point additions).
 
 The graph's tasks are named ``hebnb-count-*`` (one per partition), ``hebnb-merge-*``
-(the reduction) and ``hebnb-solve-*`` (then, for the posterior power of
+(the reduction) and ``hebnb-solve-*`` (before it, for ``AODE(max_parents=k)``, a
+second pass counting only the chosen super-parents' pairs: ``hebnb-plan-*``,
+``hebnb-pairs-*``, ``hebnb-pair-merge-*`` and ``hebnb-with-pairs-*``; then, for the posterior power of
 :class:`~hebnb.MultinomialNB`, ``hebnb-rows-*`` and ``hebnb-power-*``), so the Dask dashboard and
 ``distributed.progress`` show the fit as it runs. An error in a partition (bad data in
 one file) is the error a local fit raises, its message prefixed with the partition.
@@ -31,6 +33,7 @@ Supported: :class:`~hebnb.CategoricalNB`, :class:`~hebnb.AODE`,
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -99,6 +102,22 @@ class CategoricalCounts:
     encoder: CategoryEncoder
     counts: FloatArray
     pairs: dict[str, Any] | None
+    #: The super-parents whose orientations ``pairs`` holds, when they were chosen before
+    #: the pairs were counted (:class:`SuperParentPlan`); None: every feature's.
+    pair_parents: npt.NDArray[np.bool_] | None = None
+
+
+@dataclass(frozen=True)
+class SuperParentPlan:
+    """What the second pass of an ``AODE(max_parents=k)`` fit needs from the first: the
+    vocabulary merged over every partition (the codes of the solved model), the classes,
+    and the super-parents chosen on the total counts, as a local fit chooses them. Each
+    partition then counts only the pairs of those super-parents: O(k F) tables instead
+    of O(F^2), which is what makes very wide data fit at all."""
+
+    encoder: CategoryEncoder
+    classes: npt.NDArray[Any]
+    parents: npt.NDArray[np.bool_]
 
 
 @dataclass
@@ -182,6 +201,12 @@ class CategoricalFamily(Family[CategoricalCounts]):
     def aode(self) -> bool:
         return isinstance(self.template, AODE)
 
+    @property
+    def chooses_parents(self) -> bool:
+        """Whether the super-parents are chosen between two passes over the partitions
+        (``AODE(max_parents=k)``): the first counts categories, the second pairs."""
+        return self.aode and self.template.max_parents is not None
+
     def _threads(self) -> int:
         return n_threads(self.template.n_jobs)
 
@@ -203,7 +228,7 @@ class CategoricalFamily(Family[CategoricalCounts]):
             codes, labels, weights, offsets, n_classes, threads
         )
         pairs = None
-        if self.aode:
+        if self.aode and not self.chooses_parents:
             cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
             capped = self.template._capped(cardinality, n_classes)
             parents = np.ones(cardinality.shape[0], dtype=bool)
@@ -270,6 +295,41 @@ class CategoricalFamily(Family[CategoricalCounts]):
             )
         return CategoricalCounts(a.n_rows + b.n_rows, classes, class_count, encoder, counts, pairs)
 
+    def plan(self, state: CategoricalCounts) -> SuperParentPlan:
+        """The super-parents of the total counts, and the vocabulary and classes the
+        partitions' pair counts use."""
+        parents = self.template._super_parents(state.counts, state.encoder.offsets, self._threads())
+        return SuperParentPlan(state.encoder, state.classes, parents)
+
+    def count_pairs(
+        self, plan: SuperParentPlan, X: Any, y: Any, sample_weight: Any
+    ) -> dict[str, Any]:
+        """One partition's pair tables for the planned super-parents, in the merged codes
+        (every category of the partition is in the merged vocabulary)."""
+        threads = self._threads()
+        n_rows = n_rows_of(X)
+        # a copy: encoding borrows the vocabulary mutably, and a threaded scheduler runs
+        # several partitions' tasks on the one plan at once
+        encoder = copy.deepcopy(plan.encoder)
+        codes = encoder.transform(X, n_threads=threads).codes
+        part_classes, labels = encode_labels(y, n_rows)
+        labels = _class_rows(plan.classes, part_classes)[labels].astype(np.int64)
+        weights = _weights(sample_weight, n_rows)
+        n_classes = plan.classes.shape[0]
+        cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
+        capped = self.template._capped(cardinality, n_classes)
+        return count_pair_tables(
+            codes, labels, weights, encoder.offsets, n_classes, capped, plan.parents, threads
+        )
+
+    def merge_pairs(
+        self, plan: SuperParentPlan, a: dict[str, Any], b: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The sum of two partitions' pair tables of :meth:`count_pairs` (same codes)."""
+        offsets = plan.encoder.offsets
+        same_codes = [np.arange(k, dtype=np.int64) for k in plan.encoder.cardinalities]
+        return merge_pair_tables(a, b, offsets, offsets, same_codes, 1.0, self._threads())
+
     def solve(self, state: CategoricalCounts) -> BaseEstimator:
         model = clone(self.template)
         model._validate_params()
@@ -285,11 +345,13 @@ class CategoricalFamily(Family[CategoricalCounts]):
         if isinstance(model, AODE):
             assert pairs is not None
             capped = model._capped(cardinality, state.classes.shape[0])
-            # the partitions counted every feature as a parent; the super-parents are
-            # chosen on the total counts, as a local fit chooses them, and the others'
-            # pair tables dropped
+            # the super-parents are chosen on the total counts, as a local fit chooses
+            # them; where the partitions counted every feature as a parent, the others'
+            # pair tables are dropped
             parents = model._super_parents(counts, offsets, threads)
-            if not parents.all():
+            if state.pair_parents is not None:
+                assert np.array_equal(parents, state.pair_parents)  # the same counts
+            elif not parents.all():
                 pairs = merge_pair_tables(
                     pairs,
                     _empty_pairs(offsets, state.classes.shape[0], capped, parents),
@@ -313,7 +375,7 @@ class CategoricalFamily(Family[CategoricalCounts]):
 
 def _by_code(encoder: CategoryEncoder, f: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
     """``(category, vocabulary code)`` of every code of feature ``f``, in code order."""
-    categories = encoder.categories[f]
+    categories = encoder.sorted_categories(f)
     vocabulary_codes = np.asarray(encoder.sorted_order(f), dtype=np.int64)
     if encoder.order == "sorted":
         return categories, vocabulary_codes
@@ -514,6 +576,24 @@ def _aligned(part: Any) -> Any:
     return part
 
 
+def _aligned_tables(tables: Any) -> Any:
+    """Count tables (a family's state, a dict of arrays, a list of them) whose arrays the
+    core can borrow: a task's result shipped from another worker may arrive with its
+    arrays misaligned, as partitions may (:func:`_aligned`); those arrays are copied."""
+    if isinstance(tables, np.ndarray):
+        return tables if tables.flags.aligned else np.require(tables, requirements=["A"])
+    if isinstance(tables, dict):
+        return {key: _aligned_tables(value) for key, value in tables.items()}
+    if isinstance(tables, list):
+        return [_aligned_tables(value) for value in tables]
+    if dataclasses.is_dataclass(tables) and not isinstance(tables, type):
+        fields = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
+        changed = {k: _aligned_tables(v) for k, v in fields.items()}
+        if any(changed[k] is not fields[k] for k in fields):
+            return dataclasses.replace(tables, **changed)
+    return tables
+
+
 def _count_task(
     family: Family[Any], X: Any, y: Any, sample_weight: Any, index: int, n_partitions: int
 ) -> Any:
@@ -530,14 +610,64 @@ def _merge_task(family: Family[Any], *states: Any) -> Any:
     for state in states:
         if state is None:
             continue
+        state = _aligned_tables(state)
         total = state if total is None else family.merge(total, state)
     return total
 
 
 def _solve_task(family: Family[Any], state: Any) -> BaseEstimator:
+    _check_not_empty(state)
+    return family.solve(_aligned_tables(state))
+
+
+def _check_not_empty(state: Any) -> None:
     if state is None:
         raise ValueError("every partition is empty: there is nothing to fit")
-    return family.solve(state)
+
+
+def _plan_task(family: CategoricalFamily, state: CategoricalCounts | None) -> SuperParentPlan:
+    """The super-parents of the merged category counts (the first pass's result)."""
+    _check_not_empty(state)
+    assert state is not None
+    return family.plan(_aligned_tables(state))
+
+
+def _pair_count_task(
+    family: CategoricalFamily,
+    plan: SuperParentPlan,
+    X: Any,
+    y: Any,
+    sample_weight: Any,
+    index: int,
+    n_partitions: int,
+) -> dict[str, Any] | None:
+    """One partition's pair tables for the planned super-parents (None for an empty one)."""
+    if n_rows_of(X) == 0 and len(y) == 0:
+        return None
+    X, y, sample_weight = _aligned(X), _aligned(y), _aligned(sample_weight)
+    tables: dict[str, Any] = _in_partition(
+        index, n_partitions, lambda: family.count_pairs(plan, X, y, sample_weight)
+    )
+    return tables
+
+
+def _pair_merge_task(
+    family: CategoricalFamily, plan: SuperParentPlan, *tables: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The sum of some partitions' pair tables, in partition order."""
+    total = None
+    for table in tables:
+        if table is not None:
+            table = _aligned_tables(table)
+            total = table if total is None else family.merge_pairs(plan, total, table)
+    return total
+
+
+def _with_pairs_task(
+    state: CategoricalCounts, plan: SuperParentPlan, pairs: dict[str, Any] | None
+) -> CategoricalCounts:
+    """The merged category counts with the pair tables of the second pass."""
+    return dataclasses.replace(state, pairs=pairs, pair_parents=plan.parents)
 
 
 def _power_rows_task(
@@ -626,24 +756,34 @@ def fit_graph(
     family_node = _delayed(family, pure=True)
     count = _delayed(_count_task, pure=True)
     n = len(blocks)
-    level: list[Delayed] = [
+    counts = [
         count(family_node, xb, yb, wb, i, n, dask_key_name=f"hebnb-count-{token}-{i}")
         for i, (xb, yb, wb) in enumerate(blocks)
     ]
     merge = _delayed(_merge_task, pure=True)
-    depth = 0
-    while len(level) > 1:
-        level = [
-            merge(
-                family_node,
-                *level[start : start + split_every],
-                dask_key_name=f"hebnb-merge-{token}-{depth}-{start // split_every}",
+    state = _reduce(counts, merge, (family_node,), f"hebnb-merge-{token}", split_every)
+    if isinstance(family, CategoricalFamily) and family.chooses_parents:
+        # a second pass: the super-parents chosen on the total counts, then only their
+        # pairs counted in every partition
+        plan = _delayed(_plan_task, pure=True)(
+            family_node, state, dask_key_name=f"hebnb-plan-{token}"
+        )
+        pair_count = _delayed(_pair_count_task, pure=True)
+        tables = [
+            pair_count(
+                family_node, plan, xb, yb, wb, i, n, dask_key_name=f"hebnb-pairs-{token}-{i}"
             )
-            for start in range(0, len(level), split_every)
+            for i, (xb, yb, wb) in enumerate(blocks)
         ]
-        depth += 1
+        pair_merge = _delayed(_pair_merge_task, pure=True)
+        pairs = _reduce(
+            tables, pair_merge, (family_node, plan), f"hebnb-pair-merge-{token}", split_every
+        )
+        state = _delayed(_with_pairs_task, pure=True)(
+            state, plan, pairs, dask_key_name=f"hebnb-with-pairs-{token}"
+        )
     solve = _delayed(_solve_task, pure=True)
-    result: Delayed = solve(family_node, level[0], dask_key_name=f"hebnb-solve-{token}")
+    result: Delayed = solve(family_node, state, dask_key_name=f"hebnb-solve-{token}")
     if getattr(family.template, "_power_needs_rows", lambda: False)():
         # the leave-one-out posterior power reads the rows under the solved model: a
         # second pass over the partitions, whose (classes + 2) numbers per row meet in
@@ -656,6 +796,29 @@ def fit_graph(
         power = _delayed(_power_task, pure=True)
         result = power(result, *parts, dask_key_name=f"hebnb-power-{token}")
     return result
+
+
+def _reduce(
+    level: list[Delayed],
+    merge: Any,
+    leading: tuple[Any, ...],
+    name: str,
+    split_every: int,
+) -> Delayed:
+    """A tree reduction of ``level`` by ``merge(*leading, *up to split_every nodes)``,
+    in order; its tasks are named ``{name}-{depth}-{index}``."""
+    depth = 0
+    while len(level) > 1:
+        level = [
+            merge(
+                *leading,
+                *level[start : start + split_every],
+                dask_key_name=f"{name}-{depth}-{start // split_every}",
+            )
+            for start in range(0, len(level), split_every)
+        ]
+        depth += 1
+    return level[0]
 
 
 def _check_parameters(model: BaseEstimator) -> None:

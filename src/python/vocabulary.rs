@@ -353,6 +353,13 @@ impl Vocabulary {
         self.features.iter().map(FeatureVocabulary::len).collect()
     }
 
+    /// Number of categories of one feature (`lengths()[feature]` without the other
+    /// features' counts: per-feature loops over wide data stay linear).
+    fn length(&self, feature: usize) -> PyResult<usize> {
+        self.check_feature(feature)?;
+        Ok(self.features[feature].len())
+    }
+
     /// The growth marks `truncate` returns to: one `(values, objects)` pair per feature.
     fn mark(&self, py: Python<'_>) -> Vec<(usize, usize)> {
         self.lengths_now(py)
