@@ -132,6 +132,10 @@ unsafe impl ZeroBytes for f64 {}
 unsafe impl ZeroBytes for i64 {}
 // SAFETY: as above.
 unsafe impl ZeroBytes for bool {}
+// SAFETY: as above.
+unsafe impl ZeroBytes for i32 {}
+// SAFETY: as above.
+unsafe impl ZeroBytes for u32 {}
 
 /// A vector of `len` zeros from the allocator's zeroed memory, or
 /// [`HebError::Allocation`]. Its pages are first touched by whichever thread writes them

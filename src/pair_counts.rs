@@ -50,7 +50,8 @@ use rayon::prelude::*;
 
 use crate::counts::{check_rows, class_indices};
 use crate::error::{
-    check_code_range, check_len, code_out_of_range, with_capacity, HebError, Result,
+    check_code_range, check_len, code_out_of_range, untouched_zeros, with_capacity, HebError,
+    Result, ZeroBytes,
 };
 use crate::layout::FeatureLayout;
 
@@ -194,6 +195,23 @@ impl<'a> CellCountsView<'a> {
         match self {
             CellCountsView::Whole(a) => a.is_standard_layout(),
             CellCountsView::Float(a) => a.is_standard_layout(),
+        }
+    }
+
+    /// Adds `scale` times the class counts of cell `k` to `sum` (length C).
+    #[inline]
+    pub fn add_cell(&self, k: usize, scale: f64, sum: &mut [f64]) {
+        match self {
+            CellCountsView::Whole(a) => {
+                for (total, &n) in sum.iter_mut().zip(a.row(k)) {
+                    *total += f64::from(n) * scale;
+                }
+            }
+            CellCountsView::Float(a) => {
+                for (total, &n) in sum.iter_mut().zip(a.row(k)) {
+                    *total += n * scale;
+                }
+            }
         }
     }
 
@@ -1072,23 +1090,6 @@ fn flat_pairs(pairs: &[(usize, usize)]) -> Result<Vec<i32>> {
     Ok(flat)
 }
 
-/// The CSR assembled from per-pair blocks (of the pairs `pairs`, in order), with
-/// fallible allocations; `whole`: the counts are stored as `u32` (whole numbers that fit).
-fn assemble(
-    pairs: Vec<i32>,
-    blocks: Vec<PairBlock>,
-    n_classes: usize,
-    whole: bool,
-) -> Result<PairTables> {
-    let mut assembled = Assembled::new(
-        pairs,
-        blocks.iter().map(|b| b.row_lengths.len()).sum(),
-        whole,
-    )?;
-    assembled.append(&blocks, n_classes)?;
-    assembled.finish(n_classes)
-}
-
 /// The first `extra` elements of `vector`'s spare capacity, reserved fallibly; the
 /// caller writes them all, then extends the length.
 fn spare<T>(vector: &mut Vec<T>, extra: usize) -> Result<&mut [MaybeUninit<T>]> {
@@ -1249,7 +1250,8 @@ impl Assembled {
 /// batch pair the stored tables lack adds to nothing. Cells whose counts all reach 0 are
 /// dropped, as counting drops them. The result holds whole (`u32`) counts when both
 /// inputs are whole numbers, `decay` is 1 (or nothing is stored) and every sum fits,
-/// else `f64`. O(cells + P log P), in parallel over pairs.
+/// else `f64`. O(cells + P log P), in parallel over pairs, each pair written straight
+/// into the result (with room for the stored and the batch's cells, then compacted).
 ///
 /// # Errors
 /// Tables that disagree with their layouts, codes out of range or not increasing, or
@@ -1303,65 +1305,6 @@ pub fn merge_pair_tables(
         })
         .collect();
     let (old_rows, rows) = (old.row_offsets(old_layout)?, batch.row_offsets(layout)?);
-    let blocks: Vec<PairBlock> = (0..batch.n_pairs())
-        .into_par_iter()
-        .with_min_len(16)
-        .map(|p| {
-            let (a, b) = batch.pair(p);
-            let k_parent = layout.cardinality(a);
-            let mut block = PairBlock {
-                row_lengths: vec![0; k_parent],
-                indices: Vec::new(),
-                counts: Vec::new(),
-            };
-            let old_pair = old.position(a, b);
-            let mut sum = vec![0.0; n_classes];
-            for (u, slot) in block.row_lengths.iter_mut().enumerate() {
-                let before = block.indices.len();
-                let old_cells = match (old_value[a][u], old_pair) {
-                    (Some(old_u), Some(q)) => {
-                        let row = old_rows[q] + old_u;
-                        old.indptr[row] as usize..old.indptr[row + 1] as usize
-                    }
-                    _ => 0..0,
-                };
-                let row = rows[p] + u;
-                let new_cells = batch.indptr[row] as usize..batch.indptr[row + 1] as usize;
-                let (mut i, mut j) = (old_cells.start, new_cells.start);
-                while i < old_cells.end || j < new_cells.end {
-                    let old_v = (i < old_cells.end).then(|| new_codes[b][old.indices[i] as usize]);
-                    let new_v = (j < new_cells.end).then(|| batch.indices[j] as usize);
-                    let v = match (old_v, new_v) {
-                        (Some(x), Some(y)) => x.min(y),
-                        (Some(x), None) => x,
-                        (None, Some(y)) => y,
-                        (None, None) => break,
-                    };
-                    sum.iter_mut().for_each(|n| *n = 0.0);
-                    if old_v == Some(v) {
-                        for (c, n) in sum.iter_mut().enumerate() {
-                            *n += old.counts.get(i, c) * decay;
-                        }
-                        i += 1;
-                    }
-                    if new_v == Some(v) {
-                        for (c, n) in sum.iter_mut().enumerate() {
-                            *n += batch.counts.get(j, c);
-                        }
-                        j += 1;
-                    }
-                    if sum.iter().any(|&n| n != 0.0) {
-                        block.indices.push(v as i32);
-                        block.counts.extend_from_slice(&sum);
-                    }
-                }
-                *slot = (block.indices.len() - before) as i64;
-            }
-            block
-        })
-        .collect();
-    let mut pair_list = with_capacity(batch.pairs.len(), "AODE pair list")?;
-    pair_list.extend_from_slice(batch.pairs);
     // whole counts stay whole (u32) when nothing fractional enters: the batch whole, the
     // old counts whole and undecayed (or none), and no cell beyond u32
     let (old_whole, old_largest) = old.counts.whole_and_largest();
@@ -1369,7 +1312,214 @@ pub fn merge_pair_tables(
     let whole = batch_whole
         && (old.counts.nrows() == 0 || (old_whole && decay == 1.0))
         && old_largest + batch_largest <= u32::MAX as f64;
-    assemble(pair_list, blocks, n_classes, whole)
+    let merge = RowMerge {
+        old,
+        batch,
+        old_value: &old_value,
+        old_rows: &old_rows,
+        rows: &rows,
+        new_codes,
+        n_classes,
+        decay,
+    };
+    // one pass over the pairs in parallel, each writing its cells into its own region
+    // with room for the most it can have, then the regions moved together (no per-pair
+    // buffers to grow and copy)
+    let (indptr, indices, counts) = if whole {
+        let (indptr, indices, counts) = merge.merged(|n| {
+            debug_assert!(n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64);
+            n as u32
+        })?;
+        let nnz = indices.len();
+        let counts = Array2::from_shape_vec((nnz, n_classes), counts).map_err(shape_error)?;
+        (indptr, indices, CellCounts::Whole(counts))
+    } else {
+        let (indptr, indices, counts) = merge.merged(|n| n)?;
+        let nnz = indices.len();
+        let counts = Array2::from_shape_vec((nnz, n_classes), counts).map_err(shape_error)?;
+        (indptr, indices, CellCounts::Float(counts))
+    };
+    let mut pair_list = with_capacity(batch.pairs.len(), "AODE pair list")?;
+    pair_list.extend_from_slice(batch.pairs);
+    Ok(PairTables {
+        pairs: pair_list,
+        indptr,
+        indices,
+        counts,
+    })
+}
+
+fn shape_error(error: ndarray::ShapeError) -> HebError {
+    HebError::InvalidParameter(error.to_string())
+}
+
+/// `values` cut into one part per pair: pair p owns `(bounds[p + 1] - bounds[p]) * width`
+/// items from `bounds[p] * width` on (`bounds` rising from 0 to `values.len() / width`).
+fn split_by_pair<'v, T>(
+    mut values: &'v mut [T],
+    bounds: &[usize],
+    width: usize,
+) -> Vec<(usize, &'v mut [T])> {
+    let mut parts = Vec::with_capacity(bounds.len().saturating_sub(1));
+    for (p, bound) in bounds.windows(2).enumerate() {
+        let (part, rest) = std::mem::take(&mut values).split_at_mut((bound[1] - bound[0]) * width);
+        parts.push((p, part));
+        values = rest;
+    }
+    parts
+}
+
+/// What [`merge_pair_tables`] merges, row by row of the batch's pairs.
+struct RowMerge<'a, 'o, 'b> {
+    old: PairTablesView<'o>,
+    batch: PairTablesView<'b>,
+    old_value: &'a [Vec<Option<usize>>],
+    old_rows: &'a [usize],
+    rows: &'a [usize],
+    new_codes: &'a [Vec<usize>],
+    n_classes: usize,
+    decay: f64,
+}
+
+impl RowMerge<'_, '_, '_> {
+    /// Calls `emit(child value, class counts)` for every merged cell of row `u` (parent
+    /// value) of the batch's pair `p`, in increasing child value; cells whose counts are
+    /// all 0 are skipped, as counting skips them.
+    fn cells(
+        &self,
+        p: usize,
+        old_pair: Option<usize>,
+        u: usize,
+        sum: &mut [f64],
+        mut emit: impl FnMut(usize, &[f64]),
+    ) {
+        let (old, batch) = (&self.old, &self.batch);
+        let (a, b) = batch.pair(p);
+        let old_cells = match (self.old_value[a][u], old_pair) {
+            (Some(old_u), Some(q)) => {
+                let row = self.old_rows[q] + old_u;
+                old.indptr[row] as usize..old.indptr[row + 1] as usize
+            }
+            _ => 0..0,
+        };
+        let row = self.rows[p] + u;
+        let new_cells = batch.indptr[row] as usize..batch.indptr[row + 1] as usize;
+        let (mut i, mut j) = (old_cells.start, new_cells.start);
+        let child_codes = &self.new_codes[b];
+        loop {
+            let old_v = (i < old_cells.end).then(|| child_codes[old.indices[i] as usize]);
+            let new_v = (j < new_cells.end).then(|| batch.indices[j] as usize);
+            let v = match (old_v, new_v) {
+                (Some(x), Some(y)) => x.min(y),
+                (Some(x), None) => x,
+                (None, Some(y)) => y,
+                (None, None) => break,
+            };
+            sum.iter_mut().for_each(|n| *n = 0.0);
+            if old_v == Some(v) {
+                old.counts.add_cell(i, self.decay, sum);
+                i += 1;
+            }
+            if new_v == Some(v) {
+                batch.counts.add_cell(j, 1.0, sum);
+                j += 1;
+            }
+            if sum.iter().any(|&n| n != 0.0) {
+                emit(v, sum);
+            }
+        }
+    }
+
+    /// Where the stored tables hold the batch's pair `p`.
+    fn old_pair(&self, p: usize) -> Option<usize> {
+        let (a, b) = self.batch.pair(p);
+        self.old.position(a, b)
+    }
+
+    /// The most cells pair `p` can have after the merge: the stored and the batch's
+    /// cells of its rows.
+    fn most_cells(&self, p: usize) -> usize {
+        let (a, _) = self.batch.pair(p);
+        let old_pair = self.old_pair(p);
+        let cells = |indptr: &[i64], row: usize| (indptr[row + 1] - indptr[row]) as usize;
+        (0..self.rows[p + 1] - self.rows[p])
+            .map(|u| {
+                let stored = match (self.old_value[a][u], old_pair) {
+                    (Some(old_u), Some(q)) => cells(self.old.indptr, self.old_rows[q] + old_u),
+                    _ => 0,
+                };
+                stored + cells(self.batch.indptr, self.rows[p] + u)
+            })
+            .sum()
+    }
+
+    /// The merged tables' row pointers, child values and class counts (`convert`ed).
+    ///
+    /// # Errors
+    /// [`HebError::Allocation`] when they cannot be allocated.
+    fn merged<T: ZeroBytes + Send>(
+        &self,
+        convert: impl Fn(f64) -> T + Sync,
+    ) -> Result<(Vec<i64>, Vec<i32>, Vec<T>)> {
+        let n_classes = self.n_classes;
+        let n_pairs = self.batch.n_pairs();
+        let room: Vec<usize> = (0..n_pairs)
+            .into_par_iter()
+            .map(|p| self.most_cells(p))
+            .collect();
+        let mut starts: Vec<usize> = with_capacity(n_pairs + 1, "AODE pair offsets")?;
+        starts.push(0);
+        for &cells in &room {
+            starts.push(starts[starts.len() - 1] + cells);
+        }
+        let n_rows = self.rows[n_pairs];
+        let mut indptr: Vec<i64> = untouched_zeros(n_rows + 1, "AODE pair row pointers")?;
+        let mut indices: Vec<i32> = untouched_zeros(starts[n_pairs], "AODE pair cells")?;
+        let mut counts: Vec<T> = untouched_zeros(starts[n_pairs] * n_classes, "AODE pair counts")?;
+        // each pair's row lengths, child values and counts, from the start of its region
+        let used: Vec<usize> = split_by_pair(&mut indptr[1..], self.rows, 1)
+            .into_par_iter()
+            .zip(split_by_pair(&mut indices, &starts, 1))
+            .zip(split_by_pair(&mut counts, &starts, n_classes))
+            .with_min_len(16)
+            .map(|(((p, lengths), (_, indices)), (_, counts))| {
+                let mut sum = vec![0.0; n_classes];
+                let mut k = 0;
+                let old_pair = self.old_pair(p);
+                for (u, length) in lengths.iter_mut().enumerate() {
+                    let first = k;
+                    self.cells(p, old_pair, u, &mut sum, |v, sum| {
+                        indices[k] = v as i32;
+                        let row = &mut counts[k * n_classes..(k + 1) * n_classes];
+                        for (out, &n) in row.iter_mut().zip(sum) {
+                            *out = convert(n);
+                        }
+                        k += 1;
+                    });
+                    *length = (k - first) as i64;
+                }
+                k
+            })
+            .collect();
+        // the regions moved together, in pair order
+        let mut next = 0;
+        for (p, &cells) in used.iter().enumerate() {
+            indices.copy_within(starts[p]..starts[p] + cells, next);
+            counts.copy_within(
+                starts[p] * n_classes..(starts[p] + cells) * n_classes,
+                next * n_classes,
+            );
+            next += cells;
+        }
+        indices.truncate(next);
+        indices.shrink_to_fit();
+        counts.truncate(next * n_classes);
+        counts.shrink_to_fit();
+        for row in 0..n_rows {
+            indptr[row + 1] += indptr[row];
+        }
+        Ok((indptr, indices, counts))
+    }
 }
 
 #[cfg(test)]
@@ -1444,6 +1594,21 @@ mod tests {
             decayed.counts.to_f64().sum(),
             0.5 * old.counts.to_f64().sum() + batch.counts.to_f64().sum()
         );
+        // decay 0 forgets the stored rows: their cells are dropped, as counting the batch
+        // alone (on the grown vocabulary) leaves them out
+        let forgotten = merge_pair_tables(
+            old.view(),
+            &old_layout,
+            batch.view(),
+            &layout,
+            &new_codes,
+            2,
+            0.0,
+        )
+        .unwrap();
+        assert_eq!(forgotten.indptr, batch.indptr);
+        assert_eq!(forgotten.indices, batch.indices);
+        assert_eq!(forgotten.counts.to_f64(), batch.counts.to_f64());
         // whole counts stay whole through an undecayed merge, not through a decayed one
         assert!(matches!(merged.counts, CellCounts::Whole(_)));
         assert!(matches!(decayed.counts, CellCounts::Float(_)));
