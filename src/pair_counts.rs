@@ -1456,7 +1456,8 @@ impl RowMerge<'_, '_, '_> {
     /// The merged tables' row pointers, child values and class counts (`convert`ed).
     ///
     /// # Errors
-    /// [`HebError::Allocation`] when they cannot be allocated.
+    /// [`HebError::Allocation`] when they cannot be allocated, [`HebError::Interrupted`]
+    /// when the caller asked the work to stop.
     fn merged<T: ZeroBytes + Send>(
         &self,
         convert: impl Fn(f64) -> T + Sync,
@@ -1483,6 +1484,7 @@ impl RowMerge<'_, '_, '_> {
             .zip(split_by_pair(&mut counts, &starts, n_classes))
             .with_min_len(16)
             .map(|(((p, lengths), (_, indices)), (_, counts))| {
+                crate::interrupt::check()?;
                 let mut sum = vec![0.0; n_classes];
                 let mut k = 0;
                 let old_pair = self.old_pair(p);
@@ -1498,9 +1500,9 @@ impl RowMerge<'_, '_, '_> {
                     });
                     *length = (k - first) as i64;
                 }
-                k
+                Ok(k)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         // the regions moved together, in pair order
         let mut next = 0;
         for (p, &cells) in used.iter().enumerate() {
