@@ -1474,9 +1474,13 @@ impl RowMerge<'_, '_, '_> {
             starts.push(starts[starts.len() - 1] + cells);
         }
         let n_rows = self.rows[n_pairs];
+        let room_cells = starts[n_pairs];
+        let room_counts = room_cells
+            .checked_mul(n_classes)
+            .ok_or_else(|| reserve_error(usize::MAX))?;
         let mut indptr: Vec<i64> = untouched_zeros(n_rows + 1, "AODE pair row pointers")?;
-        let mut indices: Vec<i32> = untouched_zeros(starts[n_pairs], "AODE pair cells")?;
-        let mut counts: Vec<T> = untouched_zeros(starts[n_pairs] * n_classes, "AODE pair counts")?;
+        let mut indices: Vec<i32> = untouched_zeros(room_cells, "AODE pair cells")?;
+        let mut counts: Vec<T> = untouched_zeros(room_counts, "AODE pair counts")?;
         // each pair's row lengths, child values and counts, from the start of its region
         let used: Vec<usize> = split_by_pair(&mut indptr[1..], self.rows, 1)
             .into_par_iter()

@@ -14,9 +14,10 @@ data (up to the order of floating-point additions).
 The graph's tasks are named ``hebnb-count-*`` (one per partition), ``hebnb-merge-*``
 (the reduction) and ``hebnb-solve-*`` (before it, for ``AODE(max_parents=k)``, a
 second pass counting only the chosen super-parents' pairs: ``hebnb-plan-*``,
-``hebnb-pairs-*``, ``hebnb-pair-merge-*`` and ``hebnb-with-pairs-*``; then, for the posterior power of
-:class:`~hebnb.MultinomialNB`, ``hebnb-rows-*`` and ``hebnb-power-*``), so the Dask dashboard and
-``distributed.progress`` show the fit as it runs. An error in a partition (bad data in
+``hebnb-pairs-*``, ``hebnb-pair-merge-*`` and ``hebnb-with-pairs-*``; after it, for the
+posterior power of :class:`~hebnb.MultinomialNB`, ``hebnb-rows-*`` and
+``hebnb-power-*``), so the Dask dashboard and ``distributed.progress`` show the fit as it
+runs. An error in a partition (bad data in
 one file) is the error a local fit raises, its message prefixed with the partition.
 
 ``predict`` / ``predict_proba`` map the fitted model over the partitions
