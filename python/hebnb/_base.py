@@ -25,7 +25,13 @@ from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._encoding import CategoryEncoder, check_sample_weight, check_table_size, encode_labels
+from ._encoding import (
+    CategoryEncoder,
+    aligned_arrays,
+    check_sample_weight,
+    check_table_size,
+    encode_labels,
+)
 from ._params import N_JOBS, ClassProbabilities, ConcentrationBounds, StrictInterval, StrOptions
 
 
@@ -376,6 +382,11 @@ class ThreadSafeModel:
             state = super().__getstate__()  # scikit-learn's: the instance dict and version
             assert isinstance(state, dict)
             return without_locks(state)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # a model unpickled from byte frames (Dask ships it to its workers so) may hold
+        # misaligned arrays, which the core refuses to borrow: those are copied
+        super().__setstate__(aligned_arrays(state))  # type: ignore[misc]
 
 
 #: Cells (rows x features) scored per chunk by ``predict*``: a chunk's codes and scores

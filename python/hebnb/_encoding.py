@@ -9,6 +9,7 @@ Python loop over rows, and never mutates the caller's data.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import numbers
 import os
@@ -38,6 +39,29 @@ def memory_budget_bytes() -> int:
     except (ImportError, OSError, ValueError):
         limit = -1
     return physical if limit < 0 else min(physical, limit)
+
+
+def aligned_arrays(value: Any) -> Any:
+    """``value`` with every numpy array in it (through dicts, lists, tuples and dataclass
+    instances) at an aligned address. Arrays unpickled from byte frames (Dask ships
+    models and count tables between processes so) may sit at an odd offset, which the
+    Rust kernels refuse to borrow; those are copied, and the rest is returned as it is."""
+    if isinstance(value, np.ndarray):
+        return value if value.flags.aligned else np.require(value, requirements=["A"])
+    if isinstance(value, dict):
+        items = {key: aligned_arrays(item) for key, item in value.items()}
+        return value if all(items[k] is value[k] for k in value) else type(value)(items)
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        items_list = [aligned_arrays(item) for item in value]
+        if all(new is old for new, old in zip(items_list, value)):
+            return value
+        return type(value)(items_list)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+        changed = {name: aligned_arrays(item) for name, item in fields.items()}
+        if any(changed[name] is not fields[name] for name in fields):
+            return dataclasses.replace(value, **changed)
+    return value
 
 
 #: Largest (classes x categories) table one fit may build before refusing with

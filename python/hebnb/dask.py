@@ -56,6 +56,7 @@ from ._encoding import (
     CategoryEncoder,
     _array_column,
     _encode_column,
+    aligned_arrays,
     check_sample_weight,
     check_table_size,
     encode_labels,
@@ -577,24 +578,6 @@ def _aligned(part: Any) -> Any:
     return part
 
 
-def _aligned_tables(tables: Any) -> Any:
-    """Count tables (a family's state, a dict of arrays, a list of them) whose arrays the
-    core can borrow: a task's result shipped from another worker may arrive with its
-    arrays misaligned, as partitions may (:func:`_aligned`); those arrays are copied."""
-    if isinstance(tables, np.ndarray):
-        return tables if tables.flags.aligned else np.require(tables, requirements=["A"])
-    if isinstance(tables, dict):
-        return {key: _aligned_tables(value) for key, value in tables.items()}
-    if isinstance(tables, list):
-        return [_aligned_tables(value) for value in tables]
-    if dataclasses.is_dataclass(tables) and not isinstance(tables, type):
-        fields = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
-        changed = {k: _aligned_tables(v) for k, v in fields.items()}
-        if any(changed[k] is not fields[k] for k in fields):
-            return dataclasses.replace(tables, **changed)
-    return tables
-
-
 def _count_task(
     family: Family[Any], X: Any, y: Any, sample_weight: Any, index: int, n_partitions: int
 ) -> Any:
@@ -611,14 +594,14 @@ def _merge_task(family: Family[Any], *states: Any) -> Any:
     for state in states:
         if state is None:
             continue
-        state = _aligned_tables(state)
+        state = aligned_arrays(state)
         total = state if total is None else family.merge(total, state)
     return total
 
 
 def _solve_task(family: Family[Any], state: Any) -> BaseEstimator:
     _check_not_empty(state)
-    return family.solve(_aligned_tables(state))
+    return family.solve(aligned_arrays(state))
 
 
 def _check_not_empty(state: Any) -> None:
@@ -630,7 +613,7 @@ def _plan_task(family: CategoricalFamily, state: CategoricalCounts | None) -> Su
     """The super-parents of the merged category counts (the first pass's result)."""
     _check_not_empty(state)
     assert state is not None
-    return family.plan(_aligned_tables(state))
+    return family.plan(aligned_arrays(state))
 
 
 def _pair_count_task(
@@ -659,7 +642,7 @@ def _pair_merge_task(
     total = None
     for table in tables:
         if table is not None:
-            table = _aligned_tables(table)
+            table = aligned_arrays(table)
             total = table if total is None else family.merge_pairs(plan, total, table)
     return total
 

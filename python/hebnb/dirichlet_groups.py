@@ -315,7 +315,7 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
             column = _array_column(np.asarray(state["groups_"], dtype=object), 0)
             _encode_column(groups, 0, column, True, "the group column")
             state = {**state, "_groups": groups}
-        self.__dict__.update(state)
+        super().__setstate__(state)
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
