@@ -791,6 +791,16 @@ class CategoryEncoder:
         """The code of each category of feature ``f`` in sorted order."""
         return self._view(f)[1]
 
+    def first_appearance_categories(self, f: int) -> np.ndarray:
+        """The categories of feature ``f`` in the vocabulary's order (first appearance:
+        element k has vocabulary code k), with the types of :attr:`categories`, without
+        sorting them."""
+        integers = self.vocabulary.int_values(f)
+        if integers is not None:
+            return integers.astype(np.float64) if self.floats[f] else integers
+        n = self.vocabulary.length(f)
+        return np.fromiter(self.vocabulary.values(f), dtype=np.object_, count=n)
+
     def _view(self, f: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(sorted categories, their codes, rank of every code)`` of feature ``f``,
         cached until the feature grows."""

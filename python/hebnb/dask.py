@@ -377,12 +377,12 @@ class CategoricalFamily(Family[CategoricalCounts]):
 
 def _by_code(encoder: CategoryEncoder, f: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
     """``(category, vocabulary code)`` of every code of feature ``f``, in code order."""
-    categories = encoder.sorted_categories(f)
-    vocabulary_codes = np.asarray(encoder.sorted_order(f), dtype=np.int64)
     if encoder.order == "sorted":
-        return categories, vocabulary_codes
-    order = np.argsort(vocabulary_codes, kind="stable")
-    return categories[order], vocabulary_codes[order]
+        codes = np.asarray(encoder.sorted_order(f), dtype=np.int64)
+        return encoder.sorted_categories(f), codes
+    # codes are the vocabulary's: no sort needed
+    categories = encoder.first_appearance_categories(f)
+    return categories, np.arange(categories.shape[0], dtype=np.int64)
 
 
 def _code_in(encoder: CategoryEncoder, f: int, vocabulary_codes: Any) -> npt.NDArray[np.int64]:
