@@ -529,6 +529,32 @@ def test_pickle_round_trip_of_a_vocabulary_of_a_million_values():
     np.testing.assert_array_equal(restored.categories_[0], model.categories_[0])
 
 
+def test_first_appearance_categories_are_the_categories_in_code_order():
+    """What a Dask merge reads instead of the sorted view: element k is the category
+    whose code is k, with the types of ``categories`` (floats stay floats; ints beyond
+    int64 and tuples stay Python objects)."""
+    X = pd.DataFrame(
+        {
+            "words": ["pear", "apple", None, "fig", "apple"],
+            "floats": [2.0, -1.0, 2.0, np.nan, 0.0],
+            "ints": [7, -3, 7, 12, 0],
+            "objects": [2**70, (1, 2), 3, 2**70, "x"],
+        }
+    )
+    encoder = CategoryEncoder()
+    codes = encoder.fit_transform(X)
+    for f, column in enumerate(X.columns):
+        in_code_order = encoder.first_appearance_categories(f)
+        seen = [v for v in X[column] if not (v is None or (isinstance(v, float) and np.isnan(v)))]
+        first = list(dict.fromkeys(seen))  # first appearances, in order
+        assert in_code_order.tolist() == first
+        assert in_code_order.dtype == encoder.categories[f].dtype
+        present = codes[f] >= 0
+        assert in_code_order[codes[f][present]].tolist() == [
+            v for v, keep in zip(X[column], present) if keep
+        ]
+
+
 def test_a_vocabulary_of_another_format_names_its_version():
     vocabulary = CategoryEncoder().fit_transform(np.array([["a"], ["b"]], dtype=object))
     assert vocabulary.shape == (1, 2)
