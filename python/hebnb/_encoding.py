@@ -48,10 +48,10 @@ def aligned_arrays(value: Any) -> Any:
     Rust kernels refuse to borrow; those are copied, and the rest is returned as it is."""
     if isinstance(value, np.ndarray):
         return value if value.flags.aligned else np.require(value, requirements=["A"])
-    if isinstance(value, dict):
+    if type(value) is dict:
         items = {key: aligned_arrays(item) for key, item in value.items()}
-        return value if all(items[k] is value[k] for k in value) else type(value)(items)
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return value if all(items[k] is value[k] for k in value) else items
+    if type(value) in (list, tuple):
         items_list = [aligned_arrays(item) for item in value]
         if all(new is old for new, old in zip(items_list, value)):
             return value
