@@ -237,6 +237,30 @@ def test_count_tables_shipped_misaligned_are_solved_as_sent(model):
         )
 
 
+def test_object_columns_kept_as_objects_give_the_local_fit():
+    """Python objects of mixed types (1, "1", 2.0; an integer beyond int64) are keyed as a
+    local fit keys them, once Dask is told not to turn object columns into strings."""
+    import dask
+
+    n = 240
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(
+        {
+            "mixed": pd.Series([1, "1", 2.0, None] * (n // 4), dtype=object),
+            "big": pd.Series([2**63 + 5, 7, -3, (1, 2)] * (n // 4), dtype=object),
+        }
+    )
+    y = pd.Series(rng.choice(["x", "y", "z"], size=n))
+    with dask.config.set({"dataframe.convert-string": False}):
+        X_dask, y_dask = dd.from_pandas(X, npartitions=3), dd.from_pandas(y, npartitions=3)
+    for model in (CategoricalNB(), AODE()):
+        local = pytest.importorskip("sklearn.base").clone(model).fit(X, y)
+        with dask.config.set(scheduler="sync"):
+            distant = hd.fit(model, X_dask, y_dask)
+        assert [list(c) for c in distant.categories_] == [list(c) for c in local.categories_]
+        np.testing.assert_allclose(distant.predict_proba(X), local.predict_proba(X), atol=1e-12)
+
+
 def test_the_count_tables_are_the_crosstabs_of_the_rows(client):
     X_parts, y_parts = _partitions(seed=3)
     X, y = _collections(X_parts, y_parts)
