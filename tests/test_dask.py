@@ -420,6 +420,9 @@ def test_a_bad_partition_is_named(client):
     assert str(distant.value) == f"partition 2 of 5: {local.value}"  # the local fit's error
     with pytest.raises(ValueError, match="smoothing"):
         hd.fit(CategoricalNB(smoothing="nope"), X, y)  # before any task runs
+    for weighted in (CategoricalNB(weighting="cll-feature"), AODE(weighting="cll-value")):
+        with pytest.raises(ValueError, match="cannot fit weighting="):
+            hd.fit(weighted, X, y)  # the weights need the rows: refused, not ignored
     with pytest.raises(ValueError, match="same partitions"):
         hd.fit(CategoricalNB(), X, y.repartition(npartitions=2))
     with pytest.raises(TypeError, match="Dask DataFrame"):

@@ -806,9 +806,16 @@ def _reduce(
 
 
 def _check_parameters(model: BaseEstimator) -> None:
-    """The parameter checks of a local fit (``_parameter_constraints``), before any task
-    runs."""
+    """The parameter checks of a local fit (``_parameter_constraints``), and a refusal of
+    what a fit from count tables cannot give, before any task runs."""
     model._validate_params()
+    weighting = getattr(model, "weighting", None)
+    if weighting is not None:
+        raise ValueError(
+            f"hebnb.dask cannot fit weighting={weighting!r}: discriminative weights are "
+            "learned from the rows, and only count tables leave the workers; fit with "
+            "weighting=None, or fit the weighted model locally"
+        )
 
 
 def _adopt(estimator: Estimator, fitted: BaseEstimator) -> Estimator:
