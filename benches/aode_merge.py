@@ -21,13 +21,11 @@ the process, and the ratio old / this build.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
+
+from common import run_child
 
 CHILD = r"""
 import json, resource, sys, time
@@ -64,20 +62,6 @@ print(json.dumps({"wall": wall, "cpu": cpu, "peak": peak, "grew": peak - before,
 """
 
 
-def run(path: str | None, workload: str, n_jobs: int) -> dict:
-    env = dict(os.environ)
-    if path is not None:
-        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, workload, str(n_jobs)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -90,7 +74,7 @@ def main() -> None:
         results: dict[str, list[dict]] = {name: [] for name in builds}
         for _ in range(args.rounds):
             for name, path in builds.items():
-                results[name].append(run(path, workload, args.n_jobs))
+                results[name].append(run_child(CHILD, workload, args.n_jobs, pythonpath=path))
         for name, runs in results.items():
             rows.append(
                 {

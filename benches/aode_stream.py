@@ -28,12 +28,10 @@ of the rounds. The machine is shared: compare the ratios of one run.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
+
+from common import run_child
 
 CHILD = r"""
 import json, resource, sys, time
@@ -79,20 +77,6 @@ print(json.dumps({"total": total, "wall": wall, "cpu": cpu, "before": before, "p
 """
 
 
-def run(path: str | None, mode: str, n_rows: int, batch: int, n_calls: int) -> dict:
-    env = dict(os.environ)
-    if path is not None:
-        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(n_rows), str(batch), str(n_calls)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -113,7 +97,7 @@ def main() -> None:
     results: dict[str, list[dict]] = {name: [] for name in jobs}
     for _ in range(args.rounds):
         for name, (path, mode, calls) in jobs.items():
-            results[name].append(run(path, mode, n_rows, batch, calls))
+            results[name].append(run_child(CHILD, mode, n_rows, batch, calls, pythonpath=path))
 
     def median(name: str, pick) -> float:
         return float(np.median([pick(r) for r in results[name]]))

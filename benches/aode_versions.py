@@ -27,14 +27,12 @@ Then, from the repository root after ``maturin develop --release``:
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 from tqdm import tqdm
+
+from common import run_child
 
 HERE = Path(__file__).resolve().parent
 
@@ -94,14 +92,8 @@ print(json.dumps({{"version": hebnb.__file__, "times": out}}))
 
 def run_build(pythonpath: str | None, workload: str, n_jobs: int, repeats: int) -> dict:
     """Fit times of one build (``pythonpath`` None: the installed development build)."""
-    env = dict(os.environ)
-    if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     code = WORKER.format(benches=str(HERE), n_jobs=n_jobs, workload=workload, repeats=repeats)
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(code, pythonpath=pythonpath)
 
 
 def main() -> None:

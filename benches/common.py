@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,3 +35,20 @@ def timer(results: dict, key: str):
     start = time.perf_counter()
     yield
     results[key] = results.get(key, 0.0) + time.perf_counter() - start
+
+
+def run_child(code: str, *args: object, pythonpath: str | None = None) -> dict:
+    """Runs ``code`` in a fresh Python process (``sys.argv[1:]`` the ``args``), with the
+    hebnb package found under ``pythonpath`` first when given (an earlier build), and
+    returns the JSON object its last line of output prints."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
