@@ -1215,7 +1215,6 @@ impl Assembled {
     fn finish(mut self, n_classes: usize) -> Result<PairTables> {
         self.indices.shrink_to_fit();
         let nnz = self.indices.len();
-        let shape_error = |e: ndarray::ShapeError| HebError::InvalidParameter(e.to_string());
         let counts = match self.counts {
             CountBuffer::Whole(mut counts) => {
                 counts.shrink_to_fit();
@@ -1394,14 +1393,10 @@ impl RowMerge<'_, '_, '_> {
         mut emit: impl FnMut(usize, &[f64]),
     ) {
         let (old, batch) = (&self.old, &self.batch);
-        let (a, b) = batch.pair(p);
-        let old_cells = match (self.old_value[a][u], old_pair) {
-            (Some(old_u), Some(q)) => {
-                let row = self.old_rows[q] + old_u;
-                old.indptr[row] as usize..old.indptr[row + 1] as usize
-            }
-            _ => 0..0,
-        };
+        let (_, b) = batch.pair(p);
+        let old_cells = self.stored_row(p, old_pair, u).map_or(0..0, |row| {
+            old.indptr[row] as usize..old.indptr[row + 1] as usize
+        });
         let row = self.rows[p] + u;
         let new_cells = batch.indptr[row] as usize..batch.indptr[row + 1] as usize;
         let (mut i, mut j) = (old_cells.start, new_cells.start);
@@ -1436,18 +1431,23 @@ impl RowMerge<'_, '_, '_> {
         self.old.position(a, b)
     }
 
+    /// The stored tables' row of parent value `u` of the batch's pair `p` (held at
+    /// `old_pair`), if the stored rows had that pair and that value.
+    fn stored_row(&self, p: usize, old_pair: Option<usize>, u: usize) -> Option<usize> {
+        let (a, _) = self.batch.pair(p);
+        Some(self.old_rows[old_pair?] + self.old_value[a][u]?)
+    }
+
     /// The most cells pair `p` can have after the merge: the stored and the batch's
     /// cells of its rows.
     fn most_cells(&self, p: usize) -> usize {
-        let (a, _) = self.batch.pair(p);
         let old_pair = self.old_pair(p);
         let cells = |indptr: &[i64], row: usize| (indptr[row + 1] - indptr[row]) as usize;
         (0..self.rows[p + 1] - self.rows[p])
             .map(|u| {
-                let stored = match (self.old_value[a][u], old_pair) {
-                    (Some(old_u), Some(q)) => cells(self.old.indptr, self.old_rows[q] + old_u),
-                    _ => 0,
-                };
+                let stored = self
+                    .stored_row(p, old_pair, u)
+                    .map_or(0, |row| cells(self.old.indptr, row));
                 stored + cells(self.batch.indptr, self.rows[p] + u)
             })
             .sum()
