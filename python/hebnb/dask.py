@@ -566,7 +566,7 @@ def _aligned(part: Any) -> Any:
     frames Dask ships between processes may sit at an unaligned byte offset, which the
     Rust kernels refuse, so those (only) are copied."""
     if isinstance(part, np.ndarray):
-        return part if part.flags.aligned else np.require(part, requirements=["A"])
+        return aligned_arrays(part)
     if isinstance(part, pd.DataFrame):
         columns = (part.iloc[:, j].to_numpy(copy=False) for j in range(part.shape[1]))
         if any(isinstance(c, np.ndarray) and not c.flags.aligned for c in columns):
