@@ -231,13 +231,26 @@ class CategoricalFamily(Family[CategoricalCounts]):
         )
         pairs = None
         if self.aode and not self.chooses_parents:
-            cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
-            capped = self.template._capped(cardinality, n_classes)
-            parents = np.ones(cardinality.shape[0], dtype=bool)
-            pairs = count_pair_tables(
-                codes, labels, weights, offsets, n_classes, capped, parents, threads
-            )
+            every_feature = np.ones(encoder.n_features, dtype=bool)
+            pairs = self._pair_tables(encoder, codes, labels, weights, n_classes, every_feature)
         return CategoricalCounts(n_rows, classes, class_count, encoder, counts, pairs)
+
+    def _pair_tables(
+        self,
+        encoder: CategoryEncoder,
+        codes: Any,
+        labels: Any,
+        weights: Any,
+        n_classes: int,
+        parents: npt.NDArray[np.bool_],
+    ) -> dict[str, Any]:
+        """The pair tables of these coded rows with ``parents`` as super-parents, under
+        the template's memory cap."""
+        cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
+        capped = self.template._capped(cardinality, n_classes)
+        return count_pair_tables(
+            codes, labels, weights, encoder.offsets, n_classes, capped, parents, self._threads()
+        )
 
     def merge(self, a: CategoricalCounts, b: CategoricalCounts) -> CategoricalCounts:
         classes = _union_classes(a.classes, b.classes)
@@ -318,11 +331,7 @@ class CategoricalFamily(Family[CategoricalCounts]):
         labels = _class_rows(plan.classes, part_classes)[labels].astype(np.int64)
         weights = _weights(sample_weight, n_rows)
         n_classes = plan.classes.shape[0]
-        cardinality = np.asarray(encoder.cardinalities, dtype=np.int64)
-        capped = self.template._capped(cardinality, n_classes)
-        return count_pair_tables(
-            codes, labels, weights, encoder.offsets, n_classes, capped, plan.parents, threads
-        )
+        return self._pair_tables(encoder, codes, labels, weights, n_classes, plan.parents)
 
     def merge_pairs(
         self, plan: SuperParentPlan, a: dict[str, Any], b: dict[str, Any]
