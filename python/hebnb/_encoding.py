@@ -809,23 +809,16 @@ class CategoryEncoder:
         if cached is not None and cached[0] == n:
             return cached[1:]
         order = self.vocabulary.sorted_order(f)
-        integers = self.vocabulary.int_values(f)
-        categories: np.ndarray
-        if integers is not None:
-            categories = integers[order]
-            if self.floats[f]:
-                categories = categories.astype(np.float64)
-        else:
-            values = np.fromiter(self.vocabulary.values(f), dtype=np.object_, count=n)
-            if self.vocabulary.has_objects(f):
-                try:  # Python values (ints beyond int64, tuples, ...) sorted by Python
-                    order = np.asarray(
-                        sorted(range(n), key=lambda k: (_type_rank(values[k]), values[k])),
-                        dtype=np.int64,
-                    )
-                except TypeError:
-                    pass  # objects that cannot be ordered keep their first appearance
-            categories = values[order]
+        values = self.first_appearance_categories(f)
+        if values.dtype == np.object_ and self.vocabulary.has_objects(f):
+            try:  # Python values (ints beyond int64, tuples, ...) sorted by Python
+                order = np.asarray(
+                    sorted(range(n), key=lambda k: (_type_rank(values[k]), values[k])),
+                    dtype=np.int64,
+                )
+            except TypeError:
+                pass  # objects that cannot be ordered keep their first appearance
+        categories = values[order]
         rank = np.empty(n, dtype=np.int32)
         rank[order] = np.arange(n, dtype=np.int32)
         self._views[f] = (n, categories, order, rank)
