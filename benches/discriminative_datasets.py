@@ -35,7 +35,7 @@ from sklearn.preprocessing import LabelEncoder, OneHotEncoder
 from common import SHARED_DATASETS
 from hebnb.evaluation import evaluate_suite, runner
 from hebnb.evaluation.plots import plot_critical_difference
-from hebnb.evaluation.statistics import friedman_nemenyi
+from hebnb.evaluation.statistics import friedman_nemenyi, paired_wilcoxon
 
 DEFAULT_OUT = Path(__file__).parent / "results" / "discriminative-datasets-folds.csv"
 FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
@@ -216,6 +216,21 @@ def summarise(frame: pd.DataFrame, figures: Path | None) -> None:
             both = ece[[method, unweighted]].dropna()
             wins = int((both[method] <= both[unweighted] + 5e-4).sum())
             print(f"- {method} against {unweighted}: {wins} of {len(both)}")
+    if {"heb-m-posterior", "heb-m"} <= set(methods):
+        print(
+            "\n### Posterior-averaged concentration against Type-II ML (HEB-M): "
+            "should it be the default?\n"
+        )
+        print("| metric | posterior better | Type-II ML better | mean difference | Wilcoxon p |")
+        print("|---|---|---|---|---|")
+        for metric, higher in METRICS.items():
+            scores = table(frame, metric, ["heb-m-posterior", "heb-m"])
+            test = paired_wilcoxon(scores, "heb-m-posterior", "heb-m", higher_is_better=higher)
+            difference = (scores["heb-m-posterior"] - scores["heb-m"]).mean()
+            print(
+                f"| {metric} | {test.first_wins} | {test.second_wins} | {difference:+.4f} | "
+                f"{test.p_value:.3f} |"
+            )
     logloss = table(frame, "log_loss", methods)
     if {"heb-aode", "heb-aode-eb-parent"} <= set(logloss.columns):
         both = logloss[["heb-aode-eb-parent", "heb-aode"]].dropna()

@@ -124,6 +124,42 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
     assert rewritten.read_text().split("## Datasets")[1] == report.split("## Datasets")[1]
 
 
+def test_the_report_compares_the_posterior_average_with_type2_ml(tmp_path):
+    """The report's Wilcoxon row of ``heb-m-posterior vs heb-m`` is the test scipy gives on
+    the per-dataset mean log-losses of summary.csv."""
+    from scipy.stats import wilcoxon
+
+    for index, name in enumerate(["one", "two", "three", "four", "five"]):
+        write_dataset(tmp_path / "suite" / name / "data.csv", n_rows=60, seed=index)
+    out = tmp_path / "results"
+    code = main(
+        [
+            "evaluate",
+            "--suite",
+            str(tmp_path / "suite"),
+            "--methods",
+            "heb-m,heb-m-posterior",
+            "--folds",
+            "3",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    summary = pd.read_csv(out / "summary.csv").pivot(
+        index="dataset", columns="method", values="log_loss"
+    )
+    difference = summary["heb-m"] - summary["heb-m-posterior"]  # > 0: the posterior wins
+    expected = (
+        f"| heb-m-posterior vs heb-m | Log-loss | {int((difference > 0).sum())} "
+        f"| {int((difference < 0).sum())} | {int((difference == 0).sum())} "
+        f"| {wilcoxon(difference).pvalue:.3g} |"
+    )
+    report = (out / "report.md").read_text().splitlines()
+    assert expected in report, [row for row in report if "posterior vs" in row]
+
+
 def test_python_api_accepts_a_dataframe():
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"a": rng.integers(0, 4, 120), "label": rng.integers(0, 2, 120)})

@@ -51,6 +51,7 @@ WILCOXON_PAIRS = (
     ("heb-aode-paper", "aode-capped"),
     ("heb-m+gr", "laplace"),
     ("heb-m+gr", "heb-m"),
+    ("heb-m-posterior", "heb-m"),
 )
 
 
