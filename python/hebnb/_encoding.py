@@ -13,7 +13,6 @@ import dataclasses
 import itertools
 import numbers
 import os
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core
+from ._warnings import warn
 
 
 def memory_budget_bytes() -> int:
@@ -1030,13 +1030,12 @@ class CategoryEncoder:
                 f"{self.n_features} features as input."
             )
         if (self.feature_names is None) != (names is None):
-            warnings.warn(
+            warn(
                 f"X has feature names, but {owner} was fitted without feature names"
                 if self.feature_names is None
                 else f"X does not have valid feature names, but {owner} was fitted with "
                 "feature names",
                 UserWarning,
-                stacklevel=5,
             )
         named = self.feature_names is not None and names is not None
         if (
@@ -1134,11 +1133,10 @@ def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted class labels and the class index of every row; rejects missing labels."""
     y = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
     if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn(
+        warn(
             "A column-vector y was passed when a 1d array was expected. Please change the "
             "shape of y to (n_samples,), for example using ravel().",
             DataConversionWarning,
-            stacklevel=3,
         )
         y = y.ravel()
     if y.ndim != 1:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, TypeVar, cast
@@ -20,6 +19,8 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, Options, StrOptions
+
+from ._warnings import warn
 
 __all__ = [
     "N_JOBS",
@@ -185,12 +186,11 @@ def keyword_only(*names: str, removed_in: str) -> Callable[[InitT], InitT]:
                     raise TypeError(f"{type(self).__name__}() got multiple values for {name!r}")
             if args:
                 spelled = ", ".join(f"{name}={value!r}" for name, value in zip(passed, args))
-                warnings.warn(
+                warn(
                     f"Passing {', '.join(passed)} positionally to {type(self).__name__} is "
                     f"deprecated and stops working in hebnb {removed_in}: write "
                     f"{type(self).__name__}({spelled}).",
                     FutureWarning,
-                    stacklevel=2,
                 )
             init(self, **dict(zip(passed, args)), **kwargs)
 

@@ -35,6 +35,7 @@ from ._online import (
     recode_pair_tables,
 )
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+from ._warnings import warn
 
 
 class AODE(CategoricalClassifier):
@@ -953,11 +954,10 @@ class AODE(CategoricalClassifier):
             n_jobs=threads,
         )
         if model["n_not_converged"]:
-            warnings.warn(
+            warn(
                 "the concentration solver did not converge for "
                 f"{model['n_not_converged']} problems",
                 ConvergenceWarning,
-                stacklevel=3,
             )
         self.concentration_ = model["concentration"]
         self.pooled_concentration_ = model["pooled_concentration"]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar, Literal
@@ -32,6 +31,7 @@ from ._text import (
     empirical_class_log_prior,
     training_batch,
 )
+from ._warnings import warn
 
 
 @dataclass(frozen=True)
@@ -202,15 +202,41 @@ class DiscreteNB(NaiveBayesClassifier):
 
     def _warn_unconverged(self, converged: npt.NDArray[np.bool_]) -> None:
         if not converged.all():
-            warnings.warn(
+            warn(
                 f"the concentration solver did not converge for {(~converged).sum()} distributions",
                 ConvergenceWarning,
-                stacklevel=4,
             )
 
     def _solve(self) -> None:
         """The model from ``class_count_`` and ``feature_count_``."""
         raise NotImplementedError
+
+    def _fit_token_distributions(self, *, complement: bool, normalise: bool) -> dict[str, Any]:
+        """Solves the token distributions of every class (or of every class's complement)
+        in the core and keeps what Multinomial and Complement NB share: the prior mean,
+        the concentrations and their diagnostics, and the class log prior. Returns the
+        core's result for the caller's table."""
+        fit: dict[str, Any] = _core.fit_token_distributions(
+            self.feature_count_,
+            self.class_count_,
+            prior_mean=SMOOTHERS[self.smoothing],
+            alpha=self._alpha(),
+            min_count=float(self.min_count),
+            concentration_bounds=concentration_interval(self.concentration_bounds),
+            complement=complement,
+            normalise=normalise,
+            n_jobs=self._threads(),
+        )
+        self._warn_unconverged(fit["converged"])
+        self.prior_mean_ = fit["prior_mean"]
+        self.concentration_ = fit["concentration"][:, 0]
+        self.log_evidence_ = fit["log_evidence"][:, 0]
+        self.n_iter_ = fit["n_iter"][:, 0]
+        self.converged_ = fit["converged"][:, 0]
+        self.class_log_prior_ = empirical_class_log_prior(
+            self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
+        )
+        return fit
 
     def _score(self, X: Any, table: FloatArray, bias: FloatArray) -> FloatArray:
         matrix = self._check_X(X, reset=False).rows()
@@ -437,27 +463,8 @@ class MultinomialNB(DiscreteNB):
         self._fit_power(rows)
 
     def _solve(self) -> None:
-        fit = _core.fit_token_distributions(
-            self.feature_count_,
-            self.class_count_,
-            prior_mean=SMOOTHERS[self.smoothing],
-            alpha=self._alpha(),
-            min_count=float(self.min_count),
-            concentration_bounds=concentration_interval(self.concentration_bounds),
-            complement=False,
-            normalise=False,
-            n_jobs=self._threads(),
-        )
-        self._warn_unconverged(fit["converged"])
-        self.prior_mean_ = fit["prior_mean"]
-        self.concentration_ = fit["concentration"][:, 0]
-        self.log_evidence_ = fit["log_evidence"][:, 0]
-        self.n_iter_ = fit["n_iter"][:, 0]
-        self.converged_ = fit["converged"][:, 0]
+        fit = self._fit_token_distributions(complement=False, normalise=False)
         self.feature_log_prob_ = fit["log_probability"]
-        self.class_log_prior_ = empirical_class_log_prior(
-            self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
-        )
         # solving from counts alone cannot leave rows out: until the rows are read
         # (_fit_rows, or hebnb.dask's second pass), a power to be fitted is 1
         self._log_probability_by_token = np.ascontiguousarray(self.feature_log_prob_.T)
@@ -547,27 +554,8 @@ class ComplementNB(DiscreteNB):
         return total
 
     def _solve(self) -> None:
-        fit = _core.fit_token_distributions(
-            self.feature_count_,
-            self.class_count_,
-            prior_mean=SMOOTHERS[self.smoothing],
-            alpha=self._alpha(),
-            min_count=float(self.min_count),
-            concentration_bounds=concentration_interval(self.concentration_bounds),
-            complement=True,
-            normalise=bool(self.norm),
-            n_jobs=self._threads(),
-        )
-        self._warn_unconverged(fit["converged"])
-        self.prior_mean_ = fit["prior_mean"]
-        self.concentration_ = fit["concentration"][:, 0]
-        self.log_evidence_ = fit["log_evidence"][:, 0]
-        self.n_iter_ = fit["n_iter"][:, 0]
-        self.converged_ = fit["converged"][:, 0]
+        fit = self._fit_token_distributions(complement=True, normalise=bool(self.norm))
         self.feature_log_prob_ = fit["weights"]
-        self.class_log_prior_ = empirical_class_log_prior(
-            self.class_count_, fit_prior=self.fit_prior, class_prior=self.class_prior
-        )
         self._score_table = np.ascontiguousarray(self.feature_log_prob_.T)
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Real
 from typing import Any, ClassVar, Self
 
@@ -26,6 +25,7 @@ from ._base import (
 from ._encoding import check_sample_weight, check_table_size
 from ._online import batch_classes, grow_tables, n_rows_of, undo_of_added_counts
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+from ._warnings import warn
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
 #: constant m) or "type2" (Type-II ML per class and feature).
@@ -426,11 +426,10 @@ class CategoricalNB(CategoricalClassifier):
                 else None,
             )
             if not converged.all():
-                warnings.warn(
+                warn(
                     f"the concentration solver did not converge for {(~converged).sum()} "
                     "(class, feature) pairs",
                     ConvergenceWarning,
-                    stacklevel=3,
                 )
         else:
             concentration = np.broadcast_to(

@@ -36,7 +36,6 @@ deterministic reductions: the weights are identical for any ``n_jobs``).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,6 +50,7 @@ from ._shared_rows import (
     group_cells_by_rows,
     merge_cells_sharing_rows,
 )
+from ._warnings import warn
 
 #: The discriminative weightings.
 WEIGHTINGS = ("cll-feature", "cll-value")
@@ -342,11 +342,10 @@ def _minimise_in_core(
         *arrays, gradient_tolerance=gtol, max_iter=MAX_ITER, memory=MEMORY, **inputs
     )
     if not converged:
-        warnings.warn(
+        warn(
             f"{what} did not converge in {n_iter} L-BFGS iterations (largest gradient "
             f"entry {largest:.3g}, tolerance {gtol:.3g})",
             ConvergenceWarning,
-            stacklevel=4,
         )
     return theta, value, n_iter, converged
 

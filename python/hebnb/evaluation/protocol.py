@@ -32,6 +32,8 @@ import pandas as pd
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.preprocessing import KBinsDiscretizer
 
+from .._warnings import warn
+
 #: Names of integer columns that hold identifiers, not quantities.
 ID_LIKE_NAME = re.compile(r"(^id$|_id$|hash|url|impression)", re.IGNORECASE)
 
@@ -279,7 +281,7 @@ def plan_columns(
         else:
             plan.categorical.append(name)
     for name, reason in plan.dropped.items():
-        warnings.warn(f"column {name!r} dropped: {reason}", UserWarning, stacklevel=2)
+        warn(f"column {name!r} dropped: {reason}", UserWarning)
     if not plan.kept:
         raise DataError("no feature column is left after dropping the unusable ones")
     return plan

@@ -21,6 +21,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from .._base import CategoricalClassifier, n_threads
 from .._text import NaiveBayesClassifier
+from .._warnings import warn
 from ..metrics import all_metrics, reliability_bins
 from .methods import TEXT_METHODS, check_methods, make_estimator
 from .protocol import (
@@ -168,7 +169,7 @@ def prepare_dataset(
         plan = plan_columns(X, categorical)
     notes = [str(w.message) for w in caught]
     for note in notes:
-        warnings.warn(f"{name or default_name}: {note}", UserWarning, stacklevel=2)
+        warn(f"{name or default_name}: {note}", UserWarning)
     X = whole_categories(X, plan)
     return PreparedDataset(name or default_name, X, y, plan, n_rows_total, notes)
 
@@ -241,11 +242,7 @@ def _run_dataset(
                 pooled[method][2][filled] += (count * accuracy)[filled]
             except (ValueError, MemoryError, RuntimeError) as error:
                 row["error"] = f"{type(error).__name__}: {error}"
-                warnings.warn(
-                    f"{dataset.name} fold {fold} {method}: {row['error']}",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+                warn(f"{dataset.name} fold {fold} {method}: {row['error']}", RuntimeWarning)
             fold_rows.append(row)
             progress.update(1)
     for method, (count, confidence_sum, correct_sum) in pooled.items():
