@@ -30,38 +30,15 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import accuracy_score, log_loss
 
+from common import source_module
 from hebnb import AODE, CategoricalNB
 
 
-def linked_table(
-    n_rows: int = 2000,
-    n_features: int = 400,
-    n_values: int = 3,
-    block: int = 10,
-    seed: int = 0,
-    n_signal: int = 4,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Blocks of correlated neighbouring features (each feature of a block of 10 copies
-    the previous one with probability 0.7, like linked markers) and a class driven by the
-    first ``n_signal`` blocks: whether a block's first feature agrees with another of the
-    block (an interaction Naive Bayes cannot see), plus a weaker main effect of the first
-    feature (so that it is informative on its own, as a super-parent chosen by mutual
-    information needs)."""
-    rng = np.random.default_rng(seed)
-    X = np.empty((n_rows, n_features), dtype=np.int64)
-    for f in range(n_features):
-        if f % block == 0:
-            X[:, f] = rng.integers(0, n_values, n_rows)
-        else:
-            keep = rng.random(n_rows) < 0.7
-            X[:, f] = np.where(keep, X[:, f - 1], rng.integers(0, n_values, n_rows))
-    score = np.zeros(n_rows)
-    for b in range(n_signal):
-        f = b * block
-        agree = X[:, f] == X[:, f + 1 + b % (block - 1)]
-        score += 2.0 * np.where(agree, 1.0, -1.0) * (-1) ** b + 0.8 * (X[:, f] == 0)
-    score -= score.mean()
-    y = (rng.random(n_rows) < 1 / (1 + np.exp(-score))).astype(np.int64)
+def linked_table(n_rows: int, n_features: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``hebnb.datasets.make_linked`` (blocks of linked features, a class driven by
+    interactions), read from this checkout so that every build timed sees the same table."""
+    datasets = source_module("datasets")
+    X, y = datasets.make_linked(n_rows, n_features, random_state=seed)
     return X, y
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 import pandas as pd
 
@@ -19,6 +21,18 @@ SHARED_DATASETS = Path(
         "HEBNB_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"
     )
 )
+
+
+def source_module(name: str) -> ModuleType:
+    """``python/hebnb/<name>.py`` of this checkout, loaded on its own (not through the
+    installed package): a pure-Python module such as ``datasets`` gives benchmarks the
+    same data whichever build of hebnb they time, earlier builds included."""
+    path = Path(__file__).resolve().parents[1] / "python" / "hebnb" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"hebnb_source_{name}", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def load_shared(name: str) -> pd.DataFrame:

@@ -102,5 +102,5 @@ def test_categorical_and_aode_warn_of_unconverged_solves(monkeypatch):
     monkeypatch.setattr(core, "fit_concentrations", nb_unconverged)
     monkeypatch.setattr(core, "fit_aode", aode_unconverged)
     for estimator in (CategoricalNB(), AODE()):
-        caught = raised_here(lambda: estimator.fit(FRAME, LABELS))
+        caught = raised_here(lambda model=estimator: model.fit(FRAME, LABELS))
         assert "did not converge" in str(caught[0].message)

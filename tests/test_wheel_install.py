@@ -69,11 +69,13 @@ def test_wheel_is_manylinux2014_abi3_and_installs_without_rust(tmp_path):
 
     demo = run(str(bin_dir / "hebnb"), "demo")
     assert demo.returncode == 0, demo.stderr
-    # one row per dataset and method (digits and the synthetic set, Laplace and HEB-M):
-    # the method, then accuracy, log-loss, Brier, ECE and fit seconds
+    # one row per dataset and method (scikit-learn, Laplace and HEB-M on digits and the
+    # synthetic set; HEB-M, AODE and HEB-AODE on the linked table): the method, then
+    # accuracy, log-loss, Brier, ECE and fit seconds
     rows = [line.split() for line in demo.stdout.splitlines()]
-    rows = [row for row in rows if len(row) > 6 and row[-6] in ("laplace", "heb-m")]
-    assert len(rows) == 4, demo.stdout
+    methods = ("sklearn", "laplace", "heb-m", "aode", "heb-aode")
+    rows = [row for row in rows if len(row) > 6 and row[-6] in methods]
+    assert len(rows) == 9, demo.stdout
     for row in rows:
         accuracy, log_loss, brier, ece = (float(value) for value in row[-5:-1])
         assert 0.5 < accuracy <= 1 and 0 < log_loss < 2 and 0 <= brier <= 2 and 0 <= ece <= 1

@@ -19,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
-        "demo", help="Laplace vs HEB-M on built-in data (digits and a synthetic set)"
+        "demo",
+        help="scikit-learn's CategoricalNB, Laplace, HEB-M, AODE and HEB-AODE on built-in data",
     )
     demo.add_argument("--seed", type=int, default=0, help="split and generator seed")
     add_evaluate_parser(commands)

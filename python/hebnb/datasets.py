@@ -51,3 +51,64 @@ def make_high_cardinality(
             draws = rng.random(rows.shape[0]) * cdf[-1]
             X[rows, f] = np.minimum(np.searchsorted(cdf, draws, side="right"), k - 1)
     return X, y.astype(np.int64)
+
+
+def make_linked(
+    n_samples: int = 2_000,
+    n_features: int = 400,
+    *,
+    n_values: int = 3,
+    block: int = 10,
+    n_signal: int = 4,
+    random_state: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wide, low-cardinality features in linked blocks, and a class driven by interactions.
+
+    The shape of SNP genotypes or survey answers. Features come in blocks of ``block``
+    neighbours: a block's first feature is uniform on ``0 .. n_values - 1`` and every
+    other one copies its predecessor with probability 0.7 (like linked markers). The class
+    is a logistic draw from the first ``n_signal`` blocks:
+    - whether a block's first feature agrees with another feature of the block, an
+      interaction that Naive Bayes cannot see and AODE can;
+    - plus a weaker main effect of that first feature, so that it is informative on its
+      own.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+    n_values : int, default=3
+        Categories per feature.
+    block : int, default=10
+        Features per linked block (at least 2).
+    n_signal : int, default=4
+        Blocks that drive the class (at most ``n_features // block``).
+    random_state : int, default=0
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), int64 in 0 .. n_values - 1
+    y : ndarray of shape (n_samples,), int64 in {0, 1}
+    """
+    if block < 2 or n_values < 2 or not 0 <= n_signal <= n_features // block:
+        raise ValueError(
+            f"make_linked needs block >= 2, n_values >= 2 and 0 <= n_signal <= "
+            f"n_features // block; got block={block}, n_values={n_values}, "
+            f"n_signal={n_signal}, n_features={n_features}"
+        )
+    rng = np.random.default_rng(random_state)
+    X = np.empty((n_samples, n_features), dtype=np.int64)
+    for f in range(n_features):
+        if f % block == 0:
+            X[:, f] = rng.integers(0, n_values, n_samples)
+        else:
+            keep = rng.random(n_samples) < 0.7
+            X[:, f] = np.where(keep, X[:, f - 1], rng.integers(0, n_values, n_samples))
+    score = np.zeros(n_samples)
+    for b in range(n_signal):
+        first = b * block
+        agree = X[:, first] == X[:, first + 1 + b % (block - 1)]
+        score += 2.0 * np.where(agree, 1.0, -1.0) * (-1) ** b + 0.8 * (X[:, first] == 0)
+    score -= score.mean()
+    y = (rng.random(n_samples) < 1 / (1 + np.exp(-score))).astype(np.int64)
+    return X, y
