@@ -8,7 +8,7 @@
 //! `Interrupted`, and uncancelled, the same call must succeed.
 
 use hebnb::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing, Structure};
-use hebnb::counts::count_categories;
+use hebnb::counts::{count_categories, CategoricalCounts};
 use hebnb::error::{HebError, Result};
 use hebnb::layout::FeatureLayout;
 use hebnb::mutual_information::mutual_information;
@@ -37,6 +37,23 @@ fn table() -> (Array2<i32>, Array1<i64>, Array1<f64>, FeatureLayout) {
         weights,
         FeatureLayout::from_cardinalities(&CARDINALITY),
     )
+}
+
+/// The single counts of [`table`], counted outside any pool.
+fn counted(
+    codes: &Array2<i32>,
+    labels: &Array1<i64>,
+    weights: &Array1<f64>,
+    layout: &FeatureLayout,
+) -> CategoricalCounts {
+    count_categories(
+        codes.view(),
+        labels.view(),
+        weights.view(),
+        layout,
+        N_CLASSES,
+    )
+    .unwrap()
 }
 
 /// Runs `kernel` in a fresh lease of two threads, first with its token cancelled, then
@@ -84,14 +101,7 @@ fn counting_stops_when_cancelled() {
 #[test]
 fn the_naive_bayes_kernels_stop_when_cancelled() {
     let (codes, labels, weights, layout) = table();
-    let counts = count_categories(
-        codes.view(),
-        labels.view(),
-        weights.view(),
-        &layout,
-        N_CLASSES,
-    )
-    .unwrap();
+    let counts = counted(&codes, &labels, &weights, &layout);
     let mean = prior_mean(counts.table.view(), &layout, PriorMean::PooledMarginal);
     stops_when_cancelled("naive_bayes::fit_concentrations", || {
         fit_concentrations(
@@ -142,14 +152,7 @@ fn the_aode_kernels_stop_when_cancelled() {
     let (codes, labels, weights, layout) = table();
     let n_features = CARDINALITY.len();
     let all = pairs(n_features);
-    let counts = count_categories(
-        codes.view(),
-        labels.view(),
-        weights.view(),
-        &layout,
-        N_CLASSES,
-    )
-    .unwrap();
+    let counts = counted(&codes, &labels, &weights, &layout);
     let tables = count_pairs(
         codes.view(),
         labels.view(),
