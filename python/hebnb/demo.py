@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 from sklearn.datasets import load_digits
@@ -25,10 +26,19 @@ from .datasets import make_high_cardinality, make_linked
 from .metrics import brier_score, expected_calibration_error, log_loss
 from .naive_bayes import CategoricalNB
 
+
+class _Classifier(Protocol):
+    """What the demo calls: scikit-learn's and hebnb's classifiers alike."""
+
+    def fit(self, X: Any, y: Any) -> Any: ...
+
+    def predict_proba(self, X: Any) -> Any: ...
+
+
 #: method -> what it fits, given the number of categories of every feature (which
 #: scikit-learn's ``CategoricalNB`` needs to score values its training split lacks; hebnb
 #: skips such values, ``handle_unknown="ignore"``).
-MODELS: dict[str, Callable[[np.ndarray], object]] = {
+MODELS: dict[str, Callable[[np.ndarray], _Classifier]] = {
     "sklearn": lambda n_categories: ScikitLearnCategoricalNB(min_categories=n_categories),
     "laplace": lambda _: CategoricalNB(smoothing="laplace"),
     "heb-m": lambda _: CategoricalNB(),
@@ -68,10 +78,10 @@ def evaluate(X: np.ndarray, y: np.ndarray, method: str, seed: int = 0) -> dict[s
     )
     model = MODELS[method](X.max(axis=0) + 1)
     start = time.perf_counter()
-    model.fit(X_train, y_train)  # type: ignore[attr-defined]
+    fitted = model.fit(X_train, y_train)
     fit_seconds = time.perf_counter() - start
-    proba = model.predict_proba(X_test)  # type: ignore[attr-defined]
-    classes = model.classes_  # type: ignore[attr-defined]
+    proba = fitted.predict_proba(X_test)
+    classes = fitted.classes_
     return {
         "accuracy": float(np.mean(classes[proba.argmax(axis=1)] == y_test)),
         "log_loss": log_loss(y_test, proba, classes),
