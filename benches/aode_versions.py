@@ -6,8 +6,9 @@ median seconds over the rounds and the ratio (earlier / this build). predict_pro
 the 2,000 held-out rows (amazon) or the training rows (wide). Workloads: the
 amazon-employee fold of ``aode_amazon.py`` (18,000 training rows, uncapped) for Laplace,
 pooled and two-level smoothing; the wide synthetic table of ``aode_wide.py``
-(two-level only, optional), the 2,000 x 400 ternary table of ``aode_weka.py`` and the
-5,000 x 1,000 one of ``aode_scaling.py`` (fit only; optional).
+(two-level only, optional), the 2,000 x 400 ternary table of ``aode_weka.py``, the
+5,000 x 1,000 one of ``aode_scaling.py`` (fit only; optional) and the 20,000 x 100 table
+of 50-value columns of ``aode_dense_tables.py`` (optional; predict_proba of 2,000 rows).
 
 An earlier build is a directory holding an installed ``hebnb``, for example:
 
@@ -22,6 +23,8 @@ Then, from the repository root after ``maturin develop --release``:
     python benches/aode_versions.py --baseline /tmp/hebnb-baseline --no-amazon --ternary
     python benches/aode_versions.py --baseline /tmp/hebnb-baseline --no-amazon --linked \
         --repeats 3 --rounds 3
+    python benches/aode_versions.py --baseline /tmp/hebnb-baseline --no-amazon --dense50 \
+        --rounds 3
 """
 
 from __future__ import annotations
@@ -64,11 +67,18 @@ elif workload == "ternary":
         "Laplace AODE": AODE(smoothing="laplace", n_jobs=n_jobs),
         "HEB-AODE two-level": AODE(n_jobs=n_jobs),
     }}
+elif workload == "dense50":
+    from aode_dense_tables import dense50
+    X, y = dense50()  # 20,000 x 100, 50 values in every column: sparse pairs
+    models = {{
+        "Laplace AODE": AODE(smoothing="laplace", n_jobs=n_jobs),
+        "HEB-AODE two-level": AODE(n_jobs=n_jobs),
+    }}
 else:
     from aode_wide import tree_bayes_net
     X, y = tree_bayes_net()
     models = {{"HEB-AODE two-level": AODE(prior="two-level", n_jobs=n_jobs)}}
-X_score = X_held if workload == "amazon" else X
+X_score = X_held if workload == "amazon" else X[:2000] if workload == "dense50" else X
 out = {{}}
 for name, model in models.items():
     model.fit(X, y)  # warm-up: thread pool, page cache
@@ -113,6 +123,12 @@ def main() -> None:
         action="store_true",
         help="also the 5,000 x 1,000 ternary table of aode_scaling.py (HEB-AODE fit only)",
     )
+    parser.add_argument(
+        "--dense50",
+        action="store_true",
+        help="also the 20,000 x 100 table of 50-value columns of aode_dense_tables.py "
+        "(fit, and predict_proba of 2,000 rows)",
+    )
     parser.add_argument("--no-amazon", action="store_true", help="skip the amazon fold")
     args = parser.parse_args()
 
@@ -120,6 +136,7 @@ def main() -> None:
     workloads += [("wide", 1)] if args.wide else []
     workloads += [("ternary", args.repeats)] if args.ternary else []
     workloads += [("linked", args.repeats)] if args.linked else []
+    workloads += [("dense50", 1)] if args.dense50 else []
     builds = {"earlier": args.baseline, "this": None}
     times: dict[tuple[str, str, str], list[float]] = {}
     paths = {}

@@ -5,9 +5,11 @@
 //!              exp[ ln P(y, x_i) + sum over j != i of ln P(x_j | y, x_i) ])
 //! ```
 //!
-//! Parent-major and vectorised over rows: a chunk of rows is scored one super-parent at a
-//! time, and for each child j the rows where that parent qualifies are looked up in one
-//! tight loop over the orientation's table ([`super::storage`]): a dense table is indexed
+//! Parent-major and vectorised over rows: a chunk of rows (up to 4,096) is scored by its
+//! super-parents in parallel, each over all the chunk's rows where it qualifies, sorted by
+//! its value so that rows sharing a value read the same table rows while they are in
+//! cache; a row's children are looked up in one tight loop over each orientation's table
+//! ([`super::storage`]): a dense table is indexed
 //! directly at `(u K_j + v) C`; a sparse pair's cell is found by a binary search in its CSR
 //! row and evaluated from its counts (unseen cells: the stored unseen part plus
 //! `ln mu_{j,v}`); a capped orientation reads the Naive Bayes table. Children are added
@@ -77,14 +79,16 @@ impl AodeFit {
     }
 }
 
-/// Rows per parallel scoring task. The chunk's per-parent terms (`parents x rows x C`
-/// numbers) are kept near 8 MB, and every thread gets about four chunks. A row's score
-/// does not depend on the chunking, so results stay identical for any thread count.
-fn rows_per_chunk(n_rows: usize, n_parents: usize, n_classes: usize) -> usize {
+/// Rows per scoring chunk: as many as keep the chunk's per-parent terms (`parents x rows
+/// x C` numbers) near 8 MB, at most 4,096. Large chunks, because the parents of a chunk
+/// are scored in parallel, each over all the chunk's rows sorted by its value: the rows
+/// that share a parent value read the same table rows while they are in cache, and
+/// splitting a few thousand rows into a chunk per thread (as before) made every row read
+/// from memory. A row's score does not depend on the chunking, so results stay identical
+/// for any thread count.
+fn rows_per_chunk(n_parents: usize, n_classes: usize) -> usize {
     const TERMS_BYTES: usize = 8 << 20;
-    let by_memory = TERMS_BYTES / (n_parents.max(1) * n_classes.max(1) * 8);
-    let by_threads = n_rows.div_ceil(4 * rayon::current_num_threads());
-    by_memory.min(by_threads).clamp(64, 4096)
+    (TERMS_BYTES / (n_parents.max(1) * n_classes.max(1) * 8)).clamp(64, 4096)
 }
 
 /// Most cells of searched pairs a chunk finds ahead ([`ScoringContext::find_cells`]): 4 MB.
@@ -125,7 +129,7 @@ pub fn joint_log_likelihood(
     };
     let scorer = prepared.scorer(model, layout);
     let (n_classes, n_parents) = (scorer.n_classes, prepared.super_parents.len());
-    let chunk_rows = rows_per_chunk(codes.ncols(), n_parents, n_classes);
+    let chunk_rows = rows_per_chunk(n_parents, n_classes);
     joint
         .as_slice_mut()
         .expect("freshly allocated")
@@ -521,19 +525,22 @@ impl ScoringContext<'_, '_> {
         // (parent rank, row, class) terms of the qualifying rows
         let mut terms = vec![0.0; n_parents * n * n_classes];
         let mut qualifies = vec![false; n_parents * n];
-        let mut n_qualifying = vec![0usize; n];
-        let mut rows: Vec<u32> = Vec::with_capacity(n);
-        for (rank, &i) in self.super_parents.iter().enumerate() {
+        // one super-parent's rows: which qualify, then its term on each
+        let score_one = |rank: usize,
+                         rows: &mut Vec<u32>,
+                         terms: &mut [f64],
+                         qualifies: &mut [bool],
+                         cells: &mut [f64]| {
+            let i = self.super_parents[rank];
             let codes_i = codes.row(i);
             rows.clear();
-            for r in 0..n {
+            for (r, flag) in qualifies.iter_mut().enumerate() {
                 let u = codes_i[first + r];
                 if u >= 0
                     && model.parent_count[self.starts[i] + u as usize] >= model.min_parent_count
                 {
                     rows.push(r as u32);
-                    qualifies[rank * n + r] = true;
-                    n_qualifying[r] += 1;
+                    *flag = true;
                 }
             }
             // rows in order of the parent's value: their lookups share table rows (a
@@ -541,12 +548,11 @@ impl ScoringContext<'_, '_> {
             if self.layout.cardinality(i) >= 16 {
                 rows.sort_by_key(|&r| codes_i[first + r as usize]);
             }
-            let terms = &mut terms[rank * n * n_classes..(rank + 1) * n * n_classes];
             let parent = ParentRows {
                 parent: i,
                 rank,
                 readers: &self.readers[rank],
-                rows: &rows,
+                rows,
                 parent_values: codes_i.slice(ndarray::s![first..first + n]),
                 child_value: &child_value,
                 found: &found,
@@ -557,6 +563,38 @@ impl ScoringContext<'_, '_> {
                 3 => self.score_parent::<3, CELLS>(&parent, terms, cells),
                 4 => self.score_parent::<4, CELLS>(&parent, terms, cells),
                 _ => self.score_parent::<0, CELLS>(&parent, terms, cells),
+            }
+        };
+        let per_parent = terms
+            .chunks_mut(n * n_classes)
+            .zip(qualifies.chunks_mut(n))
+            .enumerate();
+        if CELLS {
+            // every parent writes its columns of each row's block of `cells`
+            let mut rows = Vec::with_capacity(n);
+            for (rank, (terms, qualifies)) in per_parent {
+                score_one(rank, &mut rows, terms, qualifies, &mut *cells);
+            }
+        } else {
+            // the parents in parallel: every row of the chunk is scored by one parent at a
+            // time, so a parent value's table rows are read by all the chunk's rows with
+            // that value while they are in cache
+            per_parent
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .for_each_init(
+                    || Vec::with_capacity(n),
+                    |rows, (rank, (terms, qualifies))| {
+                        if !crate::interrupt::cancelled() {
+                            score_one(rank, rows, terms, qualifies, &mut []);
+                        }
+                    },
+                );
+        }
+        let mut n_qualifying = vec![0usize; n];
+        for flags in qualifies.chunks(n) {
+            for (count, &flag) in n_qualifying.iter_mut().zip(flags) {
+                *count += usize::from(flag);
             }
         }
         ChunkTerms {

@@ -185,6 +185,41 @@ fn results_do_not_depend_on_the_thread_count() {
 }
 
 #[test]
+fn a_rows_score_does_not_depend_on_its_chunk_or_the_thread_count() {
+    // more rows than one scoring chunk holds (4,096), parents of 30 and 40 values (their
+    // rows are scored in order of value) and missing values
+    let cardinality = [3, 40, 12, 2, 30, 3];
+    let (mut codes, labels) = random_table(9000, &cardinality, 11);
+    for s in (0..9000).step_by(7) {
+        codes[[s % 6, s]] = -1;
+    }
+    with_uncapped_model(
+        (codes.view(), labels.view()),
+        &cardinality,
+        3,
+        ChildSmoothing::HebTwoLevel,
+        |_, model, layout| {
+            let score = |rows: std::ops::Range<usize>, threads: usize| {
+                let part = codes.slice(ndarray::s![.., rows]);
+                with_threads(threads, || {
+                    joint_log_likelihood(part, model, layout).unwrap()
+                })
+                .unwrap()
+            };
+            let whole = score(0..9000, 2);
+            assert_eq!(bits(&whole), bits(&score(0..9000, 1)));
+            assert_eq!(bits(&whole), bits(&score(0..9000, 3)));
+            // other chunk boundaries, and rows scored alone
+            for (first, last) in [(0, 4095), (4095, 4097), (4097, 9000), (1234, 1235)] {
+                let part = score(first..last, 2);
+                let expected = whole.slice(ndarray::s![first..last, ..]).to_owned();
+                assert_eq!(bits(&part), bits(&expected), "rows {first}..{last}");
+            }
+        },
+    );
+}
+
+#[test]
 fn parent_terms_by_hand_and_for_any_thread_count() {
     // one_pair_by_hand's model: row (0, 1) and a row whose x1 is missing
     let (codes, labels) = one_pair_table();
