@@ -614,19 +614,23 @@ impl ScoringContext<'_, '_> {
         }
         let tables = &self.model.pair_tables;
         let mut found = vec![0u32; self.searched.len() * n];
-        for (&(p, a, b), column) in self.searched.iter().zip(found.chunks_exact_mut(n)) {
-            let (codes_a, codes_b) = (codes.row(a), codes.row(b));
-            let offset = self.row_offsets[p];
-            for (r, cell) in column.iter_mut().enumerate() {
-                let (u, v) = (codes_a[first + r], codes_b[first + r]);
-                if u >= 0 && v >= 0 {
-                    // codes were range-checked by the Naive Bayes pass of `prepare`
-                    if let Some(k) = tables.find(offset, u as usize, v) {
-                        *cell = k as u32 + 1;
+        // the pairs in parallel (a chunk's rows are not split among the threads)
+        found
+            .par_chunks_exact_mut(n)
+            .zip(self.searched.par_iter())
+            .for_each(|(column, &(p, a, b))| {
+                let (codes_a, codes_b) = (codes.row(a), codes.row(b));
+                let offset = self.row_offsets[p];
+                for (r, cell) in column.iter_mut().enumerate() {
+                    let (u, v) = (codes_a[first + r], codes_b[first + r]);
+                    if u >= 0 && v >= 0 {
+                        // codes were range-checked by the Naive Bayes pass of `prepare`
+                        if let Some(k) = tables.find(offset, u as usize, v) {
+                            *cell = k as u32 + 1;
+                        }
                     }
                 }
-            }
-        }
+            });
         found
     }
 
