@@ -8,7 +8,8 @@ amazon-employee fold of ``aode_amazon.py`` (18,000 training rows, uncapped) for 
 pooled and two-level smoothing; the wide synthetic table of ``aode_wide.py``
 (two-level only, optional), the 2,000 x 400 ternary table of ``aode_weka.py``, the
 5,000 x 1,000 one of ``aode_scaling.py`` (fit only; optional) and the 20,000 x 100 table
-of 50-value columns of ``aode_dense_tables.py`` (optional; predict_proba of 2,000 rows).
+of 50-value columns of ``aode_dense_tables.py`` (optional; predict_proba of 2,000 rows,
+and of 1 and 10 rows for the latency of small calls).
 
 An earlier build is a directory holding an installed ``hebnb``, for example:
 
@@ -96,6 +97,14 @@ for name, model in models.items():
     out[name + ", fit CPU"] = fit_cpu
     if predict:
         out[name + ", predict_proba"] = predict
+    if workload == "dense50":  # the latency of small calls
+        for n_rows in (1, 10):
+            latency = []
+            for _ in range(20):
+                start = time.perf_counter()
+                model.predict_proba(X[:n_rows])
+                latency.append(time.perf_counter() - start)
+            out[name + f", predict_proba of {{n_rows}} row(s)"] = latency
 print(json.dumps({{"version": hebnb.__file__, "times": out}}))
 """
 

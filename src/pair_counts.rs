@@ -382,20 +382,30 @@ impl<'a> PairTablesView<'a> {
                 "pair table counts must be C-contiguous".into(),
             ));
         }
-        // child values in range and strictly increasing within each row
-        for (p, (a, b)) in self.pair_list().enumerate() {
+        // child values in range and strictly increasing within each row: one pass over
+        // the cells (rising from -1 puts them all at 0 or above; the last below K_b puts
+        // them all below), pairs in parallel, the first bad pair reported. Every call that
+        // reads the tables checks them, so this is most of a small predict_proba's time.
+        let pairs: Vec<(usize, (usize, usize))> = self.pair_list().enumerate().collect();
+        let bad = pairs.par_iter().find_first(|&&(p, (_, b))| {
             let k_child = layout.cardinality(b) as i32;
-            for row in offsets[p]..offsets[p + 1] {
+            (offsets[p]..offsets[p + 1]).any(|row| {
                 let cells = &self.indices[self.indptr[row] as usize..self.indptr[row + 1] as usize];
-                let sorted = cells.windows(2).all(|w| w[0] < w[1]);
-                if !sorted || cells.iter().any(|&v| v < 0 || v >= k_child) {
-                    return Err(HebError::InvalidParameter(format!(
-                        "pair table of features ({a}, {b}): child values out of range or unsorted"
-                    )));
+                let mut previous = -1;
+                let mut rising = true;
+                for &v in cells {
+                    rising &= v > previous;
+                    previous = v;
                 }
-            }
+                !rising || previous >= k_child
+            })
+        });
+        match bad {
+            Some(&(_, (a, b))) => Err(HebError::InvalidParameter(format!(
+                "pair table of features ({a}, {b}): child values out of range or unsorted"
+            ))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The position of cell `(u, v)` in the pair whose rows start at `row_offset`, or
@@ -1750,6 +1760,31 @@ mod tests {
         .unwrap();
         let view = t.view();
         view.check(&layout, 2).unwrap();
+        // the check refuses every way a row's child values can be wrong, naming the pair
+        let row_of = |p: usize, u: usize| view.row_offsets(&layout).unwrap()[p] + u;
+        let longest = (0..view.indptr.len() - 1)
+            .max_by_key(|&row| view.indptr[row + 1] - view.indptr[row])
+            .unwrap();
+        assert!(view.indptr[longest + 1] - view.indptr[longest] >= 2);
+        let first = view.indptr[longest] as usize;
+        let last = view.indptr[longest + 1] as usize - 1;
+        let named_pair = (0..3)
+            .find(|&p| (row_of(p, 0)..row_of(p + 1, 0)).contains(&longest))
+            .map(|p| pairs(3)[p])
+            .unwrap();
+        let k_child = layout.cardinality(named_pair.1) as i32;
+        for (what, at, value) in [
+            ("unsorted", first, view.indices[last]),
+            ("repeated", last, view.indices[last - 1]),
+            ("negative", first, -1),
+            ("beyond the child's categories", last, k_child),
+        ] {
+            let mut tampered = t.clone();
+            tampered.indices[at] = value;
+            let message = tampered.view().check(&layout, 2).unwrap_err().to_string();
+            let expected = format!("features ({}, {})", named_pair.0, named_pair.1);
+            assert!(message.contains(&expected), "{what}: {message}");
+        }
         let offsets = view.row_offsets(&layout).unwrap();
         for (p, (a, b)) in pairs(3).into_iter().enumerate() {
             for u in 0..layout.cardinality(a) {

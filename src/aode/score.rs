@@ -141,24 +141,29 @@ pub fn joint_log_likelihood(
             }
             let n = block.len() / n_classes;
             let chunk = scorer.score_chunk::<false>(codes, chunk * chunk_rows, n, &mut []);
-            // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order
-            for (r, out) in block.chunks_mut(n_classes).enumerate() {
-                if chunk.n_qualifying[r] == 0 {
-                    continue;
-                }
-                let log_q = (chunk.n_qualifying[r] as f64).ln();
-                for (c, slot) in out.iter_mut().enumerate() {
-                    let parent_terms = (0..n_parents)
-                        .filter(|&rank| chunk.qualifies[rank * n + r])
-                        .map(|rank| chunk.terms[(rank * n + r) * n_classes + c]);
-                    let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
-                    *slot = if max.is_finite() {
-                        max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
-                    } else {
-                        max
-                    };
-                }
-            }
+            // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order; rows in
+            // parallel (a chunk is one task's rows)
+            block
+                .par_chunks_mut(n_classes)
+                .with_min_len(256)
+                .enumerate()
+                .for_each(|(r, out)| {
+                    if chunk.n_qualifying[r] == 0 {
+                        return;
+                    }
+                    let log_q = (chunk.n_qualifying[r] as f64).ln();
+                    for (c, slot) in out.iter_mut().enumerate() {
+                        let parent_terms = (0..n_parents)
+                            .filter(|&rank| chunk.qualifies[rank * n + r])
+                            .map(|rank| chunk.terms[(rank * n + r) * n_classes + c]);
+                        let max = parent_terms.clone().fold(f64::NEG_INFINITY, f64::max);
+                        *slot = if max.is_finite() {
+                            max + parent_terms.map(|t| (t - max).exp()).sum::<f64>().ln() - log_q
+                        } else {
+                            max
+                        };
+                    }
+                });
         });
     crate::interrupt::check()?;
     Ok(joint)
@@ -235,6 +240,10 @@ pub(super) fn prepare(
     // A sparse pair whose table is not mostly empty (K_a K_b <= 4 cells + 64) gets a
     // direct (u, v) -> cell index for this call (at most 16 bytes per cell), so that a
     // lookup costs one load instead of a binary search; the others search their CSR row.
+    // So do all pairs when the call scores few rows (K_a K_b > 32 rows): building an index
+    // then costs more than the searches it saves (a 10-row call on a table of 50-value
+    // columns spent most of its time building 4,950 indexes).
+    let n_rows = codes.ncols();
     let indptr = model.pair_tables.indptr;
     let too_many_cells = indptr[indptr.len() - 1] >= u32::MAX as i64;
     let mut sparse_pairs: Vec<(usize, usize, usize)> = Vec::new();
@@ -255,7 +264,7 @@ pub(super) fn prepare(
             let (k_a, k_b) = (layout.cardinality(a), layout.cardinality(b));
             let rows = row_offsets[p]..row_offsets[p] + k_a;
             let cells = (indptr[rows.end] - indptr[rows.start]) as usize;
-            if k_a * k_b > 4 * cells + 64 || too_many_cells {
+            if k_a * k_b > 4 * cells + 64 || k_a * k_b > 32 * n_rows || too_many_cells {
                 return Ok(None);
             }
             let mut index = filled(k_a * k_b, 0u32, "AODE scoring index")?;
