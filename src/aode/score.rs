@@ -516,6 +516,14 @@ impl ScoringContext<'_, '_> {
     ) -> ChunkTerms {
         let (n_classes, n_features) = (self.n_classes, self.n_features);
         let n_parents = self.super_parents.len();
+        if n == 0 || n_classes == 0 {
+            // nothing to score (and no per-parent block to cut the terms into)
+            return ChunkTerms {
+                terms: Vec::new(),
+                qualifies: vec![false; n_parents * n],
+                n_qualifying: vec![0; n],
+            };
+        }
         let model = self.model;
         // row-major: each row's value of every feature as a child (-1: missing or a
         // category that never scores)
