@@ -19,7 +19,7 @@
 use ndarray::{Array2, Array3, Array4, ArrayView2};
 use rayon::prelude::*;
 
-use super::score::{prepare, AodeModel};
+use super::score::{prepare, rows_per_chunk, AodeModel};
 use crate::error::{zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
 
@@ -85,10 +85,16 @@ pub fn parent_terms(
     let mut cell_values = zeroed(n_cells, "AODE parent cells")?;
     if let Some(prepared) = prepared.filter(|_| n_parents > 0) {
         let scorer = prepared.scorer(model, layout);
-        // the scorer's chunk of rows (about 8 MB of terms), at least one row
-        let chunk_rows = (n_rows.div_ceil(4 * rayon::current_num_threads()))
-            .clamp(64, 4096)
-            .min(((8 << 20) / (8 * row_cells.max(1))).max(1));
+        // With cells, chunks of about 8 MB of cells, about four per thread (a chunk's
+        // parents are scored one after the other); without, the scorer's chunks, whose
+        // parents are scored in parallel ([`super::score`])
+        let chunk_rows = if cells {
+            (n_rows.div_ceil(4 * rayon::current_num_threads()))
+                .clamp(64, 4096)
+                .min(((8 << 20) / (8 * row_cells.max(1))).max(1))
+        } else {
+            rows_per_chunk(n_parents, n_classes)
+        };
         let score = |chunk: usize,
                      out_terms: &mut [f64],
                      out_qualifies: &mut [bool],

@@ -86,7 +86,7 @@ impl AodeFit {
 /// splitting a few thousand rows into a chunk per thread (as before) made every row read
 /// from memory. A row's score does not depend on the chunking, so results stay identical
 /// for any thread count.
-fn rows_per_chunk(n_parents: usize, n_classes: usize) -> usize {
+pub(super) fn rows_per_chunk(n_parents: usize, n_classes: usize) -> usize {
     const TERMS_BYTES: usize = 8 << 20;
     (TERMS_BYTES / (n_parents.max(1) * n_classes.max(1) * 8)).clamp(64, 4096)
 }

@@ -285,6 +285,16 @@ fn parent_terms_by_hand_and_for_any_thread_count() {
             let (one, two) = (with(1), with(3));
             assert_eq!(bits(&one.terms), bits(&two.terms));
             assert_eq!(bits(&one.cells), bits(&two.cells));
+            // without cells the parents are scored in parallel over larger chunks: the
+            // same terms
+            for threads in [1, 3] {
+                let terms = with_threads(threads, || {
+                    parent_terms(codes.view(), model, layout, false).unwrap()
+                })
+                .unwrap();
+                assert_eq!(bits(&terms.terms), bits(&one.terms));
+                assert_eq!(terms.qualifies, one.qualifies);
+            }
             let joint = joint_log_likelihood(codes.view(), model, layout).unwrap();
             assert!(!one.qualifies.iter().all(|&q| q), "some values are missing");
             for r in 0..codes.ncols() {
