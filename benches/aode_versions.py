@@ -9,7 +9,8 @@ pooled and two-level smoothing; the wide synthetic table of ``aode_wide.py``
 (two-level only, optional), the 2,000 x 400 ternary table of ``aode_weka.py``, the
 5,000 x 1,000 one of ``aode_scaling.py`` (fit only; optional) and the 20,000 x 100 table
 of 50-value columns of ``aode_dense_tables.py`` (optional; predict_proba of 2,000 rows,
-and of 1 and 10 rows for the latency of small calls).
+and of 1 and 10 rows for the latency of small calls), and ``AODE(weighting="cll-feature")``
+on the 2,000 x 400 ternary table (optional, fit only).
 
 An earlier build is a directory holding an installed ``hebnb``, for example:
 
@@ -68,6 +69,10 @@ elif workload == "ternary":
         "Laplace AODE": AODE(smoothing="laplace", n_jobs=n_jobs),
         "HEB-AODE two-level": AODE(n_jobs=n_jobs),
     }}
+elif workload == "weighted":
+    from aode_weka import linked_table
+    X, y = linked_table(2000, 400)
+    models = {{"AODE cll-feature": AODE(weighting="cll-feature", n_jobs=n_jobs)}}
 elif workload == "dense50":
     from aode_dense_tables import dense50
     X, y = dense50()  # 20,000 x 100, 50 values in every column: sparse pairs
@@ -89,7 +94,7 @@ for name, model in models.items():
         model.fit(X, y)
         fit.append(time.perf_counter() - start)
         fit_cpu.append(time.process_time() - start_cpu)
-        if workload != "linked":
+        if workload not in ("linked", "weighted"):
             start = time.perf_counter()
             model.predict_proba(X_score)
             predict.append(time.perf_counter() - start)
@@ -138,6 +143,11 @@ def main() -> None:
         help="also the 20,000 x 100 table of 50-value columns of aode_dense_tables.py "
         "(fit, and predict_proba of 2,000 rows)",
     )
+    parser.add_argument(
+        "--weighted",
+        action="store_true",
+        help="also AODE(weighting='cll-feature') on the 2,000 x 400 ternary table (fit only)",
+    )
     parser.add_argument("--no-amazon", action="store_true", help="skip the amazon fold")
     args = parser.parse_args()
 
@@ -146,6 +156,7 @@ def main() -> None:
     workloads += [("ternary", args.repeats)] if args.ternary else []
     workloads += [("linked", args.repeats)] if args.linked else []
     workloads += [("dense50", 1)] if args.dense50 else []
+    workloads += [("weighted", 1)] if args.weighted else []
     builds = {"earlier": args.baseline, "this": None}
     times: dict[tuple[str, str, str], list[float]] = {}
     paths = {}
