@@ -68,6 +68,7 @@ def make_linked(
     neighbours: a block's first feature is uniform on ``0 .. n_values - 1`` and every
     other one copies its predecessor with probability 0.7 (like linked markers). The class
     is a logistic draw from the first ``n_signal`` blocks:
+
     - whether a block's first feature agrees with another feature of the block, an
       interaction that Naive Bayes cannot see and AODE can;
     - plus a weaker main effect of that first feature, so that it is informative on its
