@@ -386,9 +386,8 @@ impl<'a> PairTablesView<'a> {
         // the cells (rising from -1 puts them all at 0 or above; the last below K_b puts
         // them all below), pairs in parallel, the first bad pair reported. Every call that
         // reads the tables checks them, so this is most of a small predict_proba's time.
-        let pairs: Vec<(usize, (usize, usize))> = self.pair_list().enumerate().collect();
-        let bad = pairs.par_iter().find_first(|&&(p, (_, b))| {
-            let k_child = layout.cardinality(b) as i32;
+        let bad = (0..self.n_pairs()).into_par_iter().find_first(|&p| {
+            let k_child = layout.cardinality(self.pair(p).1) as i32;
             (offsets[p]..offsets[p + 1]).any(|row| {
                 let cells = &self.indices[self.indptr[row] as usize..self.indptr[row + 1] as usize];
                 let mut previous = -1;
@@ -400,8 +399,8 @@ impl<'a> PairTablesView<'a> {
                 !rising || previous >= k_child
             })
         });
-        match bad {
-            Some(&(_, (a, b))) => Err(HebError::InvalidParameter(format!(
+        match bad.map(|p| self.pair(p)) {
+            Some((a, b)) => Err(HebError::InvalidParameter(format!(
                 "pair table of features ({a}, {b}): child values out of range or unsorted"
             ))),
             None => Ok(()),
