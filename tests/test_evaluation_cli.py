@@ -87,9 +87,11 @@ def test_evaluate_one_file(tmp_path, capsys):
     assert "hebnb evaluate" in report and "HEB-M" in report
 
 
-def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
-    for index, name in enumerate(["one", "two", "three"]):
-        write_dataset(tmp_path / "suite" / name / "data.csv", n_rows=90, seed=index)
+def evaluated_suite(tmp_path, names: list[str], n_rows: int, methods: str):
+    """Writes one generated dataset per name into a suite folder, runs ``hebnb evaluate
+    --suite`` on it with 3 folds and returns the output folder."""
+    for index, name in enumerate(names):
+        write_dataset(tmp_path / "suite" / name / "data.csv", n_rows=n_rows, seed=index)
     out = tmp_path / "results"
     code = main(
         [
@@ -97,7 +99,7 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
             "--suite",
             str(tmp_path / "suite"),
             "--methods",
-            "laplace,kt,heb-m",
+            methods,
             "--folds",
             "3",
             "--out",
@@ -106,6 +108,11 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
         ]
     )
     assert code == 0
+    return out
+
+
+def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
+    out = evaluated_suite(tmp_path, ["one", "two", "three"], 90, "laplace,kt,heb-m")
     ranks = pd.read_csv(out / "ranks-all.csv", index_col=0)
     assert set(ranks.index) >= {"laplace", "kt", "heb-m", "Friedman p", "Nemenyi CD"}
     mean_ranks = ranks.loc[["laplace", "kt", "heb-m"], "Log-loss"]
@@ -129,24 +136,8 @@ def test_the_report_compares_the_posterior_average_with_type2_ml(tmp_path):
     the per-dataset mean log-losses of summary.csv."""
     from scipy.stats import wilcoxon
 
-    for index, name in enumerate(["one", "two", "three", "four", "five"]):
-        write_dataset(tmp_path / "suite" / name / "data.csv", n_rows=60, seed=index)
-    out = tmp_path / "results"
-    code = main(
-        [
-            "evaluate",
-            "--suite",
-            str(tmp_path / "suite"),
-            "--methods",
-            "heb-m,heb-m-posterior",
-            "--folds",
-            "3",
-            "--out",
-            str(out),
-            "--no-progress",
-        ]
-    )
-    assert code == 0
+    names = ["one", "two", "three", "four", "five"]
+    out = evaluated_suite(tmp_path, names, 60, "heb-m,heb-m-posterior")
     summary = pd.read_csv(out / "summary.csv").pivot(
         index="dataset", columns="method", values="log_loss"
     )
