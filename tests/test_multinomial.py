@@ -12,7 +12,7 @@ import scipy.sparse as sp
 import sklearn.naive_bayes as skl
 from sklearn.base import clone
 
-from hebnb import ComplementNB, MultinomialNB
+from hebnb import BernoulliNB, ComplementNB, MultinomialNB
 from text_reference import assert_is_maximiser, smoothed_log
 
 
@@ -289,3 +289,38 @@ def test_bad_input_is_a_clear_error(cls):
         cls(concentration_bounds=(10.0, 1.0)).fit(X, y)
     with pytest.raises(ValueError, match="classes"):
         cls().fit(X, np.zeros(X.shape[0]))
+
+
+def malformed(fmt, X):
+    """``X`` as ``fmt`` with one stored index pointing outside the matrix, or with an
+    index pointer running past the stored values, built after construction (as a caller
+    mutating the arrays would): scipy's constructors would refuse them."""
+    bad_index = X.asformat(fmt, copy=True)
+    bad_index.indices[1] = bad_index.shape[0 if fmt == "csc" else 1] + 7
+    past_end = X.asformat(fmt, copy=True)
+    past_end.indptr[-1] = past_end.indices.shape[0] + 5
+    wrapping = X.asformat(fmt, copy=True)
+    wrapping.indices = wrapping.indices.astype(np.int64)
+    wrapping.indices[0] += 2**32  # narrowed to int32 it would be a valid index
+    return {"index": bad_index, "pointer": past_end, "wrapping": wrapping}
+
+
+@pytest.mark.parametrize("cls", [MultinomialNB, ComplementNB, BernoulliNB])
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_malformed_sparse_matrices_are_refused_everywhere(cls, fmt):
+    """Fit, partial_fit and every scoring method refuse a CSR or CSC matrix whose indices
+    or pointers are out of range, before scipy's conversions read them (a CSC matrix with
+    a bad row index used to crash the interpreter in predict_proba)."""
+    X, y = token_data()
+    model = cls().fit(X, y)
+    for what, bad in malformed(fmt, X).items():
+        calls = {
+            "fit": lambda: cls().fit(bad, y),
+            "partial_fit": lambda: clone(model).partial_fit(bad, y, classes=np.unique(y)),
+            "predict_proba": lambda: model.predict_proba(bad),
+            "predict_joint_log_proba": lambda: model.predict_joint_log_proba(bad),
+        }
+        for name, call in calls.items():
+            with pytest.raises(ValueError, match="malformed sparse matrix"):
+                call()
+                pytest.fail(f"{name} accepted a matrix with a bad {what}")

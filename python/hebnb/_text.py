@@ -114,6 +114,29 @@ class CountMatrix:
         return CountMatrix(self.matrix.tocsr(), sparse_input=self.sparse_input)
 
 
+def check_sparse_structure(X: Any) -> None:
+    """Refuses a CSR or CSC matrix whose pointers or indices are out of range, before
+    anything reads them: scipy's own conversions (CSC to CSR for scoring, summing
+    duplicates) trust them and would read or write out of bounds, and an int64 index
+    beyond int32 would wrap when the indices are narrowed for the core. (scipy's
+    ``check_format(full_check=True)`` checks the same but prunes and recasts the caller's
+    arrays in place.)"""
+    n_major, n_minor = X.shape if X.format == "csr" else X.shape[::-1]
+    indptr, indices = X.indptr, X.indices
+    n_stored = min(indices.shape[0], X.data.shape[0])
+    problem = None
+    if indptr.ndim != 1 or indptr.shape[0] != n_major + 1:
+        problem = f"index pointer of shape {indptr.shape}, expected ({n_major + 1},)"
+    elif indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] > n_stored:
+        problem = f"index pointer is not a non-decreasing sequence from 0 to at most {n_stored}"
+    else:
+        used = indices[: indptr[-1]]
+        if used.size and (used.min() < 0 or used.max() >= n_minor):
+            problem = f"index {used.min() if used.min() < 0 else used.max()} outside 0..{n_minor}"
+    if problem is not None:
+        raise ValueError(f"malformed sparse matrix ({X.format}): {problem}")
+
+
 def check_counts(
     estimator: BaseEstimator,
     X: Any,
@@ -149,6 +172,8 @@ def check_counts(
         ensure_non_negative=non_negative and not core_checks_values,
     )
     sparse_input = sp.issparse(X)
+    if sparse_input:
+        check_sparse_structure(X)
     if not sparse_input:
         if binary_threshold is not None:
             X = X > binary_threshold
