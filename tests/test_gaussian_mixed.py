@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 import sklearn.naive_bayes as skl
+from scipy import stats
+from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.compose import make_column_selector
 
@@ -83,6 +85,75 @@ def test_gaussian_priors_zero_variance_and_bad_input():
         GaussianNB().fit(broken, y)
     with pytest.raises(ValueError, match="features"):
         GaussianNB().fit(X, y).predict(X[:, :3])
+
+
+def test_gaussian_row_by_row_stream_equals_scikit_learn():
+    """A stream fed one row at a time starts with zero variances (a one-row batch has a
+    floor of 0): partial_fit accepts them, scoring refuses them while they last, and the
+    finished model is scikit-learn's."""
+    X, y = continuous(seed=5, n_rows=40)
+    ours, ref = GaussianNB(), skl.GaussianNB()
+    for i in range(X.shape[0]):
+        ours.partial_fit(X[i : i + 1], y[i : i + 1], classes=[0, 1, 2])
+        ref.partial_fit(X[i : i + 1], y[i : i + 1], classes=[0, 1, 2])
+        if i == 0:
+            with pytest.raises(ValueError, match="zero variance"):
+                ours.predict_proba(X[:1])
+    np.testing.assert_allclose(ours.var_, ref.var_, rtol=1e-10)
+    np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-10)
+
+
+def pooled_log_density(X_train, X, floor):
+    """ln N(x; mean, variance + floor) of every row of ``X`` under the moments of all the
+    training rows (scipy, from the rows themselves)."""
+    mean, var = X_train.mean(axis=0), X_train.var(axis=0) + floor
+    return stats.norm.logpdf(X, loc=mean, scale=np.sqrt(var)).sum(axis=1)
+
+
+@pytest.mark.parametrize("var_smoothing", [0.0, 1e-9])
+def test_a_class_without_rows_has_its_prior_share(var_smoothing):
+    """A declared class with no rows is scored with the moments of all the rows, not with
+    a normal of mean 0 and the floor as variance (which took every probability near the
+    origin inside MixedNB, whose class prior gives such a class a share)."""
+    X, y = continuous(seed=6, n_rows=200)
+    y = np.minimum(y, 1)
+    X_test = np.vstack([np.zeros((1, X.shape[1])), X[:20]])
+    prior = np.array([0.5, 0.3, 0.2])
+    ours = GaussianNB(var_smoothing=var_smoothing, class_prior=prior)
+    ours.partial_fit(X, y, classes=[0, 1, 2])
+    expected = np.column_stack(
+        [
+            np.log(prior[c])
+            + stats.norm.logpdf(
+                X_test,
+                loc=X[y == c].mean(axis=0),
+                scale=np.sqrt(X[y == c].var(axis=0) + ours.epsilon_),
+            ).sum(axis=1)
+            for c in (0, 1)
+        ]
+        + [np.log(prior[2]) + pooled_log_density(X, X_test, ours.epsilon_)]
+    )
+    expected = np.exp(expected - logsumexp(expected, axis=1, keepdims=True))
+    np.testing.assert_allclose(ours.predict_proba(X_test), expected, rtol=1e-9, atol=1e-12)
+    # under the learned prior it gets nothing, as in scikit-learn
+    learned = GaussianNB(var_smoothing=var_smoothing).partial_fit(X, y, classes=[0, 1, 2])
+    assert np.all(learned.predict_proba(X_test)[:, 2] == 0.0)
+    # and inside MixedNB its share follows (N_c + 1) / (S + C), whatever the row
+    mixed = MixedNB(models=[("g", GaussianNB(), list(range(X.shape[1])))])
+    mixed.partial_fit(X, y, classes=[0, 1, 2])
+    assert np.all(mixed.predict_proba(X_test)[:, 2] < 3.0 / (X.shape[0] + 3))
+
+
+def test_gaussian_weights_of_any_scale_give_the_same_model():
+    """Weights scaled by 1e-9 (below scikit-learn's ``isclose`` cut, which drops such a
+    class) fit the model of the unscaled weights."""
+    X, y = continuous(seed=7, n_rows=120)
+    weights = np.random.default_rng(8).uniform(0.5, 2.0, size=y.shape[0])
+    big = GaussianNB().fit(X, y, sample_weight=weights)
+    tiny = GaussianNB().fit(X, y, sample_weight=weights * 1e-9)
+    np.testing.assert_allclose(tiny.theta_, big.theta_, rtol=1e-10)
+    np.testing.assert_allclose(tiny.var_, big.var_, rtol=1e-10)
+    np.testing.assert_allclose(tiny.predict_proba(X), big.predict_proba(X), atol=1e-12)
 
 
 def mixed_frame(seed=0, n_rows=400):

@@ -315,12 +315,12 @@ def test_malformed_sparse_matrices_are_refused_everywhere(cls, fmt):
     model = cls().fit(X, y)
     for what, bad in malformed(fmt, X).items():
         calls = {
-            "fit": lambda: cls().fit(bad, y),
-            "partial_fit": lambda: clone(model).partial_fit(bad, y, classes=np.unique(y)),
-            "predict_proba": lambda: model.predict_proba(bad),
-            "predict_joint_log_proba": lambda: model.predict_joint_log_proba(bad),
+            "fit": lambda m: cls().fit(m, y),
+            "partial_fit": lambda m: clone(model).partial_fit(m, y, classes=np.unique(y)),
+            "predict_proba": model.predict_proba,
+            "predict_joint_log_proba": model.predict_joint_log_proba,
         }
         for name, call in calls.items():
             with pytest.raises(ValueError, match="malformed sparse matrix"):
-                call()
+                call(bad)
                 pytest.fail(f"{name} accepted a matrix with a bad {what}")

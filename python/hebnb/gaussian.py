@@ -33,7 +33,7 @@ def merged_moments(
         new_var = np.var(X, axis=0)
     else:
         n_new = float(weights.sum())
-        if np.isclose(n_new, 0.0):
+        if n_new == 0.0:  # (scikit-learn also drops a block weighing below ~1e-8)
             return mean, var, 0.0
         new_mean = np.average(X, axis=0, weights=weights)
         new_var = np.average((X - new_mean) ** 2, axis=0, weights=weights)
@@ -43,6 +43,32 @@ def merged_moments(
     total_mean = (n_new * new_mean + n_past * mean) / n_total
     total_ssd = n_past * var + n_new * new_var + (n_new * n_past / n_total) * (mean - new_mean) ** 2
     return total_mean, total_ssd / n_total, n_new
+
+
+def pooled_moments(
+    theta: FloatArray, var: FloatArray, class_count: FloatArray, epsilon: float
+) -> tuple[FloatArray, FloatArray]:
+    """Mean and variance (floor included) of the rows of every class together, from the
+    classes' moments (the law of total variance): what a class without rows is scored
+    with, so that its probability comes from its prior rather than from a normal of
+    zero mean and a variance of only the floor."""
+    weight = class_count / class_count.sum()
+    mean = weight @ theta
+    spread = weight @ (var - epsilon + (theta - mean) ** 2)
+    return mean, spread + epsilon
+
+
+def check_variances(var: FloatArray, class_count: FloatArray, classes: npt.NDArray[Any]) -> None:
+    """Refuses a zero variance of a class with rows: its density would be a point mass."""
+    zero = (var <= 0) & (class_count > 0)[:, None]
+    if np.any(zero):
+        c, j = np.argwhere(zero)[0]
+        raise ValueError(
+            f"class {classes[c]} has zero variance in feature {j} (every row of it seen so "
+            "far has one value there) and the variance floor is 0 (var_smoothing times the "
+            "largest feature variance of the last batch): its normal density is undefined. "
+            "Fit rows with some variance, or set var_smoothing > 0 on such data"
+        )
 
 
 class GaussianNB(NaiveBayesClassifier):
@@ -80,8 +106,14 @@ class GaussianNB(NaiveBayesClassifier):
     -----
     A feature constant within a class gets the floor as its variance. When every
     feature is constant in a batch the floor is 0 and a variance would be 0 (scikit-learn
-    then divides by zero): that is a ValueError. Sparse input is a TypeError, NaN or
-    infinite values a ValueError.
+    then divides by zero): ``fit`` refuses it with a ValueError; ``partial_fit`` accepts it
+    (a stream fed row by row starts so, and later rows bring the variance) and scoring
+    refuses a class whose variance is still 0. A class without rows (declared in
+    ``classes``, or of zero total weight) is scored with the moments of all the rows, so
+    that its probability is its prior's share (0 under ``fit_prior=True``); its
+    ``theta_`` and ``var_`` stay scikit-learn's (0 and the floor). Sample weights of any
+    positive scale give the same model (scikit-learn drops a class whose batch weighs
+    below ~1e-8). Sparse input is a TypeError, NaN or infinite values a ValueError.
 
     Examples
     --------
@@ -188,13 +220,9 @@ class GaussianNB(NaiveBayesClassifier):
             )
             class_count[i] += n_new
         var += epsilon
-        if np.any(var[class_count > 0] <= 0):
-            raise ValueError(
-                "a class has a feature of zero variance and the variance floor is 0 "
-                f"(var_smoothing={self.var_smoothing} times the largest feature variance of the "
-                "batch): every feature is constant in this batch; use var_smoothing > 0 on "
-                "data with some variance"
-            )
+        if not partial:
+            # (partial_fit accepts it: the next batches may bring the variance)
+            check_variances(var, class_count, batch.classes)
         self.classes_ = batch.classes
         self.theta_, self.var_, self.class_count_, self.epsilon_ = theta, var, class_count, epsilon
         self.class_log_prior_ = empirical_class_log_prior(
@@ -205,9 +233,17 @@ class GaussianNB(NaiveBayesClassifier):
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
         X = validate_table(self, X, reset=False, dtype=np.float64)
+        check_variances(self.var_, self.class_count_, self.classes_)
+        theta, var = self.theta_, self.var_
+        unseen = self.class_count_ == 0
+        if np.any(unseen) and not np.all(unseen):
+            theta, var = theta.copy(), var.copy()
+            theta[unseen], var[unseen] = pooled_moments(
+                theta, var, self.class_count_, self.epsilon_
+            )
         joint = np.empty((X.shape[0], self.classes_.shape[0]))
         for i in range(self.classes_.shape[0]):
-            normaliser = -0.5 * np.sum(np.log(2.0 * np.pi * self.var_[i, :]))
-            distance = 0.5 * np.sum(((X - self.theta_[i, :]) ** 2) / self.var_[i, :], axis=1)
+            normaliser = -0.5 * np.sum(np.log(2.0 * np.pi * var[i, :]))
+            distance = 0.5 * np.sum(((X - theta[i, :]) ** 2) / var[i, :], axis=1)
             joint[:, i] = self.class_log_prior_[i] + (normaliser - distance)
         return joint
