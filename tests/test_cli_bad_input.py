@@ -217,3 +217,56 @@ def test_a_good_file_still_evaluates(tmp_path, capsys):
     assert (tmp_path / "out" / "report.md").is_file()
     frame = pd.read_csv(tmp_path / "out" / "folds.csv", keep_default_na=False)
     assert np.all(frame["error"] == "")
+
+
+@pytest.mark.parametrize(
+    ("labels", "fragment"),
+    [([0.5, 1.0, 1.5], "fractional numbers (e.g. "), ([0.1, 0.2], "fractional")],
+)
+def test_a_regression_target_is_one_error_line(tmp_path, capsys, labels, fragment):
+    """Fractional numbers in the target column are a regression target, refused by
+    name (it used to reach scikit-learn's StratifiedKFold and print its traceback)."""
+    data = tmp_path / "data.csv"
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"colour": rng.choice(list("rgb"), 60), "class": rng.choice(labels, 60)}).to_csv(
+        data, index=False
+    )
+    status, lines, _ = evaluate(tmp_path, data, capsys=capsys)
+    assert_one_error_line(status, lines, "'class'", fragment)
+
+
+@pytest.mark.parametrize(
+    ("bad_csv", "fragment"),
+    [
+        ("a,class\n1,x\n2,x\n3,x\n", "1 class"),
+        ("a,label\n1,x\n2,y\n1,x\n2,y\n", "not found"),
+        ("a,class\n1,x\n2,y\n", "2 folds need"),
+    ],
+)
+def test_a_suite_error_names_its_dataset(tmp_path, capsys, bad_csv, fragment):
+    """With 25 datasets, an error about one of them says which."""
+    for name, text in {"good": GOOD_CSV, "broken": bad_csv}.items():
+        (tmp_path / "suite" / name).mkdir(parents=True)
+        (tmp_path / "suite" / name / "data.csv").write_text(text)
+    status, lines, _ = run_cli(
+        "evaluate",
+        "--suite",
+        tmp_path / "suite",
+        "--folds",
+        "2",
+        "--methods",
+        "laplace",
+        "--no-progress",
+        "--out",
+        tmp_path / "out",
+        cwd=tmp_path,
+        capsys=capsys,
+    )
+    assert_one_error_line(status, lines, "broken: ", fragment)
+
+
+def test_datasets_without_a_suite_is_one_error_line(tmp_path, capsys):
+    data = tmp_path / "data.csv"
+    data.write_text(GOOD_CSV)
+    status, lines, _ = evaluate(tmp_path, data, "--datasets", "car", capsys=capsys)
+    assert_one_error_line(status, lines, "--datasets", "--suite")

@@ -114,3 +114,28 @@ def test_all_metrics_names():
         "auc_ovr",
         "ece",
     }
+
+
+@pytest.mark.parametrize(
+    "name", ["log_loss", "brier_score", "accuracy", "f1_macro", "auc_ovr_macro", "ece"]
+)
+def test_mismatched_labels_probabilities_and_classes_are_refused(name):
+    """A probability matrix whose columns do not match ``classes``, or whose rows do not
+    match the labels, is a ValueError (it used to give a number or an IndexError)."""
+    metric = {
+        "log_loss": log_loss,
+        "brier_score": brier_score,
+        "accuracy": accuracy,
+        "f1_macro": f1_macro,
+        "auc_ovr_macro": auc_ovr_macro,
+        "ece": expected_calibration_error,
+    }[name]
+    proba = np.array([[0.5, 0.5], [0.1, 0.9], [0.7, 0.3]])
+    with pytest.raises(ValueError, match="one column per class"):
+        metric([0, 1, 0], proba, [0, 1, 2])
+    with pytest.raises(ValueError, match="labels for the 3 rows"):
+        metric([0, 1], proba, [0, 1])
+    with pytest.raises(ValueError, match="not in classes"):
+        metric([0, 2, 1], proba, [0, 1])
+    with pytest.raises(ValueError, match="sorted"):
+        metric([0, 1, 0], proba, [1, 0])

@@ -148,6 +148,8 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
         else:
             if not args.data:
                 raise DataError("give a CSV or Parquet file, or --suite DIR")
+            if args.datasets:
+                raise DataError("--datasets chooses folders of a --suite; give it with --suite")
             result = evaluate(
                 args.data,
                 args.target,

@@ -25,11 +25,24 @@ HIGHER_IS_BETTER = {
 }
 
 
-def _true_class_index(y_true: ArrayLike, classes: ArrayLike) -> np.ndarray:
-    classes = np.asarray(classes)
+def _true_class_index(y_true: ArrayLike, classes: ArrayLike, proba: np.ndarray) -> np.ndarray:
+    """Column of each row's true class, after checking that ``proba`` has one row per
+    label and one column per class, and that ``classes`` is sorted and holds every label."""
+    classes, y_true = np.asarray(classes), np.asarray(y_true)
+    if proba.ndim != 2 or classes.ndim != 1 or proba.shape[1] != classes.shape[0]:
+        raise ValueError(
+            f"proba of shape {proba.shape} needs one column per class: {classes.shape[0]} "
+            "classes given"
+        )
+    if y_true.ndim != 1 or y_true.shape[0] != proba.shape[0]:
+        raise ValueError(f"{y_true.shape[0]} labels for the {proba.shape[0]} rows of proba")
+    if classes.shape[0] == 0:
+        raise ValueError("classes is empty")
+    if np.any(classes[1:] <= classes[:-1]):
+        raise ValueError("classes must be distinct and sorted, as numpy.unique returns them")
     index = np.searchsorted(classes, y_true)
     index = np.clip(index, 0, classes.shape[0] - 1)
-    if not np.all(classes[index] == np.asarray(y_true)):
+    if not np.all(classes[index] == y_true):
         raise ValueError("y_true holds labels that are not in classes")
     return index
 
@@ -37,7 +50,7 @@ def _true_class_index(y_true: ArrayLike, classes: ArrayLike) -> np.ndarray:
 def log_loss(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Mean negative natural log of the probability given to the true class."""
     proba = np.asarray(proba, dtype=float)
-    index = _true_class_index(y_true, classes)
+    index = _true_class_index(y_true, classes, proba)
     p = np.clip(proba[np.arange(proba.shape[0]), index], 1e-15, 1.0)
     return float(-np.mean(np.log(p)))
 
@@ -50,7 +63,7 @@ def brier_score(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> floa
     """
     proba = np.asarray(proba, dtype=float)
     onehot = np.zeros_like(proba)
-    onehot[np.arange(proba.shape[0]), _true_class_index(y_true, classes)] = 1.0
+    onehot[np.arange(proba.shape[0]), _true_class_index(y_true, classes, proba)] = 1.0
     return float(np.mean(np.sum((proba - onehot) ** 2, axis=1)))
 
 
@@ -62,7 +75,8 @@ def predicted_index(proba: ArrayLike) -> np.ndarray:
 
 def accuracy(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Fraction of rows whose most probable class is the true class."""
-    return float(np.mean(predicted_index(proba) == _true_class_index(y_true, classes)))
+    proba = np.asarray(proba, dtype=float)
+    return float(np.mean(predicted_index(proba) == _true_class_index(y_true, classes, proba)))
 
 
 def f1_macro(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
@@ -71,7 +85,8 @@ def f1_macro(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     The mean runs over the classes that occur in ``y_true`` or among the predictions
     (scikit-learn's ``f1_score(average="macro")`` without ``labels``).
     """
-    truth = _true_class_index(y_true, classes)
+    proba = np.asarray(proba, dtype=float)
+    truth = _true_class_index(y_true, classes, proba)
     predicted = predicted_index(proba)
     n_classes = np.asarray(classes).shape[0]
     true_positive = np.bincount(truth[truth == predicted], minlength=n_classes)
@@ -91,7 +106,7 @@ def auc_ovr_macro(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> fl
     binary AUC of either column.
     """
     proba = np.asarray(proba, dtype=float)
-    truth = _true_class_index(y_true, classes)
+    truth = _true_class_index(y_true, classes, proba)
     areas = []
     for c in range(proba.shape[1]):
         positive = truth == c
@@ -121,7 +136,7 @@ def reliability_bins(
     """
     proba = np.asarray(proba, dtype=float)
     confidence = proba.max(axis=1)
-    correct = predicted_index(proba) == _true_class_index(y_true, classes)
+    correct = predicted_index(proba) == _true_class_index(y_true, classes, proba)
     bins = np.digitize(confidence, np.linspace(0.0, 1.0, n_bins + 1)[1:-1], right=True)
     count = np.bincount(bins, minlength=n_bins).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.preprocessing import KBinsDiscretizer
+from sklearn.utils.multiclass import type_of_target
 
 from .._warnings import warn
 
@@ -160,7 +161,8 @@ def split_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, np.nda
     Raises
     ------
     DataError
-        The target column is absent, or fewer than two classes remain.
+        The target column is absent, holds fractional numbers (a regression target), or
+        fewer than two classes remain.
     """
     if target not in frame.columns:
         shown = ", ".join(map(str, frame.columns[:20]))
@@ -168,6 +170,21 @@ def split_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, np.nda
     labelled = frame[frame[target].notna()]
     y = labelled[target].to_numpy()
     n_classes = pd.unique(y).shape[0]
+    try:
+        kind = type_of_target(y) if n_classes >= 2 else "one class"
+    except TypeError:
+        raise DataError(
+            f"target column {target!r} mixes labels of different types (e.g. numbers and "
+            "strings): convert it to one type"
+        ) from None
+    except ValueError as error:
+        raise DataError(f"target column {target!r}: {error}") from None
+    if kind == "continuous":
+        fractional = next(v for v in pd.unique(y) if not float(v).is_integer())
+        raise DataError(
+            f"target column {target!r} holds fractional numbers (e.g. {fractional}), not class "
+            "labels: classification needs a column of classes (bin a numeric target first)"
+        )
     if n_classes < 2:
         raise DataError(f"target column {target!r} has {n_classes} class; at least two are needed")
     X = labelled.drop(columns=[target]).reset_index(drop=True)

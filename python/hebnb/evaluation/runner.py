@@ -312,7 +312,11 @@ def run_protocol(
     except ValueError as error:
         raise DataError(f"--n-jobs: {error}") from None
     for dataset in datasets:  # fail before the long loop, not in the middle of it
-        stratified_folds(dataset.y, folds, seed)
+        try:
+            stratified_folds(dataset.y, folds, seed)
+        except DataError as error:
+            named = f"{dataset.name}: {error}" if len(datasets) > 1 else str(error)
+            raise DataError(named) from None
     fold_rows: list[dict[str, Any]] = []
     bin_rows: list[dict[str, Any]] = []
     total = len(datasets) * folds * len(names)
@@ -474,9 +478,12 @@ def evaluate_suite(
         missing = wanted - {path.parent.name for path in paths}
         if missing:
             raise DataError(f"datasets not found below {directory}: {', '.join(sorted(missing))}")
-    prepared = [
-        prepare_dataset(path, target, max_rows=max_rows, seed=seed, text=text) for path in paths
-    ]
+    prepared = []
+    for path in paths:
+        try:
+            prepared.append(prepare_dataset(path, target, max_rows=max_rows, seed=seed, text=text))
+        except DataError as error:
+            raise DataError(f"{path.parent.name}: {error}") from None
     settings = {"target": target, "max_rows": max_rows, "suite": str(directory)}
     if text is not None:
         settings["text"] = text
