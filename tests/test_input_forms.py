@@ -38,6 +38,31 @@ def test_uint64_beyond_int64_is_a_category_like_any_other(estimator, small):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize(("dtype", "offset"), [("UInt8", 0), ("UInt64", 2**53), ("UInt64", 2**63)])
+def test_nullable_unsigned_columns_are_exact_integers(estimator, small, dtype, offset):
+    """pandas' nullable unsigned columns keep every integer exact: 2**53 and 2**53 + 1
+    are two categories (they went through float64, where they are one), and the
+    categories are those of the numpy column of the same values."""
+    X, y = small
+    values = X.astype(np.uint64) + np.uint64(offset)
+    frame = pd.DataFrame({f"f{j}": pd.array(values[:, j], dtype=dtype) for j in range(2)})
+    frame.iloc[::7, 1] = pd.NA
+    reference = pd.DataFrame({f"f{j}": values[:, j] for j in range(2)}).astype(object)
+    reference.iloc[::7, 1] = None
+    expected = estimator().fit(reference, y)
+    model = estimator(handle_unknown="error").fit(frame, y)
+    np.testing.assert_allclose(model.predict_proba(frame), expected.predict_proba(reference))
+    assert [c.tolist() for c in model.categories_] == [c.tolist() for c in expected.categories_]
+    assert model.categories_[0].tolist() == sorted({int(v) for v in values[:, 0]})
+    assert all(type(v) is int for c in model.categories_ for v in c.tolist())  # not floats
+    # at predict, a value is its own category, not a float neighbour's
+    known = pd.DataFrame({"f0": pd.array(values[:3, 0], dtype=dtype), "f1": frame["f1"][:3]})
+    np.testing.assert_allclose(
+        model.predict_proba(known), expected.predict_proba(reference[:3]), rtol=1e-12
+    )
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_whole_floats_beyond_int64_are_categories(estimator, small):
     X, y = small
     huge = (X + 1).astype(np.float64) * 1e19

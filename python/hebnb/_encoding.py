@@ -373,9 +373,12 @@ def _frame_column(array: Any, feature: int) -> ColumnSpec:
         return ("arrow", _chunked(array.__arrow_array__()))
     if dtype.kind in "iu":  # pandas' nullable integers
         missing = np.asarray(array.isna(), dtype=bool)
-        values = array.to_numpy(dtype=np.float64 if dtype.kind == "u" else np.int64, na_value=0)
-        if dtype.kind == "u":
-            return _array_column(np.where(missing, np.nan, values), feature)
+        if dtype.kind == "u" and dtype.itemsize == 8:
+            unsigned = array.to_numpy(dtype=np.uint64, na_value=0)
+            if unsigned.size and int(unsigned.max()) > INT64_MAX:
+                # exact Python ints, as a numpy uint64 column beyond int64 gives them
+                return ("objects", array.to_numpy(dtype=np.object_, na_value=None))
+        values = array.to_numpy(dtype=np.int64, na_value=0)
         return ("ints", values, missing if missing.any() else None, False)
     if dtype.kind == "f":
         return _array_column(array.to_numpy(dtype=np.float64, na_value=np.nan), feature)
