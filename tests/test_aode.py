@@ -1028,3 +1028,20 @@ def test_the_benchmarks_numpy_laplace_aode_is_the_same_model():
         np.testing.assert_allclose(
             ours.predict_proba(X_test), theirs.predict_proba(X_test), rtol=0, atol=1e-12
         )
+
+
+def test_tied_super_parents_do_not_depend_on_the_row_order():
+    """Two features with the same counts tie on mutual information in every row order
+    (the sum over values used to follow the order categories were first seen in, one ulp
+    apart), so the lower index wins, as documented."""
+    X = np.array([[3, 3], [1, 0], [3, 3], [0, 2], [1, 1], [2, 1], [1, 1]])
+    y = np.array([0, 0, 0, 0, 0, 0, 1])
+    reference = AODE(max_parents=1).fit(X, y)
+    np.testing.assert_array_equal(reference.super_parents_, [True, False])
+    for seed in range(40):
+        order = np.random.default_rng(seed).permutation(len(y))
+        model = AODE(max_parents=1).fit(X[order], y[order])
+        np.testing.assert_array_equal(model.super_parents_, reference.super_parents_)
+        np.testing.assert_allclose(
+            model.predict_proba(X), reference.predict_proba(X), rtol=1e-12, atol=1e-15
+        )
