@@ -181,6 +181,33 @@ def test_locks_are_not_pickled_copied_or_cloned():
     assert copied.class_count_.sum() == 2 * model.class_count_.sum()
 
 
+@pytest.mark.parametrize(
+    ("make", "n_features"),
+    [
+        (CategoricalNB, 3),
+        (lambda: CategoricalNB(smoothing="laplace"), 3),
+        (AODE, 3),
+        (lambda: EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}), 1),
+    ],
+)
+def test_updating_a_shallow_copy_leaves_the_original_alone(make, n_features):
+    """``copy.copy`` gives an independent model: updating it with new categories used to
+    grow the original's shared vocabulary and count tables (wrong counts, or a model
+    that could no longer predict)."""
+    rng = np.random.default_rng(6)
+    X, y = rng.integers(0, 4, size=(200, n_features)), rng.integers(0, 2, size=200)
+    model = make().fit(X, y)
+    before = pickle.dumps(model)
+    expected = model.predict_proba(X)
+    shallow = copy.copy(model)
+    shallow.partial_fit(X + 10, y)  # every value a new category
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
+    assert pickle.dumps(model) == before
+    # and the copy is the deep copy's update
+    deep = copy.deepcopy(model).partial_fit(X + 10, y)
+    np.testing.assert_array_equal(shallow.predict_proba(X + 10), deep.predict_proba(X + 10))
+
+
 @pytest.mark.parametrize("make", [CategoricalNB, AODE])
 def test_threads_predicting_with_one_model_at_once_agree(make):
     """Coding integer columns runs without the GIL; it used to hold the vocabulary

@@ -377,6 +377,12 @@ class ThreadSafeModel:
                 if callable(method) and not getattr(method, "_hebnb_guarded", False):
                     setattr(cls, name, guard(method))
 
+    def __copy__(self) -> Any:
+        """An independent copy, as ``copy.deepcopy`` makes: a shallow one would share the
+        vocabulary and the count tables an update grows in place, so updating one model
+        would corrupt the other."""
+        return copy.deepcopy(self)
+
     def __getstate__(self) -> dict[str, Any]:
         with reading(self):  # never a state an update is halfway through
             state = super().__getstate__()  # scikit-learn's: the instance dict and version
