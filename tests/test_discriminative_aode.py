@@ -660,3 +660,30 @@ def test_cv_cell_penalty_falls_back_to_the_default_without_a_class_of_three_rows
     assert not hasattr(model, "cell_penalty_cv_loss_")
     fixed = AODE(weighting="cll-value").fit(X, y)
     np.testing.assert_array_equal(fixed.predict_proba(X), model.predict_proba(X))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"weighting": "cll-feature"},
+        {"weighting": "cll-value"},
+        {"weighting": "cll-value", "cell_penalty": "cv"},
+    ],
+)
+def test_folds_whose_training_rows_weigh_nothing_are_left_out(params):
+    """With one row of positive weight, the cross-fitting and penalty folds without it
+    weigh nothing; they are left out (as folds lacking a class are) instead of failing
+    the whole fit with "sample_weight sums to zero"."""
+    X, y = _noisy_data(seed=4, n_rows=60, noise=0.2)
+    weight = np.zeros(len(y))
+    weight[0] = 1.0
+    model = AODE(**params).fit(X, y, sample_weight=weight)
+    proba = model.predict_proba(X)
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    if params.get("cell_penalty") == "cv":
+        # the fold holding row 0 out weighs nothing and the others score no weighted row:
+        # no evidence for any penalty, so the default
+        assert model.cell_penalty_ == hebnb.weighting.DEFAULT_CELL_PENALTY
+        fixed = AODE(weighting="cll-value").fit(X, y, sample_weight=weight)
+        np.testing.assert_array_equal(fixed.predict_proba(X), proba)

@@ -420,7 +420,8 @@ class AODE(CategoricalClassifier):
         weights: np.ndarray,
     ) -> list[tuple[np.ndarray, np.ndarray, AODE]]:
         """``(held-out rows, their codes in the fold's model, the model fitted without
-        them)`` per fold, leaving out the folds whose model lacks a class."""
+        them)`` per fold, leaving out the folds whose model lacks a class and those whose
+        training rows weigh nothing (the held rows of those keep their in-sample terms)."""
         from sklearn.base import clone
         from sklearn.model_selection import StratifiedKFold
 
@@ -437,6 +438,8 @@ class AODE(CategoricalClassifier):
         models = []
         for train, held in splits:
             fold_weight = None if sample_weight is None else weights[train]
+            if fold_weight is not None and not fold_weight.sum() > 0:
+                continue
             model = clone(sub).fit(
                 _safe_indexing(X, train), _safe_indexing(y, train), sample_weight=fold_weight
             )
@@ -546,8 +549,9 @@ class AODE(CategoricalClassifier):
         in its cells; the generative fit and the cells are shared by the penalties. The
         rows of a class with fewer than ``CV_FOLDS`` rows are never held out: they are in
         every fold's training rows, so every fold's model knows every class, and the folds
-        split the other rows (all of them, usually). No class with ``CV_FOLDS`` rows:
-        ``DEFAULT_CELL_PENALTY``.
+        split the other rows (all of them, usually). A fold whose training rows weigh
+        nothing is left out. No class with ``CV_FOLDS`` rows, or no held row of positive
+        weight scored: ``DEFAULT_CELL_PENALTY``.
         """
         from sklearn.base import clone
         from sklearn.model_selection import StratifiedKFold
@@ -561,11 +565,15 @@ class AODE(CategoricalClassifier):
         loss = np.zeros(len(grid))
         splitter = StratifiedKFold(weighting.CV_FOLDS, shuffle=True, random_state=0)
         sub = clone(self).set_params(handle_unknown="ignore", cell_penalty=None)
+        scored_weight = 0.0
         for kept, out in splitter.split(np.zeros(scored.shape[0]), labels[scored]):
             train = np.sort(np.concatenate([scored[kept], always_trained]))
             held = scored[out]
             X_train, y_train = _safe_indexing(X, train), _safe_indexing(y, train)
             train_weight = None if sample_weight is None else weights[train]
+            if train_weight is not None and not train_weight.sum() > 0:
+                continue
+            scored_weight += float(weights[held].sum())
             fold = clone(sub)
             fold_codes, fold_labels, fold_weights = fold._fit_tables(
                 X_train, y_train, train_weight, threads
@@ -592,6 +600,8 @@ class AODE(CategoricalClassifier):
                 )
                 loss[k] -= weights[held] @ log_proba[rows, labels[held]]
         self.cell_penalty_cv_loss_ = loss / max(float(weights[scored].sum()), 1e-300)
+        if not scored_weight > 0:
+            return weighting.DEFAULT_CELL_PENALTY
         return float(grid[int(np.argmin(loss))])
 
     #: Entries of (rows, super-parents, features, classes) cells per scoring batch (32 MB).
