@@ -9,7 +9,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from hebnb import CategoricalNB
+from hebnb import AODE, CategoricalNB
 from hebnb.datasets import make_high_cardinality
 
 #: The scikit-learn checks that cannot apply, and why: each feeds continuous floats
@@ -136,3 +136,41 @@ def test_thread_pools_survive_fork(data):
     child.join(timeout=60)
     assert child.exitcode == 0
     np.testing.assert_array_equal(result, parent.predict_proba(X[:5]))
+
+
+@pytest.mark.parametrize(
+    ("make", "changes"),
+    [
+        (CategoricalNB, {"smoothing": "laplace", "class_prior": [0.9, 0.1]}),
+        (CategoricalNB, {"min_count": 1e6, "concentration_bounds": (5.0, 5.0)}),
+        (AODE, {"smoothing": "laplace", "min_parent_count": 1000}),
+        (AODE, {"prior": "pooled", "fit_prior": False}),
+    ],
+)
+@pytest.mark.parametrize("update", ["fit", "partial_fit"])
+def test_set_params_after_an_update_changes_only_the_next_one(make, changes, update):
+    """As in scikit-learn, a fitted model is the one its last fit made: set_params
+    afterwards changes the next fit. After partial_fit the model is solved when first
+    used, and that solve read the parameters of that moment; AODE's scorer read
+    ``min_parent_count`` at every prediction."""
+    rng = np.random.default_rng(13)
+    X, y = rng.integers(0, 4, size=(100, 3)), rng.integers(0, 2, size=100)
+    reference = getattr(make(), update)(X, y).predict_proba(X)
+    model = getattr(make(), update)(X, y)
+    model.set_params(**changes)
+    np.testing.assert_array_equal(model.predict_proba(X), reference)
+    # and the next update uses them, as a fresh fit with them would
+    refitted = model.fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(refitted, make(**changes).fit(X, y).predict_proba(X))
+    assert np.abs(refitted - reference).max() > 1e-3
+
+
+def test_an_invalid_parameter_set_after_partial_fit_fails_at_the_next_update():
+    rng = np.random.default_rng(14)
+    X, y = rng.integers(0, 4, size=(60, 2)), rng.integers(0, 2, size=60)
+    model = CategoricalNB().partial_fit(X, y)
+    expected = CategoricalNB().partial_fit(X, y).predict_proba(X)
+    model.set_params(smoothing="bogus")
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
+    with pytest.raises(ValueError, match="smoothing"):
+        model.partial_fit(X, y)

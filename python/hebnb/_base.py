@@ -430,6 +430,31 @@ def score_in_chunks(X: Any, score: Callable[[Any], np.ndarray]) -> np.ndarray:
     return out
 
 
+def defer_solve(model: Any) -> None:
+    """Marks an updated model as solved when a fitted attribute is first used, with the
+    constructor parameters of this update (see :func:`parameters_of_the_update`)."""
+    model._unsolved = True
+    model._update_parameters = model.get_params(deep=False)
+
+
+@contextlib.contextmanager
+def parameters_of_the_update(model: Any) -> Any:
+    """The constructor parameters as the last update saw them, for a solve deferred past
+    it: ``set_params`` after ``partial_fit`` changes the next update, not the model
+    already updated (as after ``fit``), and an invalid value fails there, validated."""
+    state = model.__dict__
+    saved = state.pop("_update_parameters", None)
+    if saved is None:
+        yield
+        return
+    current = {name: state[name] for name in saved if name in state}
+    state.update(saved)
+    try:
+        yield
+    finally:
+        state.update(current)
+
+
 class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
     """Base of the categorical classifiers: subclasses implement ``_joint_log_likelihood``
     and declare ``_parameter_constraints`` (checked by ``_fit_context`` before any work).
@@ -453,7 +478,8 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         if name in self._deferred_attributes() and state.get("_unsolved"):
             with reading(self):  # solved from counts no update is changing
                 if state.get("_unsolved"):
-                    self._solve_deferred()
+                    with parameters_of_the_update(self):
+                        self._solve_deferred()
             return state[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 

@@ -22,7 +22,9 @@ from ._base import (
     check_class_prior,
     class_log_prior,
     concentration_interval,
+    defer_solve,
     n_threads,
+    parameters_of_the_update,
     reading,
 )
 from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
@@ -625,7 +627,7 @@ class AODE(CategoricalClassifier):
                 self._model,
                 self._pair_tables(),
                 list(self._encoder.offsets),
-                float(self.min_parent_count),
+                self._min_parent_count,
                 threads,
             )
             yield rows, terms, qualifies, cells
@@ -707,7 +709,7 @@ class AODE(CategoricalClassifier):
             self._model,
             self._pair_tables(),
             list(self._encoder.offsets),
-            float(self.min_parent_count),
+            self._min_parent_count,
             threads,
         )
 
@@ -812,7 +814,7 @@ class AODE(CategoricalClassifier):
         for name in (*self._SOLVED, *_PAIR_VIEWS, "_log_evidence"):
             self.__dict__.pop(name, None)
         self._stream = stream
-        self._unsolved = True  # solved from the tables when a fitted attribute is used
+        defer_solve(self)  # solved from the tables when a fitted attribute is used
         return self
 
     #: what ``_solve`` (and the merge of a stream's batches) sets: after ``partial_fit``
@@ -830,6 +832,7 @@ class AODE(CategoricalClassifier):
             "converged_",
             "marginal_concentration_",
             "parent_concentration_",
+            "_min_parent_count",
         }
     )
 
@@ -843,7 +846,8 @@ class AODE(CategoricalClassifier):
             stream: _Stream = state["_stream"]
             return stream
         if state.get("_unsolved"):  # pragma: no cover - an unsolved model has a stream
-            self._solve_deferred()
+            with parameters_of_the_update(self):
+                self._solve_deferred()
         encoder = self._encoder
         counts, pairs = state["_counts"], state["_pairs"]
         if encoder.order == "sorted":
@@ -915,7 +919,8 @@ class AODE(CategoricalClassifier):
     def __getstate__(self) -> dict[str, Any]:
         with reading(self):  # no update meanwhile (the base's pickle reads under it too)
             if self.__dict__.get("_unsolved"):
-                self._solve_deferred()  # a pickle (or copy) holds the solved model
+                with parameters_of_the_update(self):
+                    self._solve_deferred()  # a pickle (or copy) holds the solved model
             state = super().__getstate__()
         for name in _PAIR_VIEWS:
             state.pop(name, None)  # recomputed from _pairs on first access
@@ -928,6 +933,9 @@ class AODE(CategoricalClassifier):
             # pickled when the tables were the public attributes (codes: sorted ranks)
             state = dict(state)
             state["_pairs"] = {key: state.pop(name) for key, name in zip(_PAIR_KEYS, _PAIR_VIEWS)}
+        if "_model" in state and "_min_parent_count" not in state:
+            # pickled when the scorer read the parameter
+            state = {**state, "_min_parent_count": float(state["min_parent_count"])}
         super().__setstate__(state)
 
     def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
@@ -947,6 +955,9 @@ class AODE(CategoricalClassifier):
         )
         heb = self.smoothing == "heb"
         self._child_smoothing = self.prior if heb else "laplace"
+        # the scorer's, fixed with the tables (set_params before the next fit changes
+        # nothing, and the learned weights were fitted on terms with it)
+        self._min_parent_count = float(self.min_parent_count)
         self.__dict__.pop("_log_evidence", None)
         model = _core.fit_aode(
             self.class_count_,
@@ -1041,7 +1052,7 @@ class AODE(CategoricalClassifier):
             self._model,
             self._pair_tables(),
             offsets=self._encoder.offsets,
-            min_parent_count=float(self.min_parent_count),
+            min_parent_count=self._min_parent_count,
             n_jobs=threads,
         )
 

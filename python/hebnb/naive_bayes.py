@@ -19,6 +19,7 @@ from ._base import (
     check_class_prior,
     class_log_prior,
     concentration_interval,
+    defer_solve,
     n_threads,
     on_failure,
 )
@@ -384,7 +385,7 @@ class CategoricalNB(CategoricalClassifier):
             self._warm_start = self.__dict__["concentration_"]
         for name in self._SOLVED:
             self.__dict__.pop(name, None)
-        self._unsolved = True  # solved from the counts when a fitted attribute is used
+        defer_solve(self)  # solved from the counts when a fitted attribute is used
         return self
 
     def _growable_counts(self) -> list[np.ndarray]:
