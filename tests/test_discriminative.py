@@ -235,3 +235,25 @@ def test_partial_fit_refuses_weighting():
     X, y = _data(seed=10, n_rows=60)
     with pytest.raises(ValueError, match="partial_fit does not support weighting"):
         CategoricalNB(weighting="cll-feature").partial_fit(X, y, classes=[0, 1, 2])
+
+
+@pytest.mark.parametrize("kind", ["cll-feature", "cll-value"])
+@pytest.mark.parametrize("rows", ["leave-one-out", "in-sample"])
+def test_huge_sample_weights_give_the_weights_of_their_limit(kind, rows):
+    """Under Laplace tables, weights of 1e150 to 1e297 a row make the pseudo-counts and
+    the penalty negligible: one model, whatever the scale. The weight fit used to
+    overflow from a total of about 1e154 (the weights came out wrong without a warning)."""
+    rng = np.random.default_rng(17)
+    X = rng.integers(0, 5, size=(300, 3))
+    y = (X[:, 0] + rng.integers(0, 2, 300)) % 2
+    fits = [
+        CategoricalNB(smoothing="laplace", weighting=kind, weighting_rows=rows).fit(
+            X, y, sample_weight=np.full(300, scale)
+        )
+        for scale in (1e150, 1e200, 1e297)
+    ]
+    for model in fits[1:]:
+        np.testing.assert_allclose(model.class_weights_, fits[0].class_weights_, rtol=1e-6)
+        np.testing.assert_allclose(
+            model.predict_proba(X), fits[0].predict_proba(X), rtol=1e-6, atol=1e-9
+        )

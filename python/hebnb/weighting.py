@@ -200,7 +200,7 @@ def fit_weights(
     n_features = len(offsets) - 1
     log_table_zeroed = np.where(np.isfinite(log_table), log_table, 0.0)
     n_cells = log_table.size if kind == "cll-value" else 0
-    gtol = tol * max(1.0, float(sample_weight.sum()))
+    divisor = _normalising_divisor(sample_weight)
     # theta = [a (C), w (F), d (cells, "cll-value" only)]; start: the generative model
     start = np.concatenate([np.ones(n_classes + n_features), np.zeros(n_cells)])
     # the penalty's scale per parameter: 1 for a and w; ln theta^2 for a cell deviation d,
@@ -219,26 +219,28 @@ def fit_weights(
     curvature = _diagonal_curvature(
         kind, codes, sample_weight, log_table_zeroed, class_log_prior, offsets
     )
-    inverse_curvature = 1.0 / np.maximum(curvature + penalty * scale, 1e-12 * gtol + 1e-300)
+    curvature = (curvature + penalty * scale) / divisor
+    inverse_curvature = 1.0 / np.maximum(curvature, 1e-12 * tol + 1e-300)
     theta, value, n_iter, converged = _minimise_in_core(
         _core.fit_naive_bayes_weights,
         codes,
         labels,
-        sample_weight,
+        sample_weight / divisor,
         log_table,
         np.ascontiguousarray(class_log_prior, dtype=np.float64),
         list(offsets),
         cell_weights=kind == "cll-value",
         start=start,
-        precision=penalty * scale,
+        precision=penalty * scale / divisor,
         inverse_curvature=inverse_curvature,
         n_jobs=n_threads,
         held_out=None
         if held_out is None
-        else (np.ascontiguousarray(held_out[0]), np.ascontiguousarray(held_out[1])),
-        gtol=gtol,
+        else tuple(np.ascontiguousarray(part / divisor) for part in held_out),
+        gtol=tol,
         what=f"the {kind} weights",
     )
+    value *= divisor
     table_weights = (
         np.array(cell_weights(theta))
         if kind == "cll-value"
@@ -325,6 +327,14 @@ def _diagonal_curvature(
     if kind == "cll-value":
         parts.append((cell_curvature * log_table**2).ravel())
     return np.concatenate(parts)
+
+
+def _normalising_divisor(sample_weight: FloatArray) -> float:
+    """What the core divides ``J`` by: the total sample weight when it exceeds 1. The
+    minimiser is the same (the penalty is divided alike), and the gradient stays of order
+    one per row however large the weights: with a total beyond about 1e154 the L-BFGS
+    products of raw gradients overflowed and the weights came out wrong."""
+    return max(1.0, float(sample_weight.sum()))
 
 
 def _minimise_in_core(
@@ -450,7 +460,7 @@ def fit_parent_weights(
     if not finite.all():
         raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
     likelihood = (terms - class_log_prior) / n_parents  # (S, P, C)
-    gtol = tol * max(1.0, float(sample_weight.sum()))
+    divisor = _normalising_divisor(sample_weight)
     start = np.ones(n_classes + n_parents)
 
     def scores(theta: FloatArray) -> FloatArray:
@@ -476,15 +486,16 @@ def fit_parent_weights(
         [0],
         np.zeros((0, n_classes)),
         np.ascontiguousarray(labels, dtype=np.int64),
-        np.ascontiguousarray(sample_weight, dtype=np.float64),
+        np.ascontiguousarray(sample_weight / divisor, dtype=np.float64),
         np.ascontiguousarray(class_log_prior, dtype=np.float64),
         start=start,
-        precision=np.full(start.shape[0], float(penalty)),
-        inverse_curvature=1.0 / np.maximum(curvature + penalty, 1e-300),
+        precision=np.full(start.shape[0], float(penalty) / divisor),
+        inverse_curvature=1.0 / np.maximum((curvature + penalty) / divisor, 1e-300),
         n_jobs=n_threads,
-        gtol=gtol,
+        gtol=tol,
         what="the AODE parent weights",
     )
+    value *= divisor
     parent_weights = theta[n_classes:].copy()
     return DiscriminativeWeights(
         kind="cll-feature",
@@ -756,7 +767,7 @@ def solve_aode_cell_weights(
     _, n_parents, n_classes = problem.likelihood.shape
     n_head = n_classes + n_parents
     n_fitted = int(problem.column_starts[-1])
-    gtol = tol * max(1.0, float(problem.sample_weight.sum()))
+    divisor = _normalising_divisor(problem.sample_weight)
     start = np.concatenate([np.ones(n_head), np.zeros(n_fitted * n_classes)])
     scale = np.concatenate(
         [np.full(n_head, penalty), cell_penalty * problem.cell_precision.ravel()]
@@ -768,15 +779,16 @@ def solve_aode_cell_weights(
         problem.column_starts,
         problem.cell_values,
         problem.labels,
-        problem.sample_weight,
+        problem.sample_weight / divisor,
         problem.class_log_prior,
         start=start,
-        precision=scale,
-        inverse_curvature=1.0 / np.maximum(problem.curvature + scale, 1e-300),
+        precision=scale / divisor,
+        inverse_curvature=1.0 / np.maximum((problem.curvature + scale) / divisor, 1e-300),
         n_jobs=n_threads,
-        gtol=gtol,
+        gtol=tol,
         what="the AODE cell weights",
     )
+    value *= divisor
     cell_weights = theta[n_head:].reshape(n_fitted, n_classes)
     if problem.merged is not None:
         cell_weights = problem.merged.cell_weights(cell_weights)
