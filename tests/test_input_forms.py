@@ -183,3 +183,29 @@ def test_unhashable_values_are_named_as_such(estimator):
         model.predict(with_list)
     with pytest.raises(ValueError, match=message):
         model.partial_fit(with_list, y)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize(
+    "make", [pd.Series, lambda values: pytest.importorskip("polars").Series(values)]
+)
+def test_a_series_as_x_is_refused_as_one_dimensional(estimator, make, small):
+    """A pandas or polars Series is one column without its table: named so, where it
+    used to fail inside pyarrow ("ArrowSchema describes non-struct type int64")."""
+    X, y = small
+    with pytest.raises(ValueError, match="got a 1D Series: pass series.to_frame"):
+        estimator().fit(make(X[:, 0]), y)
+    model = estimator().fit(X[:, :1], y)
+    with pytest.raises(ValueError, match="got a 1D Series"):
+        model.predict(make(X[:, 0]))
+
+
+def test_half_precision_floats_are_categories_without_warnings(small):
+    """float16 codes: no overflow warning from comparing them with 2**63."""
+    X, y = small
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = CategoricalNB().fit(X.astype(np.float16), y)
+    np.testing.assert_array_equal(
+        model.predict_proba(X), CategoricalNB().fit(X, y).predict_proba(X)
+    )

@@ -41,6 +41,15 @@ def test_labels_mixing_numbers_and_strings_are_named(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_labels_of_one_unorderable_type_are_named_by_it(estimator):
+    """Tuples as labels are one type, not a mix: the error says which type it is."""
+    labels = np.empty(40, dtype=object)
+    labels[:] = [(1, 2), (3, 4)] * 20
+    with pytest.raises(ValueError, match="labels of type tuple, which are not class labels"):
+        estimator().fit(X, labels)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_declared_classes_held_as_objects_keep_a_number_dtype(estimator):
     model = estimator().partial_fit(X, y, classes=np.array([0, 1], dtype=object))
     assert model.classes_.dtype == np.int64

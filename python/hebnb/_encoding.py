@@ -285,6 +285,11 @@ def _split_table(X: Any) -> _Table:
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
     module = _module_of(X)
+    if isinstance(X, pd.Series) or (module == "polars" and hasattr(X, "to_frame")):
+        raise ValueError(
+            f"Expected a 2D table, got a 1D {type(X).__name__}: pass series.to_frame() "
+            "if it is a single feature"
+        )
     if module == "polars" and hasattr(X, "get_columns"):
         labels = list(X.columns)
         columns = [_polars_column(series, f) for f, series in enumerate(X.get_columns())]
@@ -435,7 +440,7 @@ def _integer_values(
             f"feature {feature} holds floats with a fractional part, which are not "
             "categories: bin numeric columns first (e.g. sklearn's KBinsDiscretizer)"
         )
-    if present.size and np.abs(present).max() >= 2.0**63:
+    if present.size and float(np.abs(present).max()) >= 2.0**63:
         return None
     return np.where(missing, 0.0, column).astype(np.int64), (missing if missing.any() else None)
 
@@ -456,7 +461,7 @@ def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None
     if not np.all(np.isfinite(present)) or np.any(present != np.floor(present)):
         for f in range(X.shape[1]):
             _integer_values(X[:, f], f)  # raises, naming the first offending feature
-    if present.size and np.abs(present).max() >= 2.0**63:
+    if present.size and float(np.abs(present).max()) >= 2.0**63:
         return None
     block = np.where(missing, 0.0, values).astype(np.int64)
     return block, (missing if missing.any() else None)
@@ -1164,6 +1169,12 @@ def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             # calls them "Unknown label type: unknown", yet they are labels like any other
             y = np.asarray(y.tolist())
         elif inferred in ("mixed", "mixed-integer"):
+            kinds = {type(label).__name__ for label in y}
+            if len(kinds) == 1:
+                raise ValueError(
+                    f"y holds labels of type {kinds.pop()}, which are not class labels "
+                    f"(numbers, strings or booleans): {pd.unique(y)[:5].tolist()}"
+                )
             raise ValueError(
                 "y mixes labels of different types (e.g. numbers and strings), which "
                 f"cannot be ordered: {pd.unique(y)[:5].tolist()}"
