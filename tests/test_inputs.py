@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -76,6 +78,23 @@ def test_dataframe_with_mixed_column_types(ints):
     np.testing.assert_allclose(
         by_name.predict_proba(frame), proba(reference, y)[:, [2, 0, 1]], rtol=1e-12
     )
+
+
+def test_every_missing_marker_pandas_knows_is_missing(ints):
+    """None, float and numpy NaN, pandas NA and NaT, Decimal('NaN') and complex NaN are
+    all missing (the last two were categories), as ``pandas.isna`` says of them."""
+    X, y = ints
+    reference = X.astype(object)
+    reference[::3, 1] = None
+    expected = CategoricalNB().fit(reference, y)
+    markers = [None, np.nan, np.float32("nan"), pd.NA, pd.NaT, Decimal("NaN"), complex("nan")]
+    marked = X.astype(object)
+    for k, row in enumerate(range(0, X.shape[0], 3)):
+        marked[row, 1] = markers[k % len(markers)]
+    assert all(pd.isna(marker) for marker in markers)
+    model = CategoricalNB().fit(marked, y)
+    assert [c.tolist() for c in model.categories_] == [c.tolist() for c in expected.categories_]
+    np.testing.assert_array_equal(model.predict_proba(marked), expected.predict_proba(reference))
 
 
 def test_missing_values_do_not_count_or_score(ints):

@@ -14,6 +14,7 @@ import itertools
 import numbers
 import os
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,8 @@ def _normalize(value: object) -> object:
     returned as it is and coded as a hashable Python object."""
     if value is pd.NA or value is pd.NaT:
         return None
+    if isinstance(value, (Decimal, complex)) and pd.isna(value):
+        return None  # Decimal('NaN') and complex NaNs are missing, as for floats
     if isinstance(value, np.generic):
         if isinstance(value, np.datetime64):
             return None if np.isnat(value) else pd.Timestamp(value)
