@@ -9,6 +9,7 @@ Python loop over rows, and never mutates the caller's data.
 
 from __future__ import annotations
 
+import cmath
 import dataclasses
 import itertools
 import numbers
@@ -91,7 +92,9 @@ def _normalize(value: object) -> object:
     returned as it is and coded as a hashable Python object."""
     if value is pd.NA or value is pd.NaT:
         return None
-    if isinstance(value, (Decimal, complex)) and pd.isna(value):
+    if (isinstance(value, Decimal) and value.is_nan()) or (
+        isinstance(value, complex) and cmath.isnan(value)
+    ):
         return None  # Decimal('NaN') and complex NaNs are missing, as for floats
     if isinstance(value, np.generic):
         if isinstance(value, np.datetime64):
