@@ -117,7 +117,11 @@ mod tests {
             let counts = ndarray::Array2::from_shape_fn((2, 5), |(c, j)| columns[order[j]][c]);
             let layout = FeatureLayout::from_cardinalities(&[5]);
             let mi = mutual_information(counts.view(), &layout).unwrap()[0];
-            assert_eq!(mi.to_bits(), *reference.get_or_insert(mi.to_bits()), "{order:?}");
+            assert_eq!(
+                mi.to_bits(),
+                *reference.get_or_insert(mi.to_bits()),
+                "{order:?}"
+            );
         }
     }
 
