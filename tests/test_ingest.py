@@ -886,3 +886,105 @@ def test_integer_blocks_code_by_first_appearance_whatever_the_span(n_jobs):
         ]
         np.testing.assert_array_equal(known[f], expected)
     assert (known[1] == UNKNOWN).any() and (known[2] == UNKNOWN).any()
+
+
+VIEW_FORMS = {
+    "string_view": lambda values: pa.table({"c": pa.array(values, pa.string_view())}),
+    "polars": lambda values: pytest.importorskip("polars").DataFrame({"c": values}),
+    "pandas string_view": lambda values: pd.DataFrame(
+        {"c": pd.array(values, dtype=pd.ArrowDtype(pa.string_view()))}
+    ),
+}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("form", VIEW_FORMS)
+def test_unknown_values_of_string_views_are_named(estimator, form):
+    """The error naming unknown or undeclared values took its examples with pyarrow's
+    ``take``, which has no kernel for the view layouts polars gives its strings."""
+    make = VIEW_FORMS[form]
+    y = [0, 1, 0, 1]
+    model = estimator(handle_unknown="error").fit(make(["a", "b", "a", "b"]), y)
+    with pytest.raises(ValueError, match=r"unknown categories \['zz'\]"):
+        model.predict_proba(make(["a", "zz"] * 40))
+    with pytest.raises(ValueError, match=r"unknown categories \['zz'\]"):
+        estimator(categories=[["a", "b"]]).fit(make(["a", "b", "zz", "a"]), y)
+
+
+def test_a_dictionary_of_binary_views_is_its_values():
+    indices = pa.array([0, 1, 0, 1, 1])
+    y = [0, 1, 0, 1, 0]
+    views = pa.DictionaryArray.from_arrays(indices, pa.array([b"a", b"b"], pa.binary_view()))
+    plain = pa.DictionaryArray.from_arrays(indices, pa.array([b"a", b"b"]))
+    model = CategoricalNB().fit(pa.table({"c": views}), y)
+    expected = CategoricalNB().fit(pa.table({"c": plain}), y)
+    assert model.categories_[0].tolist() == [b"a", b"b"]
+    np.testing.assert_array_equal(
+        model.predict_proba(pa.table({"c": plain})), expected.predict_proba(pa.table({"c": plain}))
+    )
+
+
+def date_forms():
+    import datetime as dt
+
+    days = [dt.date(2020, 1, 1), dt.date(2020, 1, 2), dt.date(2021, 6, 30)] * 4
+    forms = {
+        "date32": pa.table({"d": pa.array(days, pa.date32())}),
+        "date64": pa.table({"d": pa.array(days, pa.date64())}),
+        "datetime64[D]": pd.DataFrame({"d": np.array(days, dtype="datetime64[D]")}),
+        "datetime64[ns]": pd.DataFrame({"d": np.array(days, dtype="datetime64[ns]")}),
+        "pandas date32": pd.DataFrame({"d": pd.array(days, dtype=pd.ArrowDtype(pa.date32()))}),
+    }
+    try:
+        import polars
+
+        forms["polars Date"] = polars.DataFrame({"d": days})
+    except ImportError:  # pragma: no cover - polars is a test dependency
+        pass
+    return forms
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_dates_are_one_category_whatever_their_form(estimator):
+    """Arrow dates were ``datetime.date`` categories while numpy's datetime64 dates are
+    Timestamps, so a model fitted on one form saw the other's dates as unknown."""
+    forms = date_forms()
+    y = np.array([0, 1, 1] * 4)
+    codes = np.array([[0], [1], [2]] * 4)
+    expected = estimator().fit(codes, y).predict_proba(codes)
+    for fitted_on, X in forms.items():
+        model = estimator(handle_unknown="error").fit(X, y)
+        assert [str(c) for c in model.categories_[0]] == [
+            "2020-01-01 00:00:00",
+            "2020-01-02 00:00:00",
+            "2021-06-30 00:00:00",
+        ], fitted_on
+        for scored_on, other in forms.items():
+            np.testing.assert_allclose(
+                model.predict_proba(other),
+                expected,
+                rtol=1e-12,
+                err_msg=f"{fitted_on} / {scored_on}",
+            )
+
+
+def test_whole_floats_show_as_floats_in_every_form():
+    """``categories_`` of a float column are floats whether the column is numpy, pandas,
+    Arrow-backed pandas, a pyarrow table or polars."""
+    values = [1.0, 2.0, None, 1.0]
+    forms = [
+        np.array([values], dtype=float).T,
+        pd.DataFrame({"a": values}),
+        pd.DataFrame({"a": pd.array(values, dtype="double[pyarrow]")}),
+        pa.table({"a": values}),
+    ]
+    try:
+        import polars
+
+        forms.append(polars.DataFrame({"a": values}))
+    except ImportError:  # pragma: no cover
+        pass
+    for X in forms:
+        categories = CategoricalNB().fit(X, [0, 1, 0, 1]).categories_[0]
+        assert categories.dtype == np.float64, type(X)
+        assert categories.tolist() == [1.0, 2.0]

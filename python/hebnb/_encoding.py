@@ -332,6 +332,9 @@ def _split_table(X: Any) -> _Table:
 
 
 def _is_float(column: ColumnSpec) -> bool:
+    """Whether a column holds floats (its whole values are then shown as floats)."""
+    if column[0] == "arrow":
+        return bool(_pyarrow("Arrow columns").types.is_floating(column[1].type))
     return bool(column[0] == "ints" and column[3])
 
 
@@ -673,7 +676,7 @@ def _encode_arrow(
     kind = chunk.type
     text = types.is_string(kind) or types.is_large_string(kind) or types.is_string_view(kind)
     if positions is not None and not text:
-        chunk = chunk.take(positions)
+        chunk = _arrow_take(chunk, positions)
     if types.is_dictionary(kind):
         # (int64 indices come as a read-only view of the Arrow buffer)
         indices = np.asarray(chunk.indices.fill_null(0), dtype=np.int64)
@@ -727,6 +730,10 @@ def _encode_arrow(
         return _encode_column(vocabulary, feature, column, grow, name)
     if types.is_null(kind):
         return np.full(len(chunk), MISSING_CODE, dtype=np.int32)
+    if types.is_date(kind):
+        # the Timestamps numpy's datetime64 dates (and polars' without pyarrow) become,
+        # not datetime.date objects, which would be other categories
+        chunk = chunk.cast(pa.timestamp("ms"))
     simple = types.is_boolean(kind) or types.is_binary(kind) or types.is_large_binary(kind)
     if simple or types.is_binary_view(kind) or types.is_temporal(kind) or types.is_decimal(kind):
         return _encode_column(vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name)
@@ -734,6 +741,17 @@ def _encode_arrow(
         f"{name} has Arrow type {kind}, which is not categorical: categories are strings, "
         "integers, booleans, dictionaries (categoricals) or whole floats"
     )
+
+
+def _arrow_take(array: Any, positions: np.ndarray) -> Any:
+    """``array.take(positions)``, the view layouts included: pyarrow has no take kernel
+    for ``string_view`` / ``binary_view`` (polars' strings), whose values are taken
+    through the large layouts instead."""
+    pa = _pyarrow("Arrow columns")
+    large = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
+    if array.type in large:
+        array = array.cast(large[array.type])
+    return array.take(positions)
 
 
 def _arrow_objects(chunk: Any) -> np.ndarray:
@@ -1138,7 +1156,7 @@ def _examples(table: _Table, f: int, where: np.ndarray) -> list[Any]:
         elif column[0] == "stream":
             values = np.asarray(column[1].to_numpy(), dtype=object)[rows]
         else:
-            values = np.asarray(column[1].take(rows).to_pylist(), dtype=object)
+            values = np.asarray(_arrow_take(column[1], rows).to_pylist(), dtype=object)
     examples: list[Any] = pd.unique(np.asarray(values))[:5].tolist()
     return examples
 
