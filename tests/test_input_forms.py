@@ -209,3 +209,23 @@ def test_half_precision_floats_are_categories_without_warnings(small):
     np.testing.assert_array_equal(
         model.predict_proba(X), CategoricalNB().fit(X, y).predict_proba(X)
     )
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_numpy_variable_width_strings_are_strings(estimator):
+    """numpy 2's StringDType columns are the strings they hold (they were refused as an
+    unsupported dtype)."""
+    strings = np.dtypes.StringDType()
+    X = np.array([["a", "x"], ["b", "y"], ["a", "x"], ["c", "y"], ["b", "x"]], dtype=object)
+    y = [0, 1, 0, 1, 1]
+    expected = estimator().fit(X, y)
+    model = estimator().fit(X.astype(strings), y)
+    assert [c.tolist() for c in model.categories_] == [c.tolist() for c in expected.categories_]
+    np.testing.assert_array_equal(model.predict_proba(X.astype(strings)), expected.predict_proba(X))
+
+
+def test_a_polars_type_arrow_cannot_hold_is_named():
+    polars = pytest.importorskip("polars")
+    X = polars.DataFrame({"a": polars.Series([1, 2, 1, 2], dtype=polars.Int128)})
+    with pytest.raises(TypeError, match="polars type Int128"):
+        CategoricalNB().fit(X, [0, 1, 0, 1])

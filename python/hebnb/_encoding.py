@@ -356,7 +356,7 @@ def _array_column(column: np.ndarray, feature: int) -> ColumnSpec:
     integers = _integer_values(column, feature)
     if integers is not None:
         return ("ints", integers[0], integers[1], column.dtype.kind == "f")
-    if column.dtype.kind not in "OUSbmMiuf":
+    if column.dtype.kind not in "OUSTbmMiuf":  # (T: numpy 2's variable-width strings)
         raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
     if column.dtype.kind in "mM":
         # numpy gives ints for datetime64[ns] but datetime objects for coarser units, so one
@@ -415,7 +415,12 @@ def _polars_column(series: Any, feature: int) -> ColumnSpec:
 
     # polars' own layout (string views): no copy, where the default converts to large_string
     newest = getattr(getattr(polars, "CompatLevel", None), "newest", None)
-    arrow = series.to_arrow() if newest is None else series.to_arrow(compat_level=newest())
+    try:
+        arrow = series.to_arrow() if newest is None else series.to_arrow(compat_level=newest())
+    except Exception as error:  # polars types Arrow cannot hold (Int128, Object, ...)
+        raise TypeError(
+            f"feature {feature} has polars type {series.dtype}, which cannot be read: {error}"
+        ) from None
     return ("arrow", _chunked(arrow))
 
 
