@@ -401,7 +401,7 @@ def _frame_column(array: Any, feature: int) -> ColumnSpec:
 
 def _polars_column(series: Any, feature: int) -> ColumnSpec:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow
     except ImportError:
         dtype = series.dtype
         if hasattr(series, "__arrow_c_stream__") and (
@@ -417,7 +417,7 @@ def _polars_column(series: Any, feature: int) -> ColumnSpec:
     newest = getattr(getattr(polars, "CompatLevel", None), "newest", None)
     try:
         arrow = series.to_arrow() if newest is None else series.to_arrow(compat_level=newest())
-    except Exception as error:  # polars types Arrow cannot hold (Int128, Object, ...)
+    except (pyarrow.ArrowException, ValueError, TypeError) as error:  # (Int128, ...)
         raise TypeError(
             f"feature {feature} has polars type {series.dtype}, which cannot be read: {error}"
         ) from None
