@@ -267,3 +267,113 @@ def test_a_pickle_taken_while_an_update_adds_counts_in_place_holds_all_of_it_or_
     for table in snapshot.category_count_:
         np.testing.assert_array_equal(table.sum(axis=1), snapshot.class_count_)
     np.testing.assert_array_equal(snapshot.class_count_, np.bincount(y, minlength=2))
+
+
+def stream_model(make, seed=7):
+    """A model left unsolved by partial_fit, its data, and the predictions of the same
+    model solved at once."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.integers(0, 30, size=(3000, 4)), rng.integers(0, 3, size=3000)
+    expected = make().partial_fit(X, y).predict_proba(X[:50])
+    return make().partial_fit(X, y), X, expected
+
+
+#: The core call in the middle of each model's solve (after it has begun to set state).
+SOLVE_CORE_CALL = {CategoricalNB: "fit_concentrations", AODE: "fit_aode"}
+
+
+def hold_the_solve(monkeypatch, cls):
+    """Makes ``cls``'s solve wait, inside its core call, for the returned event (set: go
+    on) after signalling the other event (set: the solve is under way)."""
+    started, go = threading.Event(), threading.Event()
+    name = SOLVE_CORE_CALL[cls]
+    call = getattr(_core, name)
+
+    def held(*args, **kwargs):
+        started.set()
+        assert go.wait(30)
+        return call(*args, **kwargs)
+
+    monkeypatch.setattr(_core, name, held)
+    return started, go
+
+
+@pytest.mark.parametrize("make", [CategoricalNB, AODE])
+def test_first_reads_after_partial_fit_from_several_threads_wait_for_one_solve(make):
+    """Four threads predicting from a model partial_fit left unsolved: one solves, the
+    others wait for its tables (CategoricalNB's readers read tables the solving thread
+    had not written yet: AttributeError '_score_table')."""
+
+    def predict(model, X, barrier, results):
+        barrier.wait()
+        results.append(model.predict_proba(X[:50]))
+
+    for seed in range(5):
+        model, X, expected = stream_model(make, seed)
+        barrier, results = threading.Barrier(4), []
+        threads = [
+            threading.Thread(target=predict, args=(model, X, barrier, results)) for _ in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(results) == 4
+        for proba in results:
+            np.testing.assert_array_equal(proba, expected)
+
+
+@pytest.mark.parametrize("make", [CategoricalNB, AODE])
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, MemoryError])
+def test_an_interrupted_solve_leaves_the_model_unsolved(monkeypatch, make, failure):
+    """Ctrl-C or a MemoryError inside the deferred solve, after it has set part of the
+    state: the model stays as partial_fit left it and solves at its next use
+    (CategoricalNB cleared its flag first and lost its tables for good)."""
+    model, X, expected = stream_model(make)
+
+    def failing(*args, **kwargs):
+        raise failure
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_core, SOLVE_CORE_CALL[make], failing)
+        with pytest.raises(failure):
+            model.predict_proba(X[:50])
+    np.testing.assert_array_equal(model.predict_proba(X[:50]), expected)
+
+
+@pytest.mark.parametrize("make", [CategoricalNB, AODE])
+def test_set_params_during_a_solve_is_kept_and_not_seen_by_it(monkeypatch, make):
+    """The solve after partial_fit uses the parameters of that update on a private copy:
+    set_params while it runs is neither seen by it nor undone when it ends."""
+    model, X, expected = stream_model(make)
+    started, go = hold_the_solve(monkeypatch, make)
+    results = []
+    reader = threading.Thread(target=lambda: results.append(model.predict_proba(X[:50])))
+    reader.start()
+    assert started.wait(30)
+    model.set_params(min_count=3.0, fit_prior=False)
+    go.set()
+    reader.join()
+    np.testing.assert_array_equal(results[0], expected)
+    assert model.get_params()["min_count"] == 3.0
+    assert model.get_params()["fit_prior"] is False
+
+
+@pytest.mark.parametrize("make", [CategoricalNB, AODE])
+def test_a_pickle_taken_during_a_solve_is_a_whole_model(monkeypatch, make):
+    """pickle.dumps while another thread solves waits for the solve: the pickle held the
+    solving thread's half-written state (no tables, flag cleared)."""
+    model, X, expected = stream_model(make)
+    started, go = hold_the_solve(monkeypatch, make)
+    reader = threading.Thread(target=model.predict_proba, args=(X[:50],))
+    reader.start()
+    assert started.wait(30)
+    blobs = []
+    pickler = threading.Thread(target=lambda: blobs.append(pickle.dumps(model)))
+    pickler.start()
+    time.sleep(0.2)
+    go.set()
+    reader.join()
+    pickler.join()
+    monkeypatch.undo()
+    np.testing.assert_array_equal(pickle.loads(blobs[0]).predict_proba(X[:50]), expected)

@@ -139,7 +139,9 @@ SHARED_CONSTRAINTS: dict[str, list[object]] = {
 #: one serialising its updates, one letting reads share the model while no update runs.
 _UPDATE_LOCK = "_hebnb_update_lock"
 _STATE_LOCK = "_hebnb_state_lock"
-_LOCKS = frozenset({_UPDATE_LOCK, _STATE_LOCK})
+#: Held by the one thread that solves a model left unsolved by ``partial_fit``.
+_SOLVE_LOCK = "_hebnb_solve_lock"
+_LOCKS = frozenset({_UPDATE_LOCK, _STATE_LOCK, _SOLVE_LOCK})
 
 #: Methods that change a fitted model, and methods that only read it.
 _UPDATES = ("fit", "partial_fit", "decay")
@@ -211,7 +213,7 @@ def _lock(model: object, name: str) -> Any:
     pid = os.getpid()
     entry = model.__dict__.get(name)
     if entry is None or entry[0] != pid:
-        fresh = (pid, threading.RLock() if name == _UPDATE_LOCK else SharedLock())
+        fresh = (pid, SharedLock() if name == _STATE_LOCK else threading.RLock())
         if entry is None:
             entry = model.__dict__.setdefault(name, fresh)
         else:
@@ -384,7 +386,8 @@ class ThreadSafeModel:
         return copy.deepcopy(self)
 
     def __getstate__(self) -> dict[str, Any]:
-        with reading(self):  # never a state an update is halfway through
+        # never a state an update, or the solve after one, is halfway through
+        with reading(self), _lock(self, _SOLVE_LOCK):
             state = super().__getstate__()  # scikit-learn's: the instance dict and version
             assert isinstance(state, dict)
             return without_locks(state)
@@ -431,28 +434,34 @@ def score_in_chunks(X: Any, score: Callable[[Any], np.ndarray]) -> np.ndarray:
 
 
 def defer_solve(model: Any) -> None:
-    """Marks an updated model as solved when a fitted attribute is first used, with the
-    constructor parameters of this update (see :func:`parameters_of_the_update`)."""
+    """Marks an updated model as solved when a fitted attribute is first used
+    (:func:`solve_pending`), with the constructor parameters of this update."""
     model._unsolved = True
     model._update_parameters = model.get_params(deep=False)
 
 
-@contextlib.contextmanager
-def parameters_of_the_update(model: Any) -> Any:
-    """The constructor parameters as the last update saw them, for a solve deferred past
-    it: ``set_params`` after ``partial_fit`` changes the next update, not the model
-    already updated (as after ``fit``), and an invalid value fails there, validated."""
-    state = model.__dict__
-    saved = state.pop("_update_parameters", None)
-    if saved is None:
-        yield
-        return
-    current = {name: state[name] for name in saved if name in state}
-    state.update(saved)
-    try:
-        yield
-    finally:
-        state.update(current)
+def solve_pending(model: Any) -> None:
+    """Solves a model that ``partial_fit`` left unsolved (``_solve_deferred``), as the
+    update would have: on a private copy holding the parameters of that update, whose
+    state replaces the model's only when the solve succeeds. So one thread solves while
+    the others wait for its tables (a second solver would read tables the first is still
+    writing); an interrupted or failed solve leaves the model unsolved, to be solved at
+    the next use; and ``set_params`` meanwhile is neither seen by the solve nor undone (it
+    changes the next update, as after ``fit``). Call it holding the model for reading."""
+    with _lock(model, _SOLVE_LOCK):
+        state = model.__dict__
+        if not state.get("_unsolved"):
+            return
+        work = object.__new__(type(model))
+        work.__dict__.update(without_locks(state))
+        work.__dict__.update(work.__dict__.pop("_update_parameters", None) or {})
+        work._solve_deferred()
+        params = set(model._get_param_names())
+        solved = {key: value for key, value in work.__dict__.items() if key not in params}
+        state.update(solved)  # the new state first: a reader never misses an attribute
+        for key in [key for key in state if key not in solved and key not in params]:
+            if key not in _LOCKS:
+                del state[key]
 
 
 class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
@@ -477,9 +486,7 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             return state["categories_"]
         if name in self._deferred_attributes() and state.get("_unsolved"):
             with reading(self):  # solved from counts no update is changing
-                if state.get("_unsolved"):
-                    with parameters_of_the_update(self):
-                        self._solve_deferred()
+                solve_pending(self)
             return state[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 

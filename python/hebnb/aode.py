@@ -24,8 +24,8 @@ from ._base import (
     concentration_interval,
     defer_solve,
     n_threads,
-    parameters_of_the_update,
     reading,
+    solve_pending,
 )
 from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
 from ._online import (
@@ -846,8 +846,7 @@ class AODE(CategoricalClassifier):
             stream: _Stream = state["_stream"]
             return stream
         if state.get("_unsolved"):  # pragma: no cover - an unsolved model has a stream
-            with parameters_of_the_update(self):
-                self._solve_deferred()
+            solve_pending(self)
         encoder = self._encoder
         counts, pairs = state["_counts"], state["_pairs"]
         if encoder.order == "sorted":
@@ -919,8 +918,7 @@ class AODE(CategoricalClassifier):
     def __getstate__(self) -> dict[str, Any]:
         with reading(self):  # no update meanwhile (the base's pickle reads under it too)
             if self.__dict__.get("_unsolved"):
-                with parameters_of_the_update(self):
-                    self._solve_deferred()  # a pickle (or copy) holds the solved model
+                solve_pending(self)  # a pickle (or copy) holds the solved model
             state = super().__getstate__()
         for name in _PAIR_VIEWS:
             state.pop(name, None)  # recomputed from _pairs on first access
