@@ -105,8 +105,11 @@ class AODE(CategoricalClassifier):
         then cost O(k F) instead of O(F^2). ``partial_fit`` chooses them on its first
         batch and keeps them. See docs/aode.md for accuracy against k.
     fit_prior : bool, default=True
-        With False (or a ``class_prior``) the parent term becomes
-        ``pi_y (N[y, x_i] + 1) / (N_y^(i) + K_i)``: eq. 8 with the class prior replaced.
+        With False (or a ``class_prior``) the class part of the parent term is replaced:
+        it becomes ``pi_y P(x_i | y)``, with ``P(x_i | y) = (N[y, x_i] + 1) / (N_y^(i) +
+        K_i)`` under ``parent_smoothing="laplace"`` (eq. 8 with the class prior replaced)
+        and, under ``"heb"``, the empirical-Bayes joint ``P(x_i) P(y | x_i)`` normalised
+        over the values of ``x_i``.
     class_prior : array-like of shape (n_classes,), default=None
     handle_unknown : {"ignore", "error"}, default="ignore"
     n_jobs : int, default=None

@@ -26,7 +26,7 @@ from ._params import N_JOBS, PriorConcentrations, StrictInterval, fit_context
 class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
     """Per-group class probabilities under a Dirichlet prior tuned by empirical Bayes.
 
-    The first column of ``X`` names a group (an arm, a user, a segment). Each group g has a
+    ``X`` has one column, which names a group (an arm, a user, a segment). Each group g has a
     Dirichlet posterior ``alpha_g = alpha + c_g`` over the classes, ``c_g`` its (weighted,
     decayed) class counts; ``predict_proba`` is its mean ``alpha_g / sum(alpha_g)`` and an
     unseen group gets the prior mean. The prior ``alpha = s * m`` is shared by all groups
@@ -70,7 +70,8 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
     n_eb_iterations_ : int
         (m, s) steps taken by the last ``fit`` or ``partial_fit`` (not the cap).
     eb_converged_ : bool
-        Whether the last ``fit`` stopped on ``eb_tol`` (or had nothing to tune).
+        Whether the last ``fit`` stopped on ``eb_tol`` (or had nothing to tune); False
+        with ``n_eb_iter=0``, which tunes nothing (``log_evidence_`` is then ``-inf``).
     n_features_in_ : int
         Always 1.
 

@@ -151,7 +151,8 @@ class CategoricalNB(CategoricalClassifier):
         The concentration m used for each class and feature (NaN for a feature whose
         values are all missing in training: it has nothing to smooth).
     log_evidence_ : ndarray of shape (n_classes, n_features)
-        The Dirichlet-multinomial log evidence at ``concentration_``.
+        The Dirichlet-multinomial log evidence at ``concentration_`` (NaN under the fixed
+        smoothers, which maximise nothing).
     n_iter_ : ndarray of shape (n_classes, n_features)
         Gradient evaluations per class and feature (0 where the low-count rule, or the
         shape of the evidence certified from the counts, decided without one).
