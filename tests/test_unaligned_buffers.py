@@ -86,3 +86,23 @@ def test_a_model_unpickled_at_odd_addresses_predicts_and_learns_as_before(model)
         for learner in (model, shipped):
             learner.partial_fit(X[:50], y[:50])
         np.testing.assert_allclose(shipped.predict_proba(X), model.predict_proba(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("model", [MultinomialNB(), ComplementNB(), BernoulliNB()])
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_matrices_at_odd_addresses_fit_and_score_as_aligned_ones(model, fmt):
+    """A sparse partition unpickled from Dask's frames has its data, indices and
+    pointers at odd addresses: the count models refused it ("not contiguous or is
+    misaligned"), intermittently on a cluster, whenever a block moved between workers."""
+    sparse = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(2)
+    counts = rng.poisson(0.3, size=(600, 8)).astype(float)
+    y = rng.choice(list("pqr"), size=600)
+    matrix = _shipped(sparse.csr_matrix(counts).asformat(fmt))
+    assert not matrix.data.flags.aligned
+    from sklearn.base import clone
+
+    fitted = clone(model).fit(matrix, y)
+    reference = clone(model).fit(counts, y)
+    np.testing.assert_array_equal(fitted.feature_count_, reference.feature_count_)
+    np.testing.assert_array_equal(fitted.predict_proba(matrix), reference.predict_proba(counts))

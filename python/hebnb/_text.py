@@ -102,9 +102,11 @@ class CountMatrix:
         #: whether the caller passed a sparse matrix (dense input is converted here)
         self.sparse_input = sparse_input
         self.by_columns = matrix.format == "csc"
-        self.indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
-        self.indices = np.ascontiguousarray(matrix.indices, dtype=np.int32)
-        self.data = np.ascontiguousarray(matrix.data, dtype=np.float64)
+        # aligned as the core borrows them: buffers unpickled out of band (Dask ships
+        # partitions so) may sit at any byte offset
+        self.indptr = np.require(matrix.indptr, dtype=np.int64, requirements=["C", "A"])
+        self.indices = np.require(matrix.indices, dtype=np.int32, requirements=["C", "A"])
+        self.data = np.require(matrix.data, dtype=np.float64, requirements=["C", "A"])
         self.n_rows, self.n_columns = (int(n) for n in matrix.shape)
 
     def rows(self) -> CountMatrix:

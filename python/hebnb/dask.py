@@ -692,11 +692,12 @@ def _power_task(model: BaseEstimator, *parts: Any) -> BaseEstimator:
     return fitted
 
 
-def _blocks(collection: Any, name: str) -> list[Any]:
-    """The partitions of a Dask DataFrame / Series / Array as Delayed objects, in order."""
+def _blocks(collection: Any, name: str, optimize: bool = True) -> list[Any]:
+    """The partitions of a Dask DataFrame / Series / Array as Delayed objects, in order
+    (``optimize``: of the optimised graph, which may fuse partitions)."""
     lazy: Any = collection  # Dask's collections are partly annotated
     if isinstance(collection, (dd.DataFrame, dd.Series)):
-        return list(lazy.to_delayed())
+        return list(lazy.to_delayed(optimize_graph=optimize))
     if isinstance(collection, da.Array):
         if lazy.ndim == 2 and lazy.numblocks[1] != 1:
             lazy = lazy.rechunk({1: -1})  # whole rows in every block
@@ -711,10 +712,22 @@ def _blocks(collection: Any, name: str) -> list[Any]:
 
 def _aligned_blocks(X: Any, y: Any, sample_weight: Any) -> list[tuple[Any, Any, Any]]:
     """``(X, y, sample_weight)`` partition by partition; they must be partitioned alike."""
-    x_blocks, y_blocks = _blocks(X, "X"), _blocks(y, "y")
-    w_blocks: list[Any] = (
-        [None] * len(x_blocks) if sample_weight is None else _blocks(sample_weight, "sample_weight")
+
+    def blocks(optimize: bool) -> tuple[list[Any], list[Any], list[Any]]:
+        x_blocks, y_blocks = _blocks(X, "X", optimize), _blocks(y, "y", optimize)
+        if sample_weight is None:
+            return x_blocks, y_blocks, [None] * len(x_blocks)
+        return x_blocks, y_blocks, _blocks(sample_weight, "sample_weight", optimize)
+
+    x_blocks, y_blocks, w_blocks = blocks(optimize=True)
+    fused = any(
+        isinstance(c, (dd.DataFrame, dd.Series)) and len(b) != c.npartitions
+        for c, b in ((X, x_blocks), (y, y_blocks), (sample_weight, w_blocks))
     )
+    if fused:
+        # the optimiser fuses small Parquet partitions by the columns read, so y (one
+        # column) and X of one frame can split differently: their partitions as written
+        x_blocks, y_blocks, w_blocks = blocks(optimize=False)
     if not (len(x_blocks) == len(y_blocks) == len(w_blocks)):
         raise ValueError(
             f"X, y and sample_weight must have the same partitions: X has {len(x_blocks)}, "
