@@ -387,8 +387,11 @@ def test_predict_on_dask_collections(client):
     np.testing.assert_allclose(computed.to_numpy(), model.predict_proba(whole), atol=1e-12)
     assert computed.index.equals(whole.index)
     labels = hd.predict(model, X)
-    assert labels._meta.dtype == object
-    np.testing.assert_array_equal(labels.compute().to_numpy(), model.predict(whole))
+    computed_labels = labels.compute()
+    # the declared dtype is the computed one (pandas 3 gives string labels its str dtype)
+    assert labels._meta.dtype == computed_labels.dtype
+    assert labels._meta.dtype == pd.Series(model.classes_).dtype
+    np.testing.assert_array_equal(computed_labels.to_numpy(), model.predict(whole))
     log_proba = hd.predict_log_proba(model, X).compute()
     np.testing.assert_allclose(log_proba.to_numpy(), model.predict_log_proba(whole), atol=1e-10)
 
@@ -402,6 +405,21 @@ def test_predict_on_dask_collections(client):
     np.testing.assert_array_equal(
         hd.predict(token_model, array).compute(), token_model.predict(counts)
     )
+
+
+def test_predictions_declare_the_index_of_x(client):
+    """The declared (meta) index of predictions is X's, dtype and name: it was an unnamed
+    int64 RangeIndex whatever X's index, while the computed one was X's."""
+    X_parts, y_parts = _partitions()
+    X_parts = [part.set_index(part.index.astype(str).rename("key")) for part in X_parts]
+    y_parts = [part.set_axis(X_parts[k].index) for k, part in enumerate(y_parts)]
+    X, y = _collections(X_parts, y_parts)
+    model = hd.fit(CategoricalNB(), X, y)
+    for lazy in (hd.predict_proba(model, X), hd.predict_log_proba(model, X), hd.predict(model, X)):
+        computed = lazy.compute()
+        assert lazy._meta.index.name == computed.index.name == "key"
+        assert lazy._meta.index.dtype == computed.index.dtype
+        assert computed.index.equals(_whole(X_parts).index)
 
 
 def test_partial_fit_streams_the_partitions(client):

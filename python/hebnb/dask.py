@@ -974,7 +974,7 @@ def _scores_frame(
 
 def _labels_series(part: pd.DataFrame, estimator: Any, meta: pd.Series) -> pd.Series:
     labels = meta.to_numpy() if len(part) == 0 else estimator.predict(part)
-    series: pd.Series = pd.Series(labels, index=part.index, name=meta.name)
+    series: pd.Series = pd.Series(labels, index=part.index, name=meta.name, dtype=meta.dtype)
     return series
 
 
@@ -1015,7 +1015,9 @@ def _scores(estimator: Any, X: Any, method: str) -> Any:
     model = _delayed(estimator, pure=True)  # one copy of the model in the graph
     if is_frame:
         columns = _class_columns(classes)
-        meta = pd.DataFrame(np.zeros((0, len(columns))), columns=columns)
+        # the index of X (its dtype and name), as every partition's result has
+        index = lazy._meta.index
+        meta = pd.DataFrame(np.zeros((0, len(columns))), columns=columns, index=index)
         return lazy.map_partitions(_scores_frame, model, method, columns, meta=meta)
     return lazy.map_blocks(
         _scores_block,
@@ -1048,7 +1050,9 @@ def predict(estimator: Any, X: Any) -> Any:
     is_frame, lazy = _lazy_rows(X)
     model = _delayed(estimator, pure=True)
     if is_frame:
-        meta = pd.Series(classes[:0], name="prediction")
+        # the dtype pandas gives the labels (str for strings under pandas 3), the index of X
+        meta = pd.Series(classes, name="prediction").iloc[:0]
+        meta.index = lazy._meta.index
         return lazy.map_partitions(_labels_series, model, meta, meta=meta)
     return lazy.map_blocks(
         _labels_block,
