@@ -18,7 +18,7 @@ def _averaged_predictive(counts, mean):
     of m when B = m / (N + m) is uniform: dB/dm = N / (N + m)^2. Integrated over m."""
     counts, mean = np.asarray(counts, float), np.asarray(mean, float)
     total = counts.sum()
-    scale = max(total, 1.0)
+    scale = total if total > 0 else 1.0
 
     def log_evidence(m):
         return (
@@ -69,6 +69,23 @@ def test_table_is_the_posterior_average_of_the_predictive(smoothing):
         for c in range(2):
             expected = _averaged_predictive(counts[f][c], model.prior_mean_[f])
             np.testing.assert_allclose(np.exp(model.feature_log_prob_[f][c]), expected, rtol=2e-3)
+
+
+@pytest.mark.parametrize("weight", [0.2, 0.01])
+def test_weighted_totals_below_one_average_under_the_same_prior(weight):
+    """A class's weighted total of a feature below 1 (a feature mostly missing in the
+    class, seen in light rows): the prior is still uniform in B = m / (N + m); clamping N
+    to 1 put it on ln m instead (0.668 where the integral gives 0.738)."""
+    g = np.array([np.nan] * 18 + ["x", "x"] + ["x"] * 10 + ["y"] * 10, dtype=object)
+    f = np.array(["a"] * 20 + ["b"] * 20, dtype=object)
+    X, y = np.column_stack([f, g]), np.array([0] * 20 + [1] * 20)
+    w = np.ones(40)
+    w[18:20] = weight
+    model = CategoricalNB(concentration_estimate="posterior-average").fit(X, y, sample_weight=w)
+    counts = model.category_count_[1][0]
+    assert 0 < counts.sum() < 1
+    expected = _averaged_predictive(counts, model.prior_mean_[1])
+    np.testing.assert_allclose(np.exp(model.feature_log_prob_[1][0]), expected, rtol=2e-3)
 
 
 def test_minimal_case_keeps_the_class_possible():
@@ -148,7 +165,7 @@ def _mpmath_averaged_log_table(counts, mean, offsets):
                 mu = [mpmath.mpf(float(mean[j])) for j in columns]
                 mu = [v / sum(mu) for v in mu]
                 total = sum(n)
-                scale = max(total, mpmath.mpf(1))
+                scale = total if total > 0 else mpmath.mpf(1)
                 nodes = [scale * mpmath.exp(mpmath.mpf(float(u))) for u in GRID]
                 log_post = []
                 for u, m in zip(GRID, nodes):

@@ -81,7 +81,10 @@ def averaged_log_probability_table(
     sizes = np.diff(offsets)
     feature = np.repeat(np.arange(len(sizes)), sizes)
     totals = _feature_sums(counts, offsets)  # N[c, f]
-    scale = np.maximum(totals, 1.0)  # m = N e^u (a feature never seen in a class: N = 1)
+    # m = N e^u, N itself however small (a weighted total below 1 included: clamping it
+    # to 1 put the logistic on ln m, another prior); a feature never seen in a class has
+    # a flat evidence, any scale
+    scale = np.where(totals > 0, totals, 1.0)
     mean = np.broadcast_to(prior_mean, counts.shape)
     positive = mean > 0  # a zero-mean category carries no evidence and stays -inf
     seen = (counts > 0) & positive
