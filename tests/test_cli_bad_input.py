@@ -107,6 +107,7 @@ def test_unreadable_files_are_one_error_line(tmp_path, capsys, name):
         (("--max-rows", "1"), "--max-rows"),
         (("--seed", "-1"), "--seed"),
         (("--seed", str(2**40)), "--seed"),
+        (("--max-rows", "-5"), "--max-rows must be 0 (every row) or positive"),
     ],
 )
 def test_bad_options_are_one_error_line(tmp_path, capsys, option, fragment):
@@ -270,3 +271,18 @@ def test_datasets_without_a_suite_is_one_error_line(tmp_path, capsys):
     data.write_text(GOOD_CSV)
     status, lines, _ = evaluate(tmp_path, data, "--datasets", "car", capsys=capsys)
     assert_one_error_line(status, lines, "--datasets", "--suite")
+
+
+@pytest.mark.parametrize(
+    ("max_rows", "protocol"),
+    [("0", "every row of each dataset"), ("40", "at most 40 rows per dataset")],
+)
+def test_the_report_states_the_subsample(tmp_path, capsys, max_rows, protocol):
+    """``--max-rows 0`` (every row) read "at most None rows per dataset" in the report."""
+    data = tmp_path / "data.csv"
+    data.write_text(GOOD_CSV)
+    status, lines, _ = evaluate(tmp_path, data, "--max-rows", max_rows, capsys=capsys)
+    assert status == 0, lines
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert protocol in report
+    assert "None" not in report

@@ -123,8 +123,10 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
     from .evaluation.protocol import DataError, check_seed
     from .evaluation.runner import evaluate, evaluate_suite
 
-    max_rows = None if args.max_rows <= 0 else args.max_rows
+    max_rows = None if args.max_rows == 0 else args.max_rows
     try:
+        if args.max_rows < 0:
+            raise DataError(f"--max-rows must be 0 (every row) or positive, got {args.max_rows}")
         check_seed(args.seed)
         check_output_folder(args.out)
         if args.suite:

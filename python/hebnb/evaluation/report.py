@@ -273,6 +273,13 @@ def _rank_section(
     return lines
 
 
+def rows_per_dataset(max_rows: int | None) -> str:
+    """The protocol's subsample, in words."""
+    if max_rows is None:
+        return "every row of each dataset"
+    return f"at most {max_rows} rows per dataset (stratified subsample)"
+
+
 def write_report(
     result: EvaluationResult, out: str | os.PathLike[str], command: str | None = None
 ) -> Path:
@@ -328,8 +335,8 @@ def write_report(
     lines += [
         (
             f"Protocol: stratified {settings['folds']}-fold cross-validation, seed "
-            f"{settings['seed']}, at most {settings.get('max_rows')} rows per dataset "
-            f"(stratified subsample); {preparation}. Brier is the multi-class score (sum "
+            f"{settings['seed']}, {rows_per_dataset(settings.get('max_rows'))}; "
+            f"{preparation}. Brier is the multi-class score (sum "
             "over classes); the paper's macro one-vs-rest Brier is it divided by the "
             "number of classes, so ranks are the same."
         ),
