@@ -12,7 +12,9 @@
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use crate::error::{check_len, code_out_of_range, with_capacity, zeroed, HebError, Result};
+use crate::error::{
+    check_len, code_out_of_range, entries, with_capacity, zeroed, HebError, Result,
+};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 
@@ -94,7 +96,7 @@ pub fn count_categories(
     check_rows(codes, labels, weights, layout)?;
     // labels are checked once here and read in place below: counting needs no copy of
     // the rows, whatever their number
-    let mut class_totals = vec![0.0; n_classes];
+    let mut class_totals = zeroed(n_classes, "class totals")?;
     for (s, (&y, &w)) in labels.iter().zip(weights.iter()).enumerate() {
         interrupt::check_every(s)?;
         if !(y >= 0 && (y as u64) < n_classes as u64) {
@@ -110,7 +112,7 @@ pub fn count_categories(
         .into_par_iter()
         .map(|f| {
             let k = layout.cardinality(f);
-            let mut block = zeroed(n_classes * k, "category counts")?;
+            let mut block = zeroed(entries(n_classes, k, "category counts")?, "category counts")?;
             let rows = codes
                 .row(f)
                 .into_iter()
@@ -132,7 +134,10 @@ pub fn count_categories(
         .collect::<Result<_>>()?;
 
     let width = layout.n_columns();
-    let mut flat = zeroed(n_classes * width, "category counts")?;
+    let mut flat = zeroed(
+        entries(n_classes, width, "category counts")?,
+        "category counts",
+    )?;
     for (f, block) in per_feature.iter().enumerate() {
         let (start, k) = (layout.columns(f).start, layout.cardinality(f));
         for c in 0..n_classes {

@@ -161,6 +161,15 @@ pub fn untouched_zeros<T: ZeroBytes>(len: usize, what: &'static str) -> Result<V
     Ok(unsafe { Vec::from_raw_parts(pointer, len, len) })
 }
 
+/// `rows * columns` entries of a table, or [`HebError::Allocation`] (of 8-byte entries)
+/// when the product does not fit in `usize`: a table that large cannot be allocated.
+pub fn entries(rows: usize, columns: usize, what: &'static str) -> Result<usize> {
+    rows.checked_mul(columns).ok_or(HebError::Allocation {
+        what,
+        bytes: rows as u128 * columns as u128 * 8,
+    })
+}
+
 /// An empty `Vec` with room for `len` items, or [`HebError::Allocation`].
 pub fn with_capacity<T>(len: usize, what: &'static str) -> Result<Vec<T>> {
     let bytes = (len as u128) * (std::mem::size_of::<T>() as u128);

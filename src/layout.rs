@@ -33,6 +33,14 @@ impl FeatureLayout {
                 "feature offsets must start at 0 and never decrease".into(),
             ));
         }
+        // one row of a table over the layout (8-byte entries) must fit the address space
+        let n_columns = *offsets.last().unwrap_or(&0);
+        if n_columns > isize::MAX as usize / 8 {
+            return Err(HebError::Allocation {
+                what: "a table row over the feature layout",
+                bytes: n_columns as u128 * 8,
+            });
+        }
         Ok(Self { offsets })
     }
 

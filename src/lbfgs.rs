@@ -230,11 +230,17 @@ where
     let mut direction = zeroed(n, "L-BFGS direction")?;
     let mut s = zeroed(n, "L-BFGS step")?;
     let mut y = zeroed(n, "L-BFGS gradient change")?;
-    let mut alphas = Vec::with_capacity(settings.memory);
-    let mut corrections = Corrections {
-        memory: settings.memory,
-        pairs: std::collections::VecDeque::with_capacity(settings.memory),
-    };
+    // no more corrections than iterations can be held, whatever `memory` asks for
+    let memory = settings.memory.min(settings.max_iter);
+    let mut alphas = with_capacity(memory, "L-BFGS correction weights")?;
+    let mut pairs = std::collections::VecDeque::new();
+    pairs
+        .try_reserve_exact(memory)
+        .map_err(|_| HebError::Allocation {
+            what: "L-BFGS corrections",
+            bytes: memory as u128 * 64,
+        })?;
+    let mut corrections = Corrections { memory, pairs };
     let finish = |theta, value, gradient: Vec<f64>, n_iter, tolerance: f64| {
         let converged = max_abs(&gradient) <= tolerance;
         Ok(LbfgsResult {

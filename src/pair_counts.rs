@@ -877,6 +877,12 @@ pub fn count_pairs(
     wanted: &[(usize, usize)],
 ) -> Result<PairTables> {
     check_rows(codes, labels, weights, layout)?;
+    if n_classes > u32::MAX as usize {
+        // (rows carry their class as a u32)
+        return Err(HebError::InvalidParameter(
+            "AODE pair tables support at most 2^32 classes".into(),
+        ));
+    }
     let pair_list = flat_pairs(wanted)?;
     PairTablesView {
         pairs: &pair_list,

@@ -94,13 +94,20 @@ impl Drop for Lease {
     }
 }
 
-/// Leases an idle pool of `n_threads` workers (at least one), building one when all the
-/// pools of that size are in use. Its token starts cleared.
+/// Threads a pool has at most (unless the machine has more than half as many cores).
+const MAX_POOL_THREADS: usize = 256;
+
+/// Leases an idle pool of `n_threads` workers (at least one, at most
+/// [`MAX_POOL_THREADS`] or twice the cores), building one when all the pools of that size
+/// are in use. Its token starts cleared.
 ///
 /// # Errors
 /// [`HebError::ThreadPool`] when the operating system refuses the threads.
 pub fn lease(n_threads: usize) -> Result<Lease> {
-    let n_threads = n_threads.max(1);
+    // results do not depend on the number of threads, so a request far beyond the
+    // machine's cores gets a pool it can build (each size is kept for the process)
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n_threads = n_threads.clamp(1, (2 * cores).max(MAX_POOL_THREADS));
     let registry = registry();
     let mut slots = registry
         .slots

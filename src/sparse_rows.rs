@@ -18,7 +18,7 @@
 use ndarray::Array2;
 use rayon::prelude::*;
 
-use crate::error::{check_len, zeroed, HebError, Result};
+use crate::error::{check_len, entries, filled, zeroed, HebError, Result};
 use crate::interrupt;
 
 /// Which axis the compressed pointer runs over.
@@ -170,15 +170,19 @@ pub fn count_tokens(
             n_classes,
         });
     }
-    let mut class_totals = vec![0.0; n_classes];
+    let mut class_totals = zeroed(n_classes, "class totals")?;
     for (&c, &w) in classes.iter().zip(weights) {
         class_totals[c] += w;
     }
     let width = matrix.n_columns;
-    let mut flat = zeroed(n_classes * width, "token count table")?;
+    let mut flat = zeroed(
+        entries(n_classes, width, "token count table")?,
+        "token count table",
+    )?;
     match matrix.major {
         Major::Rows => {
-            let mut rows_of_class: Vec<Vec<usize>> = vec![Vec::new(); n_classes];
+            let mut rows_of_class: Vec<Vec<usize>> =
+                filled(n_classes, Vec::new(), "rows by class")?;
             for (s, &c) in classes.iter().enumerate() {
                 rows_of_class[c].push(s);
             }

@@ -68,6 +68,13 @@ impl Key<'_> {
     }
 }
 
+/// Whether a validity bitmap holds the bits `bit_offset .. bit_offset + n` (sums that
+/// would overflow do not).
+fn bitmap_covers(bitmap: &[u8], bit_offset: usize, n: usize) -> bool {
+    let bits = (bitmap.len() as u128) * 8;
+    bits >= bit_offset as u128 + n as u128
+}
+
 /// A value to look up, borrowed from the input (no allocation unless it is new).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key<'a> {
@@ -375,7 +382,7 @@ impl FeatureVocabulary {
             }
         }
         if let Some((bitmap, bit_offset)) = validity {
-            if bitmap.len() * 8 < bit_offset + n {
+            if !bitmap_covers(bitmap, bit_offset, n) {
                 return Err(HebError::InvalidParameter(format!(
                     "{name}: validity bitmap shorter than the array"
                 )));
@@ -456,7 +463,7 @@ impl FeatureVocabulary {
         }
         let n = views.len() / VIEW;
         if let Some((bitmap, bit_offset)) = validity {
-            if bitmap.len() * 8 < bit_offset + n {
+            if !bitmap_covers(bitmap, bit_offset, n) {
                 return Err(bad("have a validity bitmap shorter than the array"));
             }
         }

@@ -3,6 +3,9 @@ a Rust panic (pyo3's PanicException, which is not an Exception subclass)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -51,3 +54,118 @@ def test_integer_block_coding_writes_into_its_output_and_refuses_another_shape()
     assert [vocabulary.length(f) for f in range(2)] == [2, 2]
     with pytest.raises(ValueError, match="feature 2 outside the 2 features"):
         vocabulary.length(2)
+
+
+# Found by fuzzing the bindings: each of these aborted the interpreter (an unchecked
+# allocation), raised a PanicException, or read a table in the wrong order.
+
+
+def run_isolated(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter, so that an abort fails the test, not the run."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.mark.parametrize("n_classes", [2**40, 2**62])
+def test_counting_a_class_count_beyond_memory_is_a_memory_error(n_classes):
+    done = run_isolated(
+        f"""
+import numpy as np
+from hebnb import _core
+for call in (
+    lambda: _core.count_categories(
+        np.zeros((1, 10), np.int32), np.zeros(10, np.int64), np.ones(10), [0, 2], {n_classes}, 1
+    ),
+    lambda: _core.count_tokens(
+        np.array([0, 1], np.int64), np.array([0], np.int32), np.array([1.0]), np.array([0]),
+        np.ones(1), n_rows=1, n_columns=2, by_columns=False, n_classes={n_classes},
+        binarize=None, n_jobs=1,
+    ),
+):
+    try:
+        call()
+    except MemoryError:
+        print("MemoryError")
+"""
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["MemoryError", "MemoryError"]
+
+
+def test_a_layout_beyond_the_address_space_is_a_memory_error():
+    with pytest.raises(MemoryError, match="feature layout"):
+        _core.count_categories(
+            np.zeros((1, 10), np.int32), np.zeros(10, np.int64), np.ones(10), [0, 2**62], 4, 1
+        )
+
+
+def test_an_lbfgs_memory_beyond_the_iterations_is_not_allocated():
+    """``memory`` larger than the iterations can use was allocated as asked (120 GB:
+    abort); no more corrections than iterations are kept, with the same result."""
+    done = run_isolated(
+        """
+import numpy as np, hebnb
+from hebnb import _core
+calls = {}
+fit = _core.fit_naive_bayes_weights
+def record(*args, **kwargs):
+    calls["args"] = (args, kwargs)
+    return fit(*args, **kwargs)
+_core.fit_naive_bayes_weights = record
+rng = np.random.default_rng(0)
+hebnb.CategoricalNB(weighting="cll-value").fit(rng.integers(0, 4, (200, 3)), rng.integers(0, 2, 200))
+args, kwargs = calls["args"]
+small = fit(*args, **dict(kwargs, memory=kwargs["max_iter"]))
+for memory in (2**31, 2**63):
+    large = fit(*args, **dict(kwargs, memory=memory))
+    print(np.array_equal(large[0], small[0]))
+"""
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_score_tables_in_another_order_or_shape_are_refused():
+    indptr, indices, data = np.array([0, 1, 2]), np.array([0, 1], np.int32), np.ones(2)
+    table = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+    def score(table, n_columns=2):
+        return _core.score_rows(
+            indptr, indices, data, table, np.zeros(2), n_columns=n_columns, binarize=None, n_jobs=1
+        )
+
+    np.testing.assert_array_equal(score(table), table)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        score(np.asfortranarray(table))  # was read transposed
+    with pytest.raises(ValueError, match="shape"):
+        score(table.reshape(1, 4))
+    with pytest.raises(ValueError, match="shape"):
+        score(np.zeros((0, 2)), n_columns=2**63)  # V x C wrapped to 0: PanicException
+
+
+def test_a_validity_bitmap_offset_that_overflows_is_refused():
+    vocabulary = _core.Vocabulary(1)
+    for positions in (np.array([1]), None):
+        with pytest.raises(ValueError, match="validity bitmap shorter"):
+            vocabulary.encode_utf8(
+                0,
+                np.array([0, 1, 2], np.int32),
+                np.frombuffer(b"ab", np.uint8),
+                np.array([1], np.uint8),
+                2**64 - 1,  # + n wrapped past the length check
+                grow=True,
+                name="f",
+                positions=positions,
+            )
+
+
+def test_a_thread_count_far_beyond_the_cores_is_capped():
+    """n_jobs=100,000 built a pool of that many threads (minutes); the result does not
+    depend on the count, so the pool is capped."""
+    done = run_isolated(
+        "import numpy as np; from hebnb import _core; "
+        "print(_core.log_posterior(np.zeros((3, 2)), 100_000).shape)"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(3, 2)"

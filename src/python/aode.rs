@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{layout, run, to_py_err};
+use super::{layout, row_major, run, to_py_err};
 use crate::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing, Structure};
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{self, CellCounts, CellCountsView, PairTables, PairTablesView};
@@ -24,7 +24,7 @@ fn structure<'a>(
         ));
     }
     let s = Structure {
-        capped: capped.as_slice()?,
+        capped: row_major(capped, "capped mask")?,
         parents: parents.as_slice()?,
     };
     s.check(n_features).map_err(to_py_err)?;
@@ -82,7 +82,7 @@ impl<'py> PairArrays<'py> {
             ));
         }
         Ok(PairTablesView {
-            pairs: self.pairs.as_slice()?,
+            pairs: row_major(&self.pairs, "pair table pairs")?,
             indptr: self.indptr.as_slice()?,
             indices: self.indices.as_slice()?,
             counts: match &self.counts {

@@ -34,6 +34,17 @@ pub(super) fn to_py_err(error: HebError) -> PyErr {
     }
 }
 
+/// The entries of a 2-D array in row-major order. A Fortran-order or strided array is
+/// refused (its memory holds another order), never read transposed.
+pub(super) fn row_major<'a, T: numpy::Element>(
+    array: &'a numpy::PyReadonlyArray2<'_, T>,
+    what: &str,
+) -> PyResult<&'a [T]> {
+    array.as_array().to_slice().ok_or_else(|| {
+        PyValueError::new_err(format!("{what} must be a C-contiguous (row-major) array"))
+    })
+}
+
 pub(super) fn layout(offsets: Vec<usize>) -> PyResult<FeatureLayout> {
     FeatureLayout::from_offsets(offsets).map_err(to_py_err)
 }

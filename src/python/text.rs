@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{run, to_py_err, Array1Py, Array2Py};
+use super::{row_major, run, to_py_err, Array1Py, Array2Py};
 use crate::counts::class_indices;
 use crate::multinomial::{self, SmoothedFit, Smoothing};
 use crate::naive_bayes::PriorMean;
@@ -52,6 +52,14 @@ impl<'a> TrainingRows<'a> {
     ) -> PyResult<Self> {
         let indptr = indptr.as_slice()?;
         let counts = counts.as_array();
+        let (n_classes, n_tokens) = counts.dim();
+        if log_probability.as_array().dim() != (n_tokens, n_classes) {
+            return Err(PyValueError::new_err(format!(
+                "log-probability table of shape {:?}, expected (tokens, classes) = {:?}",
+                log_probability.as_array().dim(),
+                (n_tokens, n_classes)
+            )));
+        }
         Ok(Self {
             matrix: SparseMatrix {
                 indptr,
@@ -66,7 +74,7 @@ impl<'a> TrainingRows<'a> {
             model: TokenModel {
                 counts,
                 concentration: concentration.as_slice()?,
-                log_probability_by_token: log_probability.as_slice()?,
+                log_probability_by_token: row_major(log_probability, "log-probability table")?,
                 pooled_mean,
             },
         })
@@ -169,7 +177,15 @@ pub(super) fn score_rows<'py>(
         n_columns,
         major: Major::Rows,
     };
-    let (table, bias) = (table.as_slice()?, bias.as_slice()?);
+    let bias = bias.as_slice()?;
+    if table.as_array().dim() != (n_columns, bias.len()) {
+        return Err(PyValueError::new_err(format!(
+            "score table of shape {:?}, expected (n_columns, classes) = {:?}",
+            table.as_array().dim(),
+            (n_columns, bias.len())
+        )));
+    }
+    let table = row_major(&table, "score table")?;
     let joint = run(py, n_jobs, || {
         sparse_rows::score_rows(&matrix, table, bias, values(binarize))
     })?;
