@@ -13,7 +13,7 @@ use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::error::{
-    check_len, code_out_of_range, entries, with_capacity, zeroed, HebError, Result,
+    check_len, check_weights, code_out_of_range, entries, with_capacity, zeroed, HebError, Result,
 };
 use crate::interrupt;
 use crate::layout::FeatureLayout;
@@ -76,7 +76,7 @@ pub fn check_rows(
     for (what, found) in [("labels", labels.len()), ("sample weights", weights.len())] {
         check_len(what, n_rows, found)?;
     }
-    Ok(())
+    check_weights(weights.iter())
 }
 
 /// Counts `N_c` and `N_{c,f,v}`.

@@ -161,6 +161,17 @@ pub fn untouched_zeros<T: ZeroBytes>(len: usize, what: &'static str) -> Result<V
     Ok(unsafe { Vec::from_raw_parts(pointer, len, len) })
 }
 
+/// Refuses sample weights that are not finite and non-negative (the counts they add to
+/// would be NaN or negative).
+pub fn check_weights<'a>(weights: impl IntoIterator<Item = &'a f64>) -> Result<()> {
+    match weights.into_iter().find(|w| !(w.is_finite() && **w >= 0.0)) {
+        Some(bad) => Err(HebError::InvalidParameter(format!(
+            "sample weights must be finite and non-negative, found {bad}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `rows * columns` entries of a table, or [`HebError::Allocation`] (of 8-byte entries)
 /// when the product does not fit in `usize`: a table that large cannot be allocated.
 pub fn entries(rows: usize, columns: usize, what: &'static str) -> Result<usize> {

@@ -18,7 +18,7 @@
 use ndarray::Array2;
 use rayon::prelude::*;
 
-use crate::error::{check_len, entries, filled, zeroed, HebError, Result};
+use crate::error::{check_len, check_weights, entries, filled, zeroed, HebError, Result};
 use crate::interrupt;
 
 /// Which axis the compressed pointer runs over.
@@ -164,6 +164,7 @@ pub fn count_tokens(
     matrix.check(values)?;
     check_len("labels (one per row)", matrix.n_rows, classes.len())?;
     check_len("sample weights (one per row)", matrix.n_rows, weights.len())?;
+    check_weights(weights)?;
     if let Some(&bad) = classes.iter().find(|&&c| c >= n_classes) {
         return Err(HebError::ClassOutOfRange {
             class: bad as i64,

@@ -14,7 +14,7 @@ use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
 use rayon::prelude::*;
 
 use crate::counts::class_indices;
-use crate::error::{check_code_range, check_len, with_capacity, Result};
+use crate::error::{check_code_range, check_len, check_weights, with_capacity, HebError, Result};
 
 /// Adds the rows `codes (F, S)` (-1: missing) with `labels` and `weights` to the
 /// per-feature tables `tables[f]` of shape `(C, capacity_f)` and to `class_totals`, after
@@ -31,6 +31,13 @@ pub fn add_batch(
     decay: f64,
 ) -> Result<()> {
     check_len("number of weights", codes.ncols(), weights.len())?;
+    check_weights(weights.iter())?;
+    // (0 is a decay: long forgetting underflows to it)
+    if !(decay.is_finite() && decay >= 0.0) {
+        return Err(HebError::InvalidParameter(format!(
+            "the decay of the stored counts must be finite and non-negative, got {decay}"
+        )));
+    }
     // every cell checked before any is added: a refused batch changes no table
     let classes = check_cells(tables, codes, labels, class_totals.len())?;
     let add_feature = |(f, table): (usize, &mut ArrayViewMut2<'_, f64>)| {

@@ -169,3 +169,41 @@ def test_a_thread_count_far_beyond_the_cores_is_capped():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "(3, 2)"
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -1.0])
+def test_counting_refuses_weights_that_are_not_finite_and_non_negative(bad):
+    """NaN, infinite or negative weights made NaN or negative counts without a word."""
+    codes, labels = np.zeros((1, 4), np.int32), np.zeros(4, np.int64)
+    weights = np.array([1.0, bad, 1.0, 1.0])
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        _core.count_categories(codes, labels, weights, [0, 2], 2, 1)
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        _core.count_tokens(
+            np.arange(5, dtype=np.int64), np.zeros(4, np.int32), np.ones(4), labels, weights,
+            n_rows=4, n_columns=2, by_columns=False, n_classes=2, binarize=None, n_jobs=1,
+        )  # fmt: skip
+    tables = [np.zeros((2, 2))]
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        _core.add_counts(tables, np.zeros(2), codes, labels, weights, decay=1.0, n_jobs=1)
+    np.testing.assert_array_equal(tables[0], 0.0)  # refused before anything was added
+
+
+def test_a_decay_that_is_not_finite_and_non_negative_is_refused():
+    codes, labels, weights = np.zeros((1, 2), np.int32), np.zeros(2, np.int64), np.ones(2)
+    for decay in (np.nan, np.inf, -0.5):
+        with pytest.raises(ValueError, match="decay"):
+            _core.add_counts(
+                [np.ones((2, 2))], np.ones(2), codes, labels, weights, decay=decay, n_jobs=1
+            )
+    tables = [np.ones((2, 2))]
+    _core.add_counts(tables, np.ones(2), codes, labels, weights, decay=0.0, n_jobs=1)
+    np.testing.assert_array_equal(tables[0], [[2.0, 0.0], [0.0, 0.0]])
+
+
+def test_a_nan_binarize_threshold_is_refused():
+    with pytest.raises(ValueError, match="NaN"):
+        _core.score_rows(
+            np.array([0, 1, 2]), np.array([0, 1], np.int32), np.ones(2), np.zeros((2, 2)),
+            np.zeros(2), n_columns=2, binarize=float("nan"), n_jobs=1,
+        )  # fmt: skip

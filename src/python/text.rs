@@ -14,8 +14,14 @@ use crate::solver::SolverSettings;
 use crate::sparse_rows::{self, Major, SparseMatrix, Values};
 use crate::tempering::{self, LeaveOneOutPrior, LeaveOneOutRows, TokenModel};
 
-fn values(binarize: Option<f64>) -> Values {
-    binarize.map_or(Values::Counts, Values::Binarize)
+/// What a stored value counts as: itself, or `1[x > t]` (a NaN threshold is refused:
+/// every comparison with it is false).
+fn values(binarize: Option<f64>) -> PyResult<Values> {
+    match binarize {
+        Some(t) if t.is_nan() => Err(PyValueError::new_err("binarize threshold is NaN")),
+        Some(t) => Ok(Values::Binarize(t)),
+        None => Ok(Values::Counts),
+    }
 }
 
 fn mean_kind(kind: &str) -> PyResult<PriorMean> {
@@ -144,8 +150,9 @@ pub(super) fn count_tokens<'py>(
     };
     let classes = class_indices(labels.as_array(), n_classes).map_err(to_py_err)?;
     let weights = weights.as_slice()?;
+    let counted = values(binarize)?;
     let counts = run(py, n_jobs, || {
-        sparse_rows::count_tokens(&matrix, &classes, weights, n_classes, values(binarize))
+        sparse_rows::count_tokens(&matrix, &classes, weights, n_classes, counted)
     })?;
     Ok((
         counts.class_totals.into_pyarray(py),
@@ -186,8 +193,9 @@ pub(super) fn score_rows<'py>(
         )));
     }
     let table = row_major(&table, "score table")?;
+    let counted = values(binarize)?;
     let joint = run(py, n_jobs, || {
-        sparse_rows::score_rows(&matrix, table, bias, values(binarize))
+        sparse_rows::score_rows(&matrix, table, bias, counted)
     })?;
     Ok(joint.into_pyarray(py))
 }
