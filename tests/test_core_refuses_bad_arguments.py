@@ -207,3 +207,37 @@ def test_a_nan_binarize_threshold_is_refused():
             np.array([0, 1, 2]), np.array([0, 1], np.int32), np.ones(2), np.zeros((2, 2)),
             np.zeros(2), n_columns=2, binarize=float("nan"), n_jobs=1,
         )  # fmt: skip
+
+
+def object_column(*values):
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
+
+
+def test_a_vocabulary_state_naming_objects_it_does_not_hold_is_refused():
+    """A value token beyond the saved objects used to load, and a later object took that
+    token and the code of another."""
+    state = {
+        "format": _core.Vocabulary().__getstate__()["format"],
+        "features": [(bytes([4]), np.array([5]), b"", np.array([0], np.uint64), [(1, 2)])],
+    }
+    with pytest.raises(ValueError, match="corrupt vocabulary"):
+        _core.Vocabulary().__setstate__(state)
+
+
+def test_a_mark_of_another_vocabulary_is_refused_and_changes_nothing():
+    vocabulary = _core.Vocabulary(1)
+    pairs = object_column((1, 2), (3, 4))
+    np.testing.assert_array_equal(
+        vocabulary.encode_objects(0, pairs, lambda v: v, grow=True, name="f"), [0, 1]
+    )
+    for mark in ([(2, 0)], [(5, 2)], [(2, 9)]):
+        with pytest.raises(ValueError, match="corrupt vocabulary|mark of another"):
+            vocabulary.truncate(mark)
+    # a new object gets a code of its own, the old ones keep theirs
+    codes = vocabulary.encode_objects(
+        0, object_column((5, 6), (1, 2), (3, 4)), lambda v: v, grow=True, name="f"
+    )
+    np.testing.assert_array_equal(codes, [2, 0, 1])
+    assert vocabulary.values(0) == [(1, 2), (3, 4), (5, 6)]

@@ -309,6 +309,26 @@ impl Vocabulary {
             .collect()
     }
 
+    /// Refuses a feature whose object values name tokens beyond its first `n_objects`
+    /// objects (a corrupt state or a mark of another vocabulary: a later object would
+    /// take such a token and share its code).
+    fn check_object_tokens(
+        feature: &FeatureVocabulary,
+        n_values: usize,
+        n_objects: usize,
+    ) -> PyResult<()> {
+        let beyond = feature
+            .values()
+            .take(n_values)
+            .any(|key| matches!(key, Key::Object(t) if t >= n_objects as u64));
+        if beyond {
+            return Err(PyValueError::new_err(
+                "corrupt vocabulary: a value names an object the vocabulary does not hold",
+            ));
+        }
+        Ok(())
+    }
+
     fn roll_back(&mut self, py: Python<'_>, lengths: &[(usize, usize)]) -> PyResult<()> {
         for (f, &(n_values, n_objects)) in lengths.iter().enumerate() {
             self.features[f].truncate(n_values);
@@ -369,6 +389,14 @@ impl Vocabulary {
     fn truncate(&mut self, py: Python<'_>, mark: Vec<(usize, usize)>) -> PyResult<()> {
         if mark.len() != self.features.len() {
             return Err(PyValueError::new_err("mark of another vocabulary"));
+        }
+        for (f, &(n_values, n_objects)) in mark.iter().enumerate() {
+            if n_values > self.features[f].len() || n_objects > self.objects[f].bind(py).len() {
+                return Err(PyValueError::new_err(
+                    "mark of another vocabulary: it holds more values than this one",
+                ));
+            }
+            Self::check_object_tokens(&self.features[f], n_values, n_objects)?;
         }
         self.roll_back(py, &mark)
     }
@@ -753,7 +781,9 @@ impl Vocabulary {
                 text,
                 text_offsets: text_offsets.as_array().to_vec(),
             };
-            features.push(FeatureVocabulary::from_parts(&parts).map_err(to_py_err)?);
+            let feature = FeatureVocabulary::from_parts(&parts).map_err(to_py_err)?;
+            Self::check_object_tokens(&feature, feature.len(), values.len())?;
+            features.push(feature);
             let tokens = PyDict::new(py);
             for (token, value) in values.iter().enumerate() {
                 tokens.set_item(value, token as u64)?;
