@@ -39,7 +39,10 @@ def load_shared(name: str) -> pd.DataFrame:
     """The ``data.csv`` of a shared dataset; exits with a message when it is absent."""
     path = SHARED_DATASETS / name / "data.csv"
     if not path.is_file():
-        raise SystemExit(f"dataset {name!r} not found at {path}: this benchmark needs ../shared")
+        raise SystemExit(
+            f"dataset {name!r} not found at {path}: this benchmark needs the shared datasets "
+            "(../shared/datasets beside the checkout, or set HEBNB_SHARED_DATASETS to them)"
+        )
     return pd.read_csv(path)
 
 
@@ -57,6 +60,12 @@ def run_child(code: str, *args: object, pythonpath: str | None = None) -> dict:
     returns the JSON object its last line of output prints."""
     env = dict(os.environ)
     if pythonpath is not None:
+        if not (Path(pythonpath) / "hebnb" / "__init__.py").is_file():
+            # without it the child would time the installed build against itself
+            raise SystemExit(
+                f"no hebnb package under {pythonpath}: copy an earlier build's python/hebnb "
+                f"folder, its compiled _core included, to {Path(pythonpath) / 'hebnb'}"
+            )
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     done = subprocess.run(
         [sys.executable, "-c", code, *map(str, args)],

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from hebnb import CategoricalNB
+from hebnb import AODE, CategoricalNB
 
 X = np.array([[0, 1], [1, 1], [2, 0], [0, 0]])
 y = np.array([0, 1, 0, 1])
@@ -106,3 +106,13 @@ def test_table_larger_than_the_machine_is_refused_before_allocation():
     y = np.arange(n_categories) % n_classes
     with pytest.raises(MemoryError, match="beyond what memory allows"):
         CategoricalNB().fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", [CategoricalNB, AODE])
+def test_ragged_rows_are_named(estimator):
+    """A list of rows of different lengths got numpy's "inhomogeneous shape" message."""
+    with pytest.raises(ValueError, match=r"rows of different lengths \(1, 2 values\)"):
+        estimator().fit([[1, 2], [2], [1, 1]], [0, 1, 0])
+    model = estimator().fit([[1, 2], [2, 1]], [0, 1])
+    with pytest.raises(ValueError, match="rows of different lengths"):
+        model.predict_proba([[1, 2], [2]])

@@ -284,6 +284,21 @@ def _module_of(X: object) -> str:
     return type(X).__module__.split(".")[0]
 
 
+def _as_array(X: Any) -> np.ndarray:
+    """A list of rows as an array; rows of different lengths are named as such (numpy
+    speaks of an "inhomogeneous shape")."""
+    try:
+        return np.asarray(X, dtype=None)
+    except ValueError as error:
+        if "inhomogeneous" not in str(error):
+            raise
+        lengths = sorted({len(row) for row in X if hasattr(row, "__len__")})
+        raise ValueError(
+            f"X has rows of different lengths ({', '.join(map(str, lengths))} values): every "
+            "row needs one value per feature (None or NaN where a value is missing)"
+        ) from None
+
+
 def _split_table(X: Any) -> _Table:
     if isinstance(X, pd.DataFrame):
         labels = X.columns.tolist()
@@ -311,7 +326,7 @@ def _split_table(X: Any) -> _Table:
         return _Table(columns, None, labels, _column_names(labels), X.num_rows, floats)
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: categorical features must be dense")
-    array = X if isinstance(X, np.ndarray) else np.asarray(X, dtype=None)
+    array = X if isinstance(X, np.ndarray) else _as_array(X)
     if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
         # mixed lists become strings in numpy: keep the Python values instead
         array = np.asarray(X, dtype=object)

@@ -115,7 +115,8 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
         check_evaluate_requirements()
     except ImportError as error:
         print(
-            f"hebnb evaluate: error: {error}; install the extra: pip install 'hebnb[evaluate]'",
+            f"hebnb evaluate: error: {error}; install the evaluate extra: pip install "
+            "'hebnb[evaluate]' (from a checkout: pip install '.[evaluate]')",
             file=sys.stderr,
         )
         return 2

@@ -28,7 +28,7 @@ to the data).
 
 Supported: :class:`~hebnb.CategoricalNB`, :class:`~hebnb.AODE`,
 :class:`~hebnb.EmpiricalBayesDirichletClassifier`, :class:`~hebnb.MultinomialNB` and
-:class:`~hebnb.ComplementNB`. Needs the ``dask`` extra (``pip install hebnb[dask]``).
+:class:`~hebnb.ComplementNB`. Needs the ``dask`` extra (``pip install '.[dask]'`` from a checkout).
 """
 
 from __future__ import annotations
