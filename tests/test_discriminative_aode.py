@@ -687,3 +687,25 @@ def test_folds_whose_training_rows_weigh_nothing_are_left_out(params):
         assert model.cell_penalty_ == hebnb.weighting.DEFAULT_CELL_PENALTY
         fixed = AODE(weighting="cll-value").fit(X, y, sample_weight=weight)
         np.testing.assert_array_equal(fixed.predict_proba(X), proba)
+
+
+@pytest.mark.parametrize("cell_penalty", [None, "cv"])
+@pytest.mark.parametrize("weighting", ["cll-feature", "cll-value"])
+def test_array_likes_that_only_offer_their_array_fit_weights(weighting, cell_penalty):
+    """The cross-fitting folds indexed the raw X and y: an object with only __array__
+    (scikit-learn's check_classifier_data_not_an_array) was a TypeError."""
+    if weighting == "cll-feature" and cell_penalty is not None:
+        pytest.skip("cell_penalty is a cll-value parameter")
+
+    class ArrayOnly:
+        def __init__(self, values):
+            self.values = np.asarray(values)
+
+        def __array__(self, dtype=None, copy=None):
+            return self.values
+
+    X, y = _noisy_data(seed=5, n_rows=120, noise=0.2)
+    params = {"weighting": weighting} | ({"cell_penalty": cell_penalty} if cell_penalty else {})
+    expected = AODE(**params).fit(X, y).predict_proba(X)
+    model = AODE(**params).fit(ArrayOnly(X), ArrayOnly(y))
+    np.testing.assert_array_equal(model.predict_proba(X), expected)

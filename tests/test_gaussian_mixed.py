@@ -254,3 +254,29 @@ def test_mixed_bad_input():
     model = MixedNB().fit(X, y)
     with pytest.raises(ValueError, match="feature"):
         model.predict(X.drop(columns="size"))
+
+
+@pytest.mark.parametrize("form", ["polars", "pyarrow"])
+def test_mixed_keeps_the_column_names_of_polars_and_arrow_tables(form):
+    """A polars DataFrame or pyarrow Table became a bare array: no feature_names_in_, no
+    selection by name, and its columns reordered at predict were scored silently."""
+    frame, y = mixed_frame()
+    frame = frame[["colour", "size", "code", "weight"]]
+    if form == "polars":
+        table = pytest.importorskip("polars").from_pandas(frame)
+        reordered = table.select(["size", "colour", "code", "weight"])
+    else:
+        pa = pytest.importorskip("pyarrow")
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        reordered = table.select(["size", "colour", "code", "weight"])
+    model = MixedNB().fit(table, y)
+    np.testing.assert_array_equal(model.feature_names_in_, frame.columns)
+    np.testing.assert_allclose(
+        model.predict_proba(table), MixedNB().fit(frame, y).predict_proba(frame), rtol=1e-12
+    )
+    with pytest.raises(ValueError, match="feature names"):
+        model.predict(reordered)
+    named = MixedNB(
+        models=[("c", CategoricalNB(), ["colour", "code"]), ("g", GaussianNB(), ["size", "weight"])]
+    ).fit(table, y)
+    np.testing.assert_allclose(named.predict_proba(table), model.predict_proba(table), rtol=1e-12)

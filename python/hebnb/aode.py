@@ -430,6 +430,7 @@ class AODE(CategoricalClassifier):
         from sklearn.base import clone
         from sklearn.model_selection import StratifiedKFold
 
+        X, y = _indexable(X), _indexable(y)
         n_rows = labels.shape[0]
         counts = np.bincount(labels, minlength=self.classes_.shape[0])
         n_folds = min(self._weighting_folds, int(counts[counts > 0].max()))
@@ -561,6 +562,7 @@ class AODE(CategoricalClassifier):
         from sklearn.base import clone
         from sklearn.model_selection import StratifiedKFold
 
+        X, y = _indexable(X), _indexable(y)
         counts = np.bincount(labels, minlength=self.classes_.shape[0])
         scored = np.flatnonzero(counts[labels] >= weighting.CV_FOLDS)
         always_trained = np.flatnonzero(counts[labels] < weighting.CV_FOLDS)
@@ -1056,6 +1058,12 @@ class AODE(CategoricalClassifier):
             min_parent_count=self._min_parent_count,
             n_jobs=threads,
         )
+
+
+def _indexable(data: Any) -> Any:
+    """Rows of ``data`` as ``_safe_indexing`` takes them: an array-like that offers only
+    ``__array__`` becomes its array (tables, arrays and lists stay as they are)."""
+    return data if hasattr(data, "__getitem__") else np.asarray(data)
 
 
 #: The public pair tables (in the order of ``categories_``) and their keys in ``_pairs``.

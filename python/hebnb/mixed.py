@@ -49,8 +49,13 @@ def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
 
 
 def check_table(X: Any) -> Any:
-    """A DataFrame as it is, anything else as a 2-D array (any dtype, missing values
-    allowed: the group models check their own columns); sparse input is refused."""
+    """A DataFrame as it is, a polars DataFrame or pyarrow Table as a pandas DataFrame
+    (its column names kept: recorded, checked at predict, and selectable by name),
+    anything else as a 2-D array (any dtype, missing values allowed: the group models
+    check their own columns); sparse input is refused."""
+    module = type(X).__module__.partition(".")[0]
+    if module in ("polars", "pyarrow") and hasattr(X, "to_pandas") and hasattr(X, "columns"):
+        X = X.to_pandas()
     if sp.issparse(X):
         raise TypeError(
             "MixedNB does not support sparse input: pass a DataFrame or a dense array "
