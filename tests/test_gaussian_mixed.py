@@ -280,3 +280,35 @@ def test_mixed_keeps_the_column_names_of_polars_and_arrow_tables(form):
         models=[("c", CategoricalNB(), ["colour", "code"]), ("g", GaussianNB(), ["size", "weight"])]
     ).fit(table, y)
     np.testing.assert_allclose(named.predict_proba(table), model.predict_proba(table), rtol=1e-12)
+
+
+def test_the_group_models_parameters_are_nested_parameters():
+    """``name__parameter`` reaches a group's model, as in ColumnTransformer, so a search
+    can tune it; ``set_params(name=...)`` replaces the model; clone copies them all."""
+    from sklearn.model_selection import GridSearchCV
+
+    frame, y = mixed_frame()
+    frame = frame[["colour", "code", "size"]]
+    model = MixedNB(
+        models=[("cat", CategoricalNB(), ["colour", "code"]), ("num", GaussianNB(), ["size"])]
+    )
+    params = model.get_params(deep=True)
+    assert params["cat__smoothing"] == "heb-m" and params["num__var_smoothing"] == 1e-9
+    assert "cat__smoothing" not in model.get_params(deep=False)
+    model.set_params(cat__smoothing="laplace", num=GaussianNB(var_smoothing=1e-3))
+    assert model.models[0][1].smoothing == "laplace"
+    assert model.models[1][1].var_smoothing == 1e-3
+    expected = MixedNB(
+        models=[
+            ("cat", CategoricalNB(smoothing="laplace"), ["colour", "code"]),
+            ("num", GaussianNB(var_smoothing=1e-3), ["size"]),
+        ]
+    ).fit(frame, y)
+    np.testing.assert_array_equal(
+        clone(model).fit(frame, y).predict_proba(frame), expected.predict_proba(frame)
+    )
+    grid = {"cat__smoothing": ["laplace", "heb-m"], "num__var_smoothing": [1e-9, 1e-2]}
+    search = GridSearchCV(model, grid, cv=3, scoring="neg_log_loss").fit(frame, y)
+    assert set(search.best_params_) == set(grid)
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        model.set_params(nope__smoothing="laplace")

@@ -135,6 +135,44 @@ class MixedNB(NaiveBayesClassifier):
         self.fit_prior = fit_prior
         self.class_prior = class_prior
 
+    def _named_models(self) -> list[tuple[str, Any]]:
+        """``(name, estimator)`` of the well-formed entries of ``models`` (checked at fit)."""
+        if not isinstance(self.models, (list, tuple)):
+            return []
+        return [
+            (spec[0], spec[1])
+            for spec in self.models
+            if isinstance(spec, tuple) and len(spec) == 3 and isinstance(spec[0], str)
+        ]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters, and with ``deep`` each group model by its name and its own
+        parameters as ``name__parameter``, as ``ColumnTransformer`` gives its transformers'
+        (so that a search can tune a group's model)."""
+        params: dict[str, Any] = super().get_params(deep=False)
+        if deep:
+            for name, estimator in self._named_models():
+                params[name] = estimator
+                if hasattr(estimator, "get_params"):
+                    for key, value in estimator.get_params(deep=True).items():
+                        params[f"{name}__{key}"] = value
+        return params
+
+    def set_params(self, **params: Any) -> MixedNB:
+        """Sets parameters; ``name`` replaces that group's model in ``models`` and
+        ``name__parameter`` sets a parameter of it, as in ``ColumnTransformer``."""
+        names = {name for name, _ in self._named_models()}
+        replaced = {key: params.pop(key) for key in list(params) if key in names}
+        if replaced:
+            self.models = [
+                (spec[0], replaced[spec[0]], spec[2])
+                if isinstance(spec, tuple) and len(spec) == 3 and spec[0] in replaced
+                else spec
+                for spec in self.models  # type: ignore[union-attr]
+            ]
+        super().set_params(**params)
+        return self
+
     def _resolve(self, X: Any) -> list[Part]:
         specs = default_models(X) if self.models is None else self.models
         parts: list[Part] = []
