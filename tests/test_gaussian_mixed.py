@@ -312,3 +312,19 @@ def test_the_group_models_parameters_are_nested_parameters():
     assert set(search.best_params_) == set(grid)
     with pytest.raises(ValueError, match="Invalid parameter"):
         model.set_params(nope__smoothing="laplace")
+
+
+def test_a_table_without_its_names_warns_once():
+    """MixedNB fitted on a DataFrame and given an array warned three times: its own
+    warning and one from each group's model."""
+    import warnings
+
+    frame, y = mixed_frame()
+    frame = frame[["colour", "code", "size"]]
+    model = MixedNB().fit(frame, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.predict(frame.to_numpy())
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1, messages
+    assert "MixedNB" in messages[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -295,7 +296,12 @@ class MixedNB(NaiveBayesClassifier):
         validate_table(self, X, skip_check_array=True, reset=False)
         joint = np.tile(self.class_log_prior_, (n_rows_of(X), 1))
         for _, estimator, columns in self.models_:
-            part = estimator.predict_joint_log_proba(_safe_indexing(X, columns, axis=1))
+            with warnings.catch_warnings():
+                # the table's names were checked (and any warning given) once, above
+                warnings.filterwarnings(
+                    "ignore", message="X (does not have valid|has) feature names"
+                )
+                part = estimator.predict_joint_log_proba(_safe_indexing(X, columns, axis=1))
             joint += part - estimator.class_log_prior_
         return joint
 
