@@ -285,18 +285,17 @@ def _module_of(X: object) -> str:
 
 
 def _as_array(X: Any) -> np.ndarray:
-    """A list of rows as an array; rows of different lengths are named as such (numpy
-    speaks of an "inhomogeneous shape")."""
-    try:
-        return np.asarray(X, dtype=None)
-    except ValueError as error:
-        if "inhomogeneous" not in str(error):
-            raise
-        lengths = sorted({len(row) for row in X if hasattr(row, "__len__")})
-        raise ValueError(
-            f"X has rows of different lengths ({', '.join(map(str, lengths))} values): every "
-            "row needs one value per feature (None or NaN where a value is missing)"
-        ) from None
+    """A list of rows as an array; rows of different lengths are named as such (numpy 2
+    speaks of an "inhomogeneous shape", numpy 1 makes an array of lists)."""
+    if isinstance(X, (list, tuple)):
+        lengths = {len(row) for row in X if isinstance(row, (list, tuple, np.ndarray))}
+        if len(lengths) > 1:
+            raise ValueError(
+                f"X has rows of different lengths ({', '.join(map(str, sorted(lengths)))} "
+                "values): every row needs one value per feature (None or NaN where a value "
+                "is missing)"
+            )
+    return np.asarray(X, dtype=None)
 
 
 def _split_table(X: Any) -> _Table:
