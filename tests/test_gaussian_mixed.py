@@ -328,3 +328,28 @@ def test_a_table_without_its_names_warns_once():
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1, messages
     assert "MixedNB" in messages[0]
+
+
+def test_rows_mixing_types_split_as_their_table_does():
+    """A list of rows mixing numbers and strings became an array of strings: every column
+    went to CategoricalNB, floats included. And a column with no value at all went to
+    GaussianNB, which refused its NaN."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    rows = [
+        [int(rng.integers(0, 3)), str(rng.choice(["a", "b"])), float(rng.normal() + 3 * c)]
+        for c in y
+    ]
+    from_rows = MixedNB().fit(rows, y)
+    from_frame = MixedNB().fit(pd.DataFrame(rows), y)
+    assert [(n, c) for n, _, c in from_rows.models_] == [("categorical", [0, 1]), ("gaussian", [2])]
+    np.testing.assert_allclose(
+        from_rows.predict_proba(rows), from_frame.predict_proba(pd.DataFrame(rows))
+    )
+    empty = pd.DataFrame(
+        {"colour": rng.choice(["r", "g"], 200), "empty": np.nan, "n": rng.normal(size=200)}
+    )
+    model = MixedNB().fit(empty, y)
+    assert [(n, c) for n, _, c in model.models_] == [("categorical", [0, 1]), ("gaussian", [2])]
+    expected = MixedNB().fit(empty[["colour", "n"]], y).predict_proba(empty[["colour", "n"]])
+    np.testing.assert_allclose(model.predict_proba(empty), expected, rtol=1e-12)

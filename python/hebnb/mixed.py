@@ -25,7 +25,11 @@ Part = tuple[str, Any, list[int]]
 
 
 def is_continuous(column: pd.Series) -> bool:
-    """A float column, or an object column holding floats."""
+    """A float column, or an object column holding floats; not a column with no value
+    at all (nothing to model: the categorical model skips it, GaussianNB would refuse
+    its NaN)."""
+    if column.isna().all():
+        return False
     if pd.api.types.is_float_dtype(column.dtype):
         return True
     if column.dtype == object:
@@ -68,7 +72,12 @@ def check_table(X: Any) -> Any:
                 f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required by MixedNB."
             )
         return X
-    return check_array(X, dtype=None, ensure_all_finite=False)
+    array = check_array(X, dtype=None, ensure_all_finite=False)
+    if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
+        # rows mixing numbers and strings become all strings in numpy: keep each value's
+        # own type, so that float columns still go to GaussianNB
+        array = check_array(np.asarray(X, dtype=object), dtype=None, ensure_all_finite=False)
+    return array
 
 
 class MixedNB(NaiveBayesClassifier):
@@ -91,7 +100,10 @@ class MixedNB(NaiveBayesClassifier):
         :class:`GaussianNB`), ``columns`` a column name, index, list,
         slice, boolean mask or callable (``sklearn.compose.make_column_selector``).
         Columns no group selects are ignored; a column selected twice is an error. None:
-        float columns -> ``GaussianNB()``, all others -> ``CategoricalNB()``.
+        float columns -> ``GaussianNB()``, all others -> ``CategoricalNB()`` (a column
+        with no value at all included: it is skipped there). ``GaussianNB`` refuses
+        missing values, so a float column with some must be imputed, or binned and given
+        to ``CategoricalNB``.
     fit_prior : bool, default=True
         Learn the class prior ((N_c + 1) / (S + C), as :class:`CategoricalNB`); if False,
         uniform.
