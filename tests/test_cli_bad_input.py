@@ -64,10 +64,12 @@ def assert_one_error_line(status, lines, *fragments):
         assert fragment in errors[0], errors[0]
 
 
-def evaluate(tmp_path, data, *extra, capsys=None):
+def evaluate(tmp_path, *arguments, capsys=None):
+    """``hebnb evaluate`` with ``arguments`` (a file, or ``--suite DIR``, and options),
+    two folds of Laplace and the report in ``tmp_path / "out"``."""
     return run_cli(
         "evaluate",
-        data,
+        *arguments,
         "--folds",
         "2",
         "--methods",
@@ -75,7 +77,6 @@ def evaluate(tmp_path, data, *extra, capsys=None):
         "--no-progress",
         "--out",
         tmp_path / "out",
-        *extra,
         cwd=tmp_path,
         capsys=capsys,
     )
@@ -249,20 +250,7 @@ def test_a_suite_error_names_its_dataset(tmp_path, capsys, bad_csv, fragment):
     for name, text in {"good": GOOD_CSV, "broken": bad_csv}.items():
         (tmp_path / "suite" / name).mkdir(parents=True)
         (tmp_path / "suite" / name / "data.csv").write_text(text)
-    status, lines, _ = run_cli(
-        "evaluate",
-        "--suite",
-        tmp_path / "suite",
-        "--folds",
-        "2",
-        "--methods",
-        "laplace",
-        "--no-progress",
-        "--out",
-        tmp_path / "out",
-        cwd=tmp_path,
-        capsys=capsys,
-    )
+    status, lines, _ = evaluate(tmp_path, "--suite", tmp_path / "suite", capsys=capsys)
     assert_one_error_line(status, lines, "broken: ", fragment)
 
 
