@@ -20,7 +20,7 @@ use ndarray::{Array2, Array3, Array4, ArrayView2};
 use rayon::prelude::*;
 
 use super::score::{prepare, rows_per_chunk, AodeModel};
-use crate::error::{zeroed, HebError, Result};
+use crate::error::{entries, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
 
 /// What [`parent_terms`] returns.
@@ -58,17 +58,11 @@ pub fn parent_terms(
     let row_terms = n_parents * n_classes;
     let row_cells = n_parents * n_features * n_classes;
     // sizes beyond the address space are refused as allocations, not wrapped
-    let entries = |per_row: usize, what: &'static str| {
-        n_rows.checked_mul(per_row).ok_or(HebError::Allocation {
-            what,
-            bytes: n_rows as u128 * per_row as u128 * 8,
-        })
-    };
     let mut terms = zeroed(
-        entries(row_terms, "AODE parent terms")?,
+        entries(n_rows, row_terms, "AODE parent terms")?,
         "AODE parent terms",
     )?;
-    let n_flags = entries(n_parents, "AODE parent qualification")?;
+    let n_flags = entries(n_rows, n_parents, "AODE parent qualification")?;
     let mut qualifies = vec![false; 0];
     qualifies
         .try_reserve_exact(n_flags)
@@ -78,7 +72,7 @@ pub fn parent_terms(
         })?;
     qualifies.resize(n_flags, false);
     let n_cells = if cells {
-        entries(row_cells, "AODE parent cells")?
+        entries(n_rows, row_cells, "AODE parent cells")?
     } else {
         0
     };
