@@ -32,6 +32,7 @@ pub mod gamma_differences;
 pub mod interrupt;
 pub mod layout;
 pub mod lbfgs;
+pub mod model_lock;
 pub mod multinomial;
 pub mod mutual_information;
 pub mod naive_bayes;

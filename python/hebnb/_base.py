@@ -5,7 +5,6 @@ are atomic and thread-safe (:class:`ThreadSafeModel`), and ``predict`` /
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import numbers
@@ -135,74 +134,21 @@ SHARED_CONSTRAINTS: dict[str, list[object]] = {
 }
 
 
-#: Names of the two locks a model keeps in its ``__dict__`` (never pickled or copied):
-#: one serialising its updates, one letting reads share the model while no update runs.
-_UPDATE_LOCK = "_hebnb_update_lock"
+#: Names of the locks a model keeps in its ``__dict__`` (never pickled or copied): one
+#: letting reads share the model while no update runs and updates run one at a time,
+#: one held by the one thread that solves a model left unsolved by ``partial_fit``.
+#: Both are ``_core.ModelLock``: taken, held around a call and released in one Rust
+#: call, so that a Ctrl-C cannot leave them held (see ``src/python/model_guard.rs``).
 _STATE_LOCK = "_hebnb_state_lock"
-#: Held by the one thread that solves a model left unsolved by ``partial_fit``.
 _SOLVE_LOCK = "_hebnb_solve_lock"
-_LOCKS = frozenset({_UPDATE_LOCK, _STATE_LOCK, _SOLVE_LOCK})
+_LOCKS = frozenset({_STATE_LOCK, _SOLVE_LOCK})
 
 #: Methods that change a fitted model, and methods that only read it.
 _UPDATES = ("fit", "partial_fit", "decay")
 _READS = ("predict", "predict_proba", "predict_log_proba", "predict_joint_log_proba", "sample")
 
-#: Per thread: ids of the models this thread is inside a guarded method of.
+#: Per thread: the undos of the updates running on it (innermost last).
 _working = threading.local()
-
-
-class SharedLock:
-    """A readers-writer lock: any number of readers at once, or one writer (who waits
-    for the readers inside to leave and lets no new one in). Re-entrant for the thread
-    that holds it for writing."""
-
-    def __init__(self) -> None:
-        self._condition = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._writer: int | None = None
-        self._depth = 0
-        self._writers_waiting = 0
-
-    def acquire_read(self) -> None:
-        me = threading.get_ident()
-        with self._condition:
-            if self._writer == me:
-                self._depth += 1
-                return
-            while self._writer is not None or self._writers_waiting:
-                self._condition.wait()
-            self._readers += 1
-
-    def release_read(self) -> None:
-        me = threading.get_ident()
-        with self._condition:
-            if self._writer == me:
-                self._depth -= 1
-                return
-            self._readers -= 1
-            if not self._readers:
-                self._condition.notify_all()
-
-    def acquire_write(self) -> None:
-        me = threading.get_ident()
-        with self._condition:
-            if self._writer == me:
-                self._depth += 1
-                return
-            self._writers_waiting += 1
-            try:
-                while self._writer is not None or self._readers:
-                    self._condition.wait()
-            finally:
-                self._writers_waiting -= 1
-            self._writer, self._depth = me, 1
-
-    def release_write(self) -> None:
-        with self._condition:
-            self._depth -= 1
-            if not self._depth:
-                self._writer = None
-                self._condition.notify_all()
 
 
 def _lock(model: object, name: str) -> Any:
@@ -213,7 +159,7 @@ def _lock(model: object, name: str) -> Any:
     pid = os.getpid()
     entry = model.__dict__.get(name)
     if entry is None or entry[0] != pid:
-        fresh = (pid, SharedLock() if name == _STATE_LOCK else threading.RLock())
+        fresh = (pid, _core.ModelLock())
         if entry is None:
             entry = model.__dict__.setdefault(name, fresh)
         else:
@@ -226,34 +172,61 @@ def without_locks(state: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in state.items() if key not in _LOCKS}
 
 
-class _Inside:
-    """Marks this thread as inside a guarded method of ``model``: the model's own
-    guarded methods called from there run directly."""
-
-    def __init__(self, model: object) -> None:
-        self.key = id(model)
-
-    def __enter__(self) -> None:
-        if not hasattr(_working, "ids"):
-            _working.ids = set()
-        _working.ids.add(self.key)
-
-    def __exit__(self, *exc: object) -> None:
-        _working.ids.discard(self.key)
-
-
 def _is_inside(model: object) -> bool:
-    return id(model) in getattr(_working, "ids", ())
+    """Whether this thread runs a guarded method of ``model`` (or of the model whose
+    private copy it is): the model's guarded methods called from there run directly."""
+    entry = model.__dict__.get(_STATE_LOCK)
+    return entry is not None and entry[0] == os.getpid() and entry[1].held()
 
 
 def on_failure(undo: Callable[[], None]) -> None:
     """Registers ``undo`` to run should the update running on this thread fail: an update
     that changes arrays it shares with the model in place (cost O(batch), where a private
-    copy would cost O(model)) says here how to put them back. Outside a guarded update
-    there is nothing to roll back to, and ``undo`` is dropped."""
+    copy would cost O(model)) says here how to put them back. An undo writes back saved
+    values, so running it twice is harmless (an undo cut short by Ctrl-C runs again).
+    Outside a guarded update there is nothing to roll back to, and ``undo`` is dropped."""
     stack = getattr(_working, "undos", None)
     if stack:
         stack[-1].append(undo)
+
+
+def _update_privately(
+    model: Any, method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``method`` run on a private copy of ``model`` whose state then replaces the
+    model's; called holding the model's lock for writing."""
+    work = object.__new__(type(model))
+    work.__dict__.update(without_locks(model.__dict__))
+    # the copy shares the model's lock, which this thread holds: its own guarded methods
+    # called by the update run directly
+    work.__dict__[_STATE_LOCK] = model.__dict__[_STATE_LOCK]
+    for name in getattr(model, "_updated_in_place", ()):
+        if name in work.__dict__:
+            work.__dict__[name] = copy.deepcopy(work.__dict__[name])
+    undos: list[Callable[[], None]] = []
+    encoder = model.__dict__.get("_encoder")
+    if hasattr(encoder, "mark"):
+        # the first undo registered, so the last run: the vocabulary back to its mark
+        undos.append(functools.partial(encoder.undo, encoder.mark()))
+    if not hasattr(_working, "undos"):
+        _working.undos = []
+    _working.undos.append(undos)
+    try:
+        result = method(work, *args, **kwargs)
+        # the constructor parameters stay the model's own (set_params may have run
+        # meanwhile; an update never changes them)
+        keep = _LOCKS.union(model._get_param_names())
+        new_state = {key: value for key, value in work.__dict__.items() if key not in keep}
+        # installs the new state and empties ``undos`` in one step: an interrupt before
+        # it undoes the update, one after it undoes nothing
+        _core.commit_state(model.__dict__, new_state, keep, undos)
+    except BaseException:
+        # no Python call before the undos: an interrupt cannot skip them
+        _core.run_undos(undos)
+        raise
+    finally:
+        _working.undos.pop()
+    return model if result is work else result
 
 
 def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -270,64 +243,17 @@ def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
     def update(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _is_inside(self):
             return method(self, *args, **kwargs)
-        with _lock(self, _UPDATE_LOCK):
-            state = _lock(self, _STATE_LOCK)
-            state.acquire_write()
-            try:
-                work = object.__new__(type(self))
-                work.__dict__.update(without_locks(self.__dict__))
-                for name in getattr(self, "_updated_in_place", ()):
-                    if name in work.__dict__:
-                        work.__dict__[name] = copy.deepcopy(work.__dict__[name])
-                encoder = self.__dict__.get("_encoder")
-                mark = encoder.mark() if hasattr(encoder, "mark") else None
-                undos: list[Callable[[], None]] = []
-                if not hasattr(_working, "undos"):
-                    _working.undos = []
-                _working.undos.append(undos)
-                try:
-                    with _Inside(work):
-                        result = method(work, *args, **kwargs)
-                except BaseException:
-                    for undo in reversed(undos):
-                        undo()
-                    if mark is not None:
-                        encoder.undo(mark)
-                    raise
-                finally:
-                    _working.undos.pop()
-                # the constructor parameters stay the model's own (set_params may have
-                # run meanwhile; an update never changes them)
-                params = set(self._get_param_names())
-                new_state = {k: v for k, v in work.__dict__.items() if k not in params}
-                stale = [k for k in self.__dict__ if k not in new_state and k not in params]
-                for key in stale:
-                    if key not in _LOCKS:
-                        del self.__dict__[key]
-                self.__dict__.update(new_state)
-            finally:
-                state.release_write()
-        return self if result is work else result
+        run = functools.partial(_update_privately, self, method, args, kwargs)
+        return _lock(self, _STATE_LOCK).writing(run)
 
     update._hebnb_guarded = True  # type: ignore[attr-defined]
     return update
 
 
-@contextlib.contextmanager
-def reading(model: object) -> Any:
-    """Holds the model's state for reading, as a guarded reading method does: no update
-    runs meanwhile (updates change some arrays in place). Within a guarded method of the
-    model on this thread it holds nothing more."""
-    if _is_inside(model):
-        yield
-        return
-    state = _lock(model, _STATE_LOCK)
-    state.acquire_read()
-    try:
-        with _Inside(model):
-            yield
-    finally:
-        state.release_read()
+def read_consistently(model: object, read: Callable[[], Any]) -> Any:
+    """``read()`` called holding ``model`` for reading, as a guarded reading method is:
+    no update runs meanwhile (updates change some arrays in place)."""
+    return _lock(model, _STATE_LOCK).reading(read)
 
 
 def _consistent_read(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -336,8 +262,7 @@ def _consistent_read(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def read(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with reading(self):
-            return method(self, *args, **kwargs)
+        return read_consistently(self, functools.partial(method, self, *args, **kwargs))
 
     read._hebnb_guarded = True  # type: ignore[attr-defined]
     return read
@@ -387,10 +312,11 @@ class ThreadSafeModel:
 
     def __getstate__(self) -> dict[str, Any]:
         # never a state an update, or the solve after one, is halfway through
-        with reading(self), _lock(self, _SOLVE_LOCK):
-            state = super().__getstate__()  # scikit-learn's: the instance dict and version
-            assert isinstance(state, dict)
-            return without_locks(state)
+        solve_lock = _lock(self, _SOLVE_LOCK)
+        pickled = super().__getstate__  # scikit-learn's
+        state = read_consistently(self, functools.partial(solve_lock.writing, pickled))
+        assert isinstance(state, dict)  # the instance dict and the version
+        return without_locks(state)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # a model unpickled from byte frames (Dask ships it to its workers so) may hold
@@ -448,20 +374,21 @@ def solve_pending(model: Any) -> None:
     writing); an interrupted or failed solve leaves the model unsolved, to be solved at
     the next use; and ``set_params`` meanwhile is neither seen by the solve nor undone (it
     changes the next update, as after ``fit``). Call it holding the model for reading."""
-    with _lock(model, _SOLVE_LOCK):
-        state = model.__dict__
-        if not state.get("_unsolved"):
-            return
-        work = object.__new__(type(model))
-        work.__dict__.update(without_locks(state))
-        work.__dict__.update(work.__dict__.pop("_update_parameters", None) or {})
-        work._solve_deferred()
-        params = set(model._get_param_names())
-        solved = {key: value for key, value in work.__dict__.items() if key not in params}
-        state.update(solved)  # the new state first: a reader never misses an attribute
-        for key in [key for key in state if key not in solved and key not in params]:
-            if key not in _LOCKS:
-                del state[key]
+    _lock(model, _SOLVE_LOCK).writing(functools.partial(_solve_privately, model))
+
+
+def _solve_privately(model: Any) -> None:
+    """:func:`solve_pending`'s work, called holding the model's solve lock."""
+    state = model.__dict__
+    if not state.get("_unsolved"):
+        return
+    work = object.__new__(type(model))
+    work.__dict__.update(without_locks(state))
+    work.__dict__.update(work.__dict__.pop("_update_parameters", None) or {})
+    work._solve_deferred()
+    keep = _LOCKS.union(model._get_param_names())
+    solved = {key: value for key, value in work.__dict__.items() if key not in keep}
+    _core.commit_state(state, solved, keep, [])
 
 
 class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
@@ -485,8 +412,8 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             state["categories_"] = state["_encoder"].categories
             return state["categories_"]
         if name in self._deferred_attributes() and state.get("_unsolved"):
-            with reading(self):  # solved from counts no update is changing
-                solve_pending(self)
+            # solved from counts no update is changing
+            read_consistently(self, functools.partial(solve_pending, self))
             return state[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 

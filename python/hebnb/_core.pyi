@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 #: Every name the module defines (pyo3 fills the runtime list as functions register).
 __all__ = [
+    "ModelLock",
     "Vocabulary",
     "__version__",
     "absorb_group_rows",
@@ -17,6 +18,7 @@ __all__ = [
     "aode_log_evidence",
     "aode_parent_terms",
     "aode_planned_bytes",
+    "commit_state",
     "count_categories",
     "count_pairs",
     "count_tokens",
@@ -42,6 +44,7 @@ __all__ = [
     "posterior",
     "prior_mean",
     "restore_counts",
+    "run_undos",
     "score_rows",
     "touched_counts",
 ]
@@ -494,3 +497,30 @@ def leave_one_out_log_likelihood(
 ) -> npt.NDArray[np.float64]:
     """Leave-one-out class log-likelihoods (S, C) of the training rows
     (log_probability (V, C))."""
+
+@final
+class ModelLock:
+    """A model's readers-writer lock, held around a call (taken, called, released in one
+    call, so that a Ctrl-C never leaves it held)."""
+
+    def __new__(cls) -> ModelLock: ...
+    def reading(self, work: Callable[[], Any], /) -> Any:
+        """``work()``, called while no update runs (other reads may)."""
+    def writing(self, work: Callable[[], Any], /) -> Any:
+        """``work()``, called while nothing else reads or updates."""
+    def held(self) -> bool:
+        """Whether the calling thread holds the lock."""
+
+def commit_state(
+    target: dict[str, Any],
+    state: dict[str, Any],
+    keep: frozenset[str],
+    undos: list[Callable[[], None]],
+    /,
+) -> None:
+    """Installs an update's ``state`` in ``target`` (dropping entries in neither
+    ``state`` nor ``keep``) and empties ``undos``, in one step."""
+
+def run_undos(undos: list[Callable[[], None]], /) -> None:
+    """Calls the undos in reverse order, each to its end (again when Ctrl-C cuts one
+    short), then raises the interrupt or the first error one raised."""

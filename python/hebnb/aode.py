@@ -24,7 +24,7 @@ from ._base import (
     concentration_interval,
     defer_solve,
     n_threads,
-    reading,
+    read_consistently,
     solve_pending,
 )
 from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
@@ -895,14 +895,19 @@ class AODE(CategoricalClassifier):
             and "_encoder" in state
             and ("_pairs" in state or "_stream" in state)
         ):
-            with reading(self):  # the tables and the vocabulary of one state
-                tables = self._sorted_pair_tables()
-                for key, attribute in zip(_PAIR_KEYS, _PAIR_VIEWS):
-                    state[attribute] = tables[key]
-                # stored as uint32 when whole: shown as float64 counts whatever the storage
-                state["pair_counts_"] = np.asarray(tables["counts"], dtype=np.float64)
-                return state[name]
+            # the tables and the vocabulary of one state
+            read_consistently(self, self._show_pair_tables)
+            return state[name]
         return super().__getattr__(name)
+
+    def _show_pair_tables(self) -> None:
+        """Sets the public pair tables (``pair_counts_`` and the others of
+        ``_PAIR_VIEWS``) from the stored ones."""
+        tables = self._sorted_pair_tables()
+        for key, attribute in zip(_PAIR_KEYS, _PAIR_VIEWS):
+            self.__dict__[attribute] = tables[key]
+        # stored as uint32 when whole: shown as float64 counts whatever the storage
+        self.__dict__["pair_counts_"] = np.asarray(tables["counts"], dtype=np.float64)
 
     def _sorted_pair_tables(self) -> dict[str, np.ndarray]:
         """The stored pair tables with every code replaced by its category's rank in
@@ -921,12 +926,17 @@ class AODE(CategoricalClassifier):
         return recode_pair_tables(tables, encoder.offsets, ranks)
 
     def __getstate__(self) -> dict[str, Any]:
-        with reading(self):  # no update meanwhile (the base's pickle reads under it too)
-            if self.__dict__.get("_unsolved"):
-                solve_pending(self)  # a pickle (or copy) holds the solved model
-            state = super().__getstate__()
+        # no update meanwhile (the base's pickle reads under the same lock)
+        state: dict[str, Any] = read_consistently(self, self._solved_state)
         for name in _PAIR_VIEWS:
             state.pop(name, None)  # recomputed from _pairs on first access
+        return state
+
+    def _solved_state(self) -> dict[str, Any]:
+        """The base's pickled state of the solved model (a pickle or copy holds it)."""
+        if self.__dict__.get("_unsolved"):
+            solve_pending(self)
+        state: dict[str, Any] = super().__getstate__()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ mod aode;
 mod discriminative;
 mod encoding;
 mod groups;
+mod model_guard;
 mod naive_bayes;
 mod posterior;
 mod streaming;
@@ -106,6 +107,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     naive_bayes::register(m)?;
     aode::register(m)?;
     groups::register(m)?;
+    model_guard::register(m)?;
     discriminative::register(m)?;
     vocabulary::register(m)?;
     streaming::register(m)?;
