@@ -48,14 +48,19 @@ METRICS = ("accuracy", "f1_macro", "log_loss", "brier", "ece")
 
 
 def text_root() -> Path:
-    """``datasets-text`` in ``$HEBNB_SHARED`` or the nearest ``shared`` folder above."""
-    if "HEBNB_SHARED" in os.environ:
-        return Path(os.environ["HEBNB_SHARED"]) / "datasets-text"
-    for parent in ROOT.parents:
-        candidate = parent / "shared" / "datasets-text"
+    """``datasets-text`` beside the tabular datasets: beside ``$HEBNB_SHARED_DATASETS``
+    (the variable every benchmark reads) or in the nearest ``shared`` folder above."""
+    if "HEBNB_SHARED_DATASETS" in os.environ:
+        candidates = [Path(os.environ["HEBNB_SHARED_DATASETS"]).parent / "datasets-text"]
+    else:
+        candidates = [parent / "shared" / "datasets-text" for parent in ROOT.parents]
+    for candidate in candidates:
         if candidate.is_dir():
             return candidate
-    raise SystemExit("datasets-text not found: set HEBNB_SHARED to the shared folder")
+    raise SystemExit(
+        "datasets-text not found: set HEBNB_SHARED_DATASETS to the shared datasets folder "
+        "(datasets-text is its sibling)"
+    )
 
 
 def tuned(model) -> GridSearchCV:

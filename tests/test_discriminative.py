@@ -231,10 +231,19 @@ def test_bad_parameters_are_value_errors(params, message):
         CategoricalNB(**params).fit(X, y)
 
 
-def test_partial_fit_refuses_weighting():
+def test_partial_fit_is_not_offered_with_weighting():
+    # as scikit-learn hides what a configuration cannot do (available_if)
     X, y = _data(seed=10, n_rows=60)
-    with pytest.raises(ValueError, match="partial_fit does not support weighting"):
-        CategoricalNB(weighting="cll-feature").partial_fit(X, y, classes=[0, 1, 2])
+    model = CategoricalNB(weighting="cll-feature")
+    assert not hasattr(model, "partial_fit")
+    with pytest.raises(AttributeError) as raised:
+        model.partial_fit(X, y, classes=[0, 1, 2])
+    assert "partial_fit does not support weighting" in str(raised.value.__cause__)
+    # a model updated online loses partial_fit when weighting is set, and gets it back
+    model = CategoricalNB().partial_fit(X, y)
+    assert not hasattr(model.set_params(weighting="cll-value"), "partial_fit")
+    model.set_params(weighting=None).partial_fit(X, y)
+    np.testing.assert_allclose(model.class_count_, 2 * np.bincount(y))
 
 
 @pytest.mark.parametrize("kind", ["cll-feature", "cll-value"])

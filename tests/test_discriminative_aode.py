@@ -296,10 +296,12 @@ def test_parent_weights_do_not_depend_on_n_jobs():
     np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
 
 
-def test_weighting_is_refused_by_partial_fit_and_dropped_by_a_plain_refit():
+def test_weighting_hides_partial_fit_and_is_dropped_by_a_plain_refit():
     X, y = _data(seed=3, n_rows=200)
-    with pytest.raises(ValueError, match="partial_fit does not support weighting"):
+    assert not hasattr(AODE(weighting="cll-feature"), "partial_fit")
+    with pytest.raises(AttributeError) as raised:
         AODE(weighting="cll-feature").partial_fit(X, y, classes=[0, 1, 2])
+    assert "partial_fit does not support weighting" in str(raised.value.__cause__)
     model = AODE(weighting="cll-feature").fit(X, y)
     assert hasattr(model, "parent_weights_")
     model.set_params(weighting=None).fit(X, y)

@@ -152,12 +152,17 @@ STRESS = textwrap.dedent(
     """
     import json, os, signal, sys, threading, time
     import numpy as np
+    import hebnb
     from hebnb import {name}
 
+    PACKAGE = os.path.dirname(hebnb.__file__)
+
     def interrupt_in_hebnb(signum, frame):
-        # interrupts landing in this script's own code are dropped: it must keep count
-        if frame is not None and frame.f_code.co_filename != "<string>":
-            raise KeyboardInterrupt
+        # only while a call into hebnb runs: this script must keep count of its batches
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(PACKAGE):
+                raise KeyboardInterrupt
+            frame = frame.f_back
 
     signal.signal(signal.SIGINT, interrupt_in_hebnb)
 

@@ -229,7 +229,7 @@ def _update_privately(
     return model if result is work else result
 
 
-def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
+def atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps an updating method: calls on one model run one at a time and exclude
     readers; each runs on a private copy of the model whose state replaces the model's
     as a whole when (and only when) the call succeeds. The private copy shares the
@@ -248,6 +248,17 @@ def _atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
 
     update._hebnb_guarded = True  # type: ignore[attr-defined]
     return update
+
+
+def learns_online(model: Any) -> bool:
+    """Whether ``model`` offers ``partial_fit`` (scikit-learn's ``available_if``): not
+    with discriminative weights, which are learned from the whole training set."""
+    if getattr(model, "weighting", None) is not None:
+        raise AttributeError(
+            f"partial_fit does not support weighting={model.weighting!r}: the weights are "
+            "learned from the whole training set; use fit"
+        )
+    return True
 
 
 def read_consistently(model: object, read: Callable[[], Any]) -> Any:
@@ -298,7 +309,7 @@ class ThreadSafeModel:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for names, guard in ((_UPDATES, _atomic_update), (_READS, _consistent_read)):
+        for names, guard in ((_UPDATES, atomic_update), (_READS, _consistent_read)):
             for name in names:
                 method = cls.__dict__.get(name)
                 if callable(method) and not getattr(method, "_hebnb_guarded", False):
@@ -415,6 +426,12 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             # solved from counts no update is changing
             read_consistently(self, functools.partial(solve_pending, self))
             return state[name]
+        static: Any = next(
+            (k.__dict__[name] for k in type(self).__mro__ if name in k.__dict__), None
+        )
+        if hasattr(static, "__get__") and not hasattr(static, "__set__"):
+            # a method that refused (``available_if``): its error says why
+            static.__get__(self, type(self))
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     #: Fitted attributes a subclass computes only when they are first used (after a

@@ -18,7 +18,8 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_params
+from sklearn.utils.metaestimators import available_if
 
 from ._warnings import warn
 
@@ -33,6 +34,8 @@ __all__ = [
     "fit_context",
     "keyword_only",
     "meta_fit_context",
+    "offered_if",
+    "validated_arguments",
 ]
 
 
@@ -151,6 +154,21 @@ def fit_context(method: MethodT) -> MethodT:
     checked against ``_parameter_constraints`` before the method runs (for ``partial_fit``
     only while the model is unfitted), and nested scikit-learn calls skip their checks."""
     return cast(MethodT, _fit_context(prefer_skip_nested_validation=True)(method))
+
+
+def offered_if(check: Callable[[Any], bool]) -> Callable[[MethodT], MethodT]:
+    """scikit-learn's ``available_if``, typed: the method exists on an instance only
+    while ``check(instance)`` holds (an ``AttributeError`` it raises says why not)."""
+    return cast(Callable[[MethodT], MethodT], available_if(check))
+
+
+def validated_arguments(constraints: dict[str, list[Any]]) -> Callable[[MethodT], MethodT]:
+    """scikit-learn's ``validate_params`` for a public function, typed: each argument is
+    checked against its constraints before the call, and named in the error."""
+    return cast(
+        Callable[[MethodT], MethodT],
+        validate_params(constraints, prefer_skip_nested_validation=True),
+    )
 
 
 def meta_fit_context(method: MethodT) -> MethodT:

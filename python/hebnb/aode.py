@@ -19,10 +19,12 @@ from . import _core, weighting
 from ._base import (
     SHARED_CONSTRAINTS,
     CategoricalClassifier,
+    atomic_update,
     check_class_prior,
     class_log_prior,
     concentration_interval,
     defer_solve,
+    learns_online,
     n_threads,
     read_consistently,
     solve_pending,
@@ -36,7 +38,7 @@ from ._online import (
     n_rows_of,
     recode_pair_tables,
 )
-from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+from ._params import StrictInterval, StrOptions, fit_context, keyword_only, offered_if
 from ._warnings import warn
 
 
@@ -718,6 +720,8 @@ class AODE(CategoricalClassifier):
             threads,
         )
 
+    @offered_if(learns_online)
+    @atomic_update
     @fit_context
     def partial_fit(
         self,
@@ -757,11 +761,6 @@ class AODE(CategoricalClassifier):
         first_call = "_encoder" not in self.__dict__
         if not first_call:  # _fit_context checks only the first call; set_params may not
             self._validate_params()
-        if self.weighting is not None:
-            raise ValueError(
-                f"partial_fit does not support weighting={self.weighting!r}: the weights are "
-                "learned from the whole training set; use fit"
-            )
         for name in self._weight_attributes:
             self.__dict__.pop(name, None)  # weights of an earlier fit no longer apply
         n_rows = n_rows_of(X)

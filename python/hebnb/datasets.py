@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils import check_random_state
 
+from ._params import StrictInterval, validated_arguments
 
+#: Whole numbers of at least 1 (not bools), and finite reals of at least 0.
+_COUNT = StrictInterval(Integral, 1, None, closed="left")
+_NON_NEGATIVE = StrictInterval(Real, 0, None, closed="left")
+
+
+@validated_arguments(
+    {
+        "n_samples": [_COUNT],
+        "n_features": [_COUNT],
+        "n_classes": [_COUNT],
+        "max_cardinality": [StrictInterval(Integral, 2, None, closed="left")],
+        "zipf_exponent": [_NON_NEGATIVE],
+        "class_dispersion": [_NON_NEGATIVE],
+        "class_weights": ["array-like", None],
+        "random_state": ["random_state"],
+    },
+)
 def make_high_cardinality(
     n_samples: int = 20_000,
     n_features: int = 10,
@@ -35,6 +55,16 @@ def make_high_cardinality(
     if class_weights is None:
         class_weights = np.arange(n_classes, 0, -1, dtype=float)
     class_weights = np.asarray(class_weights, dtype=float)
+    if not (
+        class_weights.shape == (n_classes,)
+        and np.all(np.isfinite(class_weights))
+        and np.all(class_weights >= 0)
+        and class_weights.sum() > 0
+    ):
+        raise ValueError(
+            f"class_weights must hold n_classes={n_classes} finite, non-negative weights "
+            f"with a positive sum, got {class_weights.tolist()}"
+        )
     class_weights = class_weights / class_weights.sum()
     y = rng.choice(n_classes, size=n_samples, p=class_weights)
     cardinalities = np.unique(
@@ -53,6 +83,16 @@ def make_high_cardinality(
     return X, y.astype(np.int64)
 
 
+@validated_arguments(
+    {
+        "n_samples": [_COUNT],
+        "n_features": [_COUNT],
+        "n_values": [StrictInterval(Integral, 2, None, closed="left")],
+        "block": [StrictInterval(Integral, 2, None, closed="left")],
+        "n_signal": [StrictInterval(Integral, 0, None, closed="left")],
+        "random_state": [StrictInterval(Integral, 0, None, closed="left")],
+    },
+)
 def make_linked(
     n_samples: int = 2_000,
     n_features: int = 400,

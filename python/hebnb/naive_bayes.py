@@ -16,16 +16,18 @@ from . import _core, posterior_smoothing, weighting
 from ._base import (
     SHARED_CONSTRAINTS,
     CategoricalClassifier,
+    atomic_update,
     check_class_prior,
     class_log_prior,
     concentration_interval,
     defer_solve,
+    learns_online,
     n_threads,
     on_failure,
 )
 from ._encoding import check_sample_weight, check_table_size
 from ._online import batch_classes, grow_tables, n_rows_of, undo_of_added_counts
-from ._params import StrictInterval, StrOptions, fit_context, keyword_only
+from ._params import StrictInterval, StrOptions, fit_context, keyword_only, offered_if
 from ._warnings import warn
 
 #: smoothing -> (prior mean, concentration rule). Rules: "fixed" (a multiple of K_f or a
@@ -309,6 +311,8 @@ class CategoricalNB(CategoricalClassifier):
             self._fit_weights(codes, labels, weights, threads)
         return self
 
+    @offered_if(learns_online)
+    @atomic_update
     @fit_context
     def partial_fit(
         self,
@@ -344,11 +348,6 @@ class CategoricalNB(CategoricalClassifier):
         if not first_call:  # fit_context checks only the first call; set_params may not
             self._validate_params()
         self._check_combinations()
-        if self.weighting is not None:
-            raise ValueError(
-                f"partial_fit does not support weighting={self.weighting!r}: the weights are "
-                "learned from the whole training set; use fit"
-            )
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
