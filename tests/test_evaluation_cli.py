@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -129,6 +130,15 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
     assert result.settings["methods"] == ["laplace", "kt", "heb-m"]
     rewritten = write_report(result, tmp_path / "again")
     assert rewritten.read_text().split("## Datasets")[1] == report.split("## Datasets")[1]
+
+
+def test_datasets_whose_names_slug_alike_get_a_reliability_diagram_each(tmp_path):
+    out = evaluated_suite(tmp_path, ["my data", "my-data"], 60, "laplace,kt")
+    figures = sorted(path.name for path in (out / "figures").glob("reliability-*.png"))
+    assert figures == ["reliability-my-data-2.png", "reliability-my-data.png"]
+    report = (out / "report.md").read_text()
+    assert report.count("](figures/reliability-my-data") == 2
+    assert "figures/reliability-my-data-2.png" in report
 
 
 def test_the_report_compares_the_posterior_average_with_type2_ml(tmp_path):
@@ -284,3 +294,23 @@ def test_without_the_evaluate_extra(tmp_path):
     )
     assert completed.returncode == 2, completed.stderr
     assert "hebnb[evaluate]" in completed.stderr
+
+
+def test_help_names_every_method_whole_and_says_defaults_measures_and_exit_codes(capsys):
+    from pathlib import Path
+
+    from hebnb.evaluation.methods import METHODS
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    shown = capsys.readouterr().out
+    words = set(shown.replace(",", " ").replace(";", " ").split())
+    assert set(METHODS) <= words  # never cut at a hyphen
+    assert "(default: 42)" in shown
+    for said in ("Friedman", "Nemenyi", "Wilcoxon", "ECE", "exit codes"):
+        assert said in shown
+    # and the documentation's option table lists every option
+    options = {re.sub(r"[^-a-z]", "", w) for w in words if w.startswith("--")} - {"--help"}
+    table = (Path(__file__).resolve().parents[1] / "docs" / "evaluation.md").read_text()
+    assert len(options) > 10
+    assert sorted(option for option in options if f"`{option}" not in table) == []

@@ -139,3 +139,19 @@ def test_mismatched_labels_probabilities_and_classes_are_refused(name):
         metric([0, 2, 1], proba, [0, 1])
     with pytest.raises(ValueError, match="sorted"):
         metric([0, 1, 0], proba, [1, 0])
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [log_loss, brier_score, accuracy, f1_macro, auc_ovr_macro, expected_calibration_error],
+)
+def test_non_finite_probabilities_and_empty_input_are_refused(metric):
+    """A NaN row used to count as a correct prediction (argmax of NaN is 0) while the
+    log-loss was NaN, and empty input gave an ECE of 0."""
+    proba = np.array([[np.nan, np.nan], [0.1, 0.9]])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        metric([0, 1], proba, [0, 1])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        metric([0, 1], np.array([[np.inf, 0.0], [0.1, 0.9]]), [0, 1])
+    with pytest.raises(ValueError, match="no rows"):
+        metric([], np.empty((0, 2)), [0, 1])

@@ -102,6 +102,23 @@ def test_binning_keeps_missing_values_missing():
     assert np.isnan(out.iloc[-1]) and out.iloc[:-1].notna().all()
 
 
+def test_infinite_values_go_to_the_outer_bins_and_leave_the_edges_alone():
+    rng = np.random.default_rng(4)
+    finite = rng.normal(size=200)
+    X = pd.DataFrame({"x": np.r_[finite, np.inf, -np.inf, np.nan]})
+    binner = FoldBinner(plan_columns(X)).fit(X)
+    reference = KBinsDiscretizer(
+        n_bins=10, encode="ordinal", strategy="quantile", quantile_method="averaged_inverted_cdf"
+    ).fit(finite.reshape(-1, 1))
+    np.testing.assert_allclose(binner.edges_["x"], reference.bin_edges_[0])
+    out = binner.transform(X)["x"].to_numpy()
+    assert out[-3] == 9 and out[-2] == 0 and np.isnan(out[-1])
+    # a column of infinities alone is one bin
+    only = pd.DataFrame({"x": np.r_[np.full(30, np.inf), np.arange(30.0)]})
+    edges = FoldBinner(plan_columns(only)).fit(only.iloc[:30]).edges_["x"]
+    np.testing.assert_array_equal(edges, [-np.inf, np.inf])
+
+
 def test_bad_tables(tmp_path):
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(DataError, match="is empty"):

@@ -62,3 +62,33 @@ def test_paired_wilcoxon_counts_and_drops_ties():
     assert 0 < result.p_value <= 1
     lower = paired_wilcoxon(SCORES, "A", "B", higher_is_better=False)
     assert (lower.first_wins, lower.second_wins) == (1, 2)
+
+
+def test_a_method_that_failed_on_some_folds_of_a_dataset_leaves_it_out_of_the_ranks():
+    """Its mean over fewer folds is not comparable: the dataset drops out of Friedman,
+    Nemenyi and Wilcoxon, and the mean ± std table says how many folds failed."""
+    from hebnb.evaluation.report import (
+        RANKED_METRICS,
+        comparable_scores,
+        mean_std_table,
+        rank_analysis,
+    )
+
+    rows = []
+    for d, dataset in enumerate(["d0", "d1", "d2", "d3"]):
+        for method, score, failed in (("a", 0.5, 0), ("b", 0.4 - 0.3 * (d == 0), 2 * (d == 0))):
+            row = {"dataset": dataset, "method": method, "failed_folds": failed}
+            for metric in RANKED_METRICS:
+                row[metric] = score + 0.01 * d
+                row[f"{metric}_std"] = 0.01
+            rows.append(row)
+    summary = pd.DataFrame(rows)
+    scores = comparable_scores(summary, "log_loss", ["a", "b"])
+    assert np.isnan(scores.loc["d0", "b"]) and scores.loc["d0", "a"] == 0.5
+    analysis = rank_analysis(summary, ["a", "b"])["log_loss"]
+    assert analysis.n_datasets == 3
+    # on the three complete datasets b (lower log-loss) is always first
+    assert analysis.mean_ranks["b"] == 1.0
+    table = mean_std_table(summary, "log_loss", ["a", "b"])
+    assert table.iloc[0, 1] == "0.1000 ± 0.0100 (2 folds failed)"
+    assert "failed" not in table.iloc[1, 1]

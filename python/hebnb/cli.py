@@ -6,10 +6,34 @@ import argparse
 import os
 import shlex
 import sys
+import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help lines wrapped at spaces only, so that method names such as ``heb-m`` or
+    ``aode+cll-value`` are never cut at their hyphens; the epilog kept as written."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+#: What ``hebnb evaluate --help`` ends with: what it measures, and its exit codes.
+_EVALUATE_EPILOG = """\
+measures (each fold, then mean and std over folds per dataset and method):
+  accuracy, macro F1, log-loss (natural log, probabilities clipped at 1e-15),
+  multi-class Brier, macro one-vs-rest AUC, top-1 ECE (10 equal-width bins)
+statistics over datasets (with --suite, datasets where every method ran on every fold):
+  mean ranks, Friedman test, Nemenyi critical difference (CD diagrams),
+  paired Wilcoxon signed-rank tests
+exit codes:
+  0  every fit ran
+  1  some fits failed (listed in report.md, the others are reported)
+  2  unusable input or options (a message on stderr)
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +64,8 @@ def add_evaluate_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
             "column fitted on each training fold, stratified K-fold; writes CSV tables, "
             "PNG figures and report.md into --out."
         ),
+        epilog=_EVALUATE_EPILOG,
+        formatter_class=_HelpFormatter,
     )
     evaluate.add_argument("data", nargs="?", help="CSV or Parquet file (omit with --suite)")
     evaluate.add_argument("--target", default="class", help="label column (default: class)")
@@ -58,7 +84,9 @@ def add_evaluate_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         default=20_000,
         help="stratified subsample size, 0 for all rows (default: 20000)",
     )
-    evaluate.add_argument("--seed", type=int, default=42, help="subsample and fold seed")
+    evaluate.add_argument(
+        "--seed", type=int, default=42, help="subsample and fold seed (default: 42)"
+    )
     evaluate.add_argument("--out", default="results", help="output folder (default: results)")
     evaluate.add_argument(
         "--suite", metavar="DIR", help="evaluate every */data.csv below DIR instead of DATA"

@@ -27,7 +27,8 @@ HIGHER_IS_BETTER = {
 
 def _true_class_index(y_true: ArrayLike, classes: ArrayLike, proba: np.ndarray) -> np.ndarray:
     """Column of each row's true class, after checking that ``proba`` has one row per
-    label and one column per class, and that ``classes`` is sorted and holds every label."""
+    label and one column per class, at least one row and only finite values, and that
+    ``classes`` is sorted and holds every label."""
     classes, y_true = np.asarray(classes), np.asarray(y_true)
     if proba.ndim != 2 or classes.ndim != 1 or proba.shape[1] != classes.shape[0]:
         raise ValueError(
@@ -38,6 +39,10 @@ def _true_class_index(y_true: ArrayLike, classes: ArrayLike, proba: np.ndarray) 
         raise ValueError(f"{y_true.shape[0]} labels for the {proba.shape[0]} rows of proba")
     if classes.shape[0] == 0:
         raise ValueError("classes is empty")
+    if proba.shape[0] == 0:
+        raise ValueError("no rows to score: proba and y_true are empty")
+    if not np.all(np.isfinite(proba)):
+        raise ValueError("proba holds NaN or infinite values")
     if np.any(classes[1:] <= classes[:-1]):
         raise ValueError("classes must be distinct and sorted, as numpy.unique returns them")
     index = np.searchsorted(classes, y_true)

@@ -344,10 +344,12 @@ class FoldBinner:
         self.n_bins = n_bins
 
     def fit(self, X_train: pd.DataFrame) -> FoldBinner:
-        """Learns the bin edges of each binned column from its non-missing values."""
+        """Learns the bin edges of each binned column from its finite values (an infinite
+        value lies beyond every edge: it goes to the first or last bin)."""
         self.edges_ = {}
         for name in self.plan.binned:
-            values = X_train[name].dropna().to_numpy(dtype=float).reshape(-1, 1)
+            values = X_train[name].to_numpy(dtype=float)
+            values = values[np.isfinite(values)].reshape(-1, 1)
             if values.shape[0] == 0:
                 self.edges_[name] = np.array([-np.inf, np.inf])
                 continue

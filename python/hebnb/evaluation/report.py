@@ -94,13 +94,24 @@ def score_table(summary: pd.DataFrame, metric: str, methods: Sequence[str]) -> p
     return ordered
 
 
+def comparable_scores(summary: pd.DataFrame, metric: str, methods: Sequence[str]) -> pd.DataFrame:
+    """:func:`score_table` without the means of a method that failed on some folds of a
+    dataset (NaN there): a mean over fewer folds is not comparable with the others'
+    means, so the rank statistics leave that dataset out."""
+    table = score_table(summary, metric, methods)
+    failed = score_table(summary, "failed_folds", methods)
+    comparable: pd.DataFrame = table.mask(failed.fillna(0) > 0)
+    return comparable
+
+
 def rank_analysis(
     summary: pd.DataFrame, methods: Sequence[str], alpha: float = 0.05
 ) -> dict[str, FriedmanResult]:
-    """Metric -> :class:`FriedmanResult` over the datasets (needs two or more)."""
+    """Metric -> :class:`FriedmanResult` over the datasets where every method ran on
+    every fold (needs two or more)."""
     analyses: dict[str, FriedmanResult] = {}
     for metric in RANKED_METRICS:
-        table = score_table(summary, metric, methods)
+        table = comparable_scores(summary, metric, methods)
         try:
             analyses[metric] = friedman_nemenyi(table, HIGHER_IS_BETTER[metric], alpha)
         except ValueError:
@@ -164,13 +175,17 @@ def timing_frame(summary: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
 
 
 def mean_std_table(summary: pd.DataFrame, metric: str, methods: Sequence[str]) -> pd.DataFrame:
-    """Datasets x methods table of "mean ± std" strings of one metric over folds."""
+    """Datasets x methods table of "mean ± std" strings of one metric over folds (over
+    the folds that ran, marked, where some failed)."""
     means = score_table(summary, metric, methods)
     stds = score_table(summary, f"{metric}_std", methods)
+    failed = score_table(summary, "failed_folds", methods).fillna(0).astype(int)
     cells = {
         _label(m): [
-            "" if np.isnan(mean) else f"{mean:.4f} ± {std:.4f}"
-            for mean, std in zip(means[m], stds[m].fillna(0.0))
+            ""
+            if np.isnan(mean)
+            else f"{mean:.4f} ± {std:.4f}" + (f" ({lost} folds failed)" if lost else "")
+            for mean, std, lost in zip(means[m], stds[m].fillna(0.0), failed[m])
         ]
         for m in means.columns
     }
@@ -211,6 +226,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
+def _unique_slug(text: str, taken: set[str]) -> str:
+    """A file-name slug of ``text`` none of ``taken`` has (two names may slug alike:
+    "my data" and "my-data"), added to ``taken``."""
+    slug = base = _slug(text) or "dataset"
+    n = 1
+    while slug.lower() in taken:  # case-insensitive file systems too
+        n += 1
+        slug = f"{base}-{n}"
+    taken.add(slug.lower())
+    return slug
+
+
 def write_figures(
     result: EvaluationResult, grouped_analyses: dict[str, dict[str, FriedmanResult]], figures: Path
 ) -> dict[str, Path]:
@@ -219,9 +246,10 @@ def write_figures(
     written: dict[str, Path] = {}
     methods = result.settings["methods"]
     shown = [m for m in RELIABILITY_METHODS if m in methods] or list(methods[:2])
+    taken: set[str] = set()
     for dataset, bins in result.reliability.groupby("dataset", sort=False):
         curves = {_label(method): bins[bins["method"] == method] for method in shown}
-        path = figures / f"reliability-{_slug(str(dataset))}.png"
+        path = figures / f"reliability-{_unique_slug(str(dataset), taken)}.png"
         written[f"reliability {dataset}"] = plot_reliability(curves, str(dataset), path)
     for group, analyses in grouped_analyses.items():
         for metric, analysis in analyses.items():
@@ -366,7 +394,7 @@ def write_report(
             for first, second in pairs:
                 for metric in RANKED_METRICS:
                     test = paired_wilcoxon(
-                        score_table(summary, metric, methods),
+                        comparable_scores(summary, metric, methods),
                         first,
                         second,
                         HIGHER_IS_BETTER[metric],
@@ -399,6 +427,7 @@ def write_report(
 
 __all__ = [
     "FriedmanResult",
+    "comparable_scores",
     "mean_std_table",
     "rank_analysis",
     "rank_frame",
