@@ -5,7 +5,7 @@
 //! land after the lock is taken and before the code that releases it is set up. Here it
 //! is only the bookkeeping and the waiting: who holds the lock, how often, who waits.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
@@ -97,6 +97,18 @@ impl Holders {
         false
     }
 
+    /// How many times `me` holds the lock (0: not at all).
+    fn holds_of(&self, me: ThreadId) -> usize {
+        match self.writer {
+            Some((writer, depth)) if writer == me => depth,
+            _ => self
+                .readers
+                .iter()
+                .find(|(reader, _)| *reader == me)
+                .map_or(0, |(_, depth)| *depth),
+        }
+    }
+
     fn held_by(&self, me: ThreadId) -> bool {
         self.writer.is_some_and(|(writer, _)| writer == me)
             || self.readers.iter().any(|(reader, _)| *reader == me)
@@ -174,9 +186,49 @@ impl ModelLock {
         }
     }
 
+    /// How many times the calling thread holds the lock (nested holds count each).
+    pub fn holds(&self) -> usize {
+        self.holders().holds_of(thread::current().id())
+    }
+
+    /// Gives back the calling thread's holds beyond its first `kept`: the release that
+    /// matches an [`enter`](Self::enter) whether or not that one returned, given the
+    /// [`holds`](Self::holds) from before it.
+    pub fn release_to(&self, kept: usize) {
+        let me = thread::current().id();
+        let mut holders = self.holders();
+        let mut freed = false;
+        while holders.holds_of(me) > kept {
+            freed |= holders.release(me);
+        }
+        drop(holders);
+        if freed {
+            self.changed.notify_all();
+        }
+    }
+
     /// Whether the calling thread holds the lock, for reading or writing.
     pub fn held(&self) -> bool {
         self.holders().held_by(thread::current().id())
+    }
+
+    /// Whether the calling thread holds the lock for writing.
+    pub fn held_for_writing(&self) -> bool {
+        let me = thread::current().id();
+        self.holders()
+            .writer
+            .is_some_and(|(writer, _)| writer == me)
+    }
+
+    /// Whether some thread may hold the lock for writing: it does, or its bookkeeping is
+    /// busy. Never waits, so a process forked while another thread held the bookkeeping
+    /// can still ask (that thread does not exist in it, and would never let go).
+    pub fn maybe_written(&self) -> bool {
+        match self.holders.try_lock() {
+            Ok(holders) => holders.writer.is_some(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().writer.is_some(),
+            Err(TryLockError::WouldBlock) => true,
+        }
     }
 }
 
@@ -240,6 +292,52 @@ mod tests {
         assert!(!lock.held());
         let other = Arc::clone(&lock);
         assert!(on_other_thread(move || other.wait(Access::Read, SLICE)));
+    }
+
+    #[test]
+    fn it_tells_a_writer_from_a_reader_and_a_busy_lock_from_a_free_one() {
+        let lock = Arc::new(ModelLock::new());
+        assert!(!lock.maybe_written());
+        assert_eq!(lock.enter(Access::Read), Ok(true));
+        assert!(lock.held() && !lock.held_for_writing() && !lock.maybe_written());
+        lock.release();
+        assert_eq!(lock.enter(Access::Write), Ok(true));
+        assert!(lock.held_for_writing() && lock.maybe_written());
+        let other = Arc::clone(&lock);
+        assert!(on_other_thread(
+            move || other.maybe_written() && !other.held_for_writing()
+        ));
+        lock.release();
+        // bookkeeping held by someone: busy
+        let holders = lock.holders();
+        assert!(lock.maybe_written());
+        drop(holders);
+        assert!(!lock.maybe_written());
+    }
+
+    #[test]
+    fn release_to_gives_back_the_holds_beyond_a_count() {
+        let lock = Arc::new(ModelLock::new());
+        assert_eq!(lock.holds(), 0);
+        assert_eq!(lock.enter(Access::Write), Ok(true));
+        let kept = lock.holds();
+        assert_eq!(lock.enter(Access::Read), Ok(true));
+        assert_eq!(lock.enter(Access::Write), Ok(true));
+        assert_eq!(lock.holds(), 3);
+        lock.release_to(kept);
+        assert_eq!(lock.holds(), 1);
+        lock.release_to(kept); // nothing beyond: nothing released
+        assert!(lock.held_for_writing());
+        lock.release_to(0);
+        assert!(!lock.held() && !lock.maybe_written());
+        // a reader's nested holds alike
+        assert_eq!(lock.enter(Access::Read), Ok(true));
+        assert_eq!(lock.enter(Access::Read), Ok(true));
+        lock.release_to(0);
+        let other = Arc::clone(&lock);
+        assert!(on_other_thread(
+            move || other.enter(Access::Write) == Ok(true)
+        ));
     }
 
     #[test]

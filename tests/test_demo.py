@@ -51,7 +51,7 @@ def test_the_class_of_make_linked_needs_interactions():
     ids=["block", "values", "signal"],
 )
 def test_make_linked_refuses_impossible_shapes(arguments):
-    with pytest.raises(ValueError, match="make_linked needs"):
+    with pytest.raises(ValueError, match="make_linked"):
         make_linked(**{"n_samples": 100, "n_features": 40, **arguments})
 
 

@@ -199,3 +199,46 @@ def test_ctrl_c_stops_every_long_call_family_and_keeps_the_model(family):
     assert outcome["interrupted"], f"the call ran to its end ({outcome})"
     assert outcome["latency"] < 5.0, outcome  # a correctness bound, not a speed test
     assert outcome["unchanged"] is True, outcome
+
+
+DAEMON_AT_EXIT = textwrap.dedent(
+    """
+    import threading, time
+    import numpy as np
+    from hebnb import AODE, CategoricalNB
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 50, size=(200_000, 3))
+    y = rng.integers(0, 2, size=X.shape[0])
+    online = CategoricalNB().partial_fit(X[:100], y[:100], classes=[0, 1])
+
+    def update():
+        while True:
+            online.partial_fit(X, y)
+
+    def fit():
+        while True:
+            AODE().fit(X, y)
+
+    for work in (update, update, fit):
+        threading.Thread(target=work, daemon=True).start()
+    time.sleep(0.5)
+    print("exiting", flush=True)
+    """
+)
+
+
+def test_daemon_threads_inside_updates_do_not_abort_the_process_at_exit():
+    """CPython 3.11-3.13 end a daemon thread that takes the GIL back while the
+    interpreter finalizes with pthread_exit, whose unwinding aborted the process when it
+    met a Rust frame ("FATAL: exception not rethrown", exit code 134)."""
+    for _ in range(3):
+        result = subprocess.run(
+            [sys.executable, "-c", DAEMON_AT_EXIT],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+        assert result.stdout.strip() == "exiting"

@@ -13,7 +13,7 @@ import threading
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from numbers import Real
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import pandas as pd
@@ -135,13 +135,14 @@ SHARED_CONSTRAINTS: dict[str, list[object]] = {
 
 
 #: Names of the locks a model keeps in its ``__dict__`` (never pickled or copied): one
-#: letting reads share the model while no update runs and updates run one at a time,
-#: one held by the one thread that solves a model left unsolved by ``partial_fit``.
-#: Both are ``_core.ModelLock``: taken, held around a call and released in one Rust
-#: call, so that a Ctrl-C cannot leave them held (see ``src/python/model_guard.rs``).
+#: letting reads share the model while no update runs and updates run one at a time;
+#: one held, inside a read, by a reader that writes into the model's ``__dict__`` (the
+#: solve after ``partial_fit``, attributes computed on first use) and by a pickle, which
+#: copies it. Both are ``_core.ModelLock``, held by :func:`_holding` so that a Ctrl-C
+#: cannot leave them held (``src/python/model_guard.rs``).
 _STATE_LOCK = "_hebnb_state_lock"
-_SOLVE_LOCK = "_hebnb_solve_lock"
-_LOCKS = frozenset({_STATE_LOCK, _SOLVE_LOCK})
+_CACHE_LOCK = "_hebnb_cache_lock"
+_LOCKS = frozenset({_STATE_LOCK, _CACHE_LOCK})
 
 #: Methods that change a fitted model, and methods that only read it.
 _UPDATES = ("fit", "partial_fit", "decay")
@@ -151,16 +152,30 @@ _READS = ("predict", "predict_proba", "predict_log_proba", "predict_joint_log_pr
 _working = threading.local()
 
 
+def _new_locks(model: object) -> None:
+    """Gives ``model`` its locks, created with it (``ThreadSafeModel.__new__``): made on
+    first use instead, one would be added to the ``__dict__`` while an update copies it."""
+    pid = os.getpid()
+    for name in _LOCKS:
+        model.__dict__.setdefault(name, (pid, _core.ModelLock()))
+
+
 def _lock(model: object, name: str) -> Any:
-    """The model's lock ``name`` in this process, created on first use (``setdefault``
-    is atomic). Locks are kept with the id of the process that made them: a child forked
-    while another thread of its parent held one makes its own instead of waiting for a
-    thread that does not exist in it."""
+    """The model's lock ``name`` in this process. Locks are kept with the id of the
+    process that made them: a child forked while a thread of its parent held one makes
+    its own instead of waiting for a thread that does not exist in it, unless that
+    thread was updating the model, whose state the child then holds half-updated."""
     pid = os.getpid()
     entry = model.__dict__.get(name)
     if entry is None or entry[0] != pid:
+        if entry is not None and name == _STATE_LOCK and entry[1].maybe_written():
+            raise RuntimeError(
+                "this process was forked while another thread was updating this model: "
+                "its copy of the model may be half-updated. Fork between updates, or use "
+                "the 'spawn' or 'forkserver' start method of multiprocessing"
+            )
         fresh = (pid, _core.ModelLock())
-        if entry is None:
+        if entry is None:  # a model made without ThreadSafeModel.__new__
             entry = model.__dict__.setdefault(name, fresh)
         else:
             model.__dict__[name] = entry = fresh
@@ -172,11 +187,29 @@ def without_locks(state: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in state.items() if key not in _LOCKS}
 
 
-def _is_inside(model: object) -> bool:
-    """Whether this thread runs a guarded method of ``model`` (or of the model whose
-    private copy it is): the model's guarded methods called from there run directly."""
+def _holding(lock: Any, writing: bool, work: Callable[[], Any]) -> Any:
+    """``work()`` called holding ``lock`` (a ``_core.ModelLock``). Taking and giving back
+    are single calls into the core, and ``release_to`` gives back whatever this thread
+    took since ``holds()``, so a KeyboardInterrupt, which Python raises on entering a
+    function, on a backward jump or after a call returns, leaves the lock as it found
+    it: even one raised as ``hold`` returns is inside the ``try``, and the ``finally``
+    makes its call before the interpreter looks for a signal. ``work`` runs in Python
+    frames, not under a call into the core: a daemon thread running it as the
+    interpreter exits is ended by Python with no Rust frame on its stack (one would
+    abort the process)."""
+    kept = lock.holds()
+    try:
+        lock.hold(writing=writing)
+        return work()
+    finally:
+        lock.release_to(kept)
+
+
+def _updating(model: object) -> bool:
+    """Whether this thread runs an update of ``model`` (or of the model whose private
+    copy it is): the model's updates called from there run directly."""
     entry = model.__dict__.get(_STATE_LOCK)
-    return entry is not None and entry[0] == os.getpid() and entry[1].held()
+    return entry is not None and entry[0] == os.getpid() and entry[1].held_for_writing()
 
 
 def on_failure(undo: Callable[[], None]) -> None:
@@ -241,10 +274,11 @@ def atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def update(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _is_inside(self):
+        if _updating(self):
             return method(self, *args, **kwargs)
+        # (a thread reading the model gets an error here: it would wait for itself)
         run = functools.partial(_update_privately, self, method, args, kwargs)
-        return _lock(self, _STATE_LOCK).writing(run)
+        return _holding(_lock(self, _STATE_LOCK), True, run)
 
     update._hebnb_guarded = True  # type: ignore[attr-defined]
     return update
@@ -264,7 +298,26 @@ def learns_online(model: Any) -> bool:
 def read_consistently(model: object, read: Callable[[], Any]) -> Any:
     """``read()`` called holding ``model`` for reading, as a guarded reading method is:
     no update runs meanwhile (updates change some arrays in place)."""
-    return _lock(model, _STATE_LOCK).reading(read)
+    return _holding(_lock(model, _STATE_LOCK), False, read)
+
+
+def cache_while_reading(model: object, compute: Callable[[], Any]) -> Any:
+    """``compute()`` called holding ``model`` for reading and its cache lock: for a read
+    that stores what it computes in the model's ``__dict__``, which other readers may be
+    copying (a pickle) or filling meanwhile."""
+    cache = _lock(model, _CACHE_LOCK)
+    return read_consistently(model, functools.partial(_holding, cache, True, compute))
+
+
+def consistent_property(compute: Callable[[Any], Any]) -> property:
+    """A read-only property computed holding the model for reading: it never mixes
+    tables of one state with a vocabulary an update is growing."""
+
+    @functools.wraps(compute)
+    def read(self: Any) -> Any:
+        return read_consistently(self, functools.partial(compute, self))
+
+    return property(read)
 
 
 def _consistent_read(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -321,11 +374,14 @@ class ThreadSafeModel:
         would corrupt the other."""
         return copy.deepcopy(self)
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        model = super().__new__(cls)
+        _new_locks(model)
+        return model
+
     def __getstate__(self) -> dict[str, Any]:
         # never a state an update, or the solve after one, is halfway through
-        solve_lock = _lock(self, _SOLVE_LOCK)
-        pickled = super().__getstate__  # scikit-learn's
-        state = read_consistently(self, functools.partial(solve_lock.writing, pickled))
+        state = cache_while_reading(self, super().__getstate__)  # scikit-learn's
         assert isinstance(state, dict)  # the instance dict and the version
         return without_locks(state)
 
@@ -385,11 +441,11 @@ def solve_pending(model: Any) -> None:
     writing); an interrupted or failed solve leaves the model unsolved, to be solved at
     the next use; and ``set_params`` meanwhile is neither seen by the solve nor undone (it
     changes the next update, as after ``fit``). Call it holding the model for reading."""
-    _lock(model, _SOLVE_LOCK).writing(functools.partial(_solve_privately, model))
+    _holding(_lock(model, _CACHE_LOCK), True, functools.partial(_solve_privately, model))
 
 
 def _solve_privately(model: Any) -> None:
-    """:func:`solve_pending`'s work, called holding the model's solve lock."""
+    """:func:`solve_pending`'s work, called holding the model's cache lock."""
     state = model.__dict__
     if not state.get("_unsolved"):
         return
@@ -420,12 +476,10 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         # only called when ordinary lookup fails: fitted attributes computed on demand
         state = self.__dict__
         if name == "categories_" and "_encoder" in state:
-            state["categories_"] = state["_encoder"].categories
-            return state["categories_"]
+            return cache_while_reading(self, self._show_categories)
         if name in self._deferred_attributes() and state.get("_unsolved"):
             # solved from counts no update is changing
-            read_consistently(self, functools.partial(solve_pending, self))
-            return state[name]
+            return read_consistently(self, functools.partial(self._solved_attribute, name))
         static: Any = next(
             (k.__dict__[name] for k in type(self).__mro__ if name in k.__dict__), None
         )
@@ -433,6 +487,21 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             # a method that refused (``available_if``): its error says why
             static.__get__(self, type(self))
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _show_categories(self) -> list[np.ndarray]:
+        """Sets ``categories_`` from the vocabulary (called holding the cache lock)."""
+        categories: list[np.ndarray] = self.__dict__.setdefault(
+            "categories_", self._encoder.categories
+        )
+        return categories
+
+    def _solved_attribute(self, name: str) -> Any:
+        """The fitted attribute ``name`` of the solved model (called holding it for
+        reading)."""
+        solve_pending(self)
+        if name not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.__dict__[name]
 
     #: Fitted attributes a subclass computes only when they are first used (after a
     #: ``partial_fit``: see ``_solve_deferred``).

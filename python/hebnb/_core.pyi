@@ -500,16 +500,23 @@ def leave_one_out_log_likelihood(
 
 @final
 class ModelLock:
-    """A model's readers-writer lock, held around a call (taken, called, released in one
-    call, so that a Ctrl-C never leaves it held)."""
+    """A model's readers-writer lock: ``kept = lock.holds()``, then ``lock.hold(...)``
+    inside a ``try`` whose ``finally`` calls ``lock.release_to(kept)`` (no interrupt
+    leaves it held)."""
 
     def __new__(cls) -> ModelLock: ...
-    def reading(self, work: Callable[[], Any], /) -> Any:
-        """``work()``, called while no update runs (other reads may)."""
-    def writing(self, work: Callable[[], Any], /) -> Any:
-        """``work()``, called while nothing else reads or updates."""
+    def hold(self, *, writing: bool) -> None:
+        """Takes the lock for writing or for reading, answering Ctrl-C while it waits."""
+    def holds(self) -> int:
+        """How many times the calling thread holds the lock."""
+    def release_to(self, kept: int, /) -> None:
+        """Gives back the calling thread's holds beyond its first ``kept``."""
     def held(self) -> bool:
         """Whether the calling thread holds the lock."""
+    def held_for_writing(self) -> bool:
+        """Whether the calling thread holds the lock for writing."""
+    def maybe_written(self) -> bool:
+        """Whether some thread may hold the lock for writing (never waits)."""
 
 def commit_state(
     target: dict[str, Any],

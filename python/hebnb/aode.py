@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Integral, Real
@@ -20,6 +21,7 @@ from ._base import (
     SHARED_CONSTRAINTS,
     CategoricalClassifier,
     atomic_update,
+    cache_while_reading,
     check_class_prior,
     class_log_prior,
     concentration_interval,
@@ -895,18 +897,20 @@ class AODE(CategoricalClassifier):
             and ("_pairs" in state or "_stream" in state)
         ):
             # the tables and the vocabulary of one state
-            read_consistently(self, self._show_pair_tables)
-            return state[name]
+            return cache_while_reading(self, functools.partial(self._pair_table, name))
         return super().__getattr__(name)
 
-    def _show_pair_tables(self) -> None:
-        """Sets the public pair tables (``pair_counts_`` and the others of
-        ``_PAIR_VIEWS``) from the stored ones."""
-        tables = self._sorted_pair_tables()
-        for key, attribute in zip(_PAIR_KEYS, _PAIR_VIEWS):
-            self.__dict__[attribute] = tables[key]
-        # stored as uint32 when whole: shown as float64 counts whatever the storage
-        self.__dict__["pair_counts_"] = np.asarray(tables["counts"], dtype=np.float64)
+    def _pair_table(self, name: str) -> np.ndarray:
+        """The public pair table ``name`` (one of ``_PAIR_VIEWS``), all of them set from
+        the stored ones on first access (called holding the cache lock)."""
+        if name not in self.__dict__:
+            tables = self._sorted_pair_tables()
+            for key, attribute in zip(_PAIR_KEYS, _PAIR_VIEWS):
+                self.__dict__[attribute] = tables[key]
+            # stored as uint32 when whole: shown as float64 counts whatever the storage
+            self.__dict__["pair_counts_"] = np.asarray(tables["counts"], dtype=np.float64)
+        table: np.ndarray = self.__dict__[name]
+        return table
 
     def _sorted_pair_tables(self) -> dict[str, np.ndarray]:
         """The stored pair tables with every code replaced by its category's rank in
@@ -1004,8 +1008,13 @@ class AODE(CategoricalClassifier):
     def log_evidence_(self) -> np.ndarray:
         """Log evidence of every fitted child at its concentration, shape (n_classes,
         n_super_parents, n_features); computed from the stored tables on first access."""
+        check_is_fitted(self, "concentration_")
+        evidence: np.ndarray = cache_while_reading(self, self._computed_log_evidence)
+        return evidence
+
+    def _computed_log_evidence(self) -> np.ndarray:
+        """``log_evidence_``, computed once per state (called holding the cache lock)."""
         if "_log_evidence" not in self.__dict__:
-            check_is_fitted(self, "concentration_")
             self._log_evidence = _core.aode_log_evidence(
                 self._counts,
                 self._pair_tables(),

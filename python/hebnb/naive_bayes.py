@@ -20,6 +20,7 @@ from ._base import (
     check_class_prior,
     class_log_prior,
     concentration_interval,
+    consistent_property,
     defer_solve,
     learns_online,
     n_threads,
@@ -499,17 +500,17 @@ class CategoricalNB(CategoricalClassifier):
         encoder = self._encoder
         return [block[..., encoder.sorted_order(f)] for f, block in enumerate(self._split(flat))]
 
-    @property
+    @consistent_property
     def category_count_(self) -> list[np.ndarray]:
         """Weighted counts N[c, f, v]: one (n_classes, n_categories_[f]) array per feature."""
         return self._sorted_blocks(self._counts)
 
-    @property
+    @consistent_property
     def feature_log_prob_(self) -> list[np.ndarray]:
         """ln theta[c, f, v]: one (n_classes, n_categories_[f]) array per feature."""
         return self._sorted_blocks(self._log_table.T)
 
-    @property
+    @consistent_property
     def prior_mean_(self) -> list[np.ndarray]:
         """The prior mean mu_f of each feature's categories."""
         return self._sorted_blocks(self._prior_mean)

@@ -17,6 +17,7 @@ use crate::parallel::lease;
 mod aode;
 mod discriminative;
 mod encoding;
+mod finalizing;
 mod groups;
 mod model_guard;
 mod naive_bayes;
@@ -66,7 +67,7 @@ pub(super) fn run<T: Send>(
     n_jobs: usize,
     work: impl FnOnce() -> crate::error::Result<T> + Send,
 ) -> PyResult<T> {
-    py.detach(|| {
+    finalizing::without_gil(py, || {
         let lease = lease(n_jobs).map_err(to_py_err)?;
         let (done, finished) = mpsc::channel();
         let mut outcome = None;
@@ -80,6 +81,7 @@ pub(super) fn run<T: Send>(
             });
             while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(SIGNAL_POLL) {
                 if signal.is_none() {
+                    finalizing::park_if_finalizing();
                     if let Err(raised) = Python::attach(|py| py.check_signals()) {
                         lease.token().cancel();
                         signal = Some(raised);
@@ -107,6 +109,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     naive_bayes::register(m)?;
     aode::register(m)?;
     groups::register(m)?;
+    finalizing::register(m)?;
     model_guard::register(m)?;
     discriminative::register(m)?;
     vocabulary::register(m)?;

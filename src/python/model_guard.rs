@@ -1,41 +1,37 @@
 //! What the estimators' thread-safety guard (`hebnb._base`) needs to be safe from
-//! Ctrl-C: the model lock taken, held around a Python call and released in one Rust
-//! call; the state an update computed installed in one step; the undos of a failed update run to
-//! their end. Python raises `KeyboardInterrupt` between any two bytecodes of Python
-//! code, so each of these, written in Python, could be cut in the middle and leave a
-//! lock held forever or a model half-updated.
+//! Ctrl-C: the model lock taken and given back by single calls; the state an update
+//! computed installed in one step; the undos of a failed update run to their end.
+//! Python raises `KeyboardInterrupt` between any two bytecodes of Python code, so each
+//! of these, written in Python, could be cut in the middle and leave a lock held forever
+//! or a model half-updated.
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use super::finalizing::without_gil;
 use super::SIGNAL_POLL;
 use crate::model_lock::{Access, ModelLock as CoreLock, WriteWhileReading};
 
-/// A readers-writer lock for one model (`crate::model_lock`), held around calls:
-/// `reading(work)` calls `work()` while no update runs, `writing(work)` while nothing
-/// else reads or updates. A thread waiting for it still answers Ctrl-C, holding nothing.
+/// A readers-writer lock for one model (`crate::model_lock`), used from Python as
+///
+/// ```python
+/// kept = lock.holds()
+/// try:
+///     lock.hold(writing=False)
+///     ...
+/// finally:
+///     lock.release_to(kept)
+/// ```
+///
+/// Taking it and giving it back are single calls no interrupt splits, and `release_to`
+/// gives back whatever the calling thread took since `holds()` was read, so an interrupt
+/// anywhere in that pattern (even as `hold` returns) leaves nothing held. A thread
+/// waiting for it still answers Ctrl-C, then holding nothing. The guarded Python code
+/// runs in Python frames, not under this call: a daemon thread running it when the
+/// interpreter exits ends as Python ends it, with no Rust frame in the way.
 #[pyclass(module = "hebnb._core", frozen)]
 pub(super) struct ModelLock(CoreLock);
-
-impl ModelLock {
-    fn run(&self, py: Python<'_>, access: Access, work: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let taken = self.0.enter(access).map_err(|WriteWhileReading| {
-            PyRuntimeError::new_err("this thread reads the model and cannot update it meanwhile")
-        })?;
-        if !taken {
-            while !py.detach(|| self.0.wait(access, SIGNAL_POLL)) {
-                if let Err(raised) = py.check_signals() {
-                    self.0.give_up(access);
-                    return Err(raised);
-                }
-            }
-        }
-        let result = work.call0();
-        self.0.release();
-        result.map(Bound::unbind)
-    }
-}
 
 #[pymethods]
 impl ModelLock {
@@ -44,21 +40,50 @@ impl ModelLock {
         Self(CoreLock::new())
     }
 
-    /// `work()`, called while no update runs (other reads may).
-    #[pyo3(signature = (work, /))]
-    fn reading(&self, py: Python<'_>, work: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        self.run(py, Access::Read, work)
+    /// Takes the lock, for writing (nothing else reads or updates) or for reading (no
+    /// update runs, other reads may).
+    #[pyo3(signature = (*, writing))]
+    fn hold(&self, py: Python<'_>, writing: bool) -> PyResult<()> {
+        let access = if writing { Access::Write } else { Access::Read };
+        let taken = self.0.enter(access).map_err(|WriteWhileReading| {
+            PyRuntimeError::new_err("this thread reads the model and cannot update it meanwhile")
+        })?;
+        if !taken {
+            while !without_gil(py, || self.0.wait(access, SIGNAL_POLL)) {
+                if let Err(raised) = py.check_signals() {
+                    self.0.give_up(access);
+                    return Err(raised);
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// `work()`, called while nothing else reads or updates.
-    #[pyo3(signature = (work, /))]
-    fn writing(&self, py: Python<'_>, work: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        self.run(py, Access::Write, work)
+    /// How many times the calling thread holds the lock.
+    fn holds(&self) -> usize {
+        self.0.holds()
+    }
+
+    /// Gives back the calling thread's holds beyond its first `kept`.
+    #[pyo3(signature = (kept, /))]
+    fn release_to(&self, kept: usize) {
+        self.0.release_to(kept);
     }
 
     /// Whether the calling thread holds the lock (for reading or writing).
     fn held(&self) -> bool {
         self.0.held()
+    }
+
+    /// Whether the calling thread holds the lock for writing.
+    fn held_for_writing(&self) -> bool {
+        self.0.held_for_writing()
+    }
+
+    /// Whether some thread may hold the lock for writing (never waits: for a forked
+    /// process, whose copy of the lock may be held by a thread it does not have).
+    fn maybe_written(&self) -> bool {
+        self.0.maybe_written()
     }
 }
 

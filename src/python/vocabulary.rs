@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyCapsule, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 
+use super::finalizing::without_gil;
 use super::{run, to_py_err};
 use crate::arrow_columns::{read_column, ArrayStream, ArrowColumn};
 use crate::encoding::MISSING;
@@ -293,8 +294,7 @@ impl Vocabulary {
             let vocabulary = &mut self.features[feature];
             for start in (0..n).step_by(STREAM_BLOCK_ROWS) {
                 let block = column.slice(start, STREAM_BLOCK_ROWS.min(n - start));
-                let coded = py
-                    .detach(|| vocabulary.encode_arrow(&block, grow, name))
+                let coded = without_gil(py, || vocabulary.encode_arrow(&block, grow, name))
                     .map_err(to_py_err)?;
                 codes.extend_from_slice(&coded);
                 py.check_signals()?;
@@ -501,11 +501,15 @@ impl Vocabulary {
         let vocabulary = &mut self.features[feature];
         let codes = if let Ok(small) = offsets.extract::<PyReadonlyArray1<'py, i32>>() {
             let small = small.as_slice()?;
-            py.detach(|| vocabulary.encode_utf8(small, data, validity, positions, grow, name))
+            without_gil(py, || {
+                vocabulary.encode_utf8(small, data, validity, positions, grow, name)
+            })
         } else {
             let large = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
             let large = large.as_slice()?;
-            py.detach(|| vocabulary.encode_utf8(large, data, validity, positions, grow, name))
+            without_gil(py, || {
+                vocabulary.encode_utf8(large, data, validity, positions, grow, name)
+            })
         }
         .map_err(to_py_err)?;
         Ok(codes_to_array(py, codes))
@@ -544,11 +548,10 @@ impl Vocabulary {
             None => None,
         };
         let vocabulary = &mut self.features[feature];
-        let codes = py
-            .detach(|| {
-                vocabulary.encode_utf8_views(views, &buffers, validity, positions, grow, name)
-            })
-            .map_err(to_py_err)?;
+        let codes = without_gil(py, || {
+            vocabulary.encode_utf8_views(views, &buffers, validity, positions, grow, name)
+        })
+        .map_err(to_py_err)?;
         Ok(codes_to_array(py, codes))
     }
 

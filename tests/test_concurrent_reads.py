@@ -1,0 +1,165 @@
+"""Reads of fitted attributes while another thread updates the model see one whole
+model, never disturb the update, and never leave a stale value behind; an update
+nested in a read of the same model is refused; and a process forked in the middle of
+an update refuses its half-updated copy of the model instead of using it."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hebnb import AODE, CategoricalNB
+
+
+@pytest.fixture
+def often_switching_threads():
+    """Threads switch every 10 µs, so that a read lands inside an update often."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(interval)
+
+
+def while_updating(model, reads, seconds: float = 1.5, rows: int = 50):
+    """Runs ``partial_fit`` batches that grow the vocabulary on one thread and each of
+    ``reads`` in a loop on its own thread; returns (rows submitted, errors)."""
+    rng = np.random.default_rng(1)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    submitted = [0]
+
+    def update():
+        batch = 0
+        while not stop.is_set():
+            batch += 1
+            X = rng.integers(0, 3 + batch // 5, size=(rows, 4))
+            try:
+                model.partial_fit(X, rng.integers(0, 2, size=rows))
+            except BaseException as error:  # noqa: BLE001 (collected, asserted empty)
+                errors.append(error)
+            submitted[0] += rows
+
+    def loop(read):
+        while not stop.is_set():
+            try:
+                read()
+            except BaseException as error:  # noqa: BLE001 (collected, asserted empty)
+                errors.append(error)
+                return
+
+    threads = [threading.Thread(target=update)]
+    threads += [threading.Thread(target=loop, args=(read,)) for read in reads]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return submitted[0], errors
+
+
+def first_batch(model):
+    rng = np.random.default_rng(0)
+    X, y = rng.integers(0, 3, size=(60, 4)), rng.integers(0, 2, size=60)
+    return model.partial_fit(X, y, classes=[0, 1]), 60
+
+
+def test_fitted_tables_read_during_updates_are_whole(often_switching_threads):
+    # the tables and the vocabulary they are laid out by come from one state
+    model, first = first_batch(CategoricalNB())
+
+    def counts():  # every feature counts the same rows (no value is missing)
+        totals = [block.sum(axis=1) for block in model.category_count_]
+        assert all(np.allclose(total, totals[0]) for total in totals)
+
+    def probabilities():  # every feature's distributions sum to one
+        for block in model.feature_log_prob_:
+            np.testing.assert_allclose(np.exp(block).sum(axis=1), 1.0)
+
+    def prior_means():
+        for mean in model.prior_mean_:
+            np.testing.assert_allclose(mean.sum(), 1.0)
+
+    submitted, errors = while_updating(model, [counts, probabilities, prior_means])
+    assert errors == []
+    assert model.class_count_.sum() == first + submitted
+
+
+def test_reading_categories_during_updates_loses_no_row(often_switching_threads):
+    # a first read of categories_ stores it in the model while an update copies it
+    model, first = first_batch(CategoricalNB())
+
+    def categories():
+        model.__dict__.pop("categories_", None)  # read afresh every time
+        assert len(model.categories_) == 4
+
+    submitted, errors = while_updating(model, [categories])
+    assert errors == []
+    assert model.class_count_.sum() == first + submitted
+
+
+def test_aode_log_evidence_read_during_updates_is_the_models(often_switching_threads):
+    model, _ = first_batch(AODE())
+    submitted, errors = while_updating(model, [lambda: model.log_evidence_], seconds=1.0)
+    assert errors == [] and submitted > 0
+    cached = model.log_evidence_
+    fresh = pickle.loads(pickle.dumps(model))
+    fresh.__dict__.pop("_log_evidence", None)
+    np.testing.assert_allclose(cached, fresh.log_evidence_)
+
+
+def test_an_update_nested_in_a_read_of_the_same_model_is_refused():
+    class SelfTraining(CategoricalNB):
+        def predict(self, X):  # a guarded read that calls a guarded update
+            labels = super().predict(X)
+            self.partial_fit(X, labels)
+            return labels
+
+    model, first = first_batch(SelfTraining())
+    with pytest.raises(RuntimeError, match="reads the model and cannot update it"):
+        model.predict(np.zeros((5, 4), dtype=int))
+    assert model.class_count_.sum() == first
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_process_forked_during_an_update_refuses_its_copy_of_the_model():
+    rng = np.random.default_rng(0)
+    model, _ = first_batch(CategoricalNB())
+    stop = threading.Event()
+
+    def update():
+        batch = 0
+        while not stop.is_set():
+            batch += 1
+            X = rng.integers(0, 3 + batch % 50, size=(100_000, 4))
+            model.partial_fit(X, rng.integers(0, 2, size=X.shape[0]))
+
+    updater = threading.Thread(target=update)
+    updater.start()
+    outcomes = []
+    try:
+        for _ in range(20):
+            time.sleep(0.013)
+            pid = os.fork()
+            if pid == 0:  # the child: 0 whole model, 3 half-updated, 4 refused
+                try:
+                    counts, total = model.category_count_, model.class_count_
+                    whole = all(np.allclose(c.sum(axis=1), total) for c in counts)
+                    whole &= [len(c) for c in model.categories_] == model.n_categories_.tolist()
+                    os._exit(0 if whole else 3)
+                except RuntimeError as error:
+                    os._exit(4 if "forked while another thread" in str(error) else 5)
+                except BaseException:  # noqa: BLE001 (reported by the exit code)
+                    os._exit(5)
+            outcomes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    finally:
+        stop.set()
+        updater.join()
+    assert set(outcomes) <= {0, 4}, outcomes
+    assert 4 in outcomes  # some forks did land inside an update
