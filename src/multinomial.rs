@@ -23,10 +23,13 @@
 //! is skipped at scoring (weight 0), as categorical NB skips an unknown value.
 
 use ndarray::{Array2, ArrayView2};
+use rustc_hash::FxHashMap;
 
 use crate::error::{check_len, HebError, Result};
 use crate::layout::FeatureLayout;
-use crate::naive_bayes::{fit_concentrations, log_probability_table, prior_mean, PriorMean};
+use crate::naive_bayes::{
+    fit_concentrations, log_probability_table, prior_mean, ConcentrationFit, PriorMean,
+};
 use crate::solver::SolverSettings;
 
 /// How the concentration is chosen.
@@ -58,12 +61,22 @@ pub struct SmoothedFit {
     pub log_probability: Array2<f64>,
 }
 
+/// How the empirical-Bayes concentrations of a table are solved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Solve {
+    /// Every (class, feature) distribution on its own.
+    Each,
+    /// Each distinct two-category distribution once ([`fit_distinct_pairs`]).
+    DistinctPairs,
+}
+
 fn smooth(
     counts: ArrayView2<f64>,
     class_rows: &[f64],
     layout: &FeatureLayout,
     mean_kind: PriorMean,
     smoothing: &Smoothing,
+    solve: Solve,
 ) -> Result<SmoothedFit> {
     check_len(
         "class totals (one per class)",
@@ -91,7 +104,14 @@ fn smooth(
             min_count,
             settings,
         } => {
-            let fit = fit_concentrations(counts, class_rows, &mean, layout, min_count, &settings)?;
+            let fit = match solve {
+                Solve::Each => {
+                    fit_concentrations(counts, class_rows, &mean, layout, min_count, &settings)?
+                }
+                Solve::DistinctPairs => {
+                    fit_distinct_pairs(counts, class_rows, &mean, min_count, &settings)?
+                }
+            };
             (
                 fit.concentration,
                 fit.log_evidence,
@@ -123,7 +143,14 @@ pub fn fit_token_distributions(
     smoothing: &Smoothing,
 ) -> Result<SmoothedFit> {
     let layout = FeatureLayout::from_cardinalities(&[counts.ncols()]);
-    smooth(counts, class_rows, &layout, mean_kind, smoothing)
+    smooth(
+        counts,
+        class_rows,
+        &layout,
+        mean_kind,
+        smoothing,
+        Solve::Each,
+    )
 }
 
 /// `sum_{c' != c} n_{c',v}` (C, V) and `sum_{c' != c} N_{c'}`: the complement counts of
@@ -154,6 +181,88 @@ pub fn complement_weights(log_complement: ArrayView2<f64>, normalise: bool) -> A
         });
     }
     weights
+}
+
+/// [`fit_concentrations`] for a table of two-category distributions (columns `2f`,
+/// `2f + 1` per feature), solving each distinct one once. A distribution's
+/// concentration and evidence depend only on its two counts, its prior mean and whether
+/// its class falls under `min_count`, and Bernoulli tables repeat these endlessly: in
+/// sparse text most features are absent from most classes, and features of equal
+/// document frequency share their pooled mean. The distinct ones are solved as one table
+/// (in parallel, as ever) and their answers copied back: the same numbers, bit for bit.
+fn fit_distinct_pairs(
+    counts: ArrayView2<f64>,
+    class_rows: &[f64],
+    mean: &[f64],
+    min_count: f64,
+    settings: &SolverSettings,
+) -> Result<ConcentrationFit> {
+    let (n_classes, n_features) = (counts.nrows(), counts.ncols() / 2);
+    // distinct (under min_count, counts, means) -> slot; per slot its group and index
+    let mut slots: FxHashMap<(bool, [u64; 4]), usize> = FxHashMap::default();
+    let mut groups: [Vec<[f64; 4]>; 2] = [Vec::new(), Vec::new()];
+    let mut where_solved = Vec::with_capacity(n_classes * n_features);
+    for c in 0..n_classes {
+        let below = class_rows[c] < min_count;
+        for f in 0..n_features {
+            let cell = [
+                counts[[c, 2 * f]],
+                counts[[c, 2 * f + 1]],
+                mean[2 * f],
+                mean[2 * f + 1],
+            ];
+            let key = (below, cell.map(f64::to_bits));
+            let slot = *slots.entry(key).or_insert_with(|| {
+                let group = &mut groups[usize::from(below)];
+                group.push(cell);
+                group.len() - 1
+            });
+            where_solved.push((usize::from(below), slot));
+        }
+    }
+    // each group as a one-class table: a class total the rule never applies to (above)
+    // or always applies to (below: min_count > 0 there, since some total fell under it)
+    let solved = groups
+        .iter()
+        .zip([f64::MAX, 0.0])
+        .map(|(group, total)| {
+            if group.is_empty() {
+                return Ok(ConcentrationFit {
+                    concentration: Array2::zeros((1, 0)),
+                    log_evidence: Array2::zeros((1, 0)),
+                    n_iter: Array2::zeros((1, 0)),
+                    converged: Array2::from_elem((1, 0), true),
+                });
+            }
+            let table = Array2::from_shape_fn((1, 2 * group.len()), |(_, j)| group[j / 2][j % 2]);
+            let means: Vec<f64> = group.iter().flat_map(|cell| [cell[2], cell[3]]).collect();
+            let layout = FeatureLayout::from_cardinalities(&vec![2; group.len()]);
+            fit_concentrations(table.view(), &[total], &means, &layout, min_count, settings)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let shape = (n_classes, n_features);
+    let at = |index: usize| {
+        let (group, slot) = where_solved[index];
+        (&solved[group], slot)
+    };
+    Ok(ConcentrationFit {
+        concentration: Array2::from_shape_fn(shape, |(c, f)| {
+            let (fit, slot) = at(c * n_features + f);
+            fit.concentration[[0, slot]]
+        }),
+        log_evidence: Array2::from_shape_fn(shape, |(c, f)| {
+            let (fit, slot) = at(c * n_features + f);
+            fit.log_evidence[[0, slot]]
+        }),
+        n_iter: Array2::from_shape_fn(shape, |(c, f)| {
+            let (fit, slot) = at(c * n_features + f);
+            fit.n_iter[[0, slot]]
+        }),
+        converged: Array2::from_shape_fn(shape, |(c, f)| {
+            let (fit, slot) = at(c * n_features + f);
+            fit.converged[[0, slot]]
+        }),
+    })
 }
 
 /// Bernoulli NB's fit and scoring tables.
@@ -194,7 +303,14 @@ pub fn fit_binary_features(
         }
     }
     let layout = FeatureLayout::from_cardinalities(&vec![2; n_features]);
-    let smoothed = smooth(table.view(), class_rows, &layout, mean_kind, smoothing)?;
+    let smoothed = smooth(
+        table.view(),
+        class_rows,
+        &layout,
+        mean_kind,
+        smoothing,
+        Solve::DistinctPairs,
+    )?;
     let log = &smoothed.log_probability;
     let log_absent = Array2::from_shape_fn((n_classes, n_features), |(c, f)| log[[c, 2 * f]]);
     let log_present = Array2::from_shape_fn((n_classes, n_features), |(c, f)| log[[c, 2 * f + 1]]);
@@ -229,6 +345,71 @@ pub fn fit_binary_features(
 mod tests {
     use super::*;
     use ndarray::array;
+
+    /// Bits of every number of a fit, to compare two fits exactly (NaN included).
+    fn bits(fit: &SmoothedFit) -> Vec<u64> {
+        let floats = fit.concentration.iter().chain(fit.log_evidence.iter());
+        let floats = floats
+            .chain(fit.log_probability.iter())
+            .chain(fit.prior_mean.iter());
+        let mut out: Vec<u64> = floats.map(|x| x.to_bits()).collect();
+        out.extend(fit.n_iter.iter().map(|&n| n as u64));
+        out.extend(fit.converged.iter().map(|&b| u64::from(b)));
+        out
+    }
+
+    #[test]
+    fn solving_each_distinct_two_category_distribution_once_changes_no_number() {
+        // document frequencies with many repeats, a class under min_count, a feature
+        // present in every row and one in none, whole and fractional weights
+        let mut state = 12_345_u64;
+        let mut next = move |bound: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) % bound
+        };
+        for (n_classes, n_features, min_count) in [(3, 40, 0.0), (4, 200, 5.0), (2, 7, 1.0)] {
+            let class_rows: Vec<f64> = (0..n_classes)
+                .map(|c| if c == 1 { 3.0 } else { 20.0 + next(30) as f64 })
+                .collect();
+            let present = Array2::from_shape_fn((n_classes, n_features), |(c, f)| match f {
+                0 => class_rows[c],
+                1 => 0.0,
+                _ if f % 5 == 0 => (next(4) as f64 * 0.5).min(class_rows[c]),
+                _ => next(3).min(class_rows[c] as u64) as f64,
+            });
+            let mut table = Array2::zeros((n_classes, 2 * n_features));
+            for c in 0..n_classes {
+                for f in 0..n_features {
+                    table[[c, 2 * f]] = (class_rows[c] - present[[c, f]]).max(0.0);
+                    table[[c, 2 * f + 1]] = present[[c, f]];
+                }
+            }
+            let layout = FeatureLayout::from_cardinalities(&vec![2; n_features]);
+            for mean_kind in [PriorMean::Uniform, PriorMean::PooledMarginal] {
+                let smoothing = Smoothing::EmpiricalBayes {
+                    min_count,
+                    settings: SolverSettings::default(),
+                };
+                let fit = |solve| {
+                    smooth(
+                        table.view(),
+                        &class_rows,
+                        &layout,
+                        mean_kind,
+                        &smoothing,
+                        solve,
+                    )
+                    .unwrap()
+                };
+                let (each, distinct) = (fit(Solve::Each), fit(Solve::DistinctPairs));
+                assert_eq!(bits(&each), bits(&distinct));
+                // the case must hold repeats and a rule-decided class to mean anything
+                assert!(each.n_iter.row(1).iter().all(|&n| n == 0) == (min_count > 3.0));
+            }
+        }
+    }
 
     #[test]
     fn laplace_tokens_are_add_one() {
