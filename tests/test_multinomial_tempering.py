@@ -280,3 +280,57 @@ def test_bad_powers_are_errors():
     for bad in (0.0, -1.0, "fit", np.inf):
         with pytest.raises(ValueError, match="posterior_power"):
             MultinomialNB(posterior_power=bad).fit(X, y)
+
+
+def test_a_long_stream_keeps_a_bounded_priority_sample_of_its_rows(monkeypatch):
+    """Beyond KEPT_POWER_ROWS rows the model keeps a priority sample of the rows' scores:
+    never more rows than that, each one the full rule keeps, standing for at least its
+    own weight, and the concentrations (from the counts) unchanged."""
+    from hebnb import multinomial
+
+    X, y = token_data(seed=9, n_rows=600)
+    monkeypatch.setattr(multinomial, "KEPT_POWER_ROWS", 60)
+    sampled = MultinomialNB()
+    for start in range(0, 600, 40):
+        sampled.partial_fit(X[start : start + 40], y[start : start + 40], classes=[0, 1, 2])
+        kept = sampled._power_rows
+        assert kept.classes.shape[0] == min(60, start + 40)
+        assert (kept.threshold > 0) == (start + 40 > 60)
+    assert np.all(kept.estimate_weights() >= kept.weights)
+    monkeypatch.setattr(multinomial, "KEPT_POWER_ROWS", 10**9)
+    exact = MultinomialNB()
+    for start in range(0, 600, 40):
+        exact.partial_fit(X[start : start + 40], y[start : start + 40], classes=[0, 1, 2])
+    every = {tuple(row) for row in np.round(exact._power_rows.shifted_joint, 12)}
+    assert all(tuple(row) in every for row in np.round(kept.shifted_joint, 12))
+    np.testing.assert_allclose(sampled.concentration_, exact.concentration_, rtol=1e-12)
+    assert exact._power_rows.classes.shape[0] == 600
+
+
+def test_priority_sampling_estimates_weighted_sums_without_bias():
+    """Over many draws of the priorities the sample's weighted sum of a per-row value
+    averages the full sum (Duffield, Lund and Thorup's estimator), with unequal weights,
+    across two rounds of sampling as in a stream."""
+    from hebnb.multinomial import LeaveOneOutRows
+
+    rng = np.random.default_rng(3)
+    weights = rng.exponential(size=400)
+    values = rng.normal(size=400) + 2.0
+    full = float(np.sum(weights * values))
+    estimates = []
+    for seed in range(2000):
+        draws = np.random.default_rng(seed)
+        order = draws.permutation(400)
+
+        def rows(index, draws=draws):  # with priorities: weight / uniform in (0, 1]
+            priorities = weights[index] / (1.0 - draws.random(index.shape[0]))
+            zero = np.zeros(index.shape[0], dtype=np.int64)
+            return LeaveOneOutRows(values[index, None], zero, weights[index], priorities)
+
+        first = rows(order[:250]).sampled(80)
+        both = first.followed_by(rows(order[250:])).sampled(80)
+        estimates.append(float(np.sum(both.estimate_weights() * both.shifted_joint[:, 0])))
+    estimates = np.array(estimates)
+    standard_error = estimates.std() / np.sqrt(estimates.shape[0])
+    assert abs(estimates.mean() - full) < 4 * standard_error
+    assert standard_error < 0.02 * full  # the check can tell a bias of a few percent

@@ -39,19 +39,74 @@ class LeaveOneOutRows:
     """Training rows as the posterior power reads them (``_core.leave_one_out_rows``):
     each row's leave-one-out joint log-likelihoods shifted by their maximum (rows, C),
     its class index and its weight. The leave-one-out likelihood is a sum over rows, so
-    the rows of several batches or partitions are concatenated."""
+    the rows of several batches or partitions are concatenated.
+
+    Past a size they are a sample (:meth:`sampled`): priority sampling (Duffield, Lund
+    and Thorup 2007), each row with a priority (its weight over a uniform draw in
+    (0, 1], drawn once) and the rows of the highest priorities kept; the largest
+    priority dropped so far is ``threshold``, and a kept row stands for
+    ``max(weight, threshold)`` of weight (:meth:`estimate_weights`), which makes any
+    weighted sum over the kept rows an unbiased estimate of the sum over all the rows."""
 
     shifted_joint: FloatArray
     classes: npt.NDArray[np.int64]
     weights: FloatArray
+    priorities: FloatArray | None = None
+    threshold: float = 0.0
+
+    def _prioritised(self, seed: int) -> FloatArray:
+        if self.priorities is not None:
+            return self.priorities
+        draws = 1.0 - np.random.default_rng(seed).random(self.classes.shape[0])  # (0, 1]
+        priorities: FloatArray = self.weights / draws
+        return priorities
 
     def followed_by(self, other: LeaveOneOutRows) -> LeaveOneOutRows:
-        """These rows, then ``other``'s."""
+        """These rows, then ``other``'s (which have never been sampled)."""
+        n_rows = self.classes.shape[0]
+        priorities = None
+        if self.priorities is not None:
+            priorities = np.concatenate(
+                [self.priorities, other._prioritised(n_rows + other.classes.shape[0])]
+            )
         return LeaveOneOutRows(
             np.concatenate([self.shifted_joint, other.shifted_joint]),
             np.concatenate([self.classes, other.classes]),
             np.concatenate([self.weights, other.weights]),
+            priorities,
+            self.threshold,
         )
+
+    def sampled(self, most: int) -> LeaveOneOutRows:
+        """These rows, or, beyond ``most``, the ``most`` of the highest priorities (in
+        their order), the others' largest priority joining ``threshold``. Priorities
+        are seeded by the number of rows, so a stream is sampled the same way every time."""
+        n_rows = self.classes.shape[0]
+        if n_rows <= most:
+            return self
+        priorities = self._prioritised(n_rows)
+        order = np.argsort(-priorities, kind="stable")
+        kept = np.sort(order[:most])
+        return LeaveOneOutRows(
+            self.shifted_joint[kept],
+            self.classes[kept],
+            self.weights[kept],
+            priorities[kept],
+            max(self.threshold, float(priorities[order[most]])),
+        )
+
+    def estimate_weights(self) -> FloatArray:
+        """The weight each row stands for: its own until a row was dropped."""
+        weights: FloatArray = np.maximum(self.weights, self.threshold)
+        return weights
+
+
+#: Rows whose leave-one-out scores a model keeps for the posterior power of its later
+#: ``partial_fit`` calls (C + 2 numbers each): beyond it, a priority sample of them
+#: (``LeaveOneOutRows.sampled``), so that a long stream costs each call O(this + batch)
+#: and memory O(this), where keeping every row made a stream's total time grow with the
+#: square of its rows.
+KEPT_POWER_ROWS = 100_000
 
 
 #: smoothing -> prior mean of the Dirichlet prior.
@@ -442,10 +497,17 @@ class MultinomialNB(DiscreteNB):
 
     def _fit_power(self, rows: LeaveOneOutRows) -> None:
         """The power that maximises the leave-one-out likelihood of ``rows``; they are
-        kept, so that ``partial_fit`` adds the next batch's rows to them."""
-        self._power_rows = rows
+        kept (a sample of :data:`KEPT_POWER_ROWS` of them beyond that), so that
+        ``partial_fit`` adds the next batch's rows to them. Until a row has been dropped
+        the likelihood is that of every row; from then on, the sample's estimate."""
+        kept = rows.sampled(KEPT_POWER_ROWS)
+        self._power_rows = kept
+        scored = rows if rows.threshold == 0.0 else kept
         fit = _core.fit_posterior_power(
-            rows.shifted_joint, rows.classes, rows.weights, n_jobs=self._threads()
+            scored.shifted_joint,
+            scored.classes,
+            scored.estimate_weights(),
+            n_jobs=self._threads(),
         )
         self._set_power(float(fit["power"]), float(fit["log_loss"]))
 
