@@ -264,3 +264,23 @@ def test_what_the_skipped_checks_protect_holds_on_one_group_column(n_rows):
     for spelled in (pd.Series(weights), weights.tolist()):
         again = EmpiricalBayesDirichletClassifier(alphas).fit(X, y, sample_weight=spelled)
         np.testing.assert_allclose(again.predict_proba(X), proba, rtol=1e-12)
+
+
+def test_the_grouping_columns_name_is_recorded_and_checked_as_scikit_learn_does():
+    import warnings
+
+    frame = pd.DataFrame({"user": ["a", "b", "a", "c"]})
+    labels = [0, 1, 0, 1]
+    model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(frame, labels)
+    np.testing.assert_array_equal(model.feature_names_in_, ["user"])
+    for call in (model.predict_proba, lambda X: model.partial_fit(X, [0])):
+        with pytest.raises(ValueError, match="feature names should match"):
+            call(pd.DataFrame({"other": ["a"]}))
+    unnamed = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(frame.to_numpy(), labels)
+    assert not hasattr(unnamed, "feature_names_in_")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        unnamed.predict_proba(frame)
+    assert any("fitted without feature names" in str(w.message) for w in caught)
+    # a refit on unnamed data forgets the name
+    assert not hasattr(model.fit(frame.to_numpy(), labels), "feature_names_in_")

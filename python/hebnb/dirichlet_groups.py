@@ -14,7 +14,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import Tags
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from . import _core
 from ._base import ThreadSafeModel, is_real, n_threads
@@ -58,6 +58,9 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         The keys of ``alphas``, in their order.
     prior_ : ndarray of shape (n_classes,)
         The tuned prior concentrations alpha.
+    feature_names_in_ : ndarray of shape (1,)
+        The name of the grouping column, when ``X`` had a string column name (later
+        calls warn when it differs, as scikit-learn's estimators do).
     alphas_ : dict of {class label: float}
         ``prior_`` keyed by class (the constructor's ``alphas`` is left as given).
     groups_ : ndarray of shape (n_groups,)
@@ -158,6 +161,7 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         self.groups_ = np.empty(0, dtype=object)
         self.group_counts_ = np.zeros((0, self.classes_.shape[0]))
         self.n_features_in_ = 1
+        _check_feature_names(self, X, reset=True)
         self.random_state_ = np.random.default_rng(self.random_state)
         self._absorb(X, y, sample_weight)
         if self.n_eb_iter > 0:
@@ -194,6 +198,7 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
                     f"alphas names the classes {classes.tolist()}, but the model was fitted "
                     f"on {self.classes_.tolist()}: call fit to start again with new classes"
                 )
+            _check_feature_names(self, X, reset=False)
             self._absorb(X, y, sample_weight)
             steps_before = 0
         else:
@@ -254,6 +259,7 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
 
     def _posterior_alphas(self, X: ArrayLike) -> np.ndarray:
         check_is_fitted(self, "group_counts_")
+        _check_feature_names(self, X, reset=False)
         index = self._group_codes(X, grow=False)
         alphas = np.tile(self.prior_, (index.shape[0], 1))
         known = index >= 0
