@@ -1,9 +1,10 @@
 //! The lock every estimator keeps: readers share the model, an update has it alone.
 //!
-//! The bindings hold it around a Python call as one Rust call (take, call, release), so
-//! that a Ctrl-C, which Python raises between two bytecodes of Python code, can never
-//! land after the lock is taken and before the code that releases it is set up. Here it
-//! is only the bookkeeping and the waiting: who holds the lock, how often, who waits.
+//! Taking it and giving it back are single calls from Python, and a thread gives back
+//! everything it took since it last counted its holds ([`ModelLock::release_to`]), so
+//! that a Ctrl-C landing as the lock is taken never leaves it held (see
+//! `src/python/model_guard.rs`). Here it is only the bookkeeping and the waiting: who
+//! holds the lock, how often, who waits.
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::{self, ThreadId};

@@ -1,9 +1,10 @@
 //! What the estimators' thread-safety guard (`hebnb._base`) needs to be safe from
 //! Ctrl-C: the model lock taken and given back by single calls; the state an update
 //! computed installed in one step; the undos of a failed update run to their end.
-//! Python raises `KeyboardInterrupt` between any two bytecodes of Python code, so each
-//! of these, written in Python, could be cut in the middle and leave a lock held forever
-//! or a model half-updated.
+//! Python raises `KeyboardInterrupt` wherever it looks for signals in Python code (on
+//! entering a function, on a backward jump, after a call returns), so each of these,
+//! written in Python, could be cut in the middle and leave a lock held forever or a
+//! model half-updated.
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
