@@ -299,6 +299,7 @@ def test_dirichlet_groups_fit_is_the_local_fit(client):
         np.testing.assert_array_equal(model.groups_, local.groups_)
         np.testing.assert_allclose(model.group_counts_, local.group_counts_, rtol=1e-12)
         np.testing.assert_allclose(model.prior_, local.prior_, rtol=1e-10)
+        np.testing.assert_array_equal(model.feature_names_in_, local.feature_names_in_)
         rows = pd.DataFrame({"ad": ["ad1", "only4", "never"]})
         np.testing.assert_allclose(model.predict_proba(rows), local.predict_proba(rows), atol=1e-10)
 

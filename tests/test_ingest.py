@@ -599,7 +599,8 @@ def test_group_column_of_every_form_gives_the_same_posteriors():
     ):
         model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(X, y)
         np.testing.assert_array_equal(model.groups_, pd.unique(groups))
-        np.testing.assert_array_equal(model.predict_proba(probe), expected.predict_proba(probe))
+        named = pd.DataFrame({"g": probe[:, 0]})  # the column it was fitted on
+        np.testing.assert_array_equal(model.predict_proba(named), expected.predict_proba(probe))
     with pytest.raises(ValueError, match="missing groups"):
         expected.partial_fit(np.array([["arm3"], [None]], dtype=object), [0, 1])
     assert len(expected.groups_) == len(set(groups))

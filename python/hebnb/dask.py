@@ -48,7 +48,7 @@ import pandas as pd
 from dask.base import tokenize
 from dask.delayed import Delayed
 from sklearn.base import BaseEstimator, clone
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _get_feature_names, check_is_fitted
 
 from . import _core
 from ._base import _LOCKS, n_threads
@@ -131,6 +131,8 @@ class GroupCounts:
     groups: Any  # _core.Vocabulary of one feature
     counts: FloatArray
     group_rows: npt.NDArray[np.int64]
+    #: The grouping column's name, as ``feature_names_in_`` records it (None: no name).
+    feature_names: npt.NDArray[Any] | None = None
 
 
 @dataclass
@@ -453,7 +455,7 @@ class GroupFamily(Family[GroupCounts]):
             float(self.template.learning_rate),
         )
         rows = np.bincount(index, minlength=n_groups).astype(np.int64)
-        return GroupCounts(n_rows, groups, counts, rows)
+        return GroupCounts(n_rows, groups, counts, rows, _get_feature_names(X))
 
     def merge(self, a: GroupCounts, b: GroupCounts) -> GroupCounts:
         groups = copy.deepcopy(a.groups)  # a task's input is never changed (retries)
@@ -472,7 +474,7 @@ class GroupFamily(Family[GroupCounts]):
         counts[:n_a] = a.counts * decay[:, None]
         counts[b_at] += b.counts
         rows[:n_a] += a.group_rows
-        return GroupCounts(a.n_rows + b.n_rows, groups, counts, rows)
+        return GroupCounts(a.n_rows + b.n_rows, groups, counts, rows, a.feature_names)
 
     def solve(self, state: GroupCounts) -> BaseEstimator:
         model = clone(self.template)
@@ -483,6 +485,8 @@ class GroupFamily(Family[GroupCounts]):
         model.groups_ = np.fromiter(state.groups.values(0), dtype=object, count=n_groups)
         model.group_counts_ = state.counts
         model.n_features_in_ = 1
+        if state.feature_names is not None:
+            model.feature_names_in_ = state.feature_names
         model.random_state_ = np.random.default_rng(model.random_state)
         if model.n_eb_iter > 0:
             model._tune(int(model.n_eb_iter), float(model.eb_tol))
