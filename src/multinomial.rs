@@ -241,27 +241,25 @@ fn fit_distinct_pairs(
         })
         .collect::<Result<Vec<_>>>()?;
     let shape = (n_classes, n_features);
-    let at = |index: usize| {
-        let (group, slot) = where_solved[index];
-        (&solved[group], slot)
-    };
     Ok(ConcentrationFit {
-        concentration: Array2::from_shape_fn(shape, |(c, f)| {
-            let (fit, slot) = at(c * n_features + f);
-            fit.concentration[[0, slot]]
-        }),
-        log_evidence: Array2::from_shape_fn(shape, |(c, f)| {
-            let (fit, slot) = at(c * n_features + f);
-            fit.log_evidence[[0, slot]]
-        }),
-        n_iter: Array2::from_shape_fn(shape, |(c, f)| {
-            let (fit, slot) = at(c * n_features + f);
-            fit.n_iter[[0, slot]]
-        }),
-        converged: Array2::from_shape_fn(shape, |(c, f)| {
-            let (fit, slot) = at(c * n_features + f);
-            fit.converged[[0, slot]]
-        }),
+        concentration: scattered(shape, &where_solved, &solved, |fit| &fit.concentration),
+        log_evidence: scattered(shape, &where_solved, &solved, |fit| &fit.log_evidence),
+        n_iter: scattered(shape, &where_solved, &solved, |fit| &fit.n_iter),
+        converged: scattered(shape, &where_solved, &solved, |fit| &fit.converged),
+    })
+}
+
+/// A `(C, F)` table of [`fit_distinct_pairs`]: every (class, feature) takes the entry of
+/// `table` in the fit and slot that solved its distribution (`where_solved`, row-major).
+fn scattered<T: Copy>(
+    shape: (usize, usize),
+    where_solved: &[(usize, usize)],
+    solved: &[ConcentrationFit],
+    table: impl Fn(&ConcentrationFit) -> &Array2<T>,
+) -> Array2<T> {
+    Array2::from_shape_fn(shape, |(c, f)| {
+        let (group, slot) = where_solved[c * shape.1 + f];
+        table(&solved[group])[[0, slot]]
     })
 }
 

@@ -223,6 +223,16 @@ def on_failure(undo: Callable[[], None]) -> None:
         stack[-1].append(undo)
 
 
+def _install(model: Any, work: Any, undos: list[Callable[[], None]]) -> None:
+    """Makes the state of ``work`` (a private copy of ``model``) the model's and empties
+    ``undos``, in one core call no interrupt splits. The constructor parameters and the
+    locks stay the model's own (``set_params`` may have run meanwhile; an update or a
+    solve never changes them)."""
+    keep = _LOCKS.union(model._get_param_names())
+    new_state = {key: value for key, value in work.__dict__.items() if key not in keep}
+    _core.commit_state(model.__dict__, new_state, keep, undos)
+
+
 def _update_privately(
     model: Any, method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
@@ -246,13 +256,8 @@ def _update_privately(
     _working.undos.append(undos)
     try:
         result = method(work, *args, **kwargs)
-        # the constructor parameters stay the model's own (set_params may have run
-        # meanwhile; an update never changes them)
-        keep = _LOCKS.union(model._get_param_names())
-        new_state = {key: value for key, value in work.__dict__.items() if key not in keep}
-        # installs the new state and empties ``undos`` in one step: an interrupt before
-        # it undoes the update, one after it undoes nothing
-        _core.commit_state(model.__dict__, new_state, keep, undos)
+        # an interrupt before this undoes the update, one after it undoes nothing
+        _install(model, work, undos)
     except BaseException:
         # no Python call before the undos: an interrupt cannot skip them
         _core.run_undos(undos)
@@ -453,9 +458,7 @@ def _solve_privately(model: Any) -> None:
     work.__dict__.update(without_locks(state))
     work.__dict__.update(work.__dict__.pop("_update_parameters", None) or {})
     work._solve_deferred()
-    keep = _LOCKS.union(model._get_param_names())
-    solved = {key: value for key, value in work.__dict__.items() if key not in keep}
-    _core.commit_state(state, solved, keep, [])
+    _install(model, work, [])
 
 
 class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
