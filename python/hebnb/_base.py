@@ -480,8 +480,10 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         state = self.__dict__
         if name == "categories_" and "_encoder" in state:
             return cache_while_reading(self, self._show_categories)
-        if name in self._deferred_attributes() and state.get("_unsolved"):
-            # solved from counts no update is changing
+        if name in self._deferred_attributes() and "_unsolved" in state:
+            # solved from counts no update is changing. Asked whatever the flag says: a
+            # reader solving the model meanwhile may have cleared it without having
+            # stored every table yet (waiting for its solve to end then finds them)
             return read_consistently(self, functools.partial(self._solved_attribute, name))
         static: Any = next(
             (k.__dict__[name] for k in type(self).__mro__ if name in k.__dict__), None
