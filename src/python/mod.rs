@@ -81,8 +81,7 @@ pub(super) fn run<T: Send>(
             });
             while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(SIGNAL_POLL) {
                 if signal.is_none() {
-                    finalizing::park_if_finalizing();
-                    if let Err(raised) = Python::attach(|py| py.check_signals()) {
+                    if let Err(raised) = finalizing::with_gil(|py| py.check_signals()) {
                         lease.token().cancel();
                         signal = Some(raised);
                     }
