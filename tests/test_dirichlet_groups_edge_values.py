@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.exceptions import NotFittedError
 
 from hebnb import EmpiricalBayesDirichletClassifier
+from hebnb.dirichlet_groups import dirichlet_draws
 
 groups = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2]).reshape(-1, 1)
 labels = np.array([0, 1, 1, 0, 0, 1, 0, 1, 1])
@@ -67,3 +69,22 @@ def test_alphas_keyed_by_numbers_and_strings_keep_their_types():
     mixed = np.array([0, 1, "unknown"] * 3, dtype=object)
     model.fit(groups, mixed)
     np.testing.assert_allclose(model.group_counts_.sum(axis=0), [3.0, 3.0, 3.0])
+
+
+def test_draws_whose_gamma_variates_all_underflow_are_the_dirichlet_limit():
+    """Concentrations near 1e-308 and below sent every ln(U) / alpha of a draw to -inf,
+    and the draw to NaN. Such a draw is the Dirichlet's limit: one component takes all the
+    mass, component k with probability alpha_k / sum(alpha)."""
+    alphas = np.array([[1e-320, 3e-320], [1e-309, 4e-309], [2e-3, 1.0]])
+    draws = dirichlet_draws(np.random.default_rng(0), alphas, 20_000)
+    assert np.isfinite(draws).all()
+    np.testing.assert_allclose(draws.sum(axis=-1), 1.0)
+    for row in (0, 1):
+        winners = draws[:, row, 0]
+        assert set(np.unique(winners)) == {0.0, 1.0}  # one-hot draws
+        share = alphas[row, 0] / alphas[row].sum()
+        assert stats.binomtest(int(winners.sum()), winners.size, share).pvalue > 1e-4
+    # the same through the estimator, for a group it has never seen (the prior alone)
+    model = EmpiricalBayesDirichletClassifier({0: 1e-320, 1: 3e-320}, n_eb_iter=0)
+    samples = model.fit(groups, labels).sample([[99]], size=100)
+    assert np.isfinite(samples).all()

@@ -343,6 +343,11 @@ def dirichlet_draws(rng: np.random.Generator, alphas: np.ndarray, size: int) -> 
     ``a < 1`` (``U`` uniform on (0, 1]), ``ln G = ln Gamma(a + 1) + ln(U) / a``, and the
     vector is normalised with the largest log shifted out: every draw is finite, sums to
     1, and components too small for float64 are exactly 0.
+
+    Where every ``ln(U) / a`` of a draw overflows to -inf (concentrations near 1e-308 and
+    below), the draw is the limit it stands for: all its mass on the component with the
+    largest ``ln(U_k) / a_k``, compared as ``ln(-ln U_k) - ln a_k``, which is finite. The
+    winner is then ``k`` with probability ``a_k / sum(a)``, as in the Dirichlet's limit.
     """
     shape = (size, *alphas.shape)
     small = alphas < 1.0
@@ -350,8 +355,20 @@ def dirichlet_draws(rng: np.random.Generator, alphas: np.ndarray, size: int) -> 
     with np.errstate(divide="ignore"):
         log_gamma = np.log(rng.standard_gamma(boosted, size=shape))
     uniform = 1.0 - rng.random(size=shape)  # in (0, 1]
-    log_gamma += np.where(small, np.log(uniform) / alphas, 0.0)
-    log_gamma -= log_gamma.max(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", over="ignore"):
+        log_gamma += np.where(small, np.log(uniform) / alphas, 0.0)
+    largest = log_gamma.max(axis=-1, keepdims=True)
+    underflowed = np.isneginf(largest[..., 0])
+    if underflowed.any():
+        with np.errstate(divide="ignore"):
+            race = np.log(-np.log(uniform[underflowed])) - np.log(
+                np.broadcast_to(alphas, shape)[underflowed]
+            )
+        limit = np.full(race.shape, -np.inf)
+        limit[np.arange(race.shape[0]), np.argmin(race, axis=-1)] = 0.0
+        log_gamma[underflowed] = limit
+        largest[underflowed] = 0.0
+    log_gamma -= largest
     draws = np.exp(log_gamma)
     normalised: np.ndarray = draws / draws.sum(axis=-1, keepdims=True)
     return normalised
