@@ -88,3 +88,18 @@ def test_draws_whose_gamma_variates_all_underflow_are_the_dirichlet_limit():
     model = EmpiricalBayesDirichletClassifier({0: 1e-320, 1: 3e-320}, n_eb_iter=0)
     samples = model.fit(groups, labels).sample([[99]], size=100)
     assert np.isfinite(samples).all()
+
+
+def test_partial_fit_takes_the_classes_alphas_names():
+    """scikit-learn's incremental learners take partial_fit(X, y, classes=...); here the
+    classes are alphas' keys, in any order, and other classes are refused by name."""
+    declared = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).partial_fit(
+        groups, labels, classes=[1, 0]
+    )
+    plain = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).partial_fit(groups, labels)
+    np.testing.assert_array_equal(declared.predict_proba(groups), plain.predict_proba(groups))
+    for other in ([0, 1, 2], [0], [0, 0, 1], ["0", "1"]):
+        model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0})
+        with pytest.raises(ValueError, match="must name the classes of alphas"):
+            model.partial_fit(groups, labels, classes=other)
+        assert not hasattr(model, "group_counts_")

@@ -353,3 +353,22 @@ def test_rows_mixing_types_split_as_their_table_does():
     assert [(n, c) for n, _, c in model.models_] == [("categorical", [0, 1]), ("gaussian", [2])]
     expected = MixedNB().fit(empty[["colour", "n"]], y).predict_proba(empty[["colour", "n"]])
     np.testing.assert_allclose(model.predict_proba(empty), expected, rtol=1e-12)
+
+
+def test_a_part_that_refuses_a_batch_leaves_the_parts_before_it_unchanged():
+    """MixedNB updates its parts in place one after the other: when a later part refuses
+    the batch (negative token counts), the parts already updated are rolled back."""
+    X, y = mixed_frame(seed=3, n_rows=300)
+    models = [("cat", CategoricalNB(), ["colour", "code"]), ("tokens", MultinomialNB(), ["tok_a"])]
+    online = MixedNB(models=models).partial_fit(X, y, classes=[0, 1])
+    reference = pickle.loads(pickle.dumps(online))
+    bad = X.copy()
+    bad.loc[bad.index[-1], "tok_a"] = -1
+    with pytest.raises(ValueError, match="Negative values"):
+        online.partial_fit(bad, y)
+    categorical, reference_categorical = online.models_[0][1], reference.models_[0][1]
+    np.testing.assert_array_equal(categorical.class_count_, reference_categorical.class_count_)
+    for mine, theirs in zip(categorical.category_count_, reference_categorical.category_count_):
+        np.testing.assert_array_equal(mine, theirs)
+    np.testing.assert_array_equal(online.class_count_, reference.class_count_)
+    np.testing.assert_array_equal(online.predict_proba(X), reference.predict_proba(X))

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import hebnb
-from hebnb import AODE, CategoricalNB, GaussianNB, MultinomialNB
+from hebnb import AODE, CategoricalNB, GaussianNB, MixedNB, MultinomialNB
 from hebnb._base import _holding
 
 #: Files whose lines an interrupt is injected at.
@@ -50,6 +50,14 @@ MODELS = {
     "aode": AODE,
     "multinomial": MultinomialNB,
     "gaussian": GaussianNB,
+    # parts updated one after the other, each in its own guarded update: an interrupt in
+    # the second leaves the first to be rolled back by MixedNB's
+    "mixed": lambda: MixedNB(
+        models=[
+            ("categorical", CategoricalNB(learning_rate=0.9), [0, 1]),
+            ("counts", MultinomialNB(), [2, 3]),
+        ]
+    ),
 }
 
 

@@ -233,6 +233,13 @@ def _install(model: Any, work: Any, undos: list[Callable[[], None]]) -> None:
     _core.commit_state(model.__dict__, new_state, keep, undos)
 
 
+def _restorer(model: Any) -> Callable[[], None]:
+    """An undo that puts back the state ``model`` has now (see :func:`_install`)."""
+    keep = _LOCKS.union(model._get_param_names())
+    state = {key: value for key, value in model.__dict__.items() if key not in keep}
+    return functools.partial(_core.commit_state, model.__dict__, state, keep, [])
+
+
 def _update_privately(
     model: Any, method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
@@ -246,6 +253,9 @@ def _update_privately(
     for name in getattr(model, "_updated_in_place", ()):
         if name in work.__dict__:
             work.__dict__[name] = copy.deepcopy(work.__dict__[name])
+    # an update running inside another model's (MixedNB updating its parts) is handed to
+    # the outer one once done, which can then roll it back by the state it replaced
+    outer = _working.undos[-1] if getattr(_working, "undos", None) else None
     undos: list[Callable[[], None]] = []
     encoder = model.__dict__.get("_encoder")
     if hasattr(encoder, "mark"):
@@ -256,6 +266,12 @@ def _update_privately(
     _working.undos.append(undos)
     try:
         result = method(work, *args, **kwargs)
+        if outer is not None:
+            # before the state is installed: an interrupt between the two runs undos
+            # twice, which is harmless, while one after would leave the outer update
+            # unable to undo this one
+            outer.append(_restorer(model))
+            outer.extend(undos)
         # an interrupt before this undoes the update, one after it undoes nothing
         _install(model, work, undos)
     except BaseException:
@@ -274,8 +290,10 @@ def atomic_update(method: Callable[..., Any]) -> Callable[..., Any]:
     model's arrays (updates build new ones), except the attributes a class lists in
     ``_updated_in_place``, which are copied, arrays the update changes in place, which it
     restores through the undos it registers with :func:`on_failure`, and a vocabulary
-    that grows in place, which is taken back to its mark on failure. An exception,
-    KeyboardInterrupt included, leaves the model as it was."""
+    that grows in place, which is taken back to its mark on failure. An update of
+    another model run inside it (MixedNB updating its groups) commits at once and hands
+    its undos, with one that puts back the state it replaced, to this update. An
+    exception, KeyboardInterrupt included, leaves the model as it was."""
 
     @functools.wraps(method)
     def update(self: Any, *args: Any, **kwargs: Any) -> Any:

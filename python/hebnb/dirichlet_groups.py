@@ -172,7 +172,12 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
 
     @fit_context
     def partial_fit(
-        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None = None,
+        *,
+        classes: ArrayLike | None = None,
     ) -> Self:
         """Adds a batch of rows (with forgetting) and takes one empirical-Bayes step.
 
@@ -185,11 +190,16 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         X : array-like of shape (n_samples, 1)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
+        classes : array-like of shape (n_classes,), default=None
+            Accepted for scikit-learn's incremental-learning convention: the classes are
+            the keys of ``alphas``, and ``classes``, when given, must name the same ones.
 
         Returns
         -------
         self
         """
+        if classes is not None:
+            self._check_declared_classes(classes)
         if hasattr(self, "group_counts_"):
             self._validate_params()  # _fit_context checks only the first call
             classes = self._initial_prior()[0]
@@ -256,6 +266,16 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         return samples
 
     # -- internals ---------------------------------------------------------------------
+
+    def _check_declared_classes(self, classes: ArrayLike) -> None:
+        """Refuses a ``classes`` argument that names other classes than ``alphas``."""
+        named = list(self.alphas)
+        given = np.asarray(classes, dtype=object).ravel().tolist()
+        if len(set(given)) != len(given) or set(given) != set(named):
+            raise ValueError(
+                f"classes={given!r} must name the classes of alphas, {named!r}: the "
+                "classes of this model are the keys of alphas"
+            )
 
     def _posterior_alphas(self, X: ArrayLike) -> np.ndarray:
         check_is_fitted(self, "group_counts_")

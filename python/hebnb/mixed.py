@@ -138,9 +138,6 @@ class MixedNB(NaiveBayesClassifier):
         "class_prior": [ClassProbabilities(), None],
     }
 
-    #: ``partial_fit`` updates the per-group models in place.
-    _updated_in_place = ("models_",)
-
     def __init__(
         self, *, models: list[Any] | None = None, fit_prior: bool = True, class_prior: Any = None
     ) -> None:
