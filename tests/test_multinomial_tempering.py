@@ -243,6 +243,26 @@ def test_partial_fit_fits_the_power_on_every_row_seen(start):
     assert single.posterior_power_ == pytest.approx(whole.posterior_power_, rel=1e-12)
 
 
+def test_a_power_switched_to_auto_mid_stream_says_which_rows_it_is_fitted_on():
+    """Rows are kept for the power only while it is fitted: one switched to "auto" by
+    set_params after partial_fit is fitted on the rows from then on, which it says, and
+    on every row from then on in later batches."""
+    X, y = token_data(seed=9, n_rows=300)
+    model = MultinomialNB(posterior_power=1.0).partial_fit(X[:100], y[:100], classes=[0, 1, 2])
+    model.set_params(posterior_power="auto")
+    with pytest.warns(UserWarning, match="rows of earlier batches were not kept"):
+        model.partial_fit(X[100:200], y[100:200])
+    second_m = model.concentration_.copy()
+    model.partial_fit(X[200:], y[200:])  # no warning: warnings are errors in this suite
+    scores, priors = [], []
+    for begin, end, m in ((100, 200, second_m), (200, 300, model.concentration_)):
+        seen = np.ones(end)
+        scores.append(refit_scores(X[:end], y[:end], seen, m, pooled=False)[begin:])
+        priors.append(frequency_prior_rows(y[:end], seen, 3)[begin:])
+    want = best_power(np.vstack(scores), y[100:], np.ones(200), np.vstack(priors))
+    assert model.posterior_power_ == pytest.approx(want, rel=1e-6)
+
+
 def test_power_does_not_depend_on_threads_format_or_duplicates():
     X, y = token_data(seed=9, n_rows=3000, n_features=300)
     matrix = sp.csr_matrix(X)

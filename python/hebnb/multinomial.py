@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar, Literal
@@ -522,6 +524,15 @@ class MultinomialNB(DiscreteNB):
         earlier = self.__dict__.get("_power_rows") if after else None
         if earlier is not None:
             rows = earlier.followed_by(rows)
+        elif after:
+            warnings.warn(
+                "the posterior power is fitted by leave-one-out on the rows from this batch "
+                "on: the rows of earlier batches were not kept while it was fixed (a "
+                "posterior_power or smoothing changed by set_params after partial_fit). "
+                "Call fit to fit it on every row",
+                UserWarning,
+                stacklevel=3,
+            )
         self._fit_power(rows)
 
     def _solve(self) -> None:
