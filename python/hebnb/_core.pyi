@@ -18,6 +18,7 @@ __all__ = [
     "aode_log_evidence",
     "aode_parent_terms",
     "aode_planned_bytes",
+    "cells_to_normalize",
     "commit_state",
     "count_categories",
     "count_pairs",
@@ -73,6 +74,7 @@ def count_categories(
 def first_appearance(
     codes: npt.NDArray[np.int64], /, *, n_categories: int
 ) -> npt.NDArray[np.int64]: ...
+def cells_to_normalize(values: npt.NDArray[np.object_], /) -> npt.NDArray[np.int64]: ...
 def prior_mean(
     counts: npt.NDArray[np.float64], offsets: list[int], kind: str
 ) -> npt.NDArray[np.float64]: ...
@@ -347,7 +349,7 @@ class Vocabulary:
         self,
         feature: int,
         values: npt.NDArray[np.object_],
-        normalize: Callable[[object], object],
+        normalize: Callable[[object], object] | None,
         *,
         grow: bool,
         name: str,
@@ -355,7 +357,7 @@ class Vocabulary:
     def encode_object_block(
         self,
         values: npt.NDArray[np.object_],
-        normalize: Callable[[object], object],
+        normalize: Callable[[object], object] | None,
         *,
         names: list[str],
     ) -> npt.NDArray[np.int32]: ...

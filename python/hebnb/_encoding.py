@@ -105,6 +105,21 @@ def _normalize(value: object) -> object:
     return value
 
 
+def _normalized(values: np.ndarray) -> np.ndarray:
+    """``values`` (a 1-D object array) with the cells the core cannot hash as they are
+    replaced by :func:`_normalize`'s value (a copy; ``values`` itself when there are
+    none). Normalising here rather than as a callback from the core keeps Python code out
+    from under its frames, where a daemon thread stopped at interpreter exit would abort
+    the process (``_core.cells_to_normalize``)."""
+    positions = _core.cells_to_normalize(values)
+    if positions.size == 0:
+        return values
+    values = values.copy()
+    for position in positions.tolist():
+        values[position] = _normalize(values[position])
+    return values
+
+
 @dataclass
 class _Table:
     """A table read for encoding, without copying its values where it can be helped.
@@ -640,7 +655,8 @@ def _encode_piece(
     if kind == "ints":
         return vocabulary.encode_ints(feature, piece[1], piece[2], grow=grow)
     if kind == "objects":
-        return vocabulary.encode_objects(feature, piece[1], _normalize, grow=grow, name=name)
+        values = _normalized(piece[1])
+        return vocabulary.encode_objects(feature, values, None, grow=grow, name=name)
     return _encode_arrow(vocabulary, feature, piece, grow, name)
 
 
@@ -662,8 +678,8 @@ def _encode_rows(
             missing = None if missing is None else missing[positions]
         return vocabulary.encode_ints(feature, values, missing, grow=grow)
     if kind == "objects":
-        values = column[1] if positions is None else column[1][positions]
-        return vocabulary.encode_objects(feature, values, _normalize, grow=grow, name=name)
+        values = _normalized(column[1] if positions is None else column[1][positions])
+        return vocabulary.encode_objects(feature, values, None, grow=grow, name=name)
     if kind == "category":
         codes = np.asarray(column[1])
         if positions is not None:
@@ -974,8 +990,9 @@ class CategoryEncoder:
                 values = np.empty((table.n_features, table.n_rows), dtype=object)
                 for f, small in enumerate(objects):
                     values[f] = small
+                    values[f] = _normalized(values[f])
                 names = [_name(table, f) for f in range(table.n_features)]
-                return self.vocabulary.encode_object_block(values, _normalize, names=names)
+                return self.vocabulary.encode_object_block(values, None, names=names)
         codes = np.empty((table.n_features, table.n_rows), dtype=np.int32)
         for f, column in enumerate(table.columns):
             codes[f] = _encode_column(self.vocabulary, f, column, grow, _name(table, f))

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar, Literal
@@ -525,13 +523,12 @@ class MultinomialNB(DiscreteNB):
         if earlier is not None:
             rows = earlier.followed_by(rows)
         elif after:
-            warnings.warn(
+            warn(
                 "the posterior power is fitted by leave-one-out on the rows from this batch "
                 "on: the rows of earlier batches were not kept while it was fixed (a "
                 "posterior_power or smoothing changed by set_params after partial_fit). "
                 "Call fit to fit it on every row",
                 UserWarning,
-                stacklevel=3,
             )
         self._fit_power(rows)
 

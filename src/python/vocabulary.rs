@@ -118,7 +118,7 @@ struct OtherObjects<'a, 'py> {
     /// object -> token, and the objects by token.
     tokens: &'a Bound<'py, PyDict>,
     objects: &'a Bound<'py, PyList>,
-    normalize: &'a Bound<'py, PyAny>,
+    normalize: Option<&'a Bound<'py, PyAny>>,
 }
 
 impl OtherObjects<'_, '_> {
@@ -136,7 +136,10 @@ impl OtherObjects<'_, '_> {
         let normalized;
         let mut cell = classify(value, name)?;
         if matches!(cell, Cell::Other) {
-            normalized = self.normalize.call1((value,))?;
+            normalized = match self.normalize {
+                Some(normalize) => normalize.call1((value,))?,
+                None => value.clone(),
+            };
             cell = classify(&normalized, name)?;
             if matches!(cell, Cell::Other) {
                 match self.token(&normalized, grow, name)? {
@@ -191,7 +194,7 @@ impl Vocabulary {
         py: Python<'_>,
         feature: usize,
         values: ndarray::ArrayView1<'_, Py<PyAny>>,
-        normalize: &Bound<'_, PyAny>,
+        normalize: Option<&Bound<'_, PyAny>>,
         grow: bool,
         name: &str,
     ) -> PyResult<Vec<i32>> {
@@ -594,7 +597,9 @@ impl Vocabulary {
 
     /// Codes one column of Python objects. `normalize` maps a value that is not a str,
     /// bytes, bool, int, float or None to one of those (a numpy scalar to its Python
-    /// value, pandas NA to None) or returns it as is (then it is coded as an object).
+    /// value, pandas NA to None) or returns it as is (then it is coded as an object);
+    /// None codes such values as objects as they are, for columns whose cells the caller
+    /// has already normalised (see [`cells_to_normalize`]).
     /// Unknown values are -2 unless `grow`; `name` names the feature in errors.
     #[pyo3(signature = (feature, values, normalize, *, grow, name))]
     fn encode_objects<'py>(
@@ -602,7 +607,7 @@ impl Vocabulary {
         py: Python<'py>,
         feature: usize,
         values: PyReadonlyArray1<'py, Py<PyAny>>,
-        normalize: &Bound<'py, PyAny>,
+        normalize: Option<&Bound<'py, PyAny>>,
         grow: bool,
         name: &str,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
@@ -626,7 +631,7 @@ impl Vocabulary {
         &mut self,
         py: Python<'py>,
         values: PyReadonlyArray2<'py, Py<PyAny>>,
-        normalize: &Bound<'py, PyAny>,
+        normalize: Option<&Bound<'py, PyAny>>,
         names: Vec<String>,
     ) -> PyResult<Bound<'py, PyArray2<i32>>> {
         let values = values.as_array();
@@ -941,8 +946,42 @@ fn first_appearance<'py>(
 }
 
 /// Adds the class to the module.
+/// Positions of the cells of an object column that `encode_objects` would hand to its
+/// `normalize` callback (neither str, bytes, bool, int64, float nor None). The caller
+/// normalises those in Python and codes the column with no callback: Python code called
+/// under this module's frames is where a daemon thread can be stopped at interpreter
+/// exit, whose unwinding through them would abort the process (see `finalizing`).
+/// A cell `encode_objects` would refuse is not listed: coding it raises the error.
+#[pyfunction]
+#[pyo3(signature = (values, /))]
+fn cells_to_normalize<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'py, Py<PyAny>>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let mut positions: Vec<i64> = Vec::new();
+    for (position, value) in values.as_array().iter().enumerate() {
+        let value = value.bind(py);
+        if value.cast_exact::<PyString>().is_err() && matches!(classify(value, ""), Ok(Cell::Other))
+        {
+            // grown as a Vec grows, but fallibly: a column can be all such cells
+            if positions.len() == positions.capacity() {
+                let more = positions.capacity().max(64);
+                positions.try_reserve(more).map_err(|_| {
+                    to_py_err(HebError::Allocation {
+                        what: "cells to normalise",
+                        bytes: 16 * more as u128,
+                    })
+                })?;
+            }
+            positions.push(position as i64);
+        }
+    }
+    Ok(positions.into_pyarray(py))
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Vocabulary>()?;
+    m.add_function(wrap_pyfunction!(cells_to_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(first_appearance, m)?)?;
     Ok(())
 }
