@@ -229,15 +229,11 @@ def test_a_vocabulary_state_naming_objects_it_does_not_hold_is_refused():
 def test_a_mark_of_another_vocabulary_is_refused_and_changes_nothing():
     vocabulary = _core.Vocabulary(1)
     pairs = object_column((1, 2), (3, 4))
-    np.testing.assert_array_equal(
-        vocabulary.encode_objects(0, pairs, lambda v: v, grow=True, name="f"), [0, 1]
-    )
+    np.testing.assert_array_equal(vocabulary.encode_objects(0, pairs, grow=True, name="f"), [0, 1])
     for mark in ([(2, 0)], [(5, 2)], [(2, 9)]):
         with pytest.raises(ValueError, match="corrupt vocabulary|mark of another"):
             vocabulary.truncate(mark)
     # a new object gets a code of its own, the old ones keep theirs
-    codes = vocabulary.encode_objects(
-        0, object_column((5, 6), (1, 2), (3, 4)), lambda v: v, grow=True, name="f"
-    )
+    codes = vocabulary.encode_objects(0, object_column((5, 6), (1, 2), (3, 4)), grow=True, name="f")
     np.testing.assert_array_equal(codes, [2, 0, 1])
     assert vocabulary.values(0) == [(1, 2), (3, 4), (5, 6)]

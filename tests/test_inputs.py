@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hebnb import CategoricalNB
+from hebnb import CategoricalNB, _core
 
 
 @pytest.fixture(scope="module")
@@ -184,3 +184,21 @@ def test_feature_missing_in_every_training_row(smoothing):
     test = with_empty.copy()
     test[:5, 2] = 7  # unknown at predict: skipped as well
     np.testing.assert_allclose(model.predict_proba(test), without.predict_proba(X), rtol=1e-12)
+
+
+def test_the_cells_normalised_before_coding_are_those_the_core_cannot_hash():
+    """``_core.cells_to_normalize`` lists the cells of an object column that are neither
+    str, bytes, bool, int64, float nor None (they are normalised in Python first); a
+    fractional float is not listed: coding it raises the error."""
+    cells = ["a", b"b", True, 3, 2**70, -(2**63), 1.0, 1.5, np.float64(2.0), None]
+    cells += [np.int64(4), pd.NA, (1, 2), np.str_("s"), Decimal(1), pd.Timestamp(0)]
+    values = np.empty(len(cells), dtype=object)
+    values[:] = cells
+
+    def hashed_as_it_is(value):
+        if value is None or isinstance(value, (str, bytes, bool, float)):
+            return True
+        return isinstance(value, int) and -(2**63) <= value < 2**63
+
+    expected = [i for i, value in enumerate(cells) if not hashed_as_it_is(value)]
+    assert _core.cells_to_normalize(values).tolist() == expected

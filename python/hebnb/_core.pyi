@@ -349,7 +349,6 @@ class Vocabulary:
         self,
         feature: int,
         values: npt.NDArray[np.object_],
-        normalize: Callable[[object], object] | None,
         *,
         grow: bool,
         name: str,
@@ -357,7 +356,6 @@ class Vocabulary:
     def encode_object_block(
         self,
         values: npt.NDArray[np.object_],
-        normalize: Callable[[object], object] | None,
         *,
         names: list[str],
     ) -> npt.NDArray[np.int32]: ...

@@ -87,7 +87,7 @@ ColumnSpec = tuple[Any, ...]
 
 
 def _normalize(value: object) -> object:
-    """A value the core does not hash as it is (see ``Vocabulary.encode_objects``): numpy
+    """A value the core would code as an object (see :func:`_normalized`): numpy
     scalars become their Python value, pandas' missing markers None; anything else is
     returned as it is and coded as a hashable Python object."""
     if value is pd.NA or value is pd.NaT:
@@ -656,7 +656,7 @@ def _encode_piece(
         return vocabulary.encode_ints(feature, piece[1], piece[2], grow=grow)
     if kind == "objects":
         values = _normalized(piece[1])
-        return vocabulary.encode_objects(feature, values, None, grow=grow, name=name)
+        return vocabulary.encode_objects(feature, values, grow=grow, name=name)
     return _encode_arrow(vocabulary, feature, piece, grow, name)
 
 
@@ -679,7 +679,7 @@ def _encode_rows(
         return vocabulary.encode_ints(feature, values, missing, grow=grow)
     if kind == "objects":
         values = _normalized(column[1] if positions is None else column[1][positions])
-        return vocabulary.encode_objects(feature, values, None, grow=grow, name=name)
+        return vocabulary.encode_objects(feature, values, grow=grow, name=name)
     if kind == "category":
         codes = np.asarray(column[1])
         if positions is not None:
@@ -992,7 +992,7 @@ class CategoryEncoder:
                     values[f] = small
                     values[f] = _normalized(values[f])
                 names = [_name(table, f) for f in range(table.n_features)]
-                return self.vocabulary.encode_object_block(values, None, names=names)
+                return self.vocabulary.encode_object_block(values, names=names)
         codes = np.empty((table.n_features, table.n_rows), dtype=np.int32)
         for f, column in enumerate(table.columns):
             codes[f] = _encode_column(self.vocabulary, f, column, grow, _name(table, f))

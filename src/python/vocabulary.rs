@@ -112,19 +112,18 @@ fn classify<'a>(value: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Cell<'a>> {
     Ok(Cell::Other)
 }
 
-/// What codes the cells of an object column that are not exact `str`s: the
-/// normalising callback and the feature's dict of hashable objects to tokens.
+/// What codes the cells of an object column that are not exact `str`s: the feature's
+/// dict of hashable objects to tokens.
 struct OtherObjects<'a, 'py> {
     /// object -> token, and the objects by token.
     tokens: &'a Bound<'py, PyDict>,
     objects: &'a Bound<'py, PyList>,
-    normalize: Option<&'a Bound<'py, PyAny>>,
 }
 
 impl OtherObjects<'_, '_> {
-    /// The code of a cell that is not an exact `str`: a value the core hashes (possibly
-    /// after `normalize`), missing, or an object coded through its token. Kept out of
-    /// line, so that the str cells' loop stays small.
+    /// The code of a cell that is not an exact `str`: a value the core hashes, missing,
+    /// or an object coded through its token. Kept out of line, so that the str cells'
+    /// loop stays small.
     #[inline(never)]
     fn code(
         &self,
@@ -133,19 +132,11 @@ impl OtherObjects<'_, '_> {
         grow: bool,
         name: &str,
     ) -> PyResult<i32> {
-        let normalized;
         let mut cell = classify(value, name)?;
         if matches!(cell, Cell::Other) {
-            normalized = match self.normalize {
-                Some(normalize) => normalize.call1((value,))?,
-                None => value.clone(),
-            };
-            cell = classify(&normalized, name)?;
-            if matches!(cell, Cell::Other) {
-                match self.token(&normalized, grow, name)? {
-                    Some(token) => cell = Cell::Key(Key::Object(token)),
-                    None => return Ok(crate::encoding::UNKNOWN),
-                }
+            match self.token(value, grow, name)? {
+                Some(token) => cell = Cell::Key(Key::Object(token)),
+                None => return Ok(crate::encoding::UNKNOWN),
             }
         }
         match cell {
@@ -194,7 +185,6 @@ impl Vocabulary {
         py: Python<'_>,
         feature: usize,
         values: ndarray::ArrayView1<'_, Py<PyAny>>,
-        normalize: Option<&Bound<'_, PyAny>>,
         grow: bool,
         name: &str,
     ) -> PyResult<Vec<i32>> {
@@ -202,7 +192,6 @@ impl Vocabulary {
         let others = OtherObjects {
             tokens: self.object_tokens[feature].bind(py),
             objects: self.objects[feature].bind(py),
-            normalize,
         };
         // an exact str (the common cell) is told by its type pointer, without the
         // type-flags call of the general check
@@ -595,25 +584,23 @@ impl Vocabulary {
         }
     }
 
-    /// Codes one column of Python objects. `normalize` maps a value that is not a str,
-    /// bytes, bool, int, float or None to one of those (a numpy scalar to its Python
-    /// value, pandas NA to None) or returns it as is (then it is coded as an object);
-    /// None codes such values as objects as they are, for columns whose cells the caller
-    /// has already normalised (see [`cells_to_normalize`]).
-    /// Unknown values are -2 unless `grow`; `name` names the feature in errors.
-    #[pyo3(signature = (feature, values, normalize, *, grow, name))]
+    /// Codes one column of Python objects: str, bytes, bool, int, float (whole) and None
+    /// (missing) by value, any other hashable value as an object. The caller normalises
+    /// first the cells [`cells_to_normalize`] lists (a numpy scalar to its Python value,
+    /// pandas NA to None). Unknown values are -2 unless `grow`; `name` names the feature
+    /// in errors.
+    #[pyo3(signature = (feature, values, *, grow, name))]
     fn encode_objects<'py>(
         &mut self,
         py: Python<'py>,
         feature: usize,
         values: PyReadonlyArray1<'py, Py<PyAny>>,
-        normalize: Option<&Bound<'py, PyAny>>,
         grow: bool,
         name: &str,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         self.check_feature(feature)?;
         let mark = self.lengths_now(py);
-        match self.code_objects(py, feature, values.as_array(), normalize, grow, name) {
+        match self.code_objects(py, feature, values.as_array(), grow, name) {
             Ok(codes) => Ok(codes_to_array(py, codes)),
             Err(error) => {
                 self.roll_back(py, &mark)?;
@@ -624,14 +611,13 @@ impl Vocabulary {
 
     /// Codes a block of object columns `values (F, S)` against the vocabulary without
     /// growing it (-2 unknown): scoring a few rows of a DataFrame in one call instead of
-    /// one per column. `names` names each feature in errors; `normalize` as in
+    /// one per column. `names` names each feature in errors; cells as in
     /// `encode_objects`.
-    #[pyo3(signature = (values, normalize, *, names))]
+    #[pyo3(signature = (values, *, names))]
     fn encode_object_block<'py>(
         &mut self,
         py: Python<'py>,
         values: PyReadonlyArray2<'py, Py<PyAny>>,
-        normalize: Option<&Bound<'py, PyAny>>,
         names: Vec<String>,
     ) -> PyResult<Bound<'py, PyArray2<i32>>> {
         let values = values.as_array();
@@ -645,7 +631,7 @@ impl Vocabulary {
         }
         let mut flat = codes_buffer(n_features * n_rows).map_err(to_py_err)?;
         for (f, name) in names.iter().enumerate() {
-            flat.extend(self.code_objects(py, f, values.row(f), normalize, false, name)?);
+            flat.extend(self.code_objects(py, f, values.row(f), false, name)?);
         }
         let codes = ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -945,13 +931,12 @@ fn first_appearance<'py>(
     Ok(order.into_pyarray(py))
 }
 
-/// Adds the class to the module.
-/// Positions of the cells of an object column that `encode_objects` would hand to its
-/// `normalize` callback (neither str, bytes, bool, int64, float nor None). The caller
-/// normalises those in Python and codes the column with no callback: Python code called
-/// under this module's frames is where a daemon thread can be stopped at interpreter
-/// exit, whose unwinding through them would abort the process (see `finalizing`).
-/// A cell `encode_objects` would refuse is not listed: coding it raises the error.
+/// Positions of the cells of an object column that `encode_objects` would code as
+/// objects (neither str, bytes, bool, int64, float nor None), for the caller to
+/// normalise first, in Python: Python code called under this module's frames is where a
+/// daemon thread can be stopped at interpreter exit, whose unwinding through them would
+/// abort the process (see `finalizing`). A cell `encode_objects` would refuse is not
+/// listed: coding it raises the error.
 #[pyfunction]
 #[pyo3(signature = (values, /))]
 fn cells_to_normalize<'py>(
@@ -979,6 +964,7 @@ fn cells_to_normalize<'py>(
     Ok(positions.into_pyarray(py))
 }
 
+/// Adds the class to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Vocabulary>()?;
     m.add_function(wrap_pyfunction!(cells_to_normalize, m)?)?;
