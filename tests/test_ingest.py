@@ -743,14 +743,14 @@ def test_the_rust_arrow_reader_codes_as_the_buffer_path(name):
     array = _arrow_arrays()[name]
     expected, reference = _python_buffer_codes(array)
     vocabulary = _core.Vocabulary(1)
-    coded = vocabulary.encode_arrow_stream(0, _chunked_for_stream(array), grow=True, name="f")
+    coded = vocabulary.encode_arrow_stream(0, _stream_capsule(array), grow=True, name="f")
     np.testing.assert_array_equal(coded, expected)
     assert vocabulary.values(0) == reference.values(0)
     # scoring: a vocabulary that knows a part of the values (the rest are unknown, -2)
     half = _core.Vocabulary(1)
     part = array.slice(0, len(array) // 3)
-    half.encode_arrow_stream(0, _chunked_for_stream(part), grow=True, name="f")
-    scored = half.encode_arrow_stream(0, _chunked_for_stream(array), grow=False, name="f")
+    half.encode_arrow_stream(0, _stream_capsule(part), grow=True, name="f")
+    scored = half.encode_arrow_stream(0, _stream_capsule(array), grow=False, name="f")
     from hebnb._encoding import _encode_arrow
 
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
@@ -758,8 +758,10 @@ def test_the_rust_arrow_reader_codes_as_the_buffer_path(name):
     np.testing.assert_array_equal(scored, np.concatenate(old) if old else np.empty(0, np.int32))
 
 
-def _chunked_for_stream(array):
-    return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
+def _stream_capsule(array):
+    """The Arrow C stream capsule of ``array`` (as the encoder asks it)."""
+    chunked = array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
+    return chunked.__arrow_c_stream__()
 
 
 def test_the_rust_arrow_reader_leaves_other_types_to_the_other_paths():
@@ -768,14 +770,15 @@ def test_the_rust_arrow_reader_leaves_other_types_to_the_other_paths():
     from hebnb import _core
 
     vocabulary = _core.Vocabulary(1)
-    vocabulary.encode_arrow_stream(0, pa.chunked_array([pa.array(["a"])]), grow=True, name="f")
+    capsule = pa.chunked_array([pa.array(["a"])]).__arrow_c_stream__()
+    vocabulary.encode_arrow_stream(0, capsule, grow=True, name="f")
     for array in [
         pa.array([1.0, 2.0]),
         pa.array([b"x", b"y"]),
         pa.chunked_array([pa.array([1, 2], pa.uint64()), pa.array([2**63], pa.uint64())]),
     ]:
-        source = _chunked_for_stream(array)
-        assert vocabulary.encode_arrow_stream(0, source, grow=True, name="f") is None
+        capsule = _stream_capsule(array)
+        assert vocabulary.encode_arrow_stream(0, capsule, grow=True, name="f") is None
         assert vocabulary.values(0) == ["a"]
     y = np.array([0, 1, 0])
     table = pa.table({"u": pa.array([1, 2**63, 1], pa.uint64())})
@@ -840,9 +843,9 @@ def test_a_broken_arrow_stream_export_is_a_clear_error():
 
     vocabulary = _core.Vocabulary(1)
     with pytest.raises(ValueError, match="name"):
-        vocabulary.encode_arrow_stream(0, WrongCapsule(), grow=True, name="f")
+        vocabulary.encode_arrow_stream(0, WrongCapsule().__arrow_c_stream__(), grow=True, name="f")
     with pytest.raises(TypeError, match="PyCapsule"):
-        vocabulary.encode_arrow_stream(0, NotACapsule(), grow=True, name="f")
+        vocabulary.encode_arrow_stream(0, NotACapsule().__arrow_c_stream__(), grow=True, name="f")
     assert vocabulary.lengths() == [0]
 
 

@@ -341,10 +341,11 @@ class Vocabulary:
         positions: npt.NDArray[np.int64] | None = None,
     ) -> npt.NDArray[np.int32]: ...
     def encode_arrow_stream(
-        self, feature: int, source: Any, *, grow: bool, name: str
+        self, feature: int, capsule: Any, *, grow: bool, name: str
     ) -> npt.NDArray[np.int32] | None:
-        """Codes an Arrow column read in Rust through ``source.__arrow_c_stream__()``;
-        None (vocabulary unchanged) for a type the reader does not read."""
+        """Codes an Arrow column read in Rust through the capsule an object's
+        ``__arrow_c_stream__()`` returned; None (vocabulary unchanged) for a type the
+        reader does not read."""
     def encode_objects(
         self,
         feature: int,

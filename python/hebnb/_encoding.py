@@ -606,7 +606,8 @@ def _encode_column(
         return _encode_rows(vocabulary, feature, column, grow, name, positions)
     if kind in ("arrow", "stream") and hasattr(column[1], "__arrow_c_stream__"):
         # read in Rust through the Arrow C stream interface: no pyarrow call per chunk
-        coded = vocabulary.encode_arrow_stream(feature, column[1], grow=grow, name=name)
+        capsule = column[1].__arrow_c_stream__()
+        coded = vocabulary.encode_arrow_stream(feature, capsule, grow=grow, name=name)
         if coded is not None:
             return coded
     if kind == "stream":  # a type the Rust reader does not read: as numpy values

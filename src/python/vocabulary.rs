@@ -548,21 +548,22 @@ impl Vocabulary {
     }
 
     /// Codes one Arrow column of feature `feature` read in Rust through the Arrow C
-    /// stream interface (`source.__arrow_c_stream__()`: a pyarrow ChunkedArray, a polars
-    /// Series, ...), chunk by chunk, without pyarrow or a Python object per value. None
-    /// (nothing coded, the vocabulary unchanged) when the column's type is not one the
-    /// reader reads (`crate::arrow_columns`), for the caller to read it another way.
-    #[pyo3(signature = (feature, source, *, grow, name))]
+    /// stream interface (`capsule`: what `__arrow_c_stream__()` of a pyarrow
+    /// ChunkedArray, a polars Series, ... returned, called by the caller so that no
+    /// Python code runs under this call), chunk by chunk, without pyarrow or a Python
+    /// object per value. None (nothing coded, the vocabulary unchanged) when the
+    /// column's type is not one the reader reads (`crate::arrow_columns`), for the caller
+    /// to read it another way.
+    #[pyo3(signature = (feature, capsule, *, grow, name))]
     fn encode_arrow_stream<'py>(
         &mut self,
         py: Python<'py>,
         feature: usize,
-        source: &Bound<'py, PyAny>,
+        capsule: &Bound<'py, PyAny>,
         grow: bool,
         name: &str,
     ) -> PyResult<Option<Bound<'py, PyArray1<i32>>>> {
         self.check_feature(feature)?;
-        let capsule = source.call_method0("__arrow_c_stream__")?;
         let capsule = capsule
             .cast::<PyCapsule>()
             .map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
