@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import subprocess
@@ -23,16 +23,22 @@ SHARED_DATASETS = Path(
 )
 
 
+#: The package name under which :func:`source_module` loads the checkout's modules.
+SOURCE_PACKAGE = "hebnb_source"
+
+
 def source_module(name: str) -> ModuleType:
-    """``python/hebnb/<name>.py`` of this checkout, loaded on its own (not through the
-    installed package): a pure-Python module such as ``datasets`` gives benchmarks the
-    same data whichever build of hebnb they time, earlier builds included."""
-    path = Path(__file__).resolve().parents[1] / "python" / "hebnb" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"hebnb_source_{name}", path)
-    assert spec is not None and spec.loader is not None, path
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``python/hebnb/<name>.py`` of this checkout, loaded without the installed package:
+    a pure-Python module such as ``datasets`` gives benchmarks the same data whichever
+    build of hebnb they time, earlier builds included. Its relative imports (pure-Python
+    helpers such as ``_params``) are read from the same folder, as modules of a package
+    ``hebnb_source`` that stands for it."""
+    folder = Path(__file__).resolve().parents[1] / "python" / "hebnb"
+    if SOURCE_PACKAGE not in sys.modules:
+        package = ModuleType(SOURCE_PACKAGE)
+        package.__path__ = [str(folder)]
+        sys.modules[SOURCE_PACKAGE] = package
+    return importlib.import_module(f"{SOURCE_PACKAGE}.{name}")
 
 
 def load_shared(name: str) -> pd.DataFrame:

@@ -53,3 +53,29 @@ def test_make_high_cardinality_draws_classes_by_their_weights_and_values_in_rang
 def test_make_linked_names_a_bad_argument(arguments, named):
     with pytest.raises(ValueError, match=named):
         make_linked(100, 20, **{"n_signal": 1, **arguments})
+
+
+def test_the_benchmarks_read_the_checkouts_generators():
+    """benches/common.py's ``source_module`` loads python/hebnb/datasets.py from the
+    checkout, so that every build a benchmark times sees the same table; the module's own
+    relative imports must resolve there too (they once raised ImportError, which broke
+    every benchmark of the linked tables)."""
+    import sys
+    from pathlib import Path
+
+    benches = Path(__file__).resolve().parents[1] / "benches"
+    if not (benches / "common.py").is_file():
+        pytest.skip("benches/ is not beside the tests (an installed test run)")
+    sys.path.insert(0, str(benches))
+    try:
+        from common import source_module
+    finally:
+        sys.path.pop(0)
+    datasets = source_module("datasets")
+    assert Path(datasets.__file__).resolve() == (
+        benches.parent / "python" / "hebnb" / "datasets.py"
+    )
+    X, y = datasets.make_linked(300, 20, n_signal=1, random_state=4)
+    X_installed, y_installed = make_linked(300, 20, n_signal=1, random_state=4)
+    np.testing.assert_array_equal(X, X_installed)
+    np.testing.assert_array_equal(y, y_installed)
