@@ -95,8 +95,9 @@ def hebnb_models(
 
 def child_table_options(spec: str) -> dict:
     """``"laplace"`` -> ``{"smoothing": "laplace"}``; ``"heb:prior=pooled"``,
-    ``"laplace:penalty=0.3"`` or ``"heb:concentration_bounds=0.01/30"`` -> the smoothing
-    plus those AODE parameters (numbers as floats, a pair of bounds written with a
+    ``"laplace:penalty=0.3"``, ``"laplace:count_features=true"`` or
+    ``"heb:concentration_bounds=0.01/30"`` -> the smoothing plus those AODE parameters
+    (numbers as floats, true and false as booleans, a pair of bounds written with a
     slash)."""
     smoothing, _, rest = spec.partition(":")
     options: dict = {"smoothing": smoothing}
@@ -104,6 +105,8 @@ def child_table_options(spec: str) -> dict:
         key, _, value = item.partition("=")
         if "/" in value:
             options[key] = tuple(float(part) for part in value.split("/"))
+        elif value in ("true", "false"):
+            options[key] = value == "true"
         else:
             try:
                 options[key] = float(value)

@@ -127,7 +127,7 @@ def register() -> None:
             return EXTERNAL[name]()
         if "@" in name:  # "<method>@<penalty>": a penalty sweep (AODE cll-value: cells')
             name, penalty = name.split("@")
-            key = "cell_penalty" if name.endswith("aode+cll-value") else "penalty"
+            key = "cell_penalty" if "aode+cll-value" in name else "penalty"
             value = penalty if penalty == "cv" else float(penalty)
             return make(name, **{key: value}, **overrides)
         return make(name, **overrides)

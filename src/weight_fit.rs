@@ -5,11 +5,13 @@
 //!
 //! ```text
 //! Naive Bayes  [a, w, d]:  s_ic = a_c ln pi_c + sum_f (w[f] + d[f, x_f, c]) ln theta[f, x_f, c]
-//! AODE         [a, v, d]:  s_ic = a_c ln pi_c + sum_p v_p L[i, p, c] + sum_k d[E[k, i], c] V[E[k, i], c]
+//! AODE      [a, v, b, d]:  s_ic = a_c ln pi_c + sum_p v_p L[i, p, c] + sum_q b[q, c] G[i, q]
+//!                                 + sum_k d[E[k, i], c] V[E[k, i], c]
 //! ```
 //!
-//! (`d` only with cell weights; for AODE `L` are the cross-fitted super-parent terms and
-//! `V` the fitted tables' cells, [`CellTerms`]). The objective is
+//! (`d` only with cell weights; for AODE `L` are the cross-fitted super-parent terms, `G`
+//! optional features of the rows (Q = 0: none) and `V` the fitted tables' cells,
+//! [`CellTerms`]). The objective is
 //!
 //! ```text
 //! J(theta) = - sum_i s_i ln P(y_i | x_i; theta) + 1/2 sum_k precision_k (theta_k - start_k)^2
@@ -406,13 +408,17 @@ pub struct CellTerms<'a> {
 pub struct AodeTerms<'a> {
     /// `L[i, p, c] = (T_p,c(x_i) - ln pi_c) / P`, shape (S, P, C), finite.
     pub parent_terms: ArrayView3<'a, f64>,
+    /// `G[i, q]`, shape (S, Q), finite: features of the rows with one weight per class
+    /// each (Q = 0: none).
+    pub row_features: ArrayView2<'a, f64>,
     /// The table cells (`E` (K, S), `V` (cells, C)); K = 0 for super-parent weights only.
     pub cells: CellTerms<'a>,
     /// `ln pi`, length C, finite.
     pub class_log_prior: &'a [f64],
 }
 
-/// The weights `[a (C), v (P), d (cells x C, row-major)]` of the weighted AODE minimising
+/// The weights `[a (C), v (P), b (Q x C, row-major), d (cells x C, row-major)]` of the
+/// weighted AODE minimising
 /// `J` on `(labels, sample_weights)` (module docs).
 ///
 /// # Errors
@@ -429,7 +435,11 @@ pub fn fit_aode_weights(
     let (n_rows, n_parents, n_term_classes) = terms.parent_terms.dim();
     let (n_columns, n_cell_rows) = terms.cells.cells.dim();
     let n_cells = terms.cells.values.nrows();
+    let (n_feature_rows, n_row_features) = terms.row_features.dim();
     check_len("parent term classes", n_classes, n_term_classes)?;
+    if n_row_features > 0 {
+        check_len("row feature rows", n_rows, n_feature_rows)?;
+    }
     check_len("labels", n_rows, labels.len())?;
     check_len("sample weights", n_rows, sample_weights.len())?;
     if n_columns > 0 {
@@ -457,13 +467,15 @@ pub fn fit_aode_weights(
         .iter()
         .chain(terms.parent_terms.iter())
         .chain(terms.cells.values.iter())
+        .chain(terms.row_features.iter())
         .any(|v| !v.is_finite())
     {
         return Err(HebError::InvalidParameter(
-            "class log priors, parent terms and cell values must be finite".into(),
+            "class log priors, parent terms, row features and cell values must be finite".into(),
         ));
     }
-    let n_weights = n_classes + n_parents + n_cells * n_classes;
+    let n_head = n_classes + n_parents + n_row_features * n_classes;
+    let n_weights = n_head + n_cells * n_classes;
     fit.check(n_weights)?;
     let not_contiguous =
         |what: &str| HebError::InvalidParameter(format!("{what} must be C-contiguous"));
@@ -471,6 +483,14 @@ pub fn fit_aode_weights(
         .parent_terms
         .to_slice()
         .ok_or_else(|| not_contiguous("parent terms"))?;
+    let row_features = if n_row_features > 0 {
+        terms
+            .row_features
+            .to_slice()
+            .ok_or_else(|| not_contiguous("row features"))?
+    } else {
+        &[]
+    };
     let values = terms
         .cells
         .values
@@ -479,7 +499,6 @@ pub fn fit_aode_weights(
     // the cells renumbered by first use (locality), with their values and the penalty,
     // start and curvature of their weights; the result is numbered back at the end
     let (new_of_old, entries) = first_use_order(terms.cells.cells, starts)?;
-    let n_head = n_classes + n_parents;
     let mut values_new = zeroed(n_cells * n_classes, "renumbered cell values")?;
     let mut parts: Vec<Vec<f64>> = Vec::with_capacity(3);
     for (what, part) in [
@@ -516,6 +535,8 @@ pub fn fit_aode_weights(
         sample_weights,
         class_log_prior: terms.class_log_prior,
         n_parents,
+        row_features,
+        n_row_features,
     };
     let mut buffers = AodeBuffers {
         residuals: zeroed(n_rows * n_classes, "residuals")?,
@@ -733,6 +754,9 @@ struct AodePass<'a> {
     sample_weights: ArrayView1<'a, f64>,
     class_log_prior: &'a [f64],
     n_parents: usize,
+    /// `G`, (S, Q) row-major (empty for Q = 0).
+    row_features: &'a [f64],
+    n_row_features: usize,
 }
 
 /// What an evaluation writes: every row's residuals and every cell's `d V`.
@@ -742,7 +766,7 @@ struct AodeBuffers {
 }
 
 impl AodePass<'_> {
-    /// The data term `-sum_i s_i ln P(y_i | x_i)` at `theta = [a, v, d]`, its gradient
+    /// The data term `-sum_i s_i ln P(y_i | x_i)` at `theta = [a, v, b, d]`, its gradient
     /// written to `gradient`. `C` is the number of classes (a constant, so that the class
     /// loops unroll), or 0 for any other number.
     fn data<const C: usize>(
@@ -757,9 +781,13 @@ impl AodePass<'_> {
         let (labels, sample_weights) = (self.labels, self.sample_weights);
         let class_log_prior = &self.class_log_prior[..n_classes];
         let entries = self.entries;
+        let n_row_features = self.n_row_features;
+        let row_features = self.row_features;
         let (a, rest) = theta.split_at(n_classes);
-        let (v, d) = rest.split_at(n_parents);
+        let (v, rest) = rest.split_at(n_parents);
+        let (b, d) = rest.split_at(n_row_features * n_classes);
         let a = &a[..n_classes];
+        let n_sums = n_classes + n_parents + n_row_features * n_classes;
         buffers
             .products
             .par_chunks_mut(VECTOR_CHUNK)
@@ -782,16 +810,19 @@ impl AodePass<'_> {
             .map(|(chunk, block)| {
                 let first = chunk * ROW_CHUNK;
                 let n = block.len() / n_classes;
-                // class sums, then parent gradients
-                let mut sums = vec![0.0; n_classes + n_parents];
+                // class sums, then parent gradients, then row feature gradients
+                let mut sums = vec![0.0; n_sums];
                 if interrupt::cancelled() {
                     return (0.0, sums);
                 }
                 let row_terms = n_parents * n_classes;
                 let terms = &parent_terms[first * row_terms..(first + n) * row_terms];
-                for (row, term) in block
+                let features = &row_features
+                    [first * n_row_features..(first + n) * n_row_features];
+                for (i, (row, term)) in block
                     .chunks_exact_mut(n_classes)
                     .zip(terms.chunks_exact(row_terms))
+                    .enumerate()
                 {
                     for (c, score) in row.iter_mut().enumerate() {
                         let mut s = a[c] * class_log_prior[c];
@@ -799,6 +830,12 @@ impl AodePass<'_> {
                             s += weight * parent[c];
                         }
                         *score = s;
+                    }
+                    let own = &features[i * n_row_features..(i + 1) * n_row_features];
+                    for (&g, weights) in own.iter().zip(b.chunks_exact(n_classes)) {
+                        for (score, &weight) in row.iter_mut().zip(weights) {
+                            *score += weight * g;
+                        }
                     }
                 }
                 for k in 0..n_columns {
@@ -814,19 +851,27 @@ impl AodePass<'_> {
                     }
                 }
                 let mut loss = 0.0;
-                let (class_sums, parent_sums) = sums.split_at_mut(n_classes);
+                let (class_sums, rest) = sums.split_at_mut(n_classes);
+                let (parent_sums, feature_sums) = rest.split_at_mut(n_parents);
                 let labels = labels.slice(ndarray::s![first..first + n]);
                 let weights = sample_weights.slice(ndarray::s![first..first + n]);
-                for (((row, term), &label), &weight) in block
+                for (i, (((row, term), &label), &weight)) in block
                     .chunks_exact_mut(n_classes)
                     .zip(terms.chunks_exact(row_terms))
                     .zip(labels.iter())
                     .zip(weights.iter())
+                    .enumerate()
                 {
                     loss += residuals_in_place(row, label as usize, weight, class_sums);
                     for (g, parent) in parent_sums.iter_mut().zip(term.chunks_exact(n_classes)) {
                         for c in 0..n_classes {
                             *g += row[c] * parent[c];
+                        }
+                    }
+                    let own = &features[i * n_row_features..(i + 1) * n_row_features];
+                    for (&g, sums) in own.iter().zip(feature_sums.chunks_exact_mut(n_classes)) {
+                        for (sum, &residual) in sums.iter_mut().zip(row.iter()) {
+                            *sum += residual * g;
                         }
                     }
                 }
@@ -835,12 +880,12 @@ impl AodePass<'_> {
             .collect();
         interrupt::check()?;
         let mut loss = 0.0;
-        let mut sums = vec![0.0; n_classes + n_parents];
+        let mut sums = vec![0.0; n_sums];
         for (chunk_loss, chunk) in &chunk_sums {
             loss += chunk_loss;
             sums.iter_mut().zip(chunk).for_each(|(t, s)| *t += s);
         }
-        let (head, grad_d) = gradient.split_at_mut(n_classes + n_parents);
+        let (head, grad_d) = gradient.split_at_mut(n_sums);
         for c in 0..n_classes {
             head[c] = sums[c] * class_log_prior[c];
         }
@@ -1082,7 +1127,11 @@ mod tests {
         labels: Array1<i64>,
         weights: Array1<f64>,
         class_log_prior: Vec<f64>,
+        row_features: Array2<f64>,
     }
+
+    /// Weights of the AODE test data: a, v, b (two features) and d (11 cells), two classes.
+    const AODE_WEIGHTS: usize = 2 + 2 + 2 * 2 + 11 * 2;
 
     #[test]
     fn bad_codes_labels_and_leave_one_out_parts_are_errors() {
@@ -1137,6 +1186,7 @@ mod tests {
         let values = Array2::from_shape_fn((11, n_classes), |_| -3.0 * uniform(&mut seed));
         let labels = Array1::from_shape_fn(n_rows, |_| (uniform(&mut seed) * 2.0) as i64);
         let weights = Array1::from_shape_fn(n_rows, |_| 0.5 + uniform(&mut seed));
+        let row_features = Array2::from_shape_fn((n_rows, 2), |_| 2.0 * uniform(&mut seed) - 1.0);
         AodeData {
             terms,
             cells,
@@ -1145,6 +1195,7 @@ mod tests {
             labels,
             weights,
             class_log_prior: vec![-0.5, -0.9],
+            row_features,
         }
     }
 
@@ -1159,12 +1210,17 @@ mod tests {
                 for p in 0..n_parents {
                     *score += theta[n_classes + p] * data.terms[[r, p, c]];
                 }
+                let n_features = data.row_features.ncols();
+                for q in 0..n_features {
+                    *score +=
+                        theta[n_classes + n_parents + q * n_classes + c] * data.row_features[[r, q]];
+                }
+                let first_cell = n_classes + n_parents + n_features * n_classes;
                 for k in 0..data.cells.nrows() {
                     let cell = data.cells[[k, r]];
                     if cell >= 0 {
                         let e = cell as usize;
-                        *score +=
-                            theta[n_classes + n_parents + e * n_classes + c] * data.values[[e, c]];
+                        *score += theta[first_cell + e * n_classes + c] * data.values[[e, c]];
                     }
                 }
             }
@@ -1184,6 +1240,7 @@ mod tests {
         fit_aode_weights(
             AodeTerms {
                 parent_terms: data.terms.view(),
+                row_features: data.row_features.view(),
                 cells: CellTerms {
                     cells: data.cells.view(),
                     values: data.values.view(),
@@ -1205,7 +1262,7 @@ mod tests {
     #[test]
     fn the_aode_objective_and_gradient_match_a_direct_loss() {
         let data = aode_data(30, 5);
-        let n = 2 + 2 + 11 * 2;
+        let n = AODE_WEIGHTS;
         let mut seed = 3;
         let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
         let at = fit_aode(&data, &theta, &vec![1.0; n], 0).unwrap();
@@ -1226,7 +1283,7 @@ mod tests {
         let mut seed = 17;
         let data = aode_data(300, 9);
         let (n_rows, n_parents, n_classes) = data.terms.dim();
-        let n = n_classes + n_parents + 11 * n_classes;
+        let n = AODE_WEIGHTS;
         let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
         let (_, entries) = first_use_order(data.cells.view(), &data.starts).unwrap();
         let pass = AodePass {
@@ -1238,6 +1295,8 @@ mod tests {
             sample_weights: data.weights.view(),
             class_log_prior: &data.class_log_prior,
             n_parents,
+            row_features: data.row_features.as_slice().unwrap(),
+            n_row_features: data.row_features.ncols(),
         };
         let buffers = || AodeBuffers {
             residuals: vec![0.0; n_rows * n_classes],
@@ -1304,7 +1363,7 @@ mod tests {
     #[test]
     fn the_aode_weights_are_the_same_for_any_thread_count_and_errors_are_reported() {
         let data = aode_data(2 * ROW_CHUNK + 9, 1);
-        let n = 2 + 2 + 11 * 2;
+        let n = AODE_WEIGHTS;
         let start: Vec<f64> = (0..n).map(|k| if k < 4 { 1.0 } else { 0.0 }).collect();
         let precision = vec![0.3; n];
         let fits: Vec<LbfgsResult> = [1, 2, 3]
@@ -1328,5 +1387,14 @@ mod tests {
         outside.cells[[0, 1]] = 6; // column 0 owns cells 0..4
         assert!(fit_aode(&outside, &start, &precision, 5).is_err());
         assert!(fit_aode(&aode_data(10, 2), &start[1..], &precision[1..], 5).is_err());
+        let mut short_features = aode_data(10, 2);
+        short_features.row_features = Array2::zeros((9, 2));
+        assert!(fit_aode(&short_features, &start, &precision, 5).is_err());
+        let mut infinite_feature = aode_data(10, 2);
+        infinite_feature.row_features[[4, 1]] = f64::INFINITY;
+        assert!(matches!(
+            fit_aode(&infinite_feature, &start, &precision, 5),
+            Err(HebError::InvalidParameter(_))
+        ));
     }
 }

@@ -7,6 +7,8 @@ n_jobs."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy.optimize import check_grad, minimize
@@ -346,15 +348,38 @@ def _laplace_cells(X_train, y_train, X, n_classes):
     return out
 
 
+def _count_reference(X_train, X, leave_out):
+    """``count_features``' raw features, counted directly: for every pair ``i <= j`` of
+    the 4 features (``i = j``: the value alone), ``ln(1 + n)`` and ``[n = 0]`` of how many
+    training rows share the row's values, the row itself left out (``leave_out``)."""
+    columns = []
+    for i in range(4):
+        for j in range(i, 4):
+            same = (X_train[:, [i]] == X[:, i]) & (X_train[:, [j]] == X[:, j])
+            n = same.sum(axis=0) - (1 if leave_out else 0)
+            columns += [np.log1p(n), (n == 0).astype(float)]
+    return np.column_stack(columns)
+
+
 def _cell_reference(
-    X, y, penalty, cell_penalty, n_classes=3, details=None, sample_weight=None, gradient=1e-7
+    X,
+    y,
+    penalty,
+    cell_penalty,
+    n_classes=3,
+    details=None,
+    sample_weight=None,
+    gradient=1e-7,
+    counts=False,
 ):
     """The cll-value weights of Laplace AODE, written directly: the super-parent terms
     cross-fitted, the cells of the full model, the objective in numpy, minimised by scipy.
     Returns ``(a, v, {(i, j, x_i, x_j): d[c]})``; a ``details`` dict receives the rows'
     scores at the optimum. ``sample_weight`` weighs the rows' likelihood terms only (the
     tables and cells stay those of every row); ``gradient``: the largest gradient entry
-    the scipy optimum may keep."""
+    the scipy optimum may keep. ``counts``: with ``count_features``' weights ``b`` (in
+    ``details``, with the features' centre and scale), penalised by ``cell_penalty``
+    times their number."""
     if sample_weight is None:
         sample_weight = np.ones(len(y))
     n_rows, n_features = X.shape
@@ -384,12 +409,22 @@ def _cell_reference(
     scale += 1e-12
     targets = np.eye(n_classes)[y]
     n_head = n_classes + n_features
+    n_cell_weights = len(keys) * n_classes
+    features = np.zeros((n_rows, 0))
+    if counts:
+        raw = _count_reference(X, X, leave_out=True)
+        centre, spread = raw.mean(axis=0), raw.std(axis=0)
+        feature_scale = np.where(spread > 0, 1.0 / np.where(spread > 0, spread, 1.0), 0.0)
+        features = (raw - centre) * feature_scale
+    n_counted = features.shape[1]
 
     def objective(theta):
         a, v = theta[:n_classes], theta[n_classes:n_head]
-        d = theta[n_head:].reshape(len(keys), n_classes)
+        d = theta[n_head : n_head + n_cell_weights].reshape(len(keys), n_classes)
+        b = theta[n_head + n_cell_weights :].reshape(n_counted, n_classes)
         scores = a * log_prior + np.einsum("spc,p->sc", likelihood, v)
         scores += np.sum(d[cell_of] * values, axis=(1, 2))
+        scores += features @ b
         log_p = log_softmax(scores, axis=1)
         residual = sample_weight[:, None] * (np.exp(log_p) - targets)
         grad_d = np.zeros_like(d)
@@ -397,20 +432,26 @@ def _cell_reference(
         value = -np.sum(sample_weight[:, None] * targets * log_p)
         value += 0.5 * penalty * (np.sum((a - 1) ** 2) + np.sum((v - 1) ** 2))
         value += 0.5 * cell_penalty * np.sum(scale * d**2)
+        value += 0.5 * cell_penalty * n_counted * np.sum(b**2)
         grad = np.concatenate(
             [
                 residual.sum(axis=0) * log_prior + penalty * (a - 1),
                 np.einsum("sc,spc->p", residual, likelihood) + penalty * (v - 1),
                 (grad_d + cell_penalty * scale * d).ravel(),
+                (features.T @ residual + cell_penalty * n_counted * b).ravel(),
             ]
         )
         return value, grad
 
-    start = np.concatenate([np.ones(n_head), np.zeros(len(keys) * n_classes)])
+    start = np.concatenate(
+        [np.ones(n_head), np.zeros(n_cell_weights), np.zeros(n_counted * n_classes)]
+    )
     assert check_grad(lambda t: objective(t)[0], lambda t: objective(t)[1], start + 0.05) < 1e-4
     # minimised over the deviations in score units, d sqrt(scale): the same minimiser,
     # better conditioned (a cell with a small value has a flat deviation)
-    unit = np.concatenate([np.ones(n_head), 1.0 / np.sqrt(scale.ravel())])
+    unit = np.concatenate(
+        [np.ones(n_head), 1.0 / np.sqrt(scale.ravel()), np.ones(n_counted * n_classes)]
+    )
 
     def scaled(beta):
         value, grad = objective(beta * unit)
@@ -430,11 +471,14 @@ def _cell_reference(
     theta = beta * unit
     assert np.max(np.abs(objective(theta)[1])) < gradient
     a, v = theta[:n_classes], theta[n_classes:n_head]
-    d = theta[n_head:].reshape(len(keys), n_classes)
+    d = theta[n_head : n_head + n_cell_weights].reshape(len(keys), n_classes)
+    b = theta[n_head + n_cell_weights :].reshape(n_counted, n_classes)
     if details is not None:
         scores = a * log_prior + np.einsum("spc,p->sc", likelihood, v)
-        scores += np.sum(d[cell_of] * values, axis=(1, 2))
+        scores += np.sum(d[cell_of] * values, axis=(1, 2)) + features @ b
         details.update(scores=scores)
+        if counts:
+            details.update(count_weights=b, centre=centre, feature_scale=feature_scale)
     return a, v, {key: d[e] for key, e in index.items()}
 
 
@@ -498,6 +542,121 @@ def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
     np.testing.assert_allclose(
         model.predict_log_proba(X_new), log_softmax(scores, axis=1), atol=1e-6
     )
+
+
+def test_count_features_minimise_the_objective_with_the_rows_counts():
+    """``count_features=True``: the weights of ``ln(1 + n)`` and ``[n = 0]`` of every value
+    and pair of values, n counted among the other training rows and standardised, minimise
+    the cell objective plus their own term (numpy and scipy, every count written
+    directly); a new row is scored with its counts among all the training rows."""
+    X, y = _data(seed=1, n_rows=300)
+    params = {"smoothing": "laplace", "parent_smoothing": "laplace"}
+    model = AODE(
+        **params,
+        weighting="cll-value",
+        count_features=True,
+        penalty=0.5,
+        cell_penalty=2.0,
+        weighting_tol=1e-12,
+    ).fit(X, y)
+    details = {}
+    a, v, weights = _cell_reference(X, y, 0.5, 2.0, details=details, counts=True)
+    np.testing.assert_array_equal(
+        model.count_columns_, [(i, j) for i in range(4) for j in range(i, 4)]
+    )
+    np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
+    np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
+    np.testing.assert_allclose(model.count_weights_, details["count_weights"], atol=1e-6)
+    fitted = _model_cell_weights(model)
+    for key, expected in weights.items():
+        np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
+    assert np.abs(model.count_weights_).max() > 0.01  # the counts carry weight
+    # a new row: the weighted terms, its seen cells and its counts among all training rows
+    rng = np.random.default_rng(5)
+    X_new = np.column_stack([rng.integers(0, k, 50) for k in X.max(axis=0) + 1])
+    cells = _laplace_cells(X, y, X_new, 3)
+    log_prior = np.log((np.bincount(y, minlength=3) + 1.0) / (len(y) + 3))
+    scores = a * log_prior + np.einsum("spc,p->sc", cells.sum(axis=2) / 4, v)
+    for s in range(len(X_new)):
+        for i in range(4):
+            for j in range(4):
+                key = (i, j, X_new[s, i], X_new[s, j])
+                if key in weights:
+                    scores[s] += weights[key] * cells[s, i, j] / 4
+    features = (_count_reference(X, X_new, leave_out=False) - details["centre"]) * details[
+        "feature_scale"
+    ]
+    scores += features @ details["count_weights"]
+    np.testing.assert_allclose(
+        model.predict_log_proba(X_new), log_softmax(scores, axis=1), atol=1e-6
+    )
+    # without the counts the model is another one
+    plain = AODE(
+        **params, weighting="cll-value", penalty=0.5, cell_penalty=2.0, weighting_tol=1e-12
+    ).fit(X, y)
+    assert np.abs(plain.predict_log_proba(X_new) - model.predict_log_proba(X_new)).max() > 1e-3
+
+
+def test_count_features_leave_each_row_out_by_its_sample_weight():
+    """A training row's count of a value or pair is the total sample weight of the other
+    training rows that share it (pandas' group sums less the row's own weight), a new
+    row's the total of all of them; ``[n = 0]`` where no other row shares it."""
+    import pandas as pd
+
+    from hebnb.aode import _count_features
+
+    X, y = _data(seed=2, n_rows=120)
+    weights = np.random.default_rng(3).uniform(0.2, 3.0, len(y))
+    model = AODE(weighting="cll-value", count_features=True).fit(X, y, sample_weight=weights)
+    codes = model._encode(X)[0]
+    parents = np.flatnonzero(model.super_parents_)
+    keys = hebnb.weighting.aode_cell_keys(codes, parents, model.n_categories_)
+    cells, _, _, _ = hebnb.weighting.number_cells(keys)
+    counts = model._count_encoding
+    for own in (weights, None):
+        raw = _count_features(cells[:, counts.columns], counts.cell_counts, own)
+        for g, (i, j) in enumerate(model.count_columns_):
+            frame = pd.DataFrame({"i": X[:, i], "j": X[:, j], "w": weights})
+            total = frame.groupby(["i", "j"])["w"].transform("sum").to_numpy()
+            others = total - (0.0 if own is None else weights)
+            others[others < 1e-9] = 0.0
+            np.testing.assert_allclose(raw[:, 2 * g], np.log1p(others), rtol=1e-12)
+            np.testing.assert_array_equal(raw[:, 2 * g + 1], others == 0.0)
+    # some value pairs are held by one row only: their leave-one-out count is zero
+    assert _count_features(cells[:, counts.columns], counts.cell_counts, weights)[:, 1::2].any()
+
+
+def test_count_features_need_cell_weights_and_refits_drop_them():
+    X, y = _data(seed=4, n_rows=80)
+    for weighting in (None, "cll-feature"):
+        with pytest.raises(ValueError, match="count_features=True needs weighting='cll-value'"):
+            AODE(weighting=weighting, count_features=True).fit(X, y)
+    model = AODE(weighting="cll-value", count_features=True).fit(X, y)
+    assert hasattr(model, "count_weights_") and hasattr(model, "count_columns_")
+    model.set_params(count_features=False).fit(X, y)
+    assert not hasattr(model, "count_weights_") and not hasattr(model, "count_columns_")
+    np.testing.assert_array_equal(
+        model.predict_proba(X), AODE(weighting="cll-value").fit(X, y).predict_proba(X)
+    )
+
+
+def test_count_features_do_not_depend_on_n_jobs_or_pickling():
+    X, y = _wide_data()
+    models = [
+        AODE(weighting="cll-value", count_features=True, max_parents=4, n_jobs=n).fit(X, y)
+        for n in (1, 2)
+    ]
+    np.testing.assert_array_equal(models[0].count_weights_, models[1].count_weights_)
+    np.testing.assert_array_equal(models[0].predict_proba(X), models[1].predict_proba(X))
+    copy = pickle.loads(pickle.dumps(models[0]))
+    np.testing.assert_array_equal(copy.predict_proba(X), models[0].predict_proba(X))
+    # with max_parents a pair of two super-parents is counted once, every other pair of a
+    # super-parent once, each super-parent's own value once
+    parents = np.flatnonzero(models[0].super_parents_)
+    expected = [
+        (i, j) for i in parents for j in range(X.shape[1]) if j == i or j not in parents or i < j
+    ]
+    np.testing.assert_array_equal(models[0].count_columns_, expected)
 
 
 def test_cells_are_numbered_as_np_unique_numbers_each_column():

@@ -128,7 +128,8 @@ def _captured_inputs(X, y, sample_weight=None, **params):
 
 def _objective(args, penalty, cell_penalty, weights):
     """J of :func:`hebnb.weighting.fit_aode_cell_weights`, written in numpy."""
-    likelihood, cells, _, values, labels, sample_weight, log_prior = args
+    likelihood, cells, _, values, labels, sample_weight, log_prior, row_features = args
+    assert row_features is None  # no count features
     scores = weights.class_weights * log_prior
     scores = scores + np.einsum("p,spc->sc", weights.parent_weights, likelihood)
     d = weights.cell_weights

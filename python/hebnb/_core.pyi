@@ -146,10 +146,12 @@ def fit_aode_weights(
     max_iter: int,
     memory: int,
     n_jobs: int,
+    row_features: npt.NDArray[np.float64] | None = None,
 ) -> tuple[npt.NDArray[np.float64], float, float, int, bool]:
-    """``(weights [a, v, d], objective, largest gradient entry, iterations, converged)``:
-    the weighted AODE fit over parent terms (S, P, C) and cells (K, S) (K = 0: super-parent
-    weights only), objective and L-BFGS in Rust (src/weight_fit.rs)."""
+    """``(weights [a, v, b, d], objective, largest gradient entry, iterations, converged)``:
+    the weighted AODE fit over parent terms (S, P, C), row features (S, Q) with one weight
+    per class each (None: none) and cells (K, S) (K = 0: super-parent weights only),
+    objective and L-BFGS in Rust (src/weight_fit.rs)."""
 
 def group_cells_by_rows(
     cells: npt.NDArray[np.int64],

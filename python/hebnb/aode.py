@@ -157,6 +157,18 @@ class AODE(CategoricalClassifier):
         and shared by the penalties: 18 more AODE fits and 15 more weight fits on two
         thirds of the rows), then refits the best on all rows; docs/discriminative.md for
         how it compares.
+    count_features : bool, default=False
+        With ``weighting="cll-value"``: also weigh how often each of a row's values, and
+        each pair of a super-parent's value with another feature's value, occurs among
+        the other training rows (count encoding, as CatBoost's counter statistics): per
+        value or pair, ``ln(1 + n)`` and whether ``n = 0``, standardised over the training
+        rows, one weight per class each, centred on 0 with the precision ``cell_penalty``
+        times the number of these features (so that a row's whole count term has a
+        cell's prior variance). A training row's ``n`` leaves the row itself out (its
+        sample weight), as a new row's counts would. The features take 16 bytes per
+        training row and counted value or pair (``F (F + 1) / 2`` of them when every
+        feature is a super-parent). On amazon-employee log-loss 0.1533 -> 0.1522 and
+        AUC 0.864 -> 0.865 (docs/discriminative.md).
 
     Attributes
     ----------
@@ -201,6 +213,14 @@ class AODE(CategoricalClassifier):
         With ``weighting``: the learned weight of each class's log prior.
     weighting_n_iter_ : int
         With ``weighting``: L-BFGS iterations of the weight fit.
+    count_weights_ : ndarray of shape (2 n_counted, n_classes)
+        With ``count_features=True``: the weights of ``ln(1 + n)`` and ``n = 0`` (in that
+        order) of each counted value or pair: each super-parent's own value, then its
+        pairs with the later features and with the features that are not super-parents,
+        super-parents in feature order (``count_columns_``).
+    count_columns_ : ndarray of shape (n_counted, 2)
+        With ``count_features=True``: the (super-parent, feature) of each counted value
+        (``i = j``) or pair of values.
     cell_penalty_ : float
         With ``weighting="cll-value"``: the cell penalty the weights were fitted with
         (``cell_penalty``, its default, or the one ``"cv"`` chose).
@@ -257,6 +277,7 @@ class AODE(CategoricalClassifier):
             StrOptions({"cv"}),
             None,
         ],
+        "count_features": ["boolean"],
     }
 
     #: codes in order of first appearance: a stream's batches never move stored counts
@@ -286,6 +307,7 @@ class AODE(CategoricalClassifier):
         penalty: float | None = None,
         weighting_tol: float = 1e-4,
         cell_penalty: float | Literal["cv"] | None = None,
+        count_features: bool = False,
     ) -> None:
         self.smoothing = smoothing
         self.prior = prior
@@ -306,6 +328,7 @@ class AODE(CategoricalClassifier):
         self.penalty = penalty
         self.weighting_tol = weighting_tol
         self.cell_penalty = cell_penalty
+        self.count_features = count_features
 
     @fit_context
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
@@ -322,6 +345,10 @@ class AODE(CategoricalClassifier):
         -------
         self
         """
+        if self.count_features and self.weighting != "cll-value":
+            raise ValueError(
+                f"count_features=True needs weighting='cll-value', got weighting={self.weighting!r}"
+            )
         threads = n_threads(self.n_jobs)
         codes, labels, weights = self._fit_tables(X, y, sample_weight, threads)
         self._fit_weights(X, y, sample_weight, codes, labels, weights, threads)
@@ -367,6 +394,9 @@ class AODE(CategoricalClassifier):
         "cell_penalty_",
         "cell_penalty_cv_loss_",
         "_cell_keys",
+        "count_weights_",
+        "count_columns_",
+        "_count_encoding",
     )
 
     def _fit_weights(
@@ -444,7 +474,9 @@ class AODE(CategoricalClassifier):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # classes with few rows
             splits = list(splitter.split(np.zeros(n_rows), labels))
-        sub = clone(self).set_params(weighting=None, handle_unknown="ignore", n_jobs=self.n_jobs)
+        sub = clone(self).set_params(
+            weighting=None, count_features=False, handle_unknown="ignore", n_jobs=self.n_jobs
+        )
         models = []
         for train, held in splits:
             fold_weight = None if sample_weight is None else weights[train]
@@ -476,6 +508,9 @@ class AODE(CategoricalClassifier):
         cardinality = np.diff(self._encoder.offsets)
         keys = weighting.aode_cell_keys(codes, parents, cardinality)
         cells, starts, column_keys, first_row = weighting.number_cells(keys)
+        row_features = (
+            self._count_training_rows(cells, starts, weights) if self.count_features else None
+        )
         # every row of a cell has the cell's parent value, so the parent qualifies on all
         # of them or on none, and they share its value: each cell is read on its first row
         column_of_cell = np.repeat(np.arange(keys.shape[1]), np.diff(starts))
@@ -500,8 +535,46 @@ class AODE(CategoricalClassifier):
             labels,
             weights,
             self.class_log_prior_,
+            row_features,
         )
         return inputs, column_keys
+
+    def _count_training_rows(
+        self, cells: np.ndarray, starts: list[int], weights: np.ndarray
+    ) -> np.ndarray:
+        """``count_features``: keeps how many training rows (by sample weight) use each
+        cell of the counted columns, and returns the training rows' standardised features
+        (S, 2 n_counted), each row left out of its own counts."""
+        parents = np.flatnonzero(self.super_parents_)
+        n_features = self.n_features_in_
+        counted = [
+            (p * n_features + j, i, j)
+            for p, i in enumerate(parents)
+            for j in range(n_features)
+            if j == i or not self.super_parents_[j] or i < j
+        ]
+        cell_counts = np.zeros(starts[-1])
+        for k, _, _ in counted:
+            column = cells[:, k]
+            present = column >= 0
+            cell_counts[starts[k] : starts[k + 1]] = np.bincount(
+                column[present] - starts[k],
+                weights=weights[present],
+                minlength=starts[k + 1] - starts[k],
+            )
+        columns = np.array([k for k, _, _ in counted], dtype=np.intp)
+        raw = _count_features(cells[:, columns], cell_counts, weights)
+        spread = raw.std(axis=0)
+        self._count_encoding = _CountEncoding(
+            columns=columns,
+            cell_counts=cell_counts,
+            center=raw.mean(axis=0),
+            scale=np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0),
+        )
+        self.count_columns_ = np.array([(i, j) for _, i, j in counted], dtype=np.intp).reshape(
+            -1, 2
+        )
+        return self._count_encoding.standardised(raw)
 
     def _fit_cell_weights(
         self, inputs: tuple[Any, ...], cell_penalty: float, threads: int
@@ -536,6 +609,8 @@ class AODE(CategoricalClassifier):
         self.cell_weights_ = fitted.cell_weights
         self.weighting_n_iter_ = fitted.n_iter
         self._cell_keys = column_keys
+        if fitted.row_feature_weights.shape[0]:
+            self.count_weights_ = fitted.row_feature_weights
 
     def _cross_validated_cell_penalty(
         self,
@@ -659,22 +734,35 @@ class AODE(CategoricalClassifier):
         parents = np.flatnonzero(self.super_parents_)
         keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
         starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in cell_keys])])
+        counts: _CountEncoding | None = (
+            getattr(self, "_count_encoding", None) if self.count_features else None
+        )
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
             row_parts, cell_parts, value_parts = [], [], []
+            counted = {}
             for p in range(parents.shape[0]):
                 for j in range(n_features):
                     k = p * n_features + j
                     cell = weighting.lookup_cells(keys[rows, k], cell_keys[k], int(starts[k]))
+                    counted[k] = cell
                     seen = np.flatnonzero((cell >= 0) & qualifies[:, p])
                     row_parts.append(seen)
                     cell_parts.append(cell[seen])
                     value_parts.append(values[seen, p, j])
+            n_rows = terms.shape[0]
+            if counts is None:
+                count_features = np.zeros((n_rows, 0))
+            else:
+                cells = np.column_stack([counted[k] for k in counts.columns]).reshape(n_rows, -1)
+                raw = _count_features(cells, counts.cell_counts, None)
+                count_features = counts.standardised(raw)
             yield _SeenCells(
                 rows=rows,
                 terms=terms,
                 row=np.concatenate(row_parts),
                 cell=np.concatenate(cell_parts),
                 value=np.concatenate(value_parts) / max(parents.shape[0], 1),
+                count_features=count_features,
             )
 
     #: Most (row, super-parent, feature, class) entries whose seen cells
@@ -708,6 +796,8 @@ class AODE(CategoricalClassifier):
                 batch_scores[:, c] += np.bincount(
                     batch.row, weights=cell_terms[:, c], minlength=batch_scores.shape[0]
                 )
+            if batch.count_features.shape[1]:
+                batch_scores += batch.count_features @ self.count_weights_
             scores[batch.rows] = batch_scores
         return scores
 
@@ -1119,6 +1209,42 @@ class _SeenCells:
     row: np.ndarray
     cell: np.ndarray
     value: np.ndarray
+    #: ``count_features``: the rows' standardised count features (s, 2 n_counted).
+    count_features: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class _CountEncoding:
+    """What ``AODE(count_features=True)`` scores a row's counts with: the counted columns
+    of the cell keys (``aode_cell_keys``), how many training rows (by sample weight) use
+    each cell, and the standardisation of the training rows' features."""
+
+    columns: np.ndarray
+    cell_counts: np.ndarray
+    center: np.ndarray
+    scale: np.ndarray
+
+    def standardised(self, raw: np.ndarray) -> np.ndarray:
+        """``(raw - center) * scale``: features constant over the training rows are 0."""
+        out: np.ndarray = (raw - self.center) * self.scale
+        return out
+
+
+def _count_features(
+    cells: np.ndarray, cell_counts: np.ndarray, own_weight: np.ndarray | None
+) -> np.ndarray:
+    """``ln(1 + n)`` and ``[n = 0]`` of each row's cell in each column of ``cells``
+    (S, G) (-1: none, n = 0), n its count less ``own_weight`` (the row's own sample
+    weight, for training rows), as (S, 2 G): column ``2 g`` and ``2 g + 1`` for column g.
+    A count within rounding of zero is zero."""
+    present = cells >= 0
+    total = np.where(present, cell_counts[np.maximum(cells, 0)], 0.0)
+    others = total if own_weight is None else total - own_weight[:, None] * present
+    others = np.where(others > 1e-9 * np.maximum(total, 1.0), others, 0.0)
+    out = np.empty((cells.shape[0], 2 * cells.shape[1]))
+    out[:, 0::2] = np.log1p(others)
+    out[:, 1::2] = others == 0.0
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

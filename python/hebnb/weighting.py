@@ -582,6 +582,8 @@ class AodeCellWeights:
     cell_weights : ndarray of shape (n_cells, C)
         ``d``, columns in order (:func:`aode_cell_keys`).
     objective, n_iter, converged
+    row_feature_weights : ndarray of shape (Q, C)
+        ``b``, one row per row feature (none: Q = 0).
     """
 
     class_weights: FloatArray
@@ -590,6 +592,7 @@ class AodeCellWeights:
     objective: float
     n_iter: int
     converged: bool
+    row_feature_weights: FloatArray
 
 
 def fit_aode_cell_weights(
@@ -600,6 +603,7 @@ def fit_aode_cell_weights(
     labels: npt.NDArray[np.int64],
     sample_weight: FloatArray,
     class_log_prior: FloatArray,
+    row_features: FloatArray | None = None,
     *,
     penalty: float,
     cell_penalty: float,
@@ -617,6 +621,11 @@ def fit_aode_cell_weights(
     in each column (-1: none; column ``k``'s cells inside
     ``column_starts[k]:column_starts[k + 1]``) and ``V`` (cells, C) the fitted model's cell
     values, ``ln P(x_j | c, x_i) / P`` (or the parent's ``(ln P(c, x_i) - ln pi_c) / P``).
+    ``row_features`` ``G`` (S, Q), if given, add ``sum_q b[q, c] G[i, q]`` to the scores
+    (``AODE(count_features=True)``: how often the row's values occur among the other
+    training rows), ``b`` centred on 0 with the precision ``cell_penalty Q``: for
+    standardised, independent features the prior variance of a row's whole feature term
+    is then a cell's, ``1 / cell_penalty``.
     So ``v_p + d[e, c]`` is the whole weight of a cell's log-probability, like the cell
     weights of ``"cll-value"`` on Naive Bayes; ``d`` acts on the model's own tables, ``v``
     on terms the row did not help to fit. The penalty
@@ -640,6 +649,7 @@ def fit_aode_cell_weights(
         labels,
         sample_weight,
         class_log_prior,
+        row_features,
         n_threads=n_threads,
         merge_shared_rows=merge_shared_rows and cell_penalty > 0,
     )
@@ -672,6 +682,8 @@ class AodeCellProblem:
         The data term's Hessian diagonal at the generative model (the preconditioner).
     merged : SharedRowCells or None
         The way back from merged weights to every cell's.
+    row_features : ndarray of shape (S, Q)
+        ``G`` (Q = 0: none).
     """
 
     likelihood: FloatArray
@@ -684,6 +696,7 @@ class AodeCellProblem:
     cell_precision: FloatArray
     curvature: FloatArray
     merged: SharedRowCells | None
+    row_features: FloatArray
 
 
 def aode_cell_problem(
@@ -694,6 +707,7 @@ def aode_cell_problem(
     labels: npt.NDArray[np.int64],
     sample_weight: FloatArray,
     class_log_prior: FloatArray,
+    row_features: FloatArray | None = None,
     *,
     n_threads: int,
     merge_shared_rows: bool = True,
@@ -709,6 +723,9 @@ def aode_cell_problem(
         )
     if not np.all(np.isfinite(likelihood)):
         raise ValueError("an AODE parent term is not finite: the model cannot be weighted")
+    n_rows = likelihood.shape[0]
+    if row_features is None:
+        row_features = np.zeros((n_rows, 0))
     # the penalty's precision of each cell at cell_penalty = 1; the cells that the same
     # rows use are one weight (exactly: the penalised optimum splits their sum in a fixed
     # way, whatever the penalty's scale)
@@ -733,6 +750,7 @@ def aode_cell_problem(
         [
             spread.sum(axis=0) * class_log_prior**2,
             sample_weight @ np.maximum(variance, 0.0),
+            ((row_features**2).T @ spread).ravel(),
             (cell_curvature * cell_values**2).ravel(),
         ]
     )
@@ -747,6 +765,7 @@ def aode_cell_problem(
         cell_precision=cell_precision,
         curvature=curvature,
         merged=merged,
+        row_features=np.ascontiguousarray(row_features, dtype=np.float64),
     )
 
 
@@ -765,12 +784,19 @@ def solve_aode_cell_weights(
             f"cells merged by their rows need a positive cell penalty, got {cell_penalty}"
         )
     _, n_parents, n_classes = problem.likelihood.shape
-    n_head = n_classes + n_parents
+    n_row_features = problem.row_features.shape[1]
+    n_generative = n_classes + n_parents
+    n_head = n_generative + n_row_features * n_classes
     n_fitted = int(problem.column_starts[-1])
     divisor = _normalising_divisor(problem.sample_weight)
-    start = np.concatenate([np.ones(n_head), np.zeros(n_fitted * n_classes)])
+    start = np.concatenate([np.ones(n_generative), np.zeros(n_head - n_generative)])
+    start = np.concatenate([start, np.zeros(n_fitted * n_classes)])
     scale = np.concatenate(
-        [np.full(n_head, penalty), cell_penalty * problem.cell_precision.ravel()]
+        [
+            np.full(n_generative, penalty),
+            np.full(n_head - n_generative, cell_penalty * n_row_features),
+            cell_penalty * problem.cell_precision.ravel(),
+        ]
     )
     theta, value, n_iter, converged = _minimise_in_core(
         _core.fit_aode_weights,
@@ -787,6 +813,7 @@ def solve_aode_cell_weights(
         n_jobs=n_threads,
         gtol=tol,
         what="the AODE cell weights",
+        row_features=problem.row_features if n_row_features else None,
     )
     value *= divisor
     cell_weights = theta[n_head:].reshape(n_fitted, n_classes)
@@ -794,11 +821,12 @@ def solve_aode_cell_weights(
         cell_weights = problem.merged.cell_weights(cell_weights)
     return AodeCellWeights(
         class_weights=theta[:n_classes].copy(),
-        parent_weights=theta[n_classes:n_head].copy(),
+        parent_weights=theta[n_classes:n_generative].copy(),
         cell_weights=cell_weights.copy(),
         objective=value,
         n_iter=n_iter,
         converged=converged,
+        row_feature_weights=theta[n_generative:n_head].reshape(n_row_features, n_classes).copy(),
     )
 
 

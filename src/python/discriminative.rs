@@ -99,12 +99,12 @@ pub(super) fn fit_naive_bayes_weights<'py>(
     Ok(fit_to_py(py, result))
 }
 
-/// The weights `[a, v, d]` of a weighted AODE (src/weight_fit.rs, `fit_aode_weights`):
-/// `parent_terms` (S, P, C), the cells `cells` (K, S) with `column_starts` and `values`
-/// (cells, C) (K = 0: super-parent weights only); penalty and L-BFGS as in
-/// `fit_naive_bayes_weights`.
+/// The weights `[a, v, b, d]` of a weighted AODE (src/weight_fit.rs, `fit_aode_weights`):
+/// `parent_terms` (S, P, C), `row_features` (S, Q) with one weight per class each (None:
+/// Q = 0), the cells `cells` (K, S) with `column_starts` and `values` (cells, C) (K = 0:
+/// super-parent weights only); penalty and L-BFGS as in `fit_naive_bayes_weights`.
 #[pyfunction]
-#[pyo3(signature = (parent_terms, cells, column_starts, values, labels, sample_weights, class_log_prior, /, *, start, precision, inverse_curvature, gradient_tolerance, max_iter, memory, n_jobs))]
+#[pyo3(signature = (parent_terms, cells, column_starts, values, labels, sample_weights, class_log_prior, /, *, start, precision, inverse_curvature, gradient_tolerance, max_iter, memory, n_jobs, row_features=None))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn fit_aode_weights<'py>(
     py: Python<'py>,
@@ -122,9 +122,14 @@ pub(super) fn fit_aode_weights<'py>(
     max_iter: usize,
     memory: usize,
     n_jobs: usize,
+    row_features: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<FitPy<'py>> {
+    let no_features = numpy::ndarray::Array2::<f64>::zeros((0, 0));
     let terms = weight_fit::AodeTerms {
         parent_terms: parent_terms.as_array(),
+        row_features: row_features
+            .as_ref()
+            .map_or_else(|| no_features.view(), |features| features.as_array()),
         cells: weight_fit::CellTerms {
             cells: cells.as_array(),
             values: values.as_array(),

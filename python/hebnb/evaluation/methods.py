@@ -135,6 +135,17 @@ METHODS = {
             {"smoothing": "laplace", "parent_smoothing": "heb", "weighting": "cll-value"},
         ),
         Method(
+            "aode+cll-value+counts",
+            "AODE (Laplace child tables, EB parent term) + CLL cell and count weights",
+            "AODE",
+            {
+                "smoothing": "laplace",
+                "parent_smoothing": "heb",
+                "weighting": "cll-value",
+                "count_features": True,
+            },
+        ),
+        Method(
             "aode-capped",
             "AODE (paper's cap)",
             "AODE",
