@@ -817,8 +817,7 @@ impl AodePass<'_> {
                 }
                 let row_terms = n_parents * n_classes;
                 let terms = &parent_terms[first * row_terms..(first + n) * row_terms];
-                let features = &row_features
-                    [first * n_row_features..(first + n) * n_row_features];
+                let features = &row_features[first * n_row_features..(first + n) * n_row_features];
                 for (i, (row, term)) in block
                     .chunks_exact_mut(n_classes)
                     .zip(terms.chunks_exact(row_terms))
@@ -1212,8 +1211,8 @@ mod tests {
                 }
                 let n_features = data.row_features.ncols();
                 for q in 0..n_features {
-                    *score +=
-                        theta[n_classes + n_parents + q * n_classes + c] * data.row_features[[r, q]];
+                    *score += theta[n_classes + n_parents + q * n_classes + c]
+                        * data.row_features[[r, q]];
                 }
                 let first_cell = n_classes + n_parents + n_features * n_classes;
                 for k in 0..data.cells.nrows() {
