@@ -350,14 +350,14 @@ def _laplace_cells(X_train, y_train, X, n_classes):
 
 def _count_reference(X_train, X, leave_out):
     """``count_features``' raw features, counted directly: for every pair ``i <= j`` of
-    the 4 features (``i = j``: the value alone), ``ln(1 + n)`` and ``[n = 0]`` of how many
+    the 4 features (``i = j``: the value alone), ``ln(1 + n)`` of how many
     training rows share the row's values, the row itself left out (``leave_out``)."""
     columns = []
     for i in range(4):
         for j in range(i, 4):
             same = (X_train[:, [i]] == X[:, i]) & (X_train[:, [j]] == X[:, j])
             n = same.sum(axis=0) - (1 if leave_out else 0)
-            columns += [np.log1p(n), (n == 0).astype(float)]
+            columns.append(np.log1p(n))
     return np.column_stack(columns)
 
 
@@ -545,7 +545,7 @@ def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
 
 
 def test_count_features_minimise_the_objective_with_the_rows_counts():
-    """``count_features=True``: the weights of ``ln(1 + n)`` and ``[n = 0]`` of every value
+    """``count_features=True``: the weights of ``ln(1 + n)`` of every value
     and pair of values, n counted among the other training rows and standardised, minimise
     the cell objective plus their own term (numpy and scipy, every count written
     directly); a new row is scored with its counts among all the training rows."""
@@ -600,7 +600,7 @@ def test_count_features_minimise_the_objective_with_the_rows_counts():
 def test_count_features_leave_each_row_out_by_its_sample_weight():
     """A training row's count of a value or pair is the total sample weight of the other
     training rows that share it (pandas' group sums less the row's own weight), a new
-    row's the total of all of them; ``[n = 0]`` where no other row shares it."""
+    row's the total of all of them."""
     import pandas as pd
 
     from hebnb.aode import _count_features
@@ -620,10 +620,10 @@ def test_count_features_leave_each_row_out_by_its_sample_weight():
             total = frame.groupby(["i", "j"])["w"].transform("sum").to_numpy()
             others = total - (0.0 if own is None else weights)
             others[others < 1e-9] = 0.0
-            np.testing.assert_allclose(raw[:, 2 * g], np.log1p(others), rtol=1e-12)
-            np.testing.assert_array_equal(raw[:, 2 * g + 1], others == 0.0)
+            np.testing.assert_allclose(raw[:, g], np.log1p(others), rtol=1e-12, atol=0)
     # some value pairs are held by one row only: their leave-one-out count is zero
-    assert _count_features(cells[:, counts.columns], counts.cell_counts, weights)[:, 1::2].any()
+    raw = _count_features(cells[:, counts.columns], counts.cell_counts, weights)
+    assert (raw == 0.0).any() and (raw > 1.0).any()
 
 
 def test_count_features_need_cell_weights_and_refits_drop_them():

@@ -161,14 +161,14 @@ class AODE(CategoricalClassifier):
         With ``weighting="cll-value"``: also weigh how often each of a row's values, and
         each pair of a super-parent's value with another feature's value, occurs among
         the other training rows (count encoding, as CatBoost's counter statistics): per
-        value or pair, ``ln(1 + n)`` and whether ``n = 0``, standardised over the training
-        rows, one weight per class each, centred on 0 with the precision ``cell_penalty``
-        times the number of these features (so that a row's whole count term has a
-        cell's prior variance). A training row's ``n`` leaves the row itself out (its
-        sample weight), as a new row's counts would. The features take 16 bytes per
-        training row and counted value or pair (``F (F + 1) / 2`` of them when every
-        feature is a super-parent). On amazon-employee log-loss 0.1533 -> 0.1522 and
-        AUC 0.864 -> 0.865 (docs/discriminative.md).
+        value or pair, ``ln(1 + n)`` standardised over the training rows, one weight per
+        class each, centred on 0 with the precision ``cell_penalty`` times the number of
+        counted values and pairs (so that a row's whole count term has a cell's prior
+        variance). A training row's ``n`` leaves the row itself out (its sample weight),
+        as a new row's counts would. The features take 8 bytes per training row and
+        counted value or pair (``F (F + 1) / 2`` of them when every feature is a
+        super-parent). On amazon-employee log-loss 0.1533 -> 0.1522 and AUC
+        0.864 -> 0.866 (docs/discriminative.md).
 
     Attributes
     ----------
@@ -213,11 +213,11 @@ class AODE(CategoricalClassifier):
         With ``weighting``: the learned weight of each class's log prior.
     weighting_n_iter_ : int
         With ``weighting``: L-BFGS iterations of the weight fit.
-    count_weights_ : ndarray of shape (2 n_counted, n_classes)
-        With ``count_features=True``: the weights of ``ln(1 + n)`` and ``n = 0`` (in that
-        order) of each counted value or pair: each super-parent's own value, then its
-        pairs with the later features and with the features that are not super-parents,
-        super-parents in feature order (``count_columns_``).
+    count_weights_ : ndarray of shape (n_counted, n_classes)
+        With ``count_features=True``: the weight of ``ln(1 + n)`` of each counted value
+        or pair: each super-parent's own value, then its pairs with the later features
+        and with the features that are not super-parents, super-parents in feature order
+        (``count_columns_``).
     count_columns_ : ndarray of shape (n_counted, 2)
         With ``count_features=True``: the (super-parent, feature) of each counted value
         (``i = j``) or pair of values.
@@ -544,7 +544,7 @@ class AODE(CategoricalClassifier):
     ) -> np.ndarray:
         """``count_features``: keeps how many training rows (by sample weight) use each
         cell of the counted columns, and returns the training rows' standardised features
-        (S, 2 n_counted), each row left out of its own counts."""
+        (S, n_counted), each row left out of its own counts."""
         parents = np.flatnonzero(self.super_parents_)
         n_features = self.n_features_in_
         counted = [
@@ -1209,7 +1209,7 @@ class _SeenCells:
     row: np.ndarray
     cell: np.ndarray
     value: np.ndarray
-    #: ``count_features``: the rows' standardised count features (s, 2 n_counted).
+    #: ``count_features``: the rows' standardised count features (s, n_counted).
     count_features: np.ndarray
 
 
@@ -1233,18 +1233,14 @@ class _CountEncoding:
 def _count_features(
     cells: np.ndarray, cell_counts: np.ndarray, own_weight: np.ndarray | None
 ) -> np.ndarray:
-    """``ln(1 + n)`` and ``[n = 0]`` of each row's cell in each column of ``cells``
-    (S, G) (-1: none, n = 0), n its count less ``own_weight`` (the row's own sample
-    weight, for training rows), as (S, 2 G): column ``2 g`` and ``2 g + 1`` for column g.
-    A count within rounding of zero is zero."""
+    """``ln(1 + n)`` of each row's cell in each column of ``cells`` (S, G) (-1: none,
+    n = 0), n its count less ``own_weight`` (the row's own sample weight, for training
+    rows). A count within rounding of zero is zero."""
     present = cells >= 0
     total = np.where(present, cell_counts[np.maximum(cells, 0)], 0.0)
     others = total if own_weight is None else total - own_weight[:, None] * present
     others = np.where(others > 1e-9 * np.maximum(total, 1.0), others, 0.0)
-    out = np.empty((cells.shape[0], 2 * cells.shape[1]))
-    out[:, 0::2] = np.log1p(others)
-    out[:, 1::2] = others == 0.0
-    return out
+    return np.log1p(others)
 
 
 @dataclasses.dataclass(frozen=True)
