@@ -626,6 +626,25 @@ def test_count_features_leave_each_row_out_by_its_sample_weight():
     assert (raw == 0.0).any() and (raw > 1.0).any()
 
 
+def test_count_features_constant_over_the_rows_change_nothing():
+    """A full factorial design (every value and pair of values equally frequent, like the
+    car dataset): every count feature is constant, its spread only rounding, so it is
+    left out rather than scaled up to one (that gave weights of order 1e14 and a
+    log-loss of 3.5 on car), and the model is the one without counts."""
+    import itertools
+
+    grid = np.array(list(itertools.product(range(3), range(4), range(3), range(2))))
+    X = np.repeat(grid, 3, axis=0)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + np.arange(len(X)) % 2) % 3
+    common = {"weighting": "cll-value", "smoothing": "laplace", "weighting_tol": 1e-10}
+    counted = AODE(**common, count_features=True).fit(X, y)
+    assert np.all(counted._count_encoding.scale == 0.0)
+    np.testing.assert_array_equal(counted.count_weights_, 0.0)
+    np.testing.assert_allclose(
+        counted.predict_proba(X), AODE(**common).fit(X, y).predict_proba(X), atol=1e-10
+    )
+
+
 def test_count_features_need_cell_weights_and_refits_drop_them():
     X, y = _data(seed=4, n_rows=80)
     for weighting in (None, "cll-feature"):

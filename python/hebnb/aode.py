@@ -564,12 +564,15 @@ class AODE(CategoricalClassifier):
             )
         columns = np.array([k for k, _, _ in counted], dtype=np.intp)
         raw = _count_features(cells[:, columns], cell_counts, weights)
-        spread = raw.std(axis=0)
+        center, spread = raw.mean(axis=0), raw.std(axis=0)
+        # a feature constant over the rows (every value as frequent: a balanced design)
+        # has a spread of rounding only, which must not be scaled up to one
+        varies = spread > 1e-9 * (1.0 + np.abs(center))
         self._count_encoding = _CountEncoding(
             columns=columns,
             cell_counts=cell_counts,
-            center=raw.mean(axis=0),
-            scale=np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0),
+            center=center,
+            scale=np.divide(1.0, spread, out=np.zeros_like(spread), where=varies),
         )
         self.count_columns_ = np.array([(i, j) for _, i, j in counted], dtype=np.intp).reshape(
             -1, 2
