@@ -669,6 +669,14 @@ def test_count_features_do_not_depend_on_n_jobs_or_pickling():
     np.testing.assert_array_equal(models[0].predict_proba(X), models[1].predict_proba(X))
     copy = pickle.loads(pickle.dumps(models[0]))
     np.testing.assert_array_equal(copy.predict_proba(X), models[0].predict_proba(X))
+    # a cll-value model pickled before the parameter existed scores as it did
+    plain = AODE(weighting="cll-value", max_parents=4).fit(X, y)
+    state = plain.__getstate__()
+    del state["count_features"]
+    old = AODE.__new__(AODE)
+    old.__setstate__(state)
+    assert old.count_features is False
+    np.testing.assert_array_equal(old.predict_proba(X), plain.predict_proba(X))
     # with max_parents a pair of two super-parents is counted once, every other pair of a
     # super-parent once, each super-parent's own value once
     parents = np.flatnonzero(models[0].super_parents_)

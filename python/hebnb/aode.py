@@ -1045,6 +1045,9 @@ class AODE(CategoricalClassifier):
         if "_model" in state and "_min_parent_count" not in state:
             # pickled when the scorer read the parameter
             state = {**state, "_min_parent_count": float(state["min_parent_count"])}
+        if "count_features" not in state:
+            # pickled before the parameter existed (its scoring reads it)
+            state = {**state, "count_features": False}
         super().__setstate__(state)
 
     def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
