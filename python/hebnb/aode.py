@@ -742,12 +742,13 @@ class AODE(CategoricalClassifier):
         )
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
             row_parts, cell_parts, value_parts = [], [], []
-            counted = {}
+            counted: dict[int, np.ndarray] = {}
             for p in range(parents.shape[0]):
                 for j in range(n_features):
                     k = p * n_features + j
                     cell = weighting.lookup_cells(keys[rows, k], cell_keys[k], int(starts[k]))
-                    counted[k] = cell
+                    if counts is not None:
+                        counted[k] = cell
                     seen = np.flatnonzero((cell >= 0) & qualifies[:, p])
                     row_parts.append(seen)
                     cell_parts.append(cell[seen])
@@ -756,7 +757,7 @@ class AODE(CategoricalClassifier):
             if counts is None:
                 count_features = np.zeros((n_rows, 0))
             else:
-                cells = np.column_stack([counted[k] for k in counts.columns]).reshape(n_rows, -1)
+                cells = np.column_stack([counted[k] for k in counts.columns])
                 raw = _count_features(cells, counts.cell_counts, None)
                 count_features = counts.standardised(raw)
             yield _SeenCells(

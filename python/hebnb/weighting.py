@@ -789,8 +789,9 @@ def solve_aode_cell_weights(
     n_head = n_generative + n_row_features * n_classes
     n_fitted = int(problem.column_starts[-1])
     divisor = _normalising_divisor(problem.sample_weight)
-    start = np.concatenate([np.ones(n_generative), np.zeros(n_head - n_generative)])
-    start = np.concatenate([start, np.zeros(n_fitted * n_classes)])
+    start = np.concatenate(
+        [np.ones(n_generative), np.zeros(n_head - n_generative + n_fitted * n_classes)]
+    )
     scale = np.concatenate(
         [
             np.full(n_generative, penalty),
