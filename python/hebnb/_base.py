@@ -223,20 +223,25 @@ def on_failure(undo: Callable[[], None]) -> None:
         stack[-1].append(undo)
 
 
-def _install(model: Any, work: Any, undos: list[Callable[[], None]]) -> None:
-    """Makes the state of ``work`` (a private copy of ``model``) the model's and empties
-    ``undos``, in one core call no interrupt splits. The constructor parameters and the
-    locks stay the model's own (``set_params`` may have run meanwhile; an update or a
+def _fitted_state(model: Any, source: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    """The state of ``source`` (``model`` or a private copy of it) that an install
+    replaces, and the names it leaves alone: the constructor parameters and the locks,
+    which stay the model's own (``set_params`` may have run meanwhile; an update or a
     solve never changes them)."""
     keep = _LOCKS.union(model._get_param_names())
-    new_state = {key: value for key, value in work.__dict__.items() if key not in keep}
+    return {key: value for key, value in source.__dict__.items() if key not in keep}, keep
+
+
+def _install(model: Any, work: Any, undos: list[Callable[[], None]]) -> None:
+    """Makes the state of ``work`` (a private copy of ``model``) the model's and empties
+    ``undos``, in one core call no interrupt splits (:func:`_fitted_state`)."""
+    new_state, keep = _fitted_state(model, work)
     _core.commit_state(model.__dict__, new_state, keep, undos)
 
 
 def _restorer(model: Any) -> Callable[[], None]:
     """An undo that puts back the state ``model`` has now (see :func:`_install`)."""
-    keep = _LOCKS.union(model._get_param_names())
-    state = {key: value for key, value in model.__dict__.items() if key not in keep}
+    state, keep = _fitted_state(model, model)
     return functools.partial(_core.commit_state, model.__dict__, state, keep, [])
 
 
