@@ -23,6 +23,7 @@
 
 pub mod aode;
 pub mod arrow_columns;
+pub mod cell_numbers;
 pub mod counts;
 pub mod dirichlet_groups;
 pub mod encoding;

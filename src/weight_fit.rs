@@ -823,18 +823,18 @@ impl AodePass<'_> {
                     .zip(terms.chunks_exact(row_terms))
                     .enumerate()
                 {
+                    let own = &features[i * n_row_features..(i + 1) * n_row_features];
+                    // each class's sum in a register (added to the row in memory, every
+                    // term waited on the store of the one before)
                     for (c, score) in row.iter_mut().enumerate() {
                         let mut s = a[c] * class_log_prior[c];
                         for (&weight, parent) in v.iter().zip(term.chunks_exact(n_classes)) {
                             s += weight * parent[c];
                         }
-                        *score = s;
-                    }
-                    let own = &features[i * n_row_features..(i + 1) * n_row_features];
-                    for (&g, weights) in own.iter().zip(b.chunks_exact(n_classes)) {
-                        for (score, &weight) in row.iter_mut().zip(weights) {
-                            *score += weight * g;
+                        for (&g, weights) in own.iter().zip(b.chunks_exact(n_classes)) {
+                            s += weights[c] * g;
                         }
+                        *score = s;
                     }
                 }
                 for k in 0..n_columns {

@@ -42,6 +42,7 @@ __all__ = [
     "log_probability_table",
     "merge_pair_tables",
     "mutual_information",
+    "number_cells",
     "posterior",
     "prior_mean",
     "restore_counts",
@@ -162,6 +163,15 @@ def group_cells_by_rows(
 ) -> dict[str, Any]:
     """The AODE cells (S, K) grouped by the rows that use them (src/shared_rows.rs):
     ``{"group", "first_cell", "cells", "column_starts"}``."""
+
+def number_cells(
+    keys: npt.NDArray[np.int64],
+    /,
+    *,
+    n_jobs: int,
+) -> dict[str, Any]:
+    """The AODE cells numbered from their keys (K, S) (src/cell_numbers.rs):
+    ``{"cells" (K, S), "column_starts", "keys", "first_row"}``."""
 
 def posterior(
     codes: npt.NDArray[np.int32],

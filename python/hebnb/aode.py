@@ -507,7 +507,7 @@ class AODE(CategoricalClassifier):
         terms = np.empty((codes.shape[1], n_parents, n_classes))
         cardinality = np.diff(self._encoder.offsets)
         keys = weighting.aode_cell_keys(codes, parents, cardinality)
-        cells, starts, column_keys, first_row = weighting.number_cells(keys)
+        cells, starts, column_keys, first_row = weighting.number_cells(keys, threads)
         row_features = (
             self._count_training_rows(cells, starts, weights) if self.count_features else None
         )

@@ -44,7 +44,6 @@ import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
-from ._arrays import sorted_unique
 from ._shared_rows import (
     SharedRowCells,
     group_cells_by_rows,
@@ -546,27 +545,19 @@ def aode_cell_keys(
 
 
 def number_cells(
-    keys: npt.NDArray[np.int64],
-) -> tuple[npt.NDArray[np.int64], list[int], list[npt.NDArray[np.int64]], npt.NDArray[np.intp]]:
+    keys: npt.NDArray[np.int64], n_threads: int = 1
+) -> tuple[npt.NDArray[np.int64], list[int], list[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:
     """The cells of the (S, K) ``keys`` (-1: none): each column's distinct keys numbered
-    in key order, the columns one after another (``np.unique`` of each column, by hash).
+    in key order, the columns one after another (``np.unique`` of each column; in Rust,
+    src/cell_numbers.rs).
 
     Returns ``(cells (S, K), column_starts, each column's sorted keys, each cell's first
     row)``; ``cells`` is stored column by column, as :func:`aode_cell_keys` stores keys.
     """
-    n_columns = keys.shape[1]
-    by_column = np.ascontiguousarray(keys.T)
-    cells = np.full_like(by_column, -1)
-    starts, column_keys, first_rows = [0], [], []
-    for k in range(n_columns):
-        present = np.flatnonzero(by_column[k] >= 0)
-        distinct, first, rank = sorted_unique(by_column[k, present])
-        cells[k, present] = starts[-1] + rank
-        starts.append(starts[-1] + distinct.shape[0])
-        column_keys.append(distinct)
-        first_rows.append(present[first])
-    first_row = np.concatenate(first_rows) if first_rows else np.zeros(0, dtype=np.intp)
-    return cells.T, starts, column_keys, first_row
+    numbered = _core.number_cells(np.ascontiguousarray(keys.T, dtype=np.int64), n_jobs=n_threads)
+    starts: list[int] = numbered["column_starts"]
+    column_keys = np.split(numbered["keys"], starts[1:-1]) if keys.shape[1] else []
+    return numbered["cells"].T, starts, column_keys, numbered["first_row"]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ use pyo3::types::PyDict;
 
 use super::{layout, run, Array1Py};
 use crate::lbfgs::{LbfgsResult, LbfgsSettings};
-use crate::{shared_rows, weight_fit};
+use crate::{cell_numbers, shared_rows, weight_fit};
 
 /// `(weights, objective, largest gradient entry, iterations, converged)` of a weight fit.
 type FitPy<'py> = (Array1Py<'py>, f64, f64, usize, bool);
@@ -179,10 +179,33 @@ pub(super) fn group_cells_by_rows<'py>(
     Ok(out)
 }
 
+/// The AODE cell weights' cells numbered from their keys (K, S) (src/cell_numbers.rs):
+/// `{"cells" (K, S), "column_starts", "keys", "first_row"}`.
+#[pyfunction]
+#[pyo3(signature = (keys, /, *, n_jobs))]
+pub(super) fn number_cells<'py>(
+    py: Python<'py>,
+    keys: PyReadonlyArray2<'py, i64>,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let view = keys.as_array();
+    let shape = view.dim();
+    let numbered = run(py, n_jobs, || cell_numbers::number_cells(view))?;
+    let cells = numpy::ndarray::Array2::from_shape_vec(shape, numbered.cells)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    out.set_item("cells", cells.into_pyarray(py))?;
+    out.set_item("column_starts", numbered.column_starts)?;
+    out.set_item("keys", numbered.keys.into_pyarray(py))?;
+    out.set_item("first_row", numbered.first_row.into_pyarray(py))?;
+    Ok(out)
+}
+
 /// Adds this family's functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_naive_bayes_weights, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aode_weights, m)?)?;
     m.add_function(wrap_pyfunction!(group_cells_by_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(number_cells, m)?)?;
     Ok(())
 }

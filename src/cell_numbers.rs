@@ -1,0 +1,215 @@
+//! The cells of the AODE cell weights numbered from their keys: each column's distinct
+//! keys in increasing order, the columns one after another (what `np.unique` gives
+//! column by column; python/hebnb/weighting.py `number_cells`).
+//!
+//! A column's keys are hashed, so that only its distinct keys are sorted: a column of a
+//! high-cardinality pair holds far fewer distinct keys than rows, and one of a
+//! low-cardinality pair only a handful. Columns are numbered in parallel; the result does
+//! not depend on the number of threads.
+
+use ndarray::ArrayView2;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::error::{filled, with_capacity, HebError, Result};
+use crate::interrupt;
+
+/// Every column's cells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NumberedCells {
+    /// (K, S) row-major: column `k`'s cell for each row, -1 where the row has no key.
+    pub cells: Vec<i64>,
+    /// Column `k`'s cells are `column_starts[k]..column_starts[k + 1]`.
+    pub column_starts: Vec<usize>,
+    /// Each cell's key: every column's distinct keys, increasing, one column after another.
+    pub keys: Vec<i64>,
+    /// Each cell's first row.
+    pub first_row: Vec<i64>,
+}
+
+/// One column's distinct keys (increasing) and the first row of each.
+struct ColumnKeys {
+    keys: Vec<i64>,
+    first_row: Vec<i64>,
+}
+
+/// Numbers the cells of `keys` (K, S): column `k`'s non-negative keys, each distinct key
+/// one cell; a negative key is no cell.
+pub fn number_cells(keys: ArrayView2<i64>) -> Result<NumberedCells> {
+    let (n_columns, n_rows) = keys.dim();
+    let mut cells = filled(n_columns * n_rows, -1i64, "cell numbers")?;
+    if n_rows == 0 {
+        return Ok(NumberedCells {
+            cells,
+            column_starts: vec![0; n_columns + 1],
+            keys: Vec::new(),
+            first_row: Vec::new(),
+        });
+    }
+    // each column numbered from 0 in its own slice of `cells`
+    let columns: Vec<ColumnKeys> = cells
+        .par_chunks_mut(n_rows)
+        .enumerate()
+        .map(|(k, own)| number_column(keys.row(k), own))
+        .collect::<Result<_>>()?;
+    let mut column_starts = Vec::with_capacity(n_columns + 1);
+    column_starts.push(0);
+    for column in &columns {
+        column_starts.push(column_starts[column_starts.len() - 1] + column.keys.len());
+    }
+    let n_cells = column_starts[n_columns];
+    cells
+        .par_chunks_mut(n_rows)
+        .zip(&column_starts[..n_columns])
+        .for_each(|(own, &start)| {
+            own.iter_mut()
+                .filter(|cell| **cell >= 0)
+                .for_each(|cell| *cell += start as i64);
+        });
+    let mut all_keys = with_capacity(n_cells, "cell keys")?;
+    let mut first_row = with_capacity(n_cells, "cell first rows")?;
+    for column in columns {
+        all_keys.extend(column.keys);
+        first_row.extend(column.first_row);
+    }
+    Ok(NumberedCells {
+        cells,
+        column_starts,
+        keys: all_keys,
+        first_row,
+    })
+}
+
+/// Writes each row's rank among the column's distinct keys to `own` (-1: no key) and
+/// returns those keys with their first rows.
+fn number_column(keys: ndarray::ArrayView1<i64>, own: &mut [i64]) -> Result<ColumnKeys> {
+    interrupt::check()?;
+    // distinct keys numbered by first use
+    let mut first_use: FxHashMap<i64, u32> = FxHashMap::default();
+    let mut distinct: Vec<i64> = Vec::new();
+    let mut first_row: Vec<i64> = Vec::new();
+    for (row, (&key, cell)) in keys.iter().zip(own.iter_mut()).enumerate() {
+        if key < 0 {
+            continue;
+        }
+        let next = distinct.len() as u32;
+        let id = *first_use.entry(key).or_insert(next);
+        if id == next {
+            grow(&mut distinct, key)?;
+            grow(&mut first_row, row as i64)?;
+        }
+        *cell = i64::from(id);
+        interrupt::check_every(row)?;
+    }
+    drop(first_use);
+    // renumbered in key order
+    let mut order: Vec<u32> = with_capacity(distinct.len(), "cell key order")?;
+    order.extend(0..distinct.len() as u32);
+    order.sort_unstable_by_key(|&id| distinct[id as usize]);
+    let mut rank = filled(distinct.len(), 0i64, "cell key ranks")?;
+    for (position, &id) in order.iter().enumerate() {
+        rank[id as usize] = position as i64;
+    }
+    own.iter_mut()
+        .filter(|cell| **cell >= 0)
+        .for_each(|cell| *cell = rank[*cell as usize]);
+    Ok(ColumnKeys {
+        keys: order.iter().map(|&id| distinct[id as usize]).collect(),
+        first_row: order.iter().map(|&id| first_row[id as usize]).collect(),
+    })
+}
+
+/// `v.push(value)`, an allocation failure reported instead of aborting.
+fn grow(v: &mut Vec<i64>, value: i64) -> Result<()> {
+    if v.len() == v.capacity() {
+        let more = v.capacity().max(64);
+        v.try_reserve(more).map_err(|_| HebError::Allocation {
+            what: "cell keys of a column",
+            bytes: ((v.len() + more) as u128) * 8,
+        })?;
+    }
+    v.push(value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::with_threads;
+    use ndarray::Array2;
+
+    /// Sorting every row's key: the obviously correct numbering.
+    fn sorted_numbering(column: &[i64]) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+        let mut distinct: Vec<i64> = column.iter().copied().filter(|&k| k >= 0).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let cells = column
+            .iter()
+            .map(|&k| {
+                if k < 0 {
+                    -1
+                } else {
+                    distinct.binary_search(&k).unwrap() as i64
+                }
+            })
+            .collect();
+        let first = distinct
+            .iter()
+            .map(|&d| column.iter().position(|&k| k == d).unwrap() as i64)
+            .collect();
+        (cells, distinct, first)
+    }
+
+    #[test]
+    fn cells_are_each_columns_distinct_keys_in_order_for_any_thread_count() {
+        let mut seed = 5u64;
+        let mut next = |range: i64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as i64 % range) - 1
+        };
+        let (n_columns, n_rows) = (7, 3000);
+        let ranges = [3, 1, 2, 5000, 40, 1 << 30, 9];
+        let keys = Array2::from_shape_fn((n_columns, n_rows), |(k, _)| {
+            if k == 2 {
+                -1
+            } else {
+                next(ranges[k])
+            }
+        });
+        let results: Vec<NumberedCells> = [1, 2, 3]
+            .iter()
+            .map(|&t| {
+                with_threads(t, || number_cells(keys.view()))
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect();
+        assert!(results.windows(2).all(|pair| pair[0] == pair[1]));
+        let numbered = &results[0];
+        for k in 0..n_columns {
+            let column = keys.row(k).to_vec();
+            let (cells, distinct, first) = sorted_numbering(&column);
+            let range = numbered.column_starts[k]..numbered.column_starts[k + 1];
+            assert_eq!(numbered.keys[range.clone()], distinct[..]);
+            assert_eq!(numbered.first_row[range.clone()], first[..]);
+            let shifted: Vec<i64> = cells
+                .iter()
+                .map(|&c| if c < 0 { -1 } else { c + range.start as i64 })
+                .collect();
+            assert_eq!(numbered.cells[k * n_rows..(k + 1) * n_rows], shifted[..]);
+        }
+        assert_eq!(numbered.column_starts[3], numbered.column_starts[2]);
+    }
+
+    #[test]
+    fn no_rows_or_no_columns_number_no_cells() {
+        let none = number_cells(Array2::<i64>::zeros((4, 0)).view()).unwrap();
+        assert_eq!(none.column_starts, vec![0; 5]);
+        assert!(none.cells.is_empty() && none.keys.is_empty());
+        let none = number_cells(Array2::<i64>::zeros((0, 6)).view()).unwrap();
+        assert_eq!(none.column_starts, vec![0]);
+        assert!(none.cells.is_empty());
+    }
+}
