@@ -71,7 +71,7 @@ pub struct LbfgsResult {
 const LANES: usize = 4;
 
 /// `sum_k a_k b_k` with entry `k` summed in lane `k mod LANES`.
-fn chunk_dot(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn lane_dot(a: &[f64], b: &[f64]) -> f64 {
     let mut sums = [0.0; LANES];
     let (mut a4, mut b4) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     for (p, q) in (&mut a4).zip(&mut b4) {
@@ -88,12 +88,12 @@ fn chunk_dot(a: &[f64], b: &[f64]) -> f64 {
 /// `x . y`, in fixed chunks added in order.
 fn dot(x: &[f64], y: &[f64]) -> f64 {
     if x.len() < PARALLEL_FROM {
-        return chunk_dot(x, y);
+        return lane_dot(x, y);
     }
     let partial: Vec<f64> = x
         .par_chunks(VECTOR_CHUNK)
         .zip(y.par_chunks(VECTOR_CHUNK))
-        .map(|(a, b)| chunk_dot(a, b))
+        .map(|(a, b)| lane_dot(a, b))
         .collect();
     partial.iter().sum()
 }

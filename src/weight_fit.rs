@@ -36,7 +36,7 @@ use crate::counts::check_rows;
 use crate::error::{check_code_range, check_len, filled, with_capacity, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
-use crate::lbfgs::{minimise, LbfgsResult, LbfgsSettings, VECTOR_CHUNK};
+use crate::lbfgs::{lane_dot, minimise, LbfgsResult, LbfgsSettings, VECTOR_CHUNK};
 
 /// Rows per parallel task (fixed: the reduction order must not depend on the threads).
 const ROW_CHUNK: usize = 1024;
@@ -788,6 +788,15 @@ impl AodePass<'_> {
         let (b, d) = rest.split_at(n_row_features * n_classes);
         let a = &a[..n_classes];
         let n_sums = n_classes + n_parents + n_row_features * n_classes;
+        // the row features' weights class by class (b is feature by feature), so that a
+        // row's score and the weights' gradient are sums over contiguous features
+        let mut b_by_class = vec![0.0; n_row_features * n_classes];
+        for (q, weights) in b.chunks_exact(n_classes).enumerate() {
+            for (c, &weight) in weights.iter().enumerate() {
+                b_by_class[c * n_row_features + q] = weight;
+            }
+        }
+        let b_by_class = b_by_class.as_slice();
         buffers
             .products
             .par_chunks_mut(VECTOR_CHUNK)
@@ -810,7 +819,7 @@ impl AodePass<'_> {
             .map(|(chunk, block)| {
                 let first = chunk * ROW_CHUNK;
                 let n = block.len() / n_classes;
-                // class sums, then parent gradients, then row feature gradients
+                // class sums, then parent gradients, then row feature gradients (class-major)
                 let mut sums = vec![0.0; n_sums];
                 if interrupt::cancelled() {
                     return (0.0, sums);
@@ -824,17 +833,13 @@ impl AodePass<'_> {
                     .enumerate()
                 {
                     let own = &features[i * n_row_features..(i + 1) * n_row_features];
-                    // each class's sum in a register (added to the row in memory, every
-                    // term waited on the store of the one before)
                     for (c, score) in row.iter_mut().enumerate() {
                         let mut s = a[c] * class_log_prior[c];
                         for (&weight, parent) in v.iter().zip(term.chunks_exact(n_classes)) {
                             s += weight * parent[c];
                         }
-                        for (&g, weights) in own.iter().zip(b.chunks_exact(n_classes)) {
-                            s += weights[c] * g;
-                        }
-                        *score = s;
+                        let weights = &b_by_class[c * n_row_features..(c + 1) * n_row_features];
+                        *score = s + lane_dot(own, weights);
                     }
                 }
                 for k in 0..n_columns {
@@ -867,9 +872,13 @@ impl AodePass<'_> {
                             *g += row[c] * parent[c];
                         }
                     }
+                    // class by class (transposed into the gradient's order below)
                     let own = &features[i * n_row_features..(i + 1) * n_row_features];
-                    for (&g, sums) in own.iter().zip(feature_sums.chunks_exact_mut(n_classes)) {
-                        for (sum, &residual) in sums.iter_mut().zip(row.iter()) {
+                    for (&residual, sums) in row
+                        .iter()
+                        .zip(feature_sums.chunks_exact_mut(n_row_features.max(1)))
+                    {
+                        for (sum, &g) in sums.iter_mut().zip(own) {
                             *sum += residual * g;
                         }
                     }
@@ -888,7 +897,16 @@ impl AodePass<'_> {
         for c in 0..n_classes {
             head[c] = sums[c] * class_log_prior[c];
         }
-        head[n_classes..].copy_from_slice(&sums[n_classes..]);
+        let n_generative = n_classes + n_parents;
+        head[n_classes..n_generative].copy_from_slice(&sums[n_classes..n_generative]);
+        for (c, by_feature) in sums[n_generative..]
+            .chunks_exact(n_row_features.max(1))
+            .enumerate()
+        {
+            for (q, &sum) in by_feature.iter().enumerate() {
+                head[n_generative + q * n_classes + c] = sum;
+            }
+        }
         // pass 2: each column sums its rows' residuals into its own cells (columns in
         // parallel, rows in order), then multiplies them by the cells' values
         let residuals = buffers.residuals.as_slice();
