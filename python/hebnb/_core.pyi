@@ -161,8 +161,8 @@ def group_cells_by_rows(
     *,
     n_jobs: int,
 ) -> dict[str, Any]:
-    """The AODE cells (S, K) grouped by the rows that use them (src/shared_rows.rs):
-    ``{"group", "first_cell", "cells", "column_starts"}``."""
+    """The AODE cells (S, K), any strides, grouped by the rows that use them
+    (src/shared_rows.rs): ``{"group", "first_cell", "cells" (K, S), "column_starts"}``."""
 
 def number_cells(
     keys: npt.NDArray[np.int64],

@@ -44,7 +44,7 @@ class RowSetGroups:
         Each group's first cell.
     cells : ndarray of shape (S, K)
         Each row's group in each column, -1 for none (a cell whose group's first cell lies
-        in another column is -1 here).
+        in another column is -1 here); stored column by column.
     column_starts : list of int
         Column ``k``'s groups are ``column_starts[k]:column_starts[k + 1]``.
     """
@@ -90,14 +90,14 @@ def group_cells_by_rows(
     a 64-bit hash of their row sets and the grouping is checked exactly; if the check
     fails, as a hash collision would make it, every cell stays apart)."""
     found = _core.group_cells_by_rows(
-        np.ascontiguousarray(cells, dtype=np.int64),
+        np.asarray(cells, dtype=np.int64),  # column by column, as numbered: read in place
         [int(start) for start in column_starts],
         n_jobs=n_threads,
     )
     return RowSetGroups(
         group=found["group"],
         first_cell=found["first_cell"],
-        cells=found["cells"],
+        cells=found["cells"].T,
         column_starts=list(found["column_starts"]),
     )
 

@@ -155,7 +155,8 @@ pub(super) fn fit_aode_weights<'py>(
 }
 
 /// The AODE cells (S, K) grouped by the rows that use them (src/shared_rows.rs):
-/// `{"group", "first_cell", "cells", "column_starts"}`.
+/// `{"group", "first_cell", "cells" (K, S), "column_starts"}`. Any strides; a column-major
+/// matrix (each column contiguous) is read fastest.
 #[pyfunction]
 #[pyo3(signature = (cells, column_starts, /, *, n_jobs))]
 pub(super) fn group_cells_by_rows<'py>(
@@ -165,11 +166,11 @@ pub(super) fn group_cells_by_rows<'py>(
     n_jobs: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let view = cells.as_array();
-    let shape = view.dim();
+    let (n_rows, n_columns) = view.dim();
     let groups = run(py, n_jobs, || {
         shared_rows::group_cells_by_rows(view, &column_starts)
     })?;
-    let merged = numpy::ndarray::Array2::from_shape_vec(shape, groups.cells)
+    let merged = numpy::ndarray::Array2::from_shape_vec((n_columns, n_rows), groups.cells)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let out = PyDict::new(py);
     out.set_item("group", groups.group.into_pyarray(py))?;
