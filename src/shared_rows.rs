@@ -12,7 +12,7 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::error::{filled, with_capacity, HebError, Result};
+use crate::error::{check_len, filled, with_capacity, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::weight_fit::check_cell_columns;
 
@@ -141,6 +141,105 @@ pub fn group_cells_by_rows(
     })
 }
 
+/// The problem with each group of cells merged into one weight
+/// (`python/hebnb/_shared_rows.py` has the derivation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedCells {
+    /// `V' = sign(V_first) sqrt(sum_e V_e^2)`, (groups, C) row-major.
+    pub values: Vec<f64>,
+    /// `V'^2 / R` with `R = sum_e V_e^2 / s_e` (a single cell's own precision), (groups, C).
+    pub precision: Vec<f64>,
+    /// Each cell's weight from its group's: `d_e = back_e t_group`, (cells, C).
+    pub back: Vec<f64>,
+}
+
+/// Merges the cells of each group (`group`: each cell's, `first_cell`: each group's first)
+/// given their values `V` and weight precisions `s` (both (cells, C)). A group of one cell
+/// is that cell; a precision of 0 takes no share of a group's penalty.
+pub fn merge_cells_sharing_rows(
+    group: &[i64],
+    first_cell: &[i64],
+    values: ArrayView2<f64>,
+    precision: ArrayView2<f64>,
+) -> Result<MergedCells> {
+    let (n_cells, n_classes) = values.dim();
+    let n_groups = first_cell.len();
+    check_len("cell groups", n_cells, group.len())?;
+    if precision.dim() != values.dim() {
+        return Err(HebError::InvalidParameter(format!(
+            "precisions have shape {:?}, values {:?}",
+            precision.dim(),
+            values.dim()
+        )));
+    }
+    if group.iter().any(|&g| g < 0 || g as usize >= n_groups)
+        || first_cell.iter().enumerate().any(|(g, &cell)| {
+            cell < 0 || cell as usize >= n_cells || group[cell as usize] != g as i64
+        })
+    {
+        return Err(HebError::InvalidParameter(
+            "every cell needs a group, and every group its first cell".into(),
+        ));
+    }
+    // sums over each group's cells, in cell order
+    let mut size = filled(n_groups, 0usize, "group sizes")?;
+    let mut reach = zeroed(n_groups * n_classes, "group reach")?;
+    let mut squares = zeroed(n_groups * n_classes, "group squared values")?;
+    for (cell, &g) in group.iter().enumerate() {
+        let g = g as usize;
+        size[g] += 1;
+        for c in 0..n_classes {
+            let (v, s) = (values[[cell, c]], precision[[cell, c]]);
+            if s > 0.0 {
+                reach[g * n_classes + c] += v * v / s;
+            }
+            squares[g * n_classes + c] += v * v;
+        }
+    }
+    let mut merged_values = zeroed(n_groups * n_classes, "merged values")?;
+    let mut merged_precision = zeroed(n_groups * n_classes, "merged precisions")?;
+    for (g, &first) in first_cell.iter().enumerate() {
+        let first = first as usize;
+        for c in 0..n_classes {
+            let at = g * n_classes + c;
+            let (v, s) = (values[[first, c]], precision[[first, c]]);
+            if size[g] == 1 {
+                (merged_values[at], merged_precision[at]) = (v, s);
+                continue;
+            }
+            let length = squares[at].sqrt();
+            let value = if v < 0.0 { -length } else { length };
+            merged_values[at] = value;
+            merged_precision[at] = if reach[at] > 0.0 {
+                value * value / reach[at]
+            } else {
+                s
+            };
+        }
+    }
+    // d_e = T V_e / (s_e R) with T = V' t; a cell alone keeps its weight
+    let mut back = zeroed(n_cells * n_classes, "cells' share of their group")?;
+    for (cell, &g) in group.iter().enumerate() {
+        let g = g as usize;
+        for c in 0..n_classes {
+            let at = g * n_classes + c;
+            let (v, s) = (values[[cell, c]], precision[[cell, c]]);
+            back[cell * n_classes + c] = if size[g] == 1 {
+                1.0
+            } else if s > 0.0 && reach[at] > 0.0 {
+                merged_values[at] * v / (s * reach[at])
+            } else {
+                0.0
+            };
+        }
+    }
+    Ok(MergedCells {
+        values: merged_values,
+        precision: merged_precision,
+        back,
+    })
+}
+
 /// Each cell's column, after checking the layout
 /// ([`crate::weight_fit::check_cell_columns`], on the columns of `cells`).
 fn column_of_cells(cells: ArrayView2<i64>, column_starts: &[usize]) -> Result<Vec<u32>> {
@@ -246,6 +345,32 @@ mod tests {
             let threads = with_threads(3, || group_cells_by_rows(by_column.t(), &starts));
             assert_eq!(threads.unwrap().unwrap(), groups);
         }
+    }
+
+    #[test]
+    fn a_merged_group_carries_its_cells_sum_and_their_least_penalty() {
+        // cells 0 and 2 form group 0, cell 1 is alone (group 1); one class
+        let values = array![[3.0], [-2.0], [-4.0]];
+        let precision = array![[1.0], [5.0], [4.0]];
+        let merged =
+            merge_cells_sharing_rows(&[0, 1, 0], &[0, 1], values.view(), precision.view()).unwrap();
+        // V' = +sqrt(9 + 16) = 5 (the first cell's sign), R = 9 / 1 + 16 / 4 = 13
+        assert_eq!(merged.values, vec![5.0, -2.0]);
+        assert_eq!(merged.precision, vec![25.0 / 13.0, 5.0]);
+        // d_e = V' V_e / (s_e R): the group's sum d_0 V_0 + d_2 V_2 is V' (t = 1)
+        assert_eq!(
+            merged.back,
+            vec![15.0 / 13.0, 1.0, 5.0 * -4.0 / (4.0 * 13.0)]
+        );
+        let sum = merged.back[0] * 3.0 + merged.back[2] * -4.0;
+        assert!((sum - 5.0).abs() < 1e-12);
+        // a group without a first cell, a cell without a group, shapes that disagree
+        let one = array![[1.0]];
+        assert!(merge_cells_sharing_rows(&[1], &[0], one.view(), one.view()).is_err());
+        assert!(merge_cells_sharing_rows(&[0], &[1], one.view(), one.view()).is_err());
+        assert!(merge_cells_sharing_rows(&[0, 0], &[0], one.view(), one.view()).is_err());
+        let two = array![[1.0, 2.0]];
+        assert!(merge_cells_sharing_rows(&[0], &[0], one.view(), two.view()).is_err());
     }
 
     #[test]

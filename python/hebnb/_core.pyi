@@ -40,6 +40,7 @@ __all__ = [
     "leave_one_out_rows",
     "log_posterior",
     "log_probability_table",
+    "merge_cells_sharing_rows",
     "merge_pair_tables",
     "mutual_information",
     "number_cells",
@@ -163,6 +164,16 @@ def group_cells_by_rows(
 ) -> dict[str, Any]:
     """The AODE cells (S, K), any strides, grouped by the rows that use them
     (src/shared_rows.rs): ``{"group", "first_cell", "cells" (K, S), "column_starts"}``."""
+
+def merge_cells_sharing_rows(
+    group: npt.NDArray[np.int64],
+    first_cell: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+    precision: npt.NDArray[np.float64],
+    /,
+) -> dict[str, npt.NDArray[np.float64]]:
+    """The cells of each group merged into one weight (src/shared_rows.rs):
+    ``{"values", "precision"}`` (groups, C) and ``"back"`` (cells, C)."""
 
 def number_cells(
     keys: npt.NDArray[np.int64],

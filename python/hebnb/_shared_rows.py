@@ -106,41 +106,14 @@ def merge_cells_sharing_rows(
     groups: RowSetGroups, cell_values: FloatArray, precision: FloatArray
 ) -> SharedRowCells:
     """The AODE cell fit's values ``V`` and weight precisions ``s`` (both (cells, C)) of
-    the cells grouped by ``groups``, each group merged into one weight (module docs)."""
-    group, first_cell = groups.group, groups.first_cell
-    n_groups = first_cell.shape[0]
-    size = np.bincount(group, minlength=n_groups)
-
-    share = np.divide(
-        cell_values**2, precision, out=np.zeros_like(cell_values), where=precision > 0
+    the cells grouped by ``groups``, each group merged into one weight (module docs; in
+    Rust, ``_core.merge_cells_sharing_rows``)."""
+    merged = _core.merge_cells_sharing_rows(
+        np.ascontiguousarray(groups.group, dtype=np.int64),
+        np.ascontiguousarray(groups.first_cell, dtype=np.int64),
+        np.asarray(cell_values, dtype=np.float64),
+        np.asarray(precision, dtype=np.float64),
     )
-    reach = _group_sums(share, group, n_groups)  # R
-    length = np.sqrt(_group_sums(cell_values**2, group, n_groups))
-    first_value = cell_values[first_cell]
-    merged_values = np.where(first_value < 0, -length, length)
-    merged_precision = np.divide(
-        merged_values**2, reach, out=precision[first_cell].copy(), where=reach > 0
-    )
-    single = size == 1
-    merged_values[single] = first_value[single]
-    merged_precision[single] = precision[first_cell[single]]
-
-    # d_e = T V_e / (s_e R) with T = V' t; a cell alone keeps its weight
-    back = np.divide(
-        merged_values[group] * cell_values,
-        precision * reach[group],
-        out=np.zeros_like(cell_values),
-        where=(precision > 0) & (reach[group] > 0),
-    )
-    back[single[group]] = 1.0
     return SharedRowCells(
-        groups=groups, values=merged_values, precision=merged_precision, back=back
+        groups=groups, values=merged["values"], precision=merged["precision"], back=merged["back"]
     )
-
-
-def _group_sums(values: FloatArray, group: npt.NDArray[np.int64], n_groups: int) -> FloatArray:
-    """``values`` (cells, C) summed over each group's cells."""
-    sums = np.empty((n_groups, values.shape[1]))
-    for c, column in enumerate(values.T):
-        sums[:, c] = np.bincount(group, weights=column, minlength=n_groups)
-    return sums

@@ -180,6 +180,37 @@ pub(super) fn group_cells_by_rows<'py>(
     Ok(out)
 }
 
+/// The cells of each group merged into one weight (src/shared_rows.rs):
+/// `{"values", "precision"}` (groups, C) and `"back"` (cells, C).
+#[pyfunction]
+#[pyo3(signature = (group, first_cell, values, precision, /))]
+pub(super) fn merge_cells_sharing_rows<'py>(
+    py: Python<'py>,
+    group: PyReadonlyArray1<'py, i64>,
+    first_cell: PyReadonlyArray1<'py, i64>,
+    values: PyReadonlyArray2<'py, f64>,
+    precision: PyReadonlyArray2<'py, f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (group, first_cell) = (group.as_slice()?, first_cell.as_slice()?);
+    let (values, precision) = (values.as_array(), precision.as_array());
+    let (n_groups, (n_cells, n_classes)) = (first_cell.len(), values.dim());
+    let merged = run(py, 1, || {
+        shared_rows::merge_cells_sharing_rows(group, first_cell, values, precision)
+    })?;
+    let shaped = |rows: usize, data: Vec<f64>| {
+        numpy::ndarray::Array2::from_shape_vec((rows, n_classes), data)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    };
+    let out = PyDict::new(py);
+    out.set_item("values", shaped(n_groups, merged.values)?.into_pyarray(py))?;
+    out.set_item(
+        "precision",
+        shaped(n_groups, merged.precision)?.into_pyarray(py),
+    )?;
+    out.set_item("back", shaped(n_cells, merged.back)?.into_pyarray(py))?;
+    Ok(out)
+}
+
 /// The AODE cell weights' cells numbered from their keys (K, S) (src/cell_numbers.rs):
 /// `{"cells" (K, S), "column_starts", "keys", "first_row"}`.
 #[pyfunction]
@@ -208,5 +239,6 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_aode_weights, m)?)?;
     m.add_function(wrap_pyfunction!(group_cells_by_rows, m)?)?;
     m.add_function(wrap_pyfunction!(number_cells, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_cells_sharing_rows, m)?)?;
     Ok(())
 }
