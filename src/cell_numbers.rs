@@ -92,6 +92,15 @@ fn number_column(keys: ndarray::ArrayView1<i64>, own: &mut [i64]) -> Result<Colu
         if key < 0 {
             continue;
         }
+        if first_use.len() == first_use.capacity() {
+            let more = first_use.capacity().max(64);
+            first_use
+                .try_reserve(more)
+                .map_err(|_| HebError::Allocation {
+                    what: "cell key index of a column",
+                    bytes: ((first_use.len() + more) as u128) * 16,
+                })?;
+        }
         let next = distinct.len() as u32;
         let id = *first_use.entry(key).or_insert(next);
         if id == next {
@@ -113,9 +122,13 @@ fn number_column(keys: ndarray::ArrayView1<i64>, own: &mut [i64]) -> Result<Colu
     own.iter_mut()
         .filter(|cell| **cell >= 0)
         .for_each(|cell| *cell = rank[*cell as usize]);
+    let mut sorted_keys = with_capacity(order.len(), "sorted cell keys")?;
+    sorted_keys.extend(order.iter().map(|&id| distinct[id as usize]));
+    let mut sorted_first_rows = with_capacity(order.len(), "cell first rows")?;
+    sorted_first_rows.extend(order.iter().map(|&id| first_row[id as usize]));
     Ok(ColumnKeys {
-        keys: order.iter().map(|&id| distinct[id as usize]).collect(),
-        first_row: order.iter().map(|&id| first_row[id as usize]).collect(),
+        keys: sorted_keys,
+        first_row: sorted_first_rows,
     })
 }
 
