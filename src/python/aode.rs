@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{layout, row_major, run, to_py_err};
+use super::{layout, matrix, row_major, run, to_py_err};
 use crate::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing, Structure};
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{self, CellCounts, CellCountsView, PairTables, PairTablesView};
@@ -96,9 +96,7 @@ impl<'py> PairArrays<'py> {
 fn pair_dict<'py>(py: Python<'py>, tables: PairTables) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     let n_pairs = tables.pairs.len() / 2;
-    let pairs = numpy::ndarray::Array2::from_shape_vec((n_pairs, 2), tables.pairs)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    out.set_item("pairs", pairs.into_pyarray(py))?;
+    out.set_item("pairs", matrix(py, (n_pairs, 2), tables.pairs)?)?;
     out.set_item("indptr", tables.indptr.into_pyarray(py))?;
     out.set_item("indices", tables.indices.into_pyarray(py))?;
     match tables.counts {

@@ -2,11 +2,10 @@
 //! (src/weight_fit.rs).
 
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{layout, run, Array1Py};
+use super::{layout, matrix, run, Array1Py};
 use crate::lbfgs::{LbfgsResult, LbfgsSettings};
 use crate::{cell_numbers, shared_rows, weight_fit};
 
@@ -170,12 +169,10 @@ pub(super) fn group_cells_by_rows<'py>(
     let groups = run(py, n_jobs, || {
         shared_rows::group_cells_by_rows(view, &column_starts)
     })?;
-    let merged = numpy::ndarray::Array2::from_shape_vec((n_columns, n_rows), groups.cells)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let out = PyDict::new(py);
     out.set_item("group", groups.group.into_pyarray(py))?;
     out.set_item("first_cell", groups.first_cell.into_pyarray(py))?;
-    out.set_item("cells", merged.into_pyarray(py))?;
+    out.set_item("cells", matrix(py, (n_columns, n_rows), groups.cells)?)?;
     out.set_item("column_starts", groups.column_starts)?;
     Ok(out)
 }
@@ -197,17 +194,13 @@ pub(super) fn merge_cells_sharing_rows<'py>(
     let merged = run(py, 1, || {
         shared_rows::merge_cells_sharing_rows(group, first_cell, values, precision)
     })?;
-    let shaped = |rows: usize, data: Vec<f64>| {
-        numpy::ndarray::Array2::from_shape_vec((rows, n_classes), data)
-            .map_err(|e| PyValueError::new_err(e.to_string()))
-    };
     let out = PyDict::new(py);
-    out.set_item("values", shaped(n_groups, merged.values)?.into_pyarray(py))?;
+    out.set_item("values", matrix(py, (n_groups, n_classes), merged.values)?)?;
     out.set_item(
         "precision",
-        shaped(n_groups, merged.precision)?.into_pyarray(py),
+        matrix(py, (n_groups, n_classes), merged.precision)?,
     )?;
-    out.set_item("back", shaped(n_cells, merged.back)?.into_pyarray(py))?;
+    out.set_item("back", matrix(py, (n_cells, n_classes), merged.back)?)?;
     Ok(out)
 }
 
@@ -223,10 +216,8 @@ pub(super) fn number_cells<'py>(
     let view = keys.as_array();
     let shape = view.dim();
     let numbered = run(py, n_jobs, || cell_numbers::number_cells(view))?;
-    let cells = numpy::ndarray::Array2::from_shape_vec(shape, numbered.cells)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let out = PyDict::new(py);
-    out.set_item("cells", cells.into_pyarray(py))?;
+    out.set_item("cells", matrix(py, shape, numbered.cells)?)?;
     out.set_item("column_starts", numbered.column_starts)?;
     out.set_item("keys", numbered.keys.into_pyarray(py))?;
     out.set_item("first_row", numbered.first_row.into_pyarray(py))?;

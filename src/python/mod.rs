@@ -47,6 +47,18 @@ pub(super) fn row_major<'a, T: numpy::Element>(
     })
 }
 
+/// A row-major vector of `shape.0 * shape.1` entries as a numpy array of that shape.
+pub(super) fn matrix<'py, T: numpy::Element>(
+    py: Python<'py>,
+    shape: (usize, usize),
+    entries: Vec<T>,
+) -> PyResult<Bound<'py, PyArray2<T>>> {
+    use numpy::IntoPyArray;
+    let array = numpy::ndarray::Array2::from_shape_vec(shape, entries)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(array.into_pyarray(py))
+}
+
 pub(super) fn layout(offsets: Vec<usize>) -> PyResult<FeatureLayout> {
     FeatureLayout::from_offsets(offsets).map_err(to_py_err)
 }

@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{row_major, run, to_py_err, Array1Py, Array2Py};
+use super::{matrix, row_major, run, to_py_err, Array1Py, Array2Py};
 use crate::counts::class_indices;
 use crate::multinomial::{self, SmoothedFit, Smoothing};
 use crate::naive_bayes::PriorMean;
@@ -323,11 +323,10 @@ pub(super) fn leave_one_out_rows<'py>(
         LeaveOneOutRows::new(scores.view(), &rows.classes, rows.weights, &prior)
     })?;
     let (joint, classes, weights) = kept.parts();
-    let joint = ndarray::Array2::from_shape_vec((classes.len(), n_classes), joint.to_vec())
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let joint = matrix(py, (classes.len(), n_classes), joint.to_vec())?;
     let classes: Vec<i64> = classes.iter().map(|&c| c as i64).collect();
     Ok((
-        joint.into_pyarray(py),
+        joint,
         classes.into_pyarray(py),
         weights.to_vec().into_pyarray(py),
     ))

@@ -14,7 +14,7 @@ use pyo3::types::{PyBool, PyBytes, PyCapsule, PyDict, PyFloat, PyInt, PyList, Py
 use rayon::prelude::*;
 
 use super::finalizing::without_gil;
-use super::{run, to_py_err};
+use super::{matrix, run, to_py_err};
 use crate::arrow_columns::{read_column, ArrayStream, ArrowColumn};
 use crate::encoding::MISSING;
 use crate::error::{HebError, Result as CoreResult};
@@ -634,9 +634,7 @@ impl Vocabulary {
         for (f, name) in names.iter().enumerate() {
             flat.extend(self.code_objects(py, f, values.row(f), false, name)?);
         }
-        let codes = ndarray::Array2::from_shape_vec((n_features, n_rows), flat)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(codes.into_pyarray(py))
+        matrix(py, (n_features, n_rows), flat)
     }
 
     /// The categories of `feature` in insertion order, as Python values.
