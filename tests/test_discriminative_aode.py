@@ -2,8 +2,8 @@
 hebnb.weighting.fit_parent_weights) and one per cell of every super-parent's tables
 (``weighting="cll-value"``, hebnb.weighting.fit_aode_cell_weights). The parent terms and
 cells against plain numpy counting, the weights against the same objective written here
-and minimised by scipy on cross-fitted terms computed here, and identical results for any
-n_jobs."""
+and minimised by scipy on cross-fitted and left-out terms computed here, and identical
+results for any n_jobs."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
 import hebnb.weighting
+from aode_left_out_reference import left_out_terms
 from hebnb import AODE, CategoricalNB, _core
 
 
@@ -268,7 +269,13 @@ def _reference_weights(terms, y, log_prior, penalty, sample_weight):
 )
 def test_parent_weights_minimise_the_cross_fitted_conditional_likelihood(params, penalty):
     X, y = _data(seed=1)
-    model = AODE(**params, weighting="cll-feature", penalty=penalty, weighting_tol=1e-12).fit(X, y)
+    model = AODE(
+        **params,
+        weighting="cll-feature",
+        weighting_rows="cross-fitted",
+        penalty=penalty,
+        weighting_tol=1e-12,
+    ).fit(X, y)
     terms = _cross_fitted_terms(X, y, params)
     if params["smoothing"] == "laplace":  # the terms themselves, counted independently
         folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
@@ -288,6 +295,29 @@ def test_parent_weights_minimise_the_cross_fitted_conditional_likelihood(params,
         "spc,p->sc", (full_terms - full.class_log_prior_) / 4, expected[3:]
     )
     np.testing.assert_allclose(model.predict_log_proba(X), log_softmax(scores, axis=1), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "params,penalty",
+    [
+        ({"smoothing": "laplace", "parent_smoothing": "laplace"}, 1.0),
+        ({"smoothing": "heb", "parent_smoothing": "heb"}, 0.3),
+    ],
+)
+def test_parent_weights_minimise_the_left_out_conditional_likelihood(params, penalty):
+    X, y = _data(seed=1)
+    model = AODE(**params, weighting="cll-feature", penalty=penalty, weighting_tol=1e-12).fit(X, y)
+    full = AODE(**params).fit(X, y)
+    terms = left_out_terms(full, X, y)
+    if params["smoothing"] == "laplace":  # a refit without the row, counted independently
+        for s in range(len(y)):
+            others = np.arange(len(y)) != s
+            expected = _laplace_terms(X[others], y[others], X[[s]], 3)[0]
+            np.testing.assert_allclose(terms[s], expected, rtol=1e-10)
+    expected = _reference_weights(terms, y, model.class_log_prior_, penalty, np.ones(len(y)))
+    np.testing.assert_allclose(model.class_weights_, expected[:3], atol=1e-6)
+    np.testing.assert_allclose(model.parent_weights_, expected[3:], atol=1e-6)
+    assert not np.allclose(model.parent_weights_, 1.0)
 
 
 def test_parent_weights_do_not_depend_on_n_jobs():
@@ -371,9 +401,11 @@ def _cell_reference(
     sample_weight=None,
     gradient=1e-7,
     counts=False,
+    rows="cross-fitted",
 ):
     """The cll-value weights of Laplace AODE, written directly: the super-parent terms
-    cross-fitted, the cells of the full model, the objective in numpy, minimised by scipy.
+    cross-fitted (``rows="leave-one-out"``: each row's from the other rows), the cells of
+    the full model, the objective in numpy, minimised by scipy.
     Returns ``(a, v, {(i, j, x_i, x_j): d[c]})``; a ``details`` dict receives the rows'
     scores at the optimum. ``sample_weight`` weighs the rows' likelihood terms only (the
     tables and cells stay those of every row); ``gradient``: the largest gradient entry
@@ -385,6 +417,8 @@ def _cell_reference(
     n_rows, n_features = X.shape
     log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (n_rows + n_classes))
     folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
+    if rows == "leave-one-out":
+        folds = [(np.flatnonzero(np.arange(n_rows) != s), np.array([s])) for s in range(n_rows)]
     terms = np.zeros((n_rows, n_features, n_classes))
     for train, held in folds:
         assert all(set(X[train, f]) == set(X[:, f]) for f in range(n_features))
@@ -505,7 +539,12 @@ def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
     X, y = _data(seed=1, n_rows=300)
     params = {"smoothing": "laplace", "parent_smoothing": "laplace"}
     model = AODE(
-        **params, weighting="cll-value", penalty=0.5, cell_penalty=2.0, weighting_tol=1e-12
+        **params,
+        weighting="cll-value",
+        weighting_rows="cross-fitted",
+        penalty=0.5,
+        cell_penalty=2.0,
+        weighting_tol=1e-12,
     ).fit(X, y)
     a, v, weights = _cell_reference(X, y, penalty=0.5, cell_penalty=2.0)
     np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
@@ -544,6 +583,29 @@ def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
     )
 
 
+def test_cell_weights_minimise_the_left_out_conditional_likelihood():
+    """The default rows: every training row's super-parent terms from the other rows
+    (Laplace AODE, so a refit on them, counted here), the cells the full model's."""
+    X, y = _data(seed=1, n_rows=300)
+    model = AODE(
+        smoothing="laplace",
+        parent_smoothing="laplace",
+        weighting="cll-value",
+        penalty=0.5,
+        cell_penalty=2.0,
+        weighting_tol=1e-12,
+    ).fit(X, y)
+    a, v, weights = _cell_reference(X, y, penalty=0.5, cell_penalty=2.0, rows="leave-one-out")
+    np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
+    np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
+    fitted = _model_cell_weights(model)
+    assert fitted.keys() == weights.keys()
+    for key, expected in weights.items():
+        np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
+    crossed = _cell_reference(X, y, penalty=0.5, cell_penalty=2.0)[1]
+    assert np.abs(crossed - v).max() > 1e-3  # the rows' terms matter
+
+
 def test_count_features_minimise_the_objective_with_the_rows_counts():
     """``count_features=True``: the weights of ``ln(1 + n)`` of every value
     and pair of values, n counted among the other training rows and standardised, minimise
@@ -554,6 +616,7 @@ def test_count_features_minimise_the_objective_with_the_rows_counts():
     model = AODE(
         **params,
         weighting="cll-value",
+        weighting_rows="cross-fitted",
         count_features=True,
         penalty=0.5,
         cell_penalty=2.0,

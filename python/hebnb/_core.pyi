@@ -302,12 +302,16 @@ def aode_parent_terms(
     min_parent_count: float,
     cells: bool,
     n_jobs: int,
+    left_out: dict[str, Any] | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
     """``{"terms", "qualifies", "cells"}``: every super-parent's term ``T_i`` ``(S, P, C)``
     of feature-major codes ``(F, S)`` (the Naive Bayes score where ``i`` does not qualify),
     whether it qualifies ``(S, P)``, and with ``cells`` the cells the terms add up
     ``(S, P, F, C)`` (``ln P(x_j | y, x_i)`` at column j, ``ln P(y, x_i) - ln pi_y`` at
-    column i, zero elsewhere; else ``(0, P, F, C)``)."""
+    column i, zero elsewhere; else ``(0, P, F, C)``). With ``left_out`` (``{"labels",
+    "weights", "counts", "class_count", "parent_smoothing", "replace_class_prior"}``: the
+    codes are the training rows) the terms are each row's with its own counts left out of
+    the tables (src/aode/leave_one_out.rs); ``qualifies`` and the cells stay in-sample."""
 
 @final
 class Vocabulary:

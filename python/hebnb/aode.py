@@ -129,8 +129,8 @@ class AODE(CategoricalClassifier):
         (T_i,c - ln pi_c)`` with ``T_i`` the one-dependence model of super-parent ``i``,
         learned by maximising the conditional log-likelihood with the penalty
         ``penalty / 2 (||a - 1||^2 + ||v - 1||^2)`` (:func:`hebnb.weighting.fit_parent_weights`,
-        docs/discriminative.md). The training rows are scored by models fitted without
-        them (5-fold cross-fitting): weights fitted on a row's own counts learn to trust
+        docs/discriminative.md). The training rows are scored as if they had not been
+        counted (``weighting_rows``): weights fitted on a row's own counts learn to trust
         memorised pairs. ``"cll-value"`` (ALR on AODE's tables): the same plus a weight
         ``d`` per class and cell of every super-parent's tables that a training row uses
         (``ln P(x_j = v | y, x_i = u)`` and ``ln P(y, x_i = u)``), so that a cell's
@@ -147,15 +147,23 @@ class AODE(CategoricalClassifier):
     weighting_tol : float, default=1e-4
         The weights are converged when no entry of the objective's gradient, divided by
         the total sample weight, exceeds it.
+    weighting_rows : {"leave-one-out", "cross-fitted"}, default="leave-one-out"
+        How the training rows' super-parent terms are scored for the weights.
+        ``"leave-one-out"``: by the fitted tables with the row's own sample weight taken
+        out of its class's counts (concentrations and prior means as fitted), a value no
+        other training row has being unknown, as for a new row; no extra fit.
+        ``"cross-fitted"``: by AODEs fitted on the other folds of a stratified 5-fold
+        split (five more fits). Over the 25 shared datasets leave-one-out gave the lower
+        log-loss on 11 and the higher on 3 (docs/discriminative.md).
     cell_penalty : float, "cv" or None, default=None
         With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
         of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 100).
         ``"cv"`` chooses it from ``hebnb.weighting.CV_CELL_PENALTIES`` (3 to 300) by
         3-fold cross-validation of the conditional log-likelihood on the training rows,
         each fold a whole ``cell_penalty=p`` fit on its training rows scored on its held
-        rows (generative tables, cells and cross-fitted parent terms fitted once per fold
-        and shared by the penalties: 18 more AODE fits and 15 more weight fits on two
-        thirds of the rows), then refits the best on all rows; docs/discriminative.md for
+        rows (generative tables, cells and held-out parent terms fitted once per fold
+        and shared by the penalties: 3 more AODE fits, 18 with ``"cross-fitted"`` rows,
+        and 15 more weight fits on two thirds of the rows), then refits the best on all rows; docs/discriminative.md for
         how it compares.
     count_features : bool, default=False
         With ``weighting="cll-value"``: also weigh how often each of a row's values, and
@@ -272,6 +280,7 @@ class AODE(CategoricalClassifier):
         "weighting": [StrOptions({"cll-feature", "cll-value"}), None],
         "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
         "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
+        "weighting_rows": [StrOptions({"leave-one-out", "cross-fitted"})],
         "cell_penalty": [
             StrictInterval(Real, 0, None, closed="left"),
             StrOptions({"cv"}),
@@ -306,6 +315,7 @@ class AODE(CategoricalClassifier):
         weighting: str | None = None,
         penalty: float | None = None,
         weighting_tol: float = 1e-4,
+        weighting_rows: str = "leave-one-out",
         cell_penalty: float | Literal["cv"] | None = None,
         count_features: bool = False,
     ) -> None:
@@ -327,6 +337,7 @@ class AODE(CategoricalClassifier):
         self.weighting = weighting
         self.penalty = penalty
         self.weighting_tol = weighting_tol
+        self.weighting_rows = weighting_rows
         self.cell_penalty = cell_penalty
         self.count_features = count_features
 
@@ -409,17 +420,13 @@ class AODE(CategoricalClassifier):
         weights: np.ndarray,
         threads: int,
     ) -> None:
-        """Learns the weights of ``weighting`` (none: drops old ones).
-
-        Each training row is scored by an AODE fitted on the other folds of a stratified
-        split (``StratifiedKFold(5, shuffle=True, random_state=0)``); a fold whose model
-        lacks a class (a class with a single row) keeps the full model for its rows.
-        """
+        """Learns the weights of ``weighting`` (none: drops old ones), on the training
+        rows' held-out terms (:meth:`_held_out_models`)."""
         for name in self._weight_attributes:
             self.__dict__.pop(name, None)
         if self.weighting is None:
             return
-        folds = self._cross_fitted_models(X, y, sample_weight, labels, weights)
+        folds = self._held_out_models(X, y, sample_weight, labels, weights)
         if self.weighting == "cll-value":
             if self.cell_penalty == "cv":
                 cell_penalty = self._cross_validated_cell_penalty(
@@ -434,9 +441,12 @@ class AODE(CategoricalClassifier):
             self._set_cell_weights(cell_fit, column_keys)
             self.cell_penalty_ = cell_penalty
             return
-        terms = self._parent_terms(codes, threads)
-        for held, held_codes, model in folds:
-            terms[held] = model._parent_terms(held_codes, threads)
+        if folds is None:
+            terms = self._leave_one_out_terms(codes, labels, weights, threads)
+        else:
+            terms = self._parent_terms(codes, threads)
+            for held, held_codes, model in folds:
+                terms[held] = model._parent_terms(held_codes, threads)
         fitted = weighting.fit_parent_weights(
             terms,
             labels,
@@ -450,6 +460,39 @@ class AODE(CategoricalClassifier):
         self.class_weights_ = fitted.class_weights
         self.weighting_n_iter_ = fitted.n_iter
 
+    def _held_out_models(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None,
+        labels: np.ndarray,
+        weights: np.ndarray,
+    ) -> list[tuple[np.ndarray, np.ndarray, AODE]] | None:
+        """What scores the training rows for the weights: None for leave-one-out terms
+        (``weighting_rows="leave-one-out"``, :mod:`hebnb._leave_one_out`), else the
+        cross-fitting models (:meth:`_cross_fitted_models`)."""
+        if self.weighting_rows == "leave-one-out":
+            return None
+        return self._cross_fitted_models(X, y, sample_weight, labels, weights)
+
+    def _left_out_rows(self, labels: np.ndarray, weights: np.ndarray) -> dict[str, Any]:
+        """What the core needs to score the training rows (``labels``, ``weights``) each
+        left out of the fitted tables (``left_out`` of ``_core.aode_parent_terms``)."""
+        return {
+            "labels": np.ascontiguousarray(labels, dtype=np.int64),
+            "weights": np.ascontiguousarray(weights, dtype=np.float64),
+            "counts": np.ascontiguousarray(self._counts, dtype=np.float64),
+            "class_count": np.ascontiguousarray(self.class_count_, dtype=np.float64),
+            "parent_smoothing": self.parent_smoothing,
+            "replace_class_prior": not (self.fit_prior and self.class_prior is None),
+        }
+
+    def _leave_one_out_terms(
+        self, codes: np.ndarray, labels: np.ndarray, weights: np.ndarray, threads: int
+    ) -> np.ndarray:
+        """The training rows' super-parent terms, each row left out, (S, P, C)."""
+        return self._parent_terms(codes, threads, self._left_out_rows(labels, weights))
+
     def _cross_fitted_models(
         self,
         X: ArrayLike,
@@ -459,7 +502,8 @@ class AODE(CategoricalClassifier):
         weights: np.ndarray,
     ) -> list[tuple[np.ndarray, np.ndarray, AODE]]:
         """``(held-out rows, their codes in the fold's model, the model fitted without
-        them)`` per fold, leaving out the folds whose model lacks a class and those whose
+        them)`` per fold of a stratified split (``StratifiedKFold(5, shuffle=True,
+        random_state=0)``), leaving out the folds whose model lacks a class and those whose
         training rows weigh nothing (the held rows of those keep their in-sample terms)."""
         from sklearn.base import clone
         from sklearn.model_selection import StratifiedKFold
@@ -495,12 +539,13 @@ class AODE(CategoricalClassifier):
         labels: np.ndarray,
         weights: np.ndarray,
         threads: int,
-        folds: list[tuple[np.ndarray, np.ndarray, AODE]],
+        folds: list[tuple[np.ndarray, np.ndarray, AODE]] | None,
     ) -> tuple[tuple[Any, ...], list[np.ndarray]]:
         """``weighting="cll-value"``'s data (:func:`hebnb.weighting.fit_aode_cell_weights`):
-        a weight per super-parent on its cross-fitted term (as ``"cll-feature"``) plus one
-        per cell of its tables that a training row uses. Returns the fit's positional
-        inputs and each column's sorted cell keys (``_cell_keys``)."""
+        a weight per super-parent on its held-out term (as ``"cll-feature"``; ``folds``
+        of :meth:`_held_out_models`) plus one per cell of its tables that a training row
+        uses. Returns the fit's positional inputs and each column's sorted cell keys
+        (``_cell_keys``)."""
         parents = np.flatnonzero(self.super_parents_)
         n_features, n_parents = codes.shape[0], parents.shape[0]
         n_classes = self.classes_.shape[0]
@@ -516,7 +561,9 @@ class AODE(CategoricalClassifier):
         column_of_cell = np.repeat(np.arange(keys.shape[1]), np.diff(starts))
         cell_values = np.zeros((starts[-1], n_classes))
         cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
-        for rows, batch_terms, qualifies, values in self._parent_cells(codes, threads):
+        # the terms of rows left out, or in-sample ones replaced by the folds' below
+        left_out = self._left_out_rows(labels, weights) if folds is None else None
+        for rows, batch_terms, qualifies, values in self._parent_cells(codes, threads, left_out):
             terms[rows] = batch_terms
             inside = np.flatnonzero((first_row >= rows.start) & (first_row < rows.stop))
             row, column = first_row[inside] - rows.start, column_of_cell[inside]
@@ -525,7 +572,7 @@ class AODE(CategoricalClassifier):
             cell_values[inside] = by_column[row, column] / max(n_parents, 1)
         # a parent that does not qualify on a row scores the Naive Bayes fallback there
         cells[~cell_qualifies[cells]] = -1
-        for held, held_codes, model in folds:
+        for held, held_codes, model in folds or []:
             terms[held] = model._parent_terms(held_codes, threads)
         inputs = (
             (terms - self.class_log_prior_) / n_parents,
@@ -669,9 +716,7 @@ class AODE(CategoricalClassifier):
             )
             if not np.array_equal(fold.classes_, self.classes_):  # pragma: no cover
                 continue  # cannot happen: every class has a row in every fold's training
-            inner = fold._cross_fitted_models(
-                X_train, y_train, train_weight, fold_labels, fold_weights
-            )
+            inner = fold._held_out_models(X_train, y_train, train_weight, fold_labels, fold_weights)
             inputs, column_keys = fold._cell_weight_inputs(
                 fold_codes, fold_labels, fold_weights, threads, inner
             )
@@ -697,18 +742,26 @@ class AODE(CategoricalClassifier):
     _cell_batch_entries = 1 << 22
 
     def _parent_cells(
-        self, codes: np.ndarray, threads: int
+        self, codes: np.ndarray, threads: int, left_out: dict[str, Any] | None = None
     ) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
         """The super-parents' terms and cells of coded rows in batches of bounded memory:
         ``(rows, terms (s, P, C), qualifies (s, P), cells (s, P, F, C))``
         (:func:`hebnb.weighting.aode_parent_cells`; column ``i`` of parent ``i`` holds
-        ``ln P(y, x_i) - ln pi_y``)."""
+        ``ln P(y, x_i) - ln pi_y``); with ``left_out`` (:meth:`_left_out_rows` of the
+        training rows ``codes``) the terms of the rows left out."""
         n_features, n_rows = codes.shape
         n_parents = int(np.count_nonzero(self.super_parents_))
         per_row = max(1, n_parents * n_features * self.classes_.shape[0])
         batch = max(1, self._cell_batch_entries // per_row)
         for first in range(0, max(n_rows, 1), batch):
             rows = slice(first, min(first + batch, n_rows))
+            batch_left_out = None
+            if left_out is not None:
+                batch_left_out = {
+                    **left_out,
+                    "labels": left_out["labels"][rows],
+                    "weights": left_out["weights"][rows],
+                }
             terms, qualifies, cells = weighting.aode_parent_cells(
                 np.ascontiguousarray(codes[:, rows]),
                 self._model,
@@ -716,6 +769,7 @@ class AODE(CategoricalClassifier):
                 list(self._encoder.offsets),
                 self._min_parent_count,
                 threads,
+                batch_left_out,
             )
             yield rows, terms, qualifies, cells
 
@@ -805,8 +859,11 @@ class AODE(CategoricalClassifier):
             scores[batch.rows] = batch_scores
         return scores
 
-    def _parent_terms(self, codes: np.ndarray, threads: int) -> np.ndarray:
-        """Each super-parent's one-dependence term ``T_i`` of coded rows, (S, P, C)."""
+    def _parent_terms(
+        self, codes: np.ndarray, threads: int, left_out: dict[str, Any] | None = None
+    ) -> np.ndarray:
+        """Each super-parent's one-dependence term ``T_i`` of coded rows, (S, P, C)
+        (``left_out``: of the training rows, each left out; :meth:`_left_out_rows`)."""
         return weighting.aode_parent_terms(
             codes,
             self._model,
@@ -814,6 +871,7 @@ class AODE(CategoricalClassifier):
             list(self._encoder.offsets),
             self._min_parent_count,
             threads,
+            left_out,
         )
 
     @offered_if(learns_online)
@@ -1049,6 +1107,9 @@ class AODE(CategoricalClassifier):
         if "count_features" not in state:
             # pickled before the parameter existed (its scoring reads it)
             state = {**state, "count_features": False}
+        if "weighting_rows" not in state:
+            # pickled when the weights were always fitted on cross-fitted terms
+            state = {**state, "weighting_rows": "cross-fitted"}
         super().__setstate__(state)
 
     def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -366,6 +367,7 @@ def aode_parent_terms(
     offsets: list[int],
     min_parent_count: float,
     n_threads: int,
+    left_out: dict[str, Any] | None = None,
 ) -> FloatArray:
     """Each super-parent's own term of the AODE score, shape (S, n_parents, C).
 
@@ -374,7 +376,9 @@ def aode_parent_terms(
     parent that qualifies, computed for every parent in one pass of the core
     (``_core.aode_parent_terms``, src/aode/parent_terms.rs). A row on which parent ``i``
     does not qualify (value missing, unseen or rarer than ``min_parent_count``) gets the
-    scorer's Naive Bayes fallback as its ``T_i``.
+    scorer's Naive Bayes fallback as its ``T_i``. With ``left_out`` (the rows are the
+    model's training rows: ``AODE._left_out_rows``) each row's terms are those of the
+    tables without its own counts (src/aode/leave_one_out.rs).
     """
     terms: FloatArray = _core.aode_parent_terms(
         codes,
@@ -384,6 +388,7 @@ def aode_parent_terms(
         min_parent_count=min_parent_count,
         cells=False,
         n_jobs=n_threads,
+        left_out=left_out,
     )["terms"]
     return terms
 
@@ -395,9 +400,11 @@ def aode_parent_cells(
     offsets: list[int],
     min_parent_count: float,
     n_threads: int,
+    left_out: dict[str, Any] | None = None,
 ) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
-    """The super-parents' terms (:func:`aode_parent_terms`) and the cells they add up, in
-    one pass of the core.
+    """The super-parents' terms (:func:`aode_parent_terms`, ``left_out`` as there) and
+    the cells they add up, in one pass of the core. The cells and ``qualifies`` are the
+    fitted tables' whether or not the terms leave the rows out.
 
     Returns
     -------
@@ -418,6 +425,7 @@ def aode_parent_cells(
         min_parent_count=min_parent_count,
         cells=True,
         n_jobs=n_threads,
+        left_out=left_out,
     )
     return out["terms"], out["qualifies"], out["cells"]
 

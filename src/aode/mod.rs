@@ -32,6 +32,7 @@
 //! with the highest mutual information with the class) and the paper's memory cap.
 
 pub mod fit;
+pub mod leave_one_out;
 pub mod parent_terms;
 pub mod score;
 pub mod storage;
@@ -42,6 +43,7 @@ use crate::pair_counts::PairTablesView;
 use crate::solver::SolverSettings;
 
 pub use fit::{fit, log_evidence, AodeCounts, AodeFit};
+pub use leave_one_out::LeftOut;
 pub use parent_terms::{parent_terms, ParentTerms};
 pub use score::{joint_log_likelihood, AodeModel};
 

@@ -10,6 +10,10 @@
 //! not qualify (value missing, unseen or rarer than `min_parent_count`) gets the Naive
 //! Bayes score as its `T_i`, as the scorer gives a row without a qualifying parent.
 //!
+//! With [`LeftOut`] rows (the training rows themselves), each row's terms are those of the
+//! tables without its own counts ([`super::leave_one_out`]); its cells stay the fitted
+//! tables' and `qualifies` says where the parent qualifies in-sample.
+//!
 //! The terms are the ones the scorer ([`super::score`]) averages, computed by the same
 //! chunk scorer (the same operations in the same order), so each `T_i` is bit-identical
 //! to the joint log-likelihood of the row with `i` as its only qualifying super-parent.
@@ -19,6 +23,7 @@
 use ndarray::{Array2, Array3, Array4, ArrayView2};
 use rayon::prelude::*;
 
+use super::leave_one_out::LeftOut;
 use super::score::{prepare, rows_per_chunk, AodeModel};
 use crate::error::{entries, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
@@ -39,16 +44,20 @@ pub struct ParentTerms {
 }
 
 /// Every super-parent's term `T_i` of every row of `codes` `(F, S)` (-1: missing or
-/// unknown), and with `cells` the cells they add up ([`ParentTerms`]).
+/// unknown), and with `cells` the cells they add up ([`ParentTerms`]); with `left_out`
+/// (the rows are the training rows, their classes and weights given) each row's terms
+/// without its own counts.
 ///
 /// # Errors
 /// What [`super::joint_log_likelihood`] refuses (shape mismatches, codes out of range),
-/// [`crate::error::HebError::Allocation`] and [`crate::error::HebError::Interrupted`].
+/// what [`LeftOut`] refuses, [`crate::error::HebError::Allocation`] and
+/// [`crate::error::HebError::Interrupted`].
 pub fn parent_terms(
     codes: ArrayView2<i32>,
     model: &AodeModel,
     layout: &FeatureLayout,
     cells: bool,
+    left_out: Option<LeftOut>,
 ) -> Result<ParentTerms> {
     let (fallback, prepared) = prepare(codes, model, layout)?;
     let n_rows = codes.ncols();
@@ -79,10 +88,16 @@ pub fn parent_terms(
     let mut cell_values = zeroed(n_cells, "AODE parent cells")?;
     if let Some(prepared) = prepared.filter(|_| n_parents > 0) {
         let scorer = prepared.scorer(model, layout);
+        let left_out = match left_out {
+            Some(rows) => Some(rows.prepare(model, layout, n_rows, &prepared.super_parents)?),
+            None => None,
+        };
+        // the left-out terms are corrected from the chunk's cells
+        let chunk_cells = cells || left_out.is_some();
         // With cells, chunks of about 8 MB of cells, about four per thread (a chunk's
         // parents are scored one after the other); without, the scorer's chunks, whose
         // parents are scored in parallel ([`super::score`])
-        let chunk_rows = if cells {
+        let chunk_rows = if chunk_cells {
             (n_rows.div_ceil(4 * rayon::current_num_threads()))
                 .clamp(64, 4096)
                 .min(((8 << 20) / (8 * row_cells.max(1))).max(1))
@@ -98,8 +113,19 @@ pub fn parent_terms(
             }
             let first = chunk * chunk_rows;
             let n = out_qualifies.len() / n_parents;
-            let scored = if cells {
-                scorer.score_chunk::<true>(codes, first, n, out_cells)
+            // the chunk's own cells where the caller keeps none (every cell read below is
+            // written by the scorer: a qualifying parent's scoring children)
+            let mut own_cells = Vec::new();
+            let chunk_cells: &mut [f64] = if cells {
+                out_cells
+            } else if left_out.is_some() {
+                own_cells.resize(n * row_cells, 0.0);
+                &mut own_cells
+            } else {
+                &mut []
+            };
+            let scored = if !chunk_cells.is_empty() {
+                scorer.score_chunk::<true>(codes, first, n, chunk_cells)
             } else {
                 scorer.score_chunk::<false>(codes, first, n, &mut [])
             };
@@ -118,6 +144,18 @@ pub fn parent_terms(
                             .for_each(|(t, &s)| *t = s);
                     }
                 }
+            }
+            if let Some(left_out) = &left_out {
+                left_out.replace_terms(
+                    model,
+                    layout,
+                    codes,
+                    (first, n),
+                    &prepared.super_parents,
+                    out_qualifies,
+                    chunk_cells,
+                    out_terms,
+                );
             }
         };
         let rows = terms

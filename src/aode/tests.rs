@@ -231,7 +231,7 @@ fn parent_terms_by_hand_and_for_any_thread_count() {
         ChildSmoothing::Laplace,
         |_, model, layout| {
             let rows = array![[0, 1], [1, -1]];
-            let out = parent_terms(rows.view(), model, layout, true).unwrap();
+            let out = parent_terms(rows.view(), model, layout, true, None).unwrap();
             let prior = 0.5f64.ln();
             // parent 0 = 0: P(y, x0) = (3, 1) / 8, P(x1 = 1 | y, x0 = 0) = (1/2, 1/2)
             // parent 1 = 1: P(y, x1) = (2, 3) / 8, P(x0 = 0 | y, x1 = 1) = (2/3, 1/4)
@@ -278,7 +278,7 @@ fn parent_terms_by_hand_and_for_any_thread_count() {
         |_, model, layout| {
             let with = |threads: usize| {
                 with_threads(threads, || {
-                    parent_terms(codes.view(), model, layout, true).unwrap()
+                    parent_terms(codes.view(), model, layout, true, None).unwrap()
                 })
                 .unwrap()
             };
@@ -289,7 +289,7 @@ fn parent_terms_by_hand_and_for_any_thread_count() {
             // same terms
             for threads in [1, 3] {
                 let terms = with_threads(threads, || {
-                    parent_terms(codes.view(), model, layout, false).unwrap()
+                    parent_terms(codes.view(), model, layout, false, None).unwrap()
                 })
                 .unwrap();
                 assert_eq!(bits(&terms.terms), bits(&one.terms));

@@ -196,6 +196,17 @@ pub(super) fn aode_planned_bytes<'py>(
     Ok(out)
 }
 
+/// The parent term's smoothing by name.
+fn parse_parent_smoothing(name: &str) -> PyResult<ParentSmoothing> {
+    match name {
+        "laplace" => Ok(ParentSmoothing::Laplace),
+        "heb" => Ok(ParentSmoothing::Heb),
+        other => Err(PyValueError::new_err(format!(
+            "unknown parent smoothing {other:?}: expected 'laplace' or 'heb'"
+        ))),
+    }
+}
+
 /// The child smoothing named `name`, or ValueError.
 fn child_smoothing(name: &str) -> PyResult<ChildSmoothing> {
     match name {
@@ -234,15 +245,7 @@ pub(super) fn fit_aode<'py>(
     n_jobs: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let smoothing = child_smoothing(smoothing)?;
-    let parent_smoothing = match parent_smoothing {
-        "laplace" => ParentSmoothing::Laplace,
-        "heb" => ParentSmoothing::Heb,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown parent smoothing {other:?}: expected 'laplace' or 'heb'"
-            )))
-        }
-    };
+    let parent_smoothing = parse_parent_smoothing(parent_smoothing)?;
     let layout = layout(offsets)?;
     let s = structure(&capped, &parents, layout.n_features())?;
     let (low, high) = concentration_bounds;
@@ -414,12 +417,61 @@ pub(super) fn aode_joint_log_likelihood<'py>(
     Ok(joint.into_pyarray(py))
 }
 
+/// The arrays of a `left_out` dict of `aode_parent_terms` and the fit's concentrations.
+struct LeftOutArrays<'py> {
+    labels: PyReadonlyArray1<'py, i64>,
+    weights: PyReadonlyArray1<'py, f64>,
+    counts: PyReadonlyArray2<'py, f64>,
+    class_count: PyReadonlyArray1<'py, f64>,
+    concentration: PyReadonlyArray3<'py, f64>,
+    pooled_concentration: PyReadonlyArray2<'py, f64>,
+    marginal_concentration: PyReadonlyArray2<'py, f64>,
+    parent_concentration: PyReadonlyArray1<'py, f64>,
+    parent_smoothing: ParentSmoothing,
+    replace_class_prior: bool,
+}
+
+impl<'py> LeftOutArrays<'py> {
+    fn from_dicts(left_out: &Bound<'py, PyDict>, model: &Bound<'py, PyDict>) -> PyResult<Self> {
+        let parent_smoothing: String = item(left_out, "parent_smoothing")?;
+        Ok(Self {
+            labels: item(left_out, "labels")?,
+            weights: item(left_out, "weights")?,
+            counts: item(left_out, "counts")?,
+            class_count: item(left_out, "class_count")?,
+            concentration: item(model, "concentration")?,
+            pooled_concentration: item(model, "pooled_concentration")?,
+            marginal_concentration: item(model, "marginal_concentration")?,
+            parent_concentration: item(model, "parent_concentration")?,
+            parent_smoothing: parse_parent_smoothing(&parent_smoothing)?,
+            replace_class_prior: item(left_out, "replace_class_prior")?,
+        })
+    }
+
+    fn view(&self) -> PyResult<aode::LeftOut<'_>> {
+        Ok(aode::LeftOut {
+            labels: self.labels.as_array(),
+            weights: self.weights.as_array(),
+            counts: self.counts.as_array(),
+            class_count: self.class_count.as_slice()?,
+            concentration: self.concentration.as_array(),
+            pooled_concentration: self.pooled_concentration.as_array(),
+            marginal_concentration: self.marginal_concentration.as_array(),
+            parent_concentration: self.parent_concentration.as_slice()?,
+            parent_smoothing: self.parent_smoothing,
+            replace_class_prior: self.replace_class_prior,
+        })
+    }
+}
+
 /// `{"terms", "qualifies", "cells"}`: every super-parent's term `T_i` `(S, P, C)` of
 /// feature-major codes `(F, S)`, whether it qualifies on each row `(S, P)`, and with
 /// `cells` the table cells of the terms `(S, P, F, C)` (else `(0, P, F, C)`); see
-/// `aode::parent_terms`.
+/// `aode::parent_terms`. With `left_out` (`{"labels", "weights", "counts",
+/// "class_count", "parent_smoothing", "replace_class_prior"}`: the rows are the training
+/// rows) the terms are each row's without its own counts (`aode::LeftOut`).
 #[pyfunction]
-#[pyo3(signature = (codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs))]
+#[pyo3(signature = (codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs, left_out=None))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aode_parent_terms<'py>(
     py: Python<'py>,
@@ -430,13 +482,18 @@ pub(super) fn aode_parent_terms<'py>(
     min_parent_count: f64,
     cells: bool,
     n_jobs: usize,
+    left_out: Option<Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout(offsets)?;
+    let left_out = left_out
+        .map(|rows| LeftOutArrays::from_dicts(&rows, &model))
+        .transpose()?;
+    let left_out = left_out.as_ref().map(LeftOutArrays::view).transpose()?;
     let arrays = ModelArrays::from_dicts(&model, &pair_tables)?;
     let model = arrays.model(&layout, min_parent_count)?;
     let codes = codes.as_array();
     let terms = run(py, n_jobs, || {
-        aode::parent_terms(codes, &model, &layout, cells)
+        aode::parent_terms(codes, &model, &layout, cells, left_out)
     })?;
     let out = PyDict::new(py);
     out.set_item("terms", terms.terms.into_pyarray(py))?;

@@ -1,0 +1,515 @@
+//! The super-parent terms of AODE's own training rows, each row left out of the tables
+//! that score it: what `AODE(weighting_rows="leave-one-out")` fits its discriminative
+//! weights on (docs/discriminative.md, "Leave-one-out super-parent terms").
+//!
+//! A training row's counts are in every table that scores it, so on its own terms its class
+//! looks more probable than for a new row, and weights fitted on them learn to trust
+//! memorised pairs. A row of class `y` and sample weight `w` is scored here as the fitted
+//! model would score it had `w` not been counted:
+//!
+//! * the counts of class `y` it added to lose `w`: its pair cell `N_{y,u,v}` and the parent
+//!   value's `N_{y,u}`, the two-level mean's class-pooled `N_{u,v}` and `N_u`, the parent
+//!   term's single counts and those of the Naive Bayes fallback;
+//! * the concentrations, the child means `mu_{j,v}`, the parent term's class mean and the
+//!   class prior stay as fitted (the plug-in of SPEC eq. 3, as Naive Bayes' leave-one-out
+//!   rows);
+//! * a value that no other training row has is unknown, as a new row's unseen value: it
+//!   adds no child term, and a super-parent with it does not qualify; nor does one whose
+//!   value the other rows weigh below `min_parent_count`. Such a super-parent's term is the
+//!   Naive Bayes fallback, left out alike.
+//!
+//! A child cell is corrected from the scorer's own log-probability `ln(S_c / D_c)`, with
+//! `S_c = N_{c,u,v} + m_c mu_{u,v}` and `D_c = N_{c,u} + m_c` (rows with the child
+//! present): it becomes `ln((S_c + m_c (mu' - mu) - [c = y] w) / (D_c - [c = y] w))`,
+//! `mu' - mu` the change of the two-level mean (none for a one-level mean, where only
+//! class `y`'s cell changes).
+
+use ndarray::{ArrayView1, ArrayView2, ArrayView3};
+use rayon::prelude::*;
+
+use super::score::AodeModel;
+use super::ParentSmoothing;
+use crate::error::{check_len, filled, with_capacity, zeroed, HebError, Result};
+use crate::layout::FeatureLayout;
+
+/// What scoring the training rows left out needs beyond the model: the rows' classes and
+/// weights, the single counts and the fit's concentrations.
+#[derive(Debug, Clone, Copy)]
+pub struct LeftOut<'a> {
+    /// Class index of every scored row.
+    pub labels: ArrayView1<'a, i64>,
+    /// Sample weight of every scored row (its share of the counts).
+    pub weights: ArrayView1<'a, f64>,
+    /// The single counts `N_{c,v}`, shape (C, sum K_f).
+    pub counts: ArrayView2<'a, f64>,
+    /// The training weight of every class.
+    pub class_count: &'a [f64],
+    /// `m_{c,i,j}`, shape (C, P, F) ([`super::AodeFit::concentration`]).
+    pub concentration: ArrayView3<'a, f64>,
+    /// `a_{i,j}` of the two-level mean, shape (P, F); NaN for a one-level mean.
+    pub pooled_concentration: ArrayView2<'a, f64>,
+    /// The Naive Bayes child's `m_{c,j}`, shape (C, F).
+    pub marginal_concentration: ArrayView2<'a, f64>,
+    /// The parent term's `m_i`, length F.
+    pub parent_concentration: &'a [f64],
+    pub parent_smoothing: ParentSmoothing,
+    /// Whether the class prior replaced eq. 8's class part in the parent term.
+    pub replace_class_prior: bool,
+}
+
+/// The per-call tables of [`LeftOut`]: class counts per feature, the parent term's mean
+/// and normaliser, and the children's parent-value counts where a child is sometimes
+/// missing.
+pub(super) struct LeftOutTables<'a> {
+    left_out: LeftOut<'a>,
+    n_classes: usize,
+    n_features: usize,
+    /// `N_c^(f)`: class counts of the rows with feature f present, (F, C).
+    present: Vec<f64>,
+    /// The parent term's class mean `(N_c^(i) + 1) / (S_i + C)`, (F, C).
+    class_mean: Vec<f64>,
+    /// With the class prior replacing the parent term's class part under
+    /// `parent_smoothing="heb"`: `sum_u (N_u + C) (N_{c,u} + m_i mean_c) / (N_u + m_i)`, (F, C).
+    normaliser: Vec<f64>,
+    /// Each feature's place among the features missing on some training rows
+    /// (`usize::MAX`: never missing).
+    missing_rank: Vec<usize>,
+    /// How many features are missing on some training rows.
+    n_missing: usize,
+    /// `N_{c,u}` of the rows with the child present, (K_i, C), of each (parent rank,
+    /// sometimes-missing child) orientation read from a pair table, at `rank * M +
+    /// missing_rank[j]` (None: capped, or the parent itself).
+    pair_totals: Vec<Option<Vec<f64>>>,
+}
+
+/// The log of a left-out numerator, kept above half its prior part against rounding (in
+/// exact arithmetic it is at least `m mu`: the row's own weight is in it).
+#[inline]
+fn log_left(numerator: f64, floor: f64) -> f64 {
+    numerator.max(floor).ln()
+}
+
+impl<'a> LeftOut<'a> {
+    /// Checks the inputs against the model and layout and builds the per-call tables.
+    ///
+    /// # Errors
+    /// Shape mismatches, labels out of range, negative or non-finite weights, and
+    /// [`HebError::Allocation`].
+    pub(super) fn prepare(
+        self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        n_rows: usize,
+        super_parents: &[usize],
+    ) -> Result<LeftOutTables<'a>> {
+        let n_classes = model.class_log_prior.len();
+        let n_features = layout.n_features();
+        let n_parents = super_parents.len();
+        check_len("left-out labels", n_rows, self.labels.len())?;
+        check_len("left-out weights", n_rows, self.weights.len())?;
+        check_len("left-out class counts", n_classes, self.class_count.len())?;
+        check_len(
+            "parent concentrations",
+            n_features,
+            self.parent_concentration.len(),
+        )?;
+        let shapes = [
+            (
+                "single counts",
+                self.counts.dim(),
+                (n_classes, layout.n_columns()),
+            ),
+            (
+                "marginal concentrations",
+                self.marginal_concentration.dim(),
+                (n_classes, n_features),
+            ),
+            (
+                "pooled concentrations",
+                self.pooled_concentration.dim(),
+                (n_parents, n_features),
+            ),
+        ];
+        for (what, got, expected) in shapes {
+            if got != expected {
+                return Err(HebError::InvalidParameter(format!(
+                    "{what} have shape {got:?}, expected {expected:?}"
+                )));
+            }
+        }
+        if self.concentration.dim() != (n_classes, n_parents, n_features) {
+            return Err(HebError::InvalidParameter(format!(
+                "concentrations have shape {:?}, expected {:?}",
+                self.concentration.dim(),
+                (n_classes, n_parents, n_features)
+            )));
+        }
+        if let Some(&label) = self
+            .labels
+            .iter()
+            .find(|&&l| l < 0 || l as usize >= n_classes)
+        {
+            return Err(HebError::InvalidParameter(format!(
+                "left-out label {label} is not a class index below {n_classes}"
+            )));
+        }
+        if self.weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
+            return Err(HebError::InvalidParameter(
+                "left-out sample weights must be finite and non-negative".into(),
+            ));
+        }
+        let mut present = zeroed(n_features * n_classes, "left-out class counts")?;
+        for f in 0..n_features {
+            for c in 0..n_classes {
+                present[f * n_classes + c] = layout.columns(f).map(|v| self.counts[[c, v]]).sum();
+            }
+        }
+        let mut class_mean = zeroed(n_features * n_classes, "parent class means")?;
+        let mut normaliser = zeroed(n_features * n_classes, "parent normalisers")?;
+        let c_f = n_classes as f64;
+        for f in 0..n_features {
+            let per_class = &present[f * n_classes..(f + 1) * n_classes];
+            let total: f64 = per_class.iter().sum();
+            for c in 0..n_classes {
+                class_mean[f * n_classes + c] = (per_class[c] + 1.0) / (total + c_f);
+            }
+            if self.parent_smoothing == ParentSmoothing::Heb && self.replace_class_prior {
+                let m = self.parent_concentration[f];
+                for v in layout.columns(f) {
+                    let value_total: f64 = self.counts.column(v).sum();
+                    for c in 0..n_classes {
+                        let mean = class_mean[f * n_classes + c];
+                        normaliser[f * n_classes + c] += (value_total + c_f)
+                            * (self.counts[[c, v]] + m * mean)
+                            / (value_total + m);
+                    }
+                }
+            }
+        }
+        // a feature is sometimes missing where some class has fewer rows with it present;
+        // only then do its parent-value counts differ from the parent's single counts
+        let missing: Vec<usize> = (0..n_features)
+            .filter(|&f| {
+                (0..n_classes)
+                    .any(|c| present[f * n_classes + c] < self.class_count[c] * (1.0 - 1e-12))
+            })
+            .collect();
+        let mut missing_rank = filled(n_features, usize::MAX, "left-out missing features")?;
+        for (rank, &f) in missing.iter().enumerate() {
+            missing_rank[f] = rank;
+        }
+        let tables = &model.pair_tables;
+        let row_offsets = tables.row_offsets(layout)?;
+        let counts = tables
+            .counts
+            .as_slice()
+            .ok_or_else(|| HebError::InvalidParameter("pair counts must be contiguous".into()))?;
+        let mut orientations = with_capacity(n_parents * missing.len(), "left-out orientations")?;
+        for &i in super_parents {
+            orientations.extend(missing.iter().map(|&j| (i, j)));
+        }
+        let pair_totals = orientations
+            .par_iter()
+            .map(|&(i, j)| {
+                if !model.structure.modelled(i, j) || crate::interrupt::cancelled() {
+                    return Ok(None);
+                }
+                let (a, b) = (i.min(j), i.max(j));
+                let p = tables.position(a, b).expect("modelled pairs are stored");
+                let k_i = layout.cardinality(i);
+                let mut totals = zeroed(k_i * n_classes, "left-out pair totals")?;
+                let mut cell = vec![0.0; n_classes];
+                for u_a in 0..layout.cardinality(a) {
+                    let row = row_offsets[p] + u_a;
+                    for k in tables.indptr[row] as usize..tables.indptr[row + 1] as usize {
+                        counts.read(k * n_classes, &mut cell);
+                        // the parent's value: the CSR row (a) or the cell's column (b)
+                        let u = if i == a {
+                            u_a
+                        } else {
+                            tables.indices[k] as usize
+                        };
+                        for (t, &n) in totals[u * n_classes..(u + 1) * n_classes]
+                            .iter_mut()
+                            .zip(&cell)
+                        {
+                            *t += n;
+                        }
+                    }
+                }
+                Ok(Some(totals))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        crate::interrupt::check()?;
+        Ok(LeftOutTables {
+            left_out: self,
+            n_classes,
+            n_features,
+            present,
+            class_mean,
+            normaliser,
+            missing_rank,
+            n_missing: missing.len(),
+            pair_totals,
+        })
+    }
+}
+
+impl LeftOutTables<'_> {
+    /// Whether category `column` is known without a row of weight `w`: other rows have it
+    /// (and it scores at all).
+    #[inline]
+    fn known(&self, model: &AodeModel, column: usize, w: f64) -> bool {
+        model.parent_count[column] - w > 0.0 && model.log_child_mean[column] > f64::NEG_INFINITY
+    }
+
+    /// `ln P(y = c, x_i = u)` of every class without a row of class `y` and weight `w`.
+    #[allow(clippy::too_many_arguments)]
+    fn parent_term(
+        &self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        i: usize,
+        u: usize,
+        y: usize,
+        w: f64,
+        out: &mut [f64],
+    ) {
+        let lo = &self.left_out;
+        let nc = self.n_classes;
+        let c_f = nc as f64;
+        let column = layout.columns(i).start + u;
+        let k = layout.cardinality(i) as f64;
+        let per_class = &self.present[i * nc..(i + 1) * nc];
+        let present = per_class.iter().sum::<f64>() - w; // S_i
+        let fitted_total: f64 = lo.counts.column(column).sum();
+        let value_total = fitted_total - w; // N_u
+        let m = lo.parent_concentration[i];
+        for (c, slot) in out.iter_mut().enumerate() {
+            let own = if c == y { w } else { 0.0 };
+            let count = lo.counts[[c, column]] - own;
+            let mean = self.class_mean[i * nc + c];
+            let prior = model.class_log_prior[c];
+            *slot = match (lo.parent_smoothing, lo.replace_class_prior) {
+                // eq. 8: (N_{c,u} + 1) / (S_i + C K_i)
+                (ParentSmoothing::Laplace, false) => ((count + 1.0) / (present + c_f * k)).ln(),
+                // pi_c (N_{c,u} + 1) / (N_c^(i) + K_i)
+                (ParentSmoothing::Laplace, true) => {
+                    prior + ((count + 1.0) / (per_class[c] - own + k)).ln()
+                }
+                // P(u) P(c | u), P(c | u) = (N_{c,u} + m_i mean_c) / (N_u + m_i)
+                (ParentSmoothing::Heb, false) => {
+                    ((value_total + c_f) / (present + c_f * k)).ln() + (count + m * mean).ln()
+                        - (value_total + m).ln()
+                }
+                // pi_c P(u | c): the joint normalised over the values of i, where only this
+                // value's part changes (the common 1 / (S_i + C K_i) cancels)
+                (ParentSmoothing::Heb, true) => {
+                    let joint = (value_total + c_f) * (count + m * mean) / (value_total + m);
+                    let fitted = (fitted_total + c_f) * (lo.counts[[c, column]] + m * mean)
+                        / (fitted_total + m);
+                    let normaliser = self.normaliser[i * nc + c] - fitted + joint;
+                    prior + joint.ln() - normaliser.ln()
+                }
+            };
+        }
+    }
+
+    /// The Naive Bayes fallback of row `r` of `codes` (class `y`, weight `w`) left out.
+    #[allow(clippy::too_many_arguments)]
+    fn naive_bayes(
+        &self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        codes: ArrayView2<i32>,
+        r: usize,
+        y: usize,
+        w: f64,
+        out: &mut [f64],
+    ) {
+        let lo = &self.left_out;
+        let nc = self.n_classes;
+        out.copy_from_slice(model.class_log_prior);
+        for j in 0..self.n_features {
+            let v = codes[[j, r]];
+            if v < 0 {
+                continue;
+            }
+            let column = layout.columns(j).start + v as usize;
+            if !self.known(model, column, w) {
+                continue;
+            }
+            let log_probability = model.marginal_log_prob.row(column);
+            for (c, slot) in out.iter_mut().enumerate() {
+                if c == y {
+                    let m = lo.marginal_concentration[[c, j]];
+                    let total = self.present[j * nc + c] + m;
+                    let scaled = log_probability[c].exp() * total;
+                    *slot +=
+                        log_left(scaled - w, 0.5 * m * model.child_mean[column]) - (total - w).ln();
+                } else {
+                    *slot += log_probability[c];
+                }
+            }
+        }
+    }
+
+    /// The left-out term of super-parent `rank` (feature `i`) on row `r` of `codes`, from
+    /// its in-sample `cells` `(F, C)` ([`super::parent_terms`]); false when the parent does
+    /// not qualify without the row (`term` is then untouched).
+    #[allow(clippy::too_many_arguments)]
+    fn parent_row(
+        &self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        codes: ArrayView2<i32>,
+        r: usize,
+        (rank, i): (usize, usize),
+        cells: &[f64],
+        term: &mut [f64],
+        scratch: &mut [f64],
+    ) -> bool {
+        let lo = &self.left_out;
+        let nc = self.n_classes;
+        let n_features = self.n_features;
+        let y = lo.labels[r] as usize;
+        let w = lo.weights[r];
+        let u = codes[[i, r]];
+        if u < 0 {
+            return false;
+        }
+        let u = u as usize;
+        let parent_column = layout.columns(i).start + u;
+        if !self.known(model, parent_column, w)
+            || model.parent_count[parent_column] - w < model.min_parent_count
+        {
+            return false;
+        }
+        self.parent_term(model, layout, i, u, y, w, term);
+        let (scaled, rest) = scratch.split_at_mut(nc);
+        let (total, m) = rest.split_at_mut(nc);
+        for j in (0..n_features).filter(|&j| j != i) {
+            let v = codes[[j, r]];
+            if v < 0 {
+                continue;
+            }
+            let column = layout.columns(j).start + v as usize;
+            if model.log_child_mean[column] == f64::NEG_INFINITY {
+                continue; // never scores, in-sample either
+            }
+            if model.parent_count[column] - w <= 0.0 {
+                continue; // unknown without the row: no term
+            }
+            let cell = &cells[j * nc..(j + 1) * nc];
+            let capped = !model.structure.modelled(i, j);
+            for c in 0..nc {
+                let (count, concentration) = if capped {
+                    (self.present[j * nc + c], lo.marginal_concentration[[c, j]])
+                } else {
+                    let missing = self.missing_rank[j];
+                    let count = if missing == usize::MAX {
+                        lo.counts[[c, parent_column]]
+                    } else {
+                        match &self.pair_totals[rank * self.n_missing + missing] {
+                            Some(totals) => totals[u * nc + c],
+                            None => lo.counts[[c, parent_column]],
+                        }
+                    };
+                    (count, lo.concentration[[c, rank, j]])
+                };
+                m[c] = concentration;
+                total[c] = count + concentration;
+            }
+            let child_mean = model.child_mean[column];
+            let pooled = if capped {
+                f64::NAN
+            } else {
+                lo.pooled_concentration[[rank, j]]
+            };
+            if pooled.is_nan() {
+                // one prior mean as fitted: only the row's own class changes
+                for c in 0..nc {
+                    term[c] += if c == y {
+                        let scaled = cell[c].exp() * total[c];
+                        log_left(scaled - w, 0.5 * m[c] * child_mean) - (total[c] - w).ln()
+                    } else {
+                        cell[c]
+                    };
+                }
+            } else {
+                // the two-level mean mu_{u,v} = (N_{u,v} + a mu_v) / (N_u + a) loses w too,
+                // where N_{u,v} + a mu_v = mu (N_u + a) and sum_c S_c = N_{u,v} + mu sum_c m_c
+                let mut scaled_sum = 0.0;
+                let (mut count_sum, mut m_sum) = (0.0, 0.0);
+                for c in 0..nc {
+                    scaled[c] = cell[c].exp() * total[c];
+                    scaled_sum += scaled[c];
+                    count_sum += total[c] - m[c];
+                    m_sum += m[c];
+                }
+                let before = (scaled_sum + pooled * child_mean) / (count_sum + pooled + m_sum);
+                let after = (before * (count_sum + pooled) - w) / (count_sum - w + pooled);
+                for c in 0..nc {
+                    let own = if c == y { w } else { 0.0 };
+                    term[c] += log_left(
+                        scaled[c] + m[c] * (after - before) - own,
+                        0.5 * m[c] * after,
+                    ) - (total[c] - own).ln();
+                }
+            }
+        }
+        true
+    }
+
+    /// Replaces the in-sample terms of the `n` rows of `codes` from `first` (`terms`
+    /// `(n, P, C)`, `qualifies` `(n, P)`, `cells` `(n, P, F, C)` as
+    /// [`super::parent_terms`] computes them) by their left-out terms; `super_parents` in
+    /// feature order.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn replace_terms(
+        &self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        codes: ArrayView2<i32>,
+        (first, n): (usize, usize),
+        super_parents: &[usize],
+        qualifies: &[bool],
+        cells: &[f64],
+        terms: &mut [f64],
+    ) {
+        let nc = self.n_classes;
+        let n_parents = super_parents.len();
+        let block = self.n_features * nc;
+        let mut fallback = vec![0.0; nc];
+        let mut scratch = vec![0.0; 3 * nc];
+        for r in 0..n {
+            let row = first + r;
+            let mut fallback_ready = false;
+            for (rank, &i) in super_parents.iter().enumerate() {
+                let at = (r * n_parents + rank) * nc;
+                let term = &mut terms[at..at + nc];
+                let row_cells = &cells[(r * n_parents + rank) * block..][..block];
+                let qualifies = qualifies[r * n_parents + rank]
+                    && self.parent_row(
+                        model,
+                        layout,
+                        codes,
+                        row,
+                        (rank, i),
+                        row_cells,
+                        term,
+                        &mut scratch,
+                    );
+                if !qualifies {
+                    if !fallback_ready {
+                        let y = self.left_out.labels[row] as usize;
+                        let w = self.left_out.weights[row];
+                        self.naive_bayes(model, layout, codes, row, y, w, &mut fallback);
+                        fallback_ready = true;
+                    }
+                    term.copy_from_slice(&fallback);
+                }
+            }
+        }
+    }
+}
