@@ -118,13 +118,16 @@ class CatBoostAllCategorical(ClassifierMixin, BaseEstimator):
 EXTERNAL = {"onehot-lr": OneHotLogisticRegression, "catboost": CatBoostAllCategorical}
 
 
-def register() -> None:
-    """Lets the evaluation runner build the two references by name."""
+def register(weighting_rows: str | None = None) -> None:
+    """Lets the evaluation runner build the two references by name; ``weighting_rows``
+    (if given) is that of every weighted AODE method."""
     make, check = runner.make_estimator, runner.check_methods
 
     def make_estimator(name, **overrides):
         if name in EXTERNAL:
             return EXTERNAL[name]()
+        if weighting_rows is not None and "aode+cll-" in name:
+            overrides = {**overrides, "weighting_rows": weighting_rows}
         if "@" in name:  # "<method>@<penalty>": a penalty sweep (AODE cll-value: cells')
             name, penalty = name.split("@")
             key = "cell_penalty" if "aode+cll-value" in name else "penalty"
@@ -256,13 +259,19 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", default=None)
     parser.add_argument("--reverse", action="store_true", help="datasets in reverse order")
     parser.add_argument("--methods", nargs="*", default=HEBNB_METHODS + REFERENCES)
+    parser.add_argument(
+        "--weighting-rows",
+        choices=["leave-one-out", "cross-fitted"],
+        default=None,
+        help="weighting_rows of the weighted AODE methods (default: the estimator's)",
+    )
     parser.add_argument("--summarise-only", action="store_true")
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args()
     if args.summarise_only:
         frame = pd.concat([pd.read_csv(path) for path in str(args.out).split(",")])
     else:
-        register()
+        register(args.weighting_rows)
         names = args.datasets or [path.parent.name for path in runner.find_suite(args.suite)]
         names = names[::-1] if args.reverse else names
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone as clone_of
 
 from aode_left_out_reference import left_out_terms
 from hebnb import AODE, _core
@@ -173,20 +174,34 @@ def test_the_core_refuses_bad_left_out_rows():
         )
 
 
-def test_leave_one_out_is_the_default_and_old_pickles_keep_cross_fitting():
+def test_auto_rows_leave_laplace_tables_out_and_cross_fit_heb_ones():
     X, y = _table(seed=9, n_rows=200)
-    assert AODE().weighting_rows == "leave-one-out"
-    default = AODE(weighting="cll-value").fit(X, y)
+    assert AODE().weighting_rows == "auto"
+    for smoothing, rows in [("laplace", "leave-one-out"), ("heb", "cross-fitted")]:
+        auto = AODE(smoothing=smoothing, weighting="cll-value").fit(X, y)
+        same = AODE(smoothing=smoothing, weighting="cll-value", weighting_rows=rows).fit(X, y)
+        np.testing.assert_array_equal(auto.predict_proba(X), same.predict_proba(X))
+    left = AODE(weighting="cll-value", weighting_rows="leave-one-out").fit(X, y)
     crossed = AODE(weighting="cll-value", weighting_rows="cross-fitted").fit(X, y)
-    assert np.abs(default.predict_proba(X) - crossed.predict_proba(X)).max() > 1e-3
-    # a model pickled before the parameter existed was fitted on cross-fitted terms
+    assert np.abs(left.predict_proba(X) - crossed.predict_proba(X)).max() > 1e-3
+
+
+def test_old_pickles_keep_cross_fitting():
+    """A model pickled before the parameter existed was fitted on cross-fitted terms."""
+    X, y = _table(seed=9, n_rows=200)
+    crossed = AODE(smoothing="laplace", weighting="cll-value", weighting_rows="cross-fitted").fit(
+        X, y
+    )
     state = crossed.__getstate__()
     del state["weighting_rows"]
     old = AODE.__new__(AODE)
     old.__setstate__(state)
     assert old.get_params()["weighting_rows"] == "cross-fitted"
     np.testing.assert_array_equal(old.predict_proba(X), crossed.predict_proba(X))
-    again = pickle.loads(pickle.dumps(default))
-    np.testing.assert_array_equal(again.predict_proba(X), default.predict_proba(X))
+    refit = clone_of(old).fit(X, y)
+    np.testing.assert_array_equal(refit.predict_proba(X), crossed.predict_proba(X))
+    left = AODE(smoothing="laplace", weighting="cll-value").fit(X, y)
+    again = pickle.loads(pickle.dumps(left))
+    np.testing.assert_array_equal(again.predict_proba(X), left.predict_proba(X))
     with pytest.raises(ValueError, match="weighting_rows"):
         AODE(weighting="cll-feature", weighting_rows="in-sample").fit(X, y)

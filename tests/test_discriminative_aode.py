@@ -306,7 +306,13 @@ def test_parent_weights_minimise_the_cross_fitted_conditional_likelihood(params,
 )
 def test_parent_weights_minimise_the_left_out_conditional_likelihood(params, penalty):
     X, y = _data(seed=1)
-    model = AODE(**params, weighting="cll-feature", penalty=penalty, weighting_tol=1e-12).fit(X, y)
+    model = AODE(
+        **params,
+        weighting="cll-feature",
+        weighting_rows="leave-one-out",
+        penalty=penalty,
+        weighting_tol=1e-12,
+    ).fit(X, y)
     full = AODE(**params).fit(X, y)
     terms = left_out_terms(full, X, y)
     if params["smoothing"] == "laplace":  # a refit without the row, counted independently
@@ -584,8 +590,8 @@ def test_cell_weights_minimise_the_cross_fitted_conditional_likelihood():
 
 
 def test_cell_weights_minimise_the_left_out_conditional_likelihood():
-    """The default rows: every training row's super-parent terms from the other rows
-    (Laplace AODE, so a refit on them, counted here), the cells the full model's."""
+    """The default rows over Laplace tables: every training row's super-parent terms from
+    the other rows (a refit on them, counted here), the cells the full model's."""
     X, y = _data(seed=1, n_rows=300)
     model = AODE(
         smoothing="laplace",

@@ -147,14 +147,17 @@ class AODE(CategoricalClassifier):
     weighting_tol : float, default=1e-4
         The weights are converged when no entry of the objective's gradient, divided by
         the total sample weight, exceeds it.
-    weighting_rows : {"leave-one-out", "cross-fitted"}, default="leave-one-out"
+    weighting_rows : {"auto", "leave-one-out", "cross-fitted"}, default="auto"
         How the training rows' super-parent terms are scored for the weights.
         ``"leave-one-out"``: by the fitted tables with the row's own sample weight taken
         out of its class's counts (concentrations and prior means as fitted), a value no
         other training row has being unknown, as for a new row; no extra fit.
         ``"cross-fitted"``: by AODEs fitted on the other folds of a stratified 5-fold
-        split (five more fits). Over the 25 shared datasets leave-one-out gave the lower
-        log-loss on 11 and the higher on 3 (docs/discriminative.md).
+        split (five more fits). ``"auto"``: leave-one-out over Laplace child tables,
+        cross-fitted over HEB ones, as the 25 shared datasets say (docs/discriminative.md:
+        with Laplace tables leave-one-out gave the lower log-loss on 12 and the higher on
+        3; with HEB tables, whose concentrations were fitted with the row, the higher on
+        12 and the lower on 6, most on small tables).
     cell_penalty : float, "cv" or None, default=None
         With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
         of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 100).
@@ -280,7 +283,7 @@ class AODE(CategoricalClassifier):
         "weighting": [StrOptions({"cll-feature", "cll-value"}), None],
         "penalty": [StrictInterval(Real, 0, None, closed="left"), None],
         "weighting_tol": [StrictInterval(Real, 0, None, closed="neither")],
-        "weighting_rows": [StrOptions({"leave-one-out", "cross-fitted"})],
+        "weighting_rows": [StrOptions({"auto", "leave-one-out", "cross-fitted"})],
         "cell_penalty": [
             StrictInterval(Real, 0, None, closed="left"),
             StrOptions({"cv"}),
@@ -315,7 +318,7 @@ class AODE(CategoricalClassifier):
         weighting: str | None = None,
         penalty: float | None = None,
         weighting_tol: float = 1e-4,
-        weighting_rows: str = "leave-one-out",
+        weighting_rows: str = "auto",
         cell_penalty: float | Literal["cv"] | None = None,
         count_features: bool = False,
     ) -> None:
@@ -469,9 +472,12 @@ class AODE(CategoricalClassifier):
         weights: np.ndarray,
     ) -> list[tuple[np.ndarray, np.ndarray, AODE]] | None:
         """What scores the training rows for the weights: None for leave-one-out terms
-        (``weighting_rows="leave-one-out"``, :mod:`hebnb._leave_one_out`), else the
-        cross-fitting models (:meth:`_cross_fitted_models`)."""
-        if self.weighting_rows == "leave-one-out":
+        (:meth:`_leave_one_out_terms`), else the cross-fitting models
+        (:meth:`_cross_fitted_models`), as ``weighting_rows`` says."""
+        rows = self.weighting_rows
+        if rows == "auto":
+            rows = "leave-one-out" if self.smoothing == "laplace" else "cross-fitted"
+        if rows == "leave-one-out":
             return None
         return self._cross_fitted_models(X, y, sample_weight, labels, weights)
 
