@@ -448,7 +448,11 @@ impl LeftOutTables<'_> {
                     m_sum += m[c];
                 }
                 let before = (scaled_sum + pooled * child_mean) / (count_sum + pooled + m_sum);
-                let after = (before * (count_sum + pooled) - w) / (count_sum - w + pooled);
+                // at least a mu_v / (N_u - w + a) in exact arithmetic (the row's own count
+                // is in N_{u,v}), kept above half of it against rounding
+                let left_total = count_sum - w + pooled;
+                let after = ((before * (count_sum + pooled) - w) / left_total)
+                    .max(0.5 * pooled * child_mean / left_total);
                 for c in 0..nc {
                     let own = if c == y { w } else { 0.0 };
                     term[c] += log_left(
