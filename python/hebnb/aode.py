@@ -156,8 +156,8 @@ class AODE(CategoricalClassifier):
         split (five more fits). ``"auto"``: leave-one-out over Laplace child tables,
         cross-fitted over HEB ones, as the 25 shared datasets say (docs/discriminative.md:
         with Laplace tables leave-one-out gave the lower log-loss on 12 and the higher on
-        3; with HEB tables, whose concentrations were fitted with the row, the higher on
-        12 and the lower on 6, most on small tables).
+        3; with HEB tables the higher on 12 and the lower on 6, most on small tables,
+        where refitting without each row does worse still).
     cell_penalty : float, "cv" or None, default=None
         With ``weighting="cll-value"``: precision of the Gaussian prior on a cell's change
         of a score, ``d ln P / P`` (None: ``hebnb.weighting.DEFAULT_CELL_PENALTY``, 100).
@@ -166,8 +166,8 @@ class AODE(CategoricalClassifier):
         each fold a whole ``cell_penalty=p`` fit on its training rows scored on its held
         rows (generative tables, cells and held-out parent terms fitted once per fold
         and shared by the penalties: 3 more AODE fits, 18 with ``"cross-fitted"`` rows,
-        and 15 more weight fits on two thirds of the rows), then refits the best on all rows; docs/discriminative.md for
-        how it compares.
+        and 15 more weight fits on two thirds of the rows), then refits the best on all
+        rows; docs/discriminative.md for how it compares.
     count_features : bool, default=False
         With ``weighting="cll-value"``: also weigh how often each of a row's values, and
         each pair of a super-parent's value with another feature's value, occurs among

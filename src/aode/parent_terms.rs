@@ -107,23 +107,21 @@ pub fn parent_terms(
         let score = |chunk: usize,
                      out_terms: &mut [f64],
                      out_qualifies: &mut [bool],
-                     out_cells: &mut [f64]| {
+                     out_cells: &mut [f64]|
+         -> Result<()> {
             if crate::interrupt::cancelled() {
-                return;
+                return Ok(());
             }
             let first = chunk * chunk_rows;
             let n = out_qualifies.len() / n_parents;
             // the chunk's own cells where the caller keeps none (every cell read below is
             // written by the scorer: a qualifying parent's scoring children)
-            let mut own_cells = Vec::new();
-            let chunk_cells: &mut [f64] = if cells {
-                out_cells
-            } else if left_out.is_some() {
-                own_cells.resize(n * row_cells, 0.0);
-                &mut own_cells
+            let mut own_cells = if !cells && left_out.is_some() {
+                zeroed(n * row_cells, "AODE left-out cells")?
             } else {
-                &mut []
+                Vec::new()
             };
+            let chunk_cells: &mut [f64] = if cells { out_cells } else { &mut own_cells };
             let scored = if !chunk_cells.is_empty() {
                 scorer.score_chunk::<true>(codes, first, n, chunk_cells)
             } else {
@@ -157,6 +155,7 @@ pub fn parent_terms(
                     out_terms,
                 );
             }
+            Ok(())
         };
         let rows = terms
             .par_chunks_mut(chunk_rows * row_terms)
@@ -164,10 +163,10 @@ pub fn parent_terms(
         if cells {
             rows.zip(cell_values.par_chunks_mut(chunk_rows * row_cells))
                 .enumerate()
-                .for_each(|(chunk, ((t, q), c))| score(chunk, t, q, c));
+                .try_for_each(|(chunk, ((t, q), c))| score(chunk, t, q, c))?;
         } else {
             rows.enumerate()
-                .for_each(|(chunk, (t, q))| score(chunk, t, q, &mut []));
+                .try_for_each(|(chunk, (t, q))| score(chunk, t, q, &mut []))?;
         }
         crate::interrupt::check()?;
     } else {
