@@ -502,3 +502,79 @@ fn planned_bytes_bound_what_the_fit_holds() {
     assert!(planned.total() >= tables + children + diagnostics);
     let _: Array3<f64> = fit.concentration;
 }
+
+#[test]
+fn left_out_terms_change_only_counted_rows_and_not_with_the_threads() {
+    // rows of weight 0 were never counted: leaving them out gives their in-sample terms;
+    // the others lose their own counts. The same bits for any thread count, with or
+    // without the cells kept.
+    let cardinality = [3, 7, 12, 2, 30, 3];
+    let (codes, labels) = random_table(2000, &cardinality, 9);
+    let table = (codes.view(), labels.view());
+    with_uncapped_model(
+        table,
+        &cardinality,
+        3,
+        ChildSmoothing::HebTwoLevel,
+        |fit, model, layout| {
+            let ones = Array1::ones(codes.ncols());
+            let counts =
+                count_categories(codes.view(), labels.view(), ones.view(), layout, 3).unwrap();
+            let weights: Array1<f64> = (0..codes.ncols())
+                .map(|r| if r % 3 == 0 { 0.0 } else { 1.0 })
+                .collect();
+            let left_out = LeftOut {
+                labels: labels.view(),
+                weights: weights.view(),
+                counts: counts.table.view(),
+                class_count: &counts.class_totals,
+                concentration: fit.concentration.view(),
+                pooled_concentration: fit.pooled_concentration.view(),
+                marginal_concentration: fit.marginal_concentration.view(),
+                parent_concentration: &fit.parent_concentration,
+                parent_smoothing: ParentSmoothing::Laplace,
+                replace_class_prior: false,
+            };
+            let in_sample = parent_terms(codes.view(), model, layout, false, None).unwrap();
+            let with = |threads: usize, cells: bool| {
+                with_threads(threads, || {
+                    parent_terms(codes.view(), model, layout, cells, Some(left_out)).unwrap()
+                })
+                .unwrap()
+            };
+            let one = with(1, false);
+            for (threads, cells) in [(3, false), (1, true), (2, true)] {
+                assert_eq!(bits(&with(threads, cells).terms), bits(&one.terms));
+            }
+            let mut largest_change: f64 = 0.0;
+            for r in 0..codes.ncols() {
+                for (a, b) in one
+                    .terms
+                    .slice(ndarray::s![r, .., ..])
+                    .iter()
+                    .zip(in_sample.terms.slice(ndarray::s![r, .., ..]))
+                {
+                    if weights[r] == 0.0 {
+                        assert!((a - b).abs() < 1e-12, "row {r}: {a} against {b}");
+                    } else {
+                        largest_change = largest_change.max((a - b).abs());
+                    }
+                }
+            }
+            assert!(largest_change > 0.1, "{largest_change}");
+            // a label out of range is refused
+            let bad = labels.mapv(|l| l + 3);
+            let refused = parent_terms(
+                codes.view(),
+                model,
+                layout,
+                false,
+                Some(LeftOut {
+                    labels: bad.view(),
+                    ..left_out
+                }),
+            );
+            assert!(refused.is_err());
+        },
+    );
+}
