@@ -113,17 +113,26 @@ def test_a_row_that_weighs_nothing_keeps_its_in_sample_terms():
     assert np.abs(terms[~unweighed] - in_sample[~unweighed]).max() > 0.05
 
 
-@pytest.mark.parametrize("smoothing", ["laplace", "heb"])
-def test_left_out_terms_stay_finite_under_extreme_weights(smoothing):
+@pytest.mark.parametrize(
+    "smoothing,parent_smoothing,fit_prior",
+    [
+        ("laplace", "laplace", True),
+        ("heb", "heb", True),
+        ("heb", "heb", False),
+        ("heb", "laplace", False),
+    ],
+)
+def test_left_out_terms_stay_finite_under_extreme_weights(smoothing, parent_smoothing, fit_prior):
     """A left-out count is a difference of large numbers, kept at its prior part where
-    rounding would take it to zero or below: with weights from 1e-9 to 1e15 every term
-    is finite (the counts themselves lose their last digits there, in any order of
-    summation); from 1e-3 to 1e3 they are those counted without the row."""
+    rounding would take it to zero or below: with weights from 1e-9 to 1e15 or 1 to 1e18
+    every term is finite (the counts themselves lose their last digits there, in any order
+    of summation); from 1e-3 to 1e3 they are those counted without the row."""
     X, y = _table(seed=11, n_rows=300)
     rng = np.random.default_rng(2)
-    for (low, high), tolerance in [((-9, 15), None), ((-3, 3), 1e-6)]:
+    params = {"smoothing": smoothing, "parent_smoothing": parent_smoothing}
+    for (low, high), tolerance in [((-9, 15), None), ((0, 18), None), ((-3, 3), 1e-6)]:
         weights = 10.0 ** rng.uniform(low, high, len(y))
-        model = AODE(smoothing=smoothing).fit(X, y, sample_weight=weights)
+        model = AODE(**params, fit_prior=fit_prior).fit(X, y, sample_weight=weights)
         terms = _left_out(model, X, y, weights)
         assert np.all(np.isfinite(terms))
         if tolerance is not None:

@@ -89,6 +89,12 @@ fn log_left(numerator: f64, floor: f64) -> f64 {
     numerator.max(floor).ln()
 }
 
+/// The log of a left-out denominator `N - w + m`, at least `m` in exact arithmetic.
+#[inline]
+fn log_total(total: f64, concentration: f64) -> f64 {
+    total.max(concentration).ln()
+}
+
 impl<'a> LeftOut<'a> {
     /// Checks the inputs against the model and layout and builds the per-call tables.
     ///
@@ -281,13 +287,16 @@ impl LeftOutTables<'_> {
         let column = layout.columns(i).start + u;
         let k = layout.cardinality(i) as f64;
         let per_class = &self.present[i * nc..(i + 1) * nc];
-        let present = per_class.iter().sum::<f64>() - w; // S_i
+        // counts without the row, never below zero (the row's weight is in them; with
+        // weights of very different sizes their difference can round below)
+        let present = (per_class.iter().sum::<f64>() - w).max(0.0); // S_i
         let fitted_total: f64 = lo.counts.column(column).sum();
-        let value_total = fitted_total - w; // N_u
+        let value_total = (fitted_total - w).max(0.0); // N_u
         let m = lo.parent_concentration[i];
         for (c, slot) in out.iter_mut().enumerate() {
             let own = if c == y { w } else { 0.0 };
-            let count = lo.counts[[c, column]] - own;
+            let count = (lo.counts[[c, column]] - own).max(0.0);
+            let class_count = (per_class[c] - own).max(0.0);
             let mean = self.class_mean[i * nc + c];
             let prior = model.class_log_prior[c];
             *slot = match (lo.parent_smoothing, lo.replace_class_prior) {
@@ -295,7 +304,7 @@ impl LeftOutTables<'_> {
                 (ParentSmoothing::Laplace, false) => ((count + 1.0) / (present + c_f * k)).ln(),
                 // pi_c (N_{c,u} + 1) / (N_c^(i) + K_i)
                 (ParentSmoothing::Laplace, true) => {
-                    prior + ((count + 1.0) / (per_class[c] - own + k)).ln()
+                    prior + ((count + 1.0) / (class_count + k)).ln()
                 }
                 // P(u) P(c | u), P(c | u) = (N_{c,u} + m_i mean_c) / (N_u + m_i)
                 (ParentSmoothing::Heb, false) => {
@@ -308,7 +317,8 @@ impl LeftOutTables<'_> {
                     let joint = (value_total + c_f) * (count + m * mean) / (value_total + m);
                     let fitted = (fitted_total + c_f) * (lo.counts[[c, column]] + m * mean)
                         / (fitted_total + m);
-                    let normaliser = self.normaliser[i * nc + c] - fitted + joint;
+                    let others = (self.normaliser[i * nc + c] - fitted).max(0.0);
+                    let normaliser = others + joint;
                     prior + joint.ln() - normaliser.ln()
                 }
             };
@@ -345,8 +355,8 @@ impl LeftOutTables<'_> {
                     let m = lo.marginal_concentration[[c, j]];
                     let total = self.present[j * nc + c] + m;
                     let scaled = log_probability[c].exp() * total;
-                    *slot +=
-                        log_left(scaled - w, 0.5 * m * model.child_mean[column]) - (total - w).ln();
+                    *slot += log_left(scaled - w, 0.5 * m * model.child_mean[column])
+                        - log_total(total - w, m);
                 } else {
                     *slot += log_probability[c];
                 }
@@ -431,7 +441,8 @@ impl LeftOutTables<'_> {
                 for c in 0..nc {
                     term[c] += if c == y {
                         let scaled = cell[c].exp() * total[c];
-                        log_left(scaled - w, 0.5 * m[c] * child_mean) - (total[c] - w).ln()
+                        log_left(scaled - w, 0.5 * m[c] * child_mean)
+                            - log_total(total[c] - w, m[c])
                     } else {
                         cell[c]
                     };
@@ -458,7 +469,7 @@ impl LeftOutTables<'_> {
                     term[c] += log_left(
                         scaled[c] + m[c] * (after - before) - own,
                         0.5 * m[c] * after,
-                    ) - (total[c] - own).ln();
+                    ) - log_total(total[c] - own, m[c]);
                 }
             }
         }
