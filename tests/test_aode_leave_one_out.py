@@ -77,6 +77,18 @@ def test_left_out_terms_are_the_tables_counted_without_the_row(
     assert np.abs(terms - model._parent_terms(codes, 1)).max() > 0.05
 
 
+@pytest.mark.parametrize("smoothing", ["laplace", "heb"])
+@pytest.mark.parametrize("max_parents", [1, 3])
+def test_left_out_terms_with_fewer_super_parents(smoothing, max_parents):
+    """Super-parents chosen by mutual information: concentrations by parent rank, every
+    feature a child."""
+    X, y = _table(seed=12, n_rows=200)
+    model = AODE(smoothing=smoothing, max_parents=max_parents, max_joint_cells=100).fit(X, y)
+    terms = _left_out(model, X, y)
+    assert terms.shape == (len(y), max_parents, 3)
+    np.testing.assert_allclose(terms, left_out_terms(model, X, y), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("fit_prior", [True, False])
 def test_laplace_aode_left_out_terms_are_those_of_a_refit_without_the_row(fit_prior):
     """With Laplace tables the plug-in is exact: a refit on the other rows scores the row
