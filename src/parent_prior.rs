@@ -70,7 +70,10 @@ pub fn fit_parent_concentrations(
 }
 
 /// `N_y^(i)`, the class counts of the rows where `x_i` is present, shape (F, C).
-fn per_feature_class_counts(counts: ArrayView2<f64>, layout: &FeatureLayout) -> Array2<f64> {
+pub(crate) fn per_feature_class_counts(
+    counts: ArrayView2<f64>,
+    layout: &FeatureLayout,
+) -> Array2<f64> {
     Array2::from_shape_fn((layout.n_features(), counts.nrows()), |(f, c)| {
         layout.columns(f).map(|j| counts[[c, j]]).sum()
     })

@@ -490,7 +490,7 @@ class AODE(CategoricalClassifier):
             "counts": np.ascontiguousarray(self._counts, dtype=np.float64),
             "class_count": np.ascontiguousarray(self.class_count_, dtype=np.float64),
             "parent_smoothing": self.parent_smoothing,
-            "replace_class_prior": not (self.fit_prior and self.class_prior is None),
+            "replace_class_prior": self._replaces_class_prior(),
         }
 
     def _leave_one_out_terms(
@@ -1128,6 +1128,11 @@ class AODE(CategoricalClassifier):
         tables: dict[str, np.ndarray] = self._pairs
         return tables
 
+    def _replaces_class_prior(self) -> bool:
+        """Whether the class prior replaces eq. 8's class part in the parent term
+        (``fit_prior=False`` or a ``class_prior``)."""
+        return not (self.fit_prior and self.class_prior is None)
+
     def _solve(self, threads: int) -> None:
         """Assembles the whole model from the stored counts and pair tables (one core call)."""
         self.class_log_prior_ = class_log_prior(
@@ -1151,7 +1156,7 @@ class AODE(CategoricalClassifier):
             min_count=float(self.min_count),
             concentration_bounds=concentration_interval(self.concentration_bounds),
             class_log_prior=self.class_log_prior_.tolist(),
-            replace_class_prior=not (self.fit_prior and self.class_prior is None),
+            replace_class_prior=self._replaces_class_prior(),
             n_jobs=threads,
         )
         if model["n_not_converged"]:

@@ -24,13 +24,15 @@
 //! `mu' - mu` the change of the two-level mean (none for a one-level mean, where only
 //! class `y`'s cell changes).
 
-use ndarray::{ArrayView1, ArrayView2, ArrayView3};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayView3};
 use rayon::prelude::*;
 
 use super::score::AodeModel;
 use super::ParentSmoothing;
+use crate::counts::check_rows;
 use crate::error::{check_len, filled, with_capacity, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
+use crate::parent_prior::{class_mean, per_feature_class_counts};
 
 /// What scoring the training rows left out needs beyond the model: the rows' classes and
 /// weights, the single counts and the fit's concentrations.
@@ -57,20 +59,16 @@ pub struct LeftOut<'a> {
     pub replace_class_prior: bool,
 }
 
-/// The per-call tables of [`LeftOut`]: class counts per feature, the parent term's mean
-/// and normaliser, and the children's parent-value counts where a child is sometimes
-/// missing.
+/// The per-call tables of [`LeftOut`]: class counts per feature, the parent term's class
+/// mean, and the children's parent-value counts where a child is sometimes missing.
 pub(super) struct LeftOutTables<'a> {
     left_out: LeftOut<'a>,
     n_classes: usize,
     n_features: usize,
     /// `N_c^(f)`: class counts of the rows with feature f present, (F, C).
-    present: Vec<f64>,
+    present: Array2<f64>,
     /// The parent term's class mean `(N_c^(i) + 1) / (S_i + C)`, (F, C).
-    class_mean: Vec<f64>,
-    /// With the class prior replacing the parent term's class part under
-    /// `parent_smoothing="heb"`: `sum_u (N_u + C) (N_{c,u} + m_i mean_c) / (N_u + m_i)`, (F, C).
-    normaliser: Vec<f64>,
+    class_mean: Array2<f64>,
     /// Each feature's place among the features missing on some training rows
     /// (`usize::MAX`: never missing).
     missing_rank: Vec<usize>,
@@ -105,14 +103,13 @@ impl<'a> LeftOut<'a> {
         self,
         model: &AodeModel,
         layout: &FeatureLayout,
-        n_rows: usize,
+        codes: ArrayView2<i32>,
         super_parents: &[usize],
     ) -> Result<LeftOutTables<'a>> {
         let n_classes = model.class_log_prior.len();
         let n_features = layout.n_features();
         let n_parents = super_parents.len();
-        check_len("left-out labels", n_rows, self.labels.len())?;
-        check_len("left-out weights", n_rows, self.weights.len())?;
+        check_rows(codes, self.labels, self.weights, layout)?;
         check_len("left-out class counts", n_classes, self.class_count.len())?;
         check_len(
             "parent concentrations",
@@ -150,54 +147,20 @@ impl<'a> LeftOut<'a> {
                 (n_classes, n_parents, n_features)
             )));
         }
-        if let Some(&label) = self
+        if let Some(&class) = self
             .labels
             .iter()
             .find(|&&l| l < 0 || l as usize >= n_classes)
         {
-            return Err(HebError::InvalidParameter(format!(
-                "left-out label {label} is not a class index below {n_classes}"
-            )));
+            return Err(HebError::ClassOutOfRange { class, n_classes });
         }
-        if self.weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
-            return Err(HebError::InvalidParameter(
-                "left-out sample weights must be finite and non-negative".into(),
-            ));
-        }
-        let mut present = zeroed(n_features * n_classes, "left-out class counts")?;
-        for f in 0..n_features {
-            for c in 0..n_classes {
-                present[f * n_classes + c] = layout.columns(f).map(|v| self.counts[[c, v]]).sum();
-            }
-        }
-        let mut class_mean = zeroed(n_features * n_classes, "parent class means")?;
-        let mut normaliser = zeroed(n_features * n_classes, "parent normalisers")?;
-        let c_f = n_classes as f64;
-        for f in 0..n_features {
-            let per_class = &present[f * n_classes..(f + 1) * n_classes];
-            let total: f64 = per_class.iter().sum();
-            for c in 0..n_classes {
-                class_mean[f * n_classes + c] = (per_class[c] + 1.0) / (total + c_f);
-            }
-            if self.parent_smoothing == ParentSmoothing::Heb && self.replace_class_prior {
-                let m = self.parent_concentration[f];
-                for v in layout.columns(f) {
-                    let value_total: f64 = self.counts.column(v).sum();
-                    for c in 0..n_classes {
-                        let mean = class_mean[f * n_classes + c];
-                        normaliser[f * n_classes + c] += (value_total + c_f)
-                            * (self.counts[[c, v]] + m * mean)
-                            / (value_total + m);
-                    }
-                }
-            }
-        }
+        let present = per_feature_class_counts(self.counts, layout);
+        let class_mean = class_mean(self.counts, layout);
         // a feature is sometimes missing where some class has fewer rows with it present;
         // only then do its parent-value counts differ from the parent's single counts
         let missing: Vec<usize> = (0..n_features)
             .filter(|&f| {
-                (0..n_classes)
-                    .any(|c| present[f * n_classes + c] < self.class_count[c] * (1.0 - 1e-12))
+                (0..n_classes).any(|c| present[[f, c]] < self.class_count[c] * (1.0 - 1e-12))
             })
             .collect();
         let mut missing_rank = filled(n_features, usize::MAX, "left-out missing features")?;
@@ -253,7 +216,6 @@ impl<'a> LeftOut<'a> {
             n_features,
             present,
             class_mean,
-            normaliser,
             missing_rank,
             n_missing: missing.len(),
             pair_totals,
@@ -286,7 +248,7 @@ impl LeftOutTables<'_> {
         let c_f = nc as f64;
         let column = layout.columns(i).start + u;
         let k = layout.cardinality(i) as f64;
-        let per_class = &self.present[i * nc..(i + 1) * nc];
+        let per_class = self.present.row(i);
         // counts without the row, never below zero (the row's weight is in them; with
         // weights of very different sizes their difference can round below)
         let present = (per_class.iter().sum::<f64>() - w).max(0.0); // S_i
@@ -297,7 +259,7 @@ impl LeftOutTables<'_> {
             let own = if c == y { w } else { 0.0 };
             let count = (lo.counts[[c, column]] - own).max(0.0);
             let class_count = (per_class[c] - own).max(0.0);
-            let mean = self.class_mean[i * nc + c];
+            let mean = self.class_mean[[i, c]];
             let prior = model.class_log_prior[c];
             *slot = match (lo.parent_smoothing, lo.replace_class_prior) {
                 // eq. 8: (N_{c,u} + 1) / (S_i + C K_i)
@@ -311,15 +273,16 @@ impl LeftOutTables<'_> {
                     ((value_total + c_f) / (present + c_f * k)).ln() + (count + m * mean).ln()
                         - (value_total + m).ln()
                 }
-                // pi_c P(u | c): the joint normalised over the values of i, where only this
-                // value's part changes (the common 1 / (S_i + C K_i) cancels)
+                // pi_c P(u | c): the joint P(u) P(c | u) normalised over the values of i.
+                // Only this value's joint changes (the common 1 / (S_i + C K_i) cancels), by
+                // `ratio`; its fitted share of the normaliser is read from the fitted table
                 (ParentSmoothing::Heb, true) => {
                     let joint = (value_total + c_f) * (count + m * mean) / (value_total + m);
                     let fitted = (fitted_total + c_f) * (lo.counts[[c, column]] + m * mean)
                         / (fitted_total + m);
-                    let others = (self.normaliser[i * nc + c] - fitted).max(0.0);
-                    let normaliser = others + joint;
-                    prior + joint.ln() - normaliser.ln()
+                    let share = (model.parent_log_prob[[column, c]] - prior).exp();
+                    let left = share * (joint / fitted);
+                    prior + (left / ((1.0 - share).max(0.0) + left)).ln()
                 }
             };
         }
@@ -338,7 +301,6 @@ impl LeftOutTables<'_> {
         out: &mut [f64],
     ) {
         let lo = &self.left_out;
-        let nc = self.n_classes;
         out.copy_from_slice(model.class_log_prior);
         for j in 0..self.n_features {
             let v = codes[[j, r]];
@@ -353,7 +315,7 @@ impl LeftOutTables<'_> {
             for (c, slot) in out.iter_mut().enumerate() {
                 if c == y {
                     let m = lo.marginal_concentration[[c, j]];
-                    let total = self.present[j * nc + c] + m;
+                    let total = self.present[[j, c]] + m;
                     let scaled = log_probability[c].exp() * total;
                     *slot += log_left(scaled - w, 0.5 * m * model.child_mean[column])
                         - log_total(total - w, m);
@@ -414,7 +376,7 @@ impl LeftOutTables<'_> {
             let capped = !model.structure.modelled(i, j);
             for c in 0..nc {
                 let (count, concentration) = if capped {
-                    (self.present[j * nc + c], lo.marginal_concentration[[c, j]])
+                    (self.present[[j, c]], lo.marginal_concentration[[c, j]])
                 } else {
                     let missing = self.missing_rank[j];
                     let count = if missing == usize::MAX {

@@ -89,7 +89,7 @@ pub fn parent_terms(
     if let Some(prepared) = prepared.filter(|_| n_parents > 0) {
         let scorer = prepared.scorer(model, layout);
         let left_out = match left_out {
-            Some(rows) => Some(rows.prepare(model, layout, n_rows, &prepared.super_parents)?),
+            Some(rows) => Some(rows.prepare(model, layout, codes, &prepared.super_parents)?),
             None => None,
         };
         // the left-out terms are corrected from the chunk's cells
