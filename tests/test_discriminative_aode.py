@@ -225,11 +225,18 @@ def test_the_all_parents_cells_are_the_counted_laplace_cells():
     np.testing.assert_allclose(terms, expected.sum(axis=2) + model.class_log_prior_, rtol=1e-10)
 
 
+def _held_out_splits(X, y, rows):
+    """``(training rows, held rows)`` of the weights' held-out terms: the five
+    cross-fitting folds, or (``rows="leave-one-out"``) every row alone."""
+    if rows == "leave-one-out":
+        return [(np.flatnonzero(np.arange(len(y)) != s), np.array([s])) for s in range(len(y))]
+    return list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+
+
 def _cross_fitted_terms(X, y, params):
     """The training rows' parent terms from models fitted on the other folds."""
-    folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
     terms = np.zeros((X.shape[0], X.shape[1], 3))
-    for train, held in folds:
+    for train, held in _held_out_splits(X, y, "cross-fitted"):
         model = AODE(**params).fit(X[train], y[train])
         codes, threads = model._encode(X[held])
         terms[held] = model._parent_terms(codes, threads)
@@ -260,6 +267,7 @@ def _reference_weights(terms, y, log_prior, penalty, sample_weight):
     return result.x
 
 
+@pytest.mark.parametrize("rows", ["cross-fitted", "leave-one-out"])
 @pytest.mark.parametrize(
     "params,penalty",
     [
@@ -267,19 +275,22 @@ def _reference_weights(terms, y, log_prior, penalty, sample_weight):
         ({"smoothing": "heb", "parent_smoothing": "heb"}, 0.3),
     ],
 )
-def test_parent_weights_minimise_the_cross_fitted_conditional_likelihood(params, penalty):
+def test_parent_weights_minimise_the_held_out_conditional_likelihood(params, penalty, rows):
     X, y = _data(seed=1)
     model = AODE(
         **params,
         weighting="cll-feature",
-        weighting_rows="cross-fitted",
+        weighting_rows=rows,
         penalty=penalty,
         weighting_tol=1e-12,
     ).fit(X, y)
-    terms = _cross_fitted_terms(X, y, params)
+    full = AODE(**params).fit(X, y)
+    if rows == "leave-one-out":
+        terms = left_out_terms(full, X, y)
+    else:
+        terms = _cross_fitted_terms(X, y, params)
     if params["smoothing"] == "laplace":  # the terms themselves, counted independently
-        folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
-        for train, held in folds:
+        for train, held in _held_out_splits(X, y, rows):
             np.testing.assert_allclose(
                 terms[held], _laplace_terms(X[train], y[train], X[held], 3), rtol=1e-10
             )
@@ -288,42 +299,12 @@ def test_parent_weights_minimise_the_cross_fitted_conditional_likelihood(params,
     np.testing.assert_allclose(model.parent_weights_, expected[3:], atol=1e-6)
     assert not np.allclose(model.parent_weights_, 1.0)
     # prediction: the weighted log-linear score of the full model's terms
-    full = AODE(**params).fit(X, y)
     codes, threads = full._encode(X)
     full_terms = full._parent_terms(codes, threads)
     scores = expected[:3] * full.class_log_prior_ + np.einsum(
         "spc,p->sc", (full_terms - full.class_log_prior_) / 4, expected[3:]
     )
     np.testing.assert_allclose(model.predict_log_proba(X), log_softmax(scores, axis=1), atol=1e-5)
-
-
-@pytest.mark.parametrize(
-    "params,penalty",
-    [
-        ({"smoothing": "laplace", "parent_smoothing": "laplace"}, 1.0),
-        ({"smoothing": "heb", "parent_smoothing": "heb"}, 0.3),
-    ],
-)
-def test_parent_weights_minimise_the_left_out_conditional_likelihood(params, penalty):
-    X, y = _data(seed=1)
-    model = AODE(
-        **params,
-        weighting="cll-feature",
-        weighting_rows="leave-one-out",
-        penalty=penalty,
-        weighting_tol=1e-12,
-    ).fit(X, y)
-    full = AODE(**params).fit(X, y)
-    terms = left_out_terms(full, X, y)
-    if params["smoothing"] == "laplace":  # a refit without the row, counted independently
-        for s in range(len(y)):
-            others = np.arange(len(y)) != s
-            expected = _laplace_terms(X[others], y[others], X[[s]], 3)[0]
-            np.testing.assert_allclose(terms[s], expected, rtol=1e-10)
-    expected = _reference_weights(terms, y, model.class_log_prior_, penalty, np.ones(len(y)))
-    np.testing.assert_allclose(model.class_weights_, expected[:3], atol=1e-6)
-    np.testing.assert_allclose(model.parent_weights_, expected[3:], atol=1e-6)
-    assert not np.allclose(model.parent_weights_, 1.0)
 
 
 def test_parent_weights_do_not_depend_on_n_jobs():
@@ -422,11 +403,8 @@ def _cell_reference(
         sample_weight = np.ones(len(y))
     n_rows, n_features = X.shape
     log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (n_rows + n_classes))
-    folds = StratifiedKFold(5, shuffle=True, random_state=0).split(X, y)
-    if rows == "leave-one-out":
-        folds = [(np.flatnonzero(np.arange(n_rows) != s), np.array([s])) for s in range(n_rows)]
     terms = np.zeros((n_rows, n_features, n_classes))
-    for train, held in folds:
+    for train, held in _held_out_splits(X, y, rows):
         assert all(set(X[train, f]) == set(X[:, f]) for f in range(n_features))
         fold_prior = np.log((np.bincount(y[train], minlength=3) + 1.0) / (len(train) + 3))
         terms[held] = _laplace_cells(X[train], y[train], X[held], n_classes).sum(axis=2)
