@@ -70,19 +70,41 @@ pub struct LbfgsResult {
 /// running sum would wait on each addition's latency.
 const LANES: usize = 4;
 
-/// `sum_k a_k b_k` with entry `k` summed in lane `k mod LANES`.
-pub(crate) fn lane_dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut sums = [0.0; LANES];
-    let (mut a4, mut b4) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    for (p, q) in (&mut a4).zip(&mut b4) {
-        for lane in 0..LANES {
-            sums[lane] += p[lane] * q[lane];
+/// Entries a fused update writes before it reads them back into its dot product: few
+/// enough to stay in the first-level cache in between.
+const FUSED_BLOCK: usize = 1 << 10;
+
+/// The running lanes of [`lane_dot`], fed slice by slice: every slice but the last must
+/// hold a whole number of lanes, so that the sum is the one of the whole vector at once.
+#[derive(Default)]
+struct LaneSums([f64; LANES]);
+
+impl LaneSums {
+    /// Adds `sum_k a_k b_k`, entry `k` in lane `k mod LANES`.
+    fn add(&mut self, a: &[f64], b: &[f64]) {
+        let sums = &mut self.0;
+        let (mut a4, mut b4) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+        for (p, q) in (&mut a4).zip(&mut b4) {
+            for lane in 0..LANES {
+                sums[lane] += p[lane] * q[lane];
+            }
+        }
+        for (lane, (p, q)) in a4.remainder().iter().zip(b4.remainder()).enumerate() {
+            sums[lane] += p * q;
         }
     }
-    for (lane, (p, q)) in a4.remainder().iter().zip(b4.remainder()).enumerate() {
-        sums[lane] += p * q;
+
+    fn total(&self) -> f64 {
+        let sums = &self.0;
+        (sums[0] + sums[1]) + (sums[2] + sums[3])
     }
-    (sums[0] + sums[1]) + (sums[2] + sums[3])
+}
+
+/// `sum_k a_k b_k` with entry `k` summed in lane `k mod LANES`.
+pub(crate) fn lane_dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut sums = LaneSums::default();
+    sums.add(a, b);
+    sums.total()
 }
 
 /// `x . y`, in fixed chunks added in order.
@@ -98,18 +120,41 @@ fn dot(x: &[f64], y: &[f64]) -> f64 {
     partial.iter().sum()
 }
 
-/// `y += alpha x`.
-fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
-    let update = |(y, x): (&mut [f64], &[f64])| {
-        y.iter_mut().zip(x).for_each(|(b, a)| *b += alpha * a);
+/// Applies `update(offset, entries)` to the entries of `target` from `offset` on, then
+/// returns `other . target` (0 without `other`), in one pass: bit for bit the update of
+/// the whole vector followed by [`dot`], for about half the memory traffic. Long vectors
+/// run in parallel over the chunks of [`dot`].
+fn update_then_dot<U>(target: &mut [f64], other: Option<&[f64]>, update: U) -> f64
+where
+    U: Fn(usize, &mut [f64]) + Sync,
+{
+    let chunk = |offset: usize, entries: &mut [f64]| {
+        let mut sums = LaneSums::default();
+        for (block, part) in entries.chunks_mut(FUSED_BLOCK).enumerate() {
+            let at = offset + block * FUSED_BLOCK;
+            update(at, part);
+            if let Some(other) = other {
+                sums.add(&other[at..at + part.len()], part);
+            }
+        }
+        sums.total()
     };
-    if y.len() < PARALLEL_FROM {
-        update((y, x));
-    } else {
-        y.par_chunks_mut(VECTOR_CHUNK)
-            .zip(x.par_chunks(VECTOR_CHUNK))
-            .for_each(update);
+    if target.len() < PARALLEL_FROM {
+        return chunk(0, target);
     }
+    let partial: Vec<f64> = target
+        .par_chunks_mut(VECTOR_CHUNK)
+        .enumerate()
+        .map(|(k, entries)| chunk(k * VECTOR_CHUNK, entries))
+        .collect();
+    partial.iter().sum()
+}
+
+/// `y += alpha x[offset..]`: one block of an update of [`update_then_dot`].
+fn axpy_from(alpha: f64, x: &[f64], offset: usize, y: &mut [f64]) {
+    y.iter_mut()
+        .zip(&x[offset..])
+        .for_each(|(b, a)| *b += alpha * a);
 }
 
 /// The largest magnitude of an entry (0 for an empty vector).
@@ -117,68 +162,122 @@ fn max_abs(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |m, v| m.max(v.abs()))
 }
 
-/// The stored corrections `(s, y, 1 / y's)`, oldest first.
+/// One stored correction: the step `s`, the gradient change `y`, `s'y`, its inverse and
+/// `y'Dy` (`D` the initial inverse Hessian's diagonal, or the identity).
+struct Correction {
+    s: Vec<f64>,
+    y: Vec<f64>,
+    sy: f64,
+    rho: f64,
+    y_dy: f64,
+}
+
+/// The stored corrections, oldest first, and buffers for the next ones.
 struct Corrections {
     memory: usize,
-    pairs: std::collections::VecDeque<(Vec<f64>, Vec<f64>, f64)>,
+    pairs: std::collections::VecDeque<Correction>,
+    spare: Vec<(Vec<f64>, Vec<f64>)>,
 }
 
 impl Corrections {
-    /// Stores a correction (reusing the oldest one's buffers once `memory` are held).
-    fn push(&mut self, s: &[f64], y: &[f64], sy: f64) -> Result<()> {
-        if self.memory == 0 {
-            return Ok(());
+    /// Buffers for the next correction: spare ones (a dropped or rejected pair's) or
+    /// fresh ones, so that at most `memory + 1` pairs are ever allocated.
+    fn buffers(&mut self, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+        match self.spare.pop() {
+            Some(buffers) => Ok(buffers),
+            None => Ok((
+                zeroed(n, "L-BFGS corrections")?,
+                zeroed(n, "L-BFGS corrections")?,
+            )),
         }
-        let (mut s_new, mut y_new) = if self.pairs.len() == self.memory {
-            let (s_old, y_old, _) = self.pairs.pop_front().expect("memory > 0");
-            (s_old, y_old)
-        } else {
-            (
-                with_capacity(s.len(), "L-BFGS corrections")?,
-                with_capacity(s.len(), "L-BFGS corrections")?,
-            )
-        };
-        s_new.clear();
-        s_new.extend_from_slice(s);
-        y_new.clear();
-        y_new.extend_from_slice(y);
-        self.pairs.push_back((s_new, y_new, 1.0 / sy));
-        Ok(())
     }
 
-    /// `direction = -H gradient` by the two-loop recursion, `H_0 = gamma D`.
+    /// Stores `(s, y)` with their `s'y` (given with `s's`), dropping the oldest
+    /// correction once `memory` are held; or keeps the buffers for later where the pair
+    /// would not keep the update positive definite.
+    fn push(&mut self, s: Vec<f64>, y: Vec<f64>, sy: f64, ss: f64, diagonal: Option<&[f64]>) {
+        // a pair with s'y not clearly positive (or NaN) would not keep the update
+        // positive definite
+        let keeps_definite = sy > 1e-12 * ss;
+        if !keeps_definite {
+            self.spare.push((s, y));
+            return;
+        }
+        if self.pairs.len() == self.memory {
+            if let Some(oldest) = self.pairs.pop_front() {
+                self.spare.push((oldest.s, oldest.y));
+            }
+        }
+        let y_dy = match diagonal {
+            None => dot(&y, &y),
+            Some(d) => y.iter().zip(d).map(|(a, b)| a * a * b).sum(),
+        };
+        self.pairs.push_back(Correction {
+            s,
+            y,
+            sy,
+            rho: 1.0 / sy,
+            y_dy,
+        });
+    }
+
+    /// Forgets every correction (their buffers are kept).
+    fn clear(&mut self) {
+        self.spare
+            .extend(self.pairs.drain(..).map(|pair| (pair.s, pair.y)));
+    }
+
+    /// `direction = -H gradient` by the two-loop recursion, `H_0 = gamma D`, each
+    /// update fused with the dot product of the next step ([`update_then_dot`]), the
+    /// last with `gradient . direction`, which it returns (the slope along it).
     fn direction(
         &self,
         gradient: &[f64],
         diagonal: Option<&[f64]>,
         direction: &mut [f64],
         alphas: &mut Vec<f64>,
-    ) {
-        direction
-            .iter_mut()
-            .zip(gradient)
-            .for_each(|(d, g)| *d = -g);
+    ) -> f64 {
+        let pairs = &self.pairs;
+        let n_pairs = pairs.len();
+        let s_of = |k: usize| pairs[k].s.as_slice();
+        let y_of = |k: usize| pairs[k].y.as_slice();
+        let newest = n_pairs.checked_sub(1);
+        let mut product = update_then_dot(direction, newest.map(s_of), |at, part| {
+            part.iter_mut()
+                .zip(&gradient[at..])
+                .for_each(|(d, g)| *d = -g);
+        });
         alphas.clear();
-        for (s, y, rho) in self.pairs.iter().rev() {
-            let alpha = rho * dot(s, direction);
-            axpy(-alpha, y, direction);
+        for k in (0..n_pairs).rev() {
+            let alpha = pairs[k].rho * product;
+            let older = k.checked_sub(1).map(s_of);
+            product = update_then_dot(direction, older, |at, part| {
+                axpy_from(-alpha, y_of(k), at, part)
+            });
             alphas.push(alpha);
         }
-        if let Some((s, y, _)) = self.pairs.back() {
-            let y_dy = match diagonal {
-                None => dot(y, y),
-                Some(d) => y.iter().zip(d).map(|(a, b)| a * a * b).sum(),
+        let gamma = pairs.back().map(|last| last.sy / last.y_dy);
+        let oldest = if n_pairs > 0 { y_of(0) } else { gradient };
+        product = update_then_dot(direction, Some(oldest), |at, part| {
+            if let Some(gamma) = gamma {
+                part.iter_mut().for_each(|d| *d *= gamma);
+            }
+            if let Some(h) = diagonal {
+                part.iter_mut().zip(&h[at..]).for_each(|(d, h)| *d *= h);
+            }
+        });
+        for (k, alpha) in (0..n_pairs).zip(alphas.iter().rev()) {
+            let beta = pairs[k].rho * product;
+            let newer = if k + 1 < n_pairs {
+                y_of(k + 1)
+            } else {
+                gradient
             };
-            let gamma = dot(s, y) / y_dy;
-            direction.iter_mut().for_each(|d| *d *= gamma);
+            product = update_then_dot(direction, Some(newer), |at, part| {
+                axpy_from(alpha - beta, s_of(k), at, part)
+            });
         }
-        if let Some(d) = diagonal {
-            direction.iter_mut().zip(d).for_each(|(x, h)| *x *= h);
-        }
-        for ((s, y, rho), alpha) in self.pairs.iter().zip(alphas.iter().rev()) {
-            let beta = rho * dot(y, direction);
-            axpy(alpha - beta, s, direction);
-        }
+        product
     }
 }
 
@@ -193,6 +292,45 @@ fn shorter_step(step: f64, value: f64, slope: f64, new_value: f64) -> f64 {
     } else {
         0.5 * step
     }
+}
+
+/// Writes the step `s = candidate - theta` and the gradient change `y = new_gradient -
+/// gradient`, and returns `(s . y, s . s)` as [`dot`] gives them, in one pass.
+fn step_and_change(
+    (s, y): (&mut [f64], &mut [f64]),
+    (candidate, theta): (&[f64], &[f64]),
+    (new_gradient, gradient): (&[f64], &[f64]),
+) -> (f64, f64) {
+    let chunk = |offset: usize, s: &mut [f64], y: &mut [f64]| {
+        let (mut sy, mut ss) = (LaneSums::default(), LaneSums::default());
+        for (block, (s, y)) in s
+            .chunks_mut(FUSED_BLOCK)
+            .zip(y.chunks_mut(FUSED_BLOCK))
+            .enumerate()
+        {
+            let at = offset + block * FUSED_BLOCK;
+            for (k, (s, y)) in s.iter_mut().zip(y.iter_mut()).enumerate() {
+                *s = candidate[at + k] - theta[at + k];
+                *y = new_gradient[at + k] - gradient[at + k];
+            }
+            sy.add(s, y);
+            ss.add(s, s);
+        }
+        (sy.total(), ss.total())
+    };
+    if s.len() < PARALLEL_FROM {
+        return chunk(0, s, y);
+    }
+    let partial: Vec<(f64, f64)> = s
+        .par_chunks_mut(VECTOR_CHUNK)
+        .zip(y.par_chunks_mut(VECTOR_CHUNK))
+        .enumerate()
+        .map(|(k, (s, y))| chunk(k * VECTOR_CHUNK, s, y))
+        .collect();
+    (
+        partial.iter().map(|p| p.0).sum(),
+        partial.iter().map(|p| p.1).sum(),
+    )
 }
 
 /// Minimises `objective` from `start`.
@@ -228,19 +366,22 @@ where
     let mut candidate = zeroed(n, "L-BFGS candidate")?;
     let mut new_gradient = zeroed(n, "L-BFGS candidate gradient")?;
     let mut direction = zeroed(n, "L-BFGS direction")?;
-    let mut s = zeroed(n, "L-BFGS step")?;
-    let mut y = zeroed(n, "L-BFGS gradient change")?;
     // no more corrections than iterations can be held, whatever `memory` asks for
     let memory = settings.memory.min(settings.max_iter);
     let mut alphas = with_capacity(memory, "L-BFGS correction weights")?;
-    let mut pairs = std::collections::VecDeque::new();
-    pairs
+    let mut corrections = Corrections {
+        memory,
+        pairs: std::collections::VecDeque::new(),
+        spare: Vec::new(),
+    };
+    corrections
+        .pairs
         .try_reserve_exact(memory)
+        .and_then(|()| corrections.spare.try_reserve_exact(memory + 1))
         .map_err(|_| HebError::Allocation {
             what: "L-BFGS corrections",
-            bytes: memory as u128 * 64,
+            bytes: (2 * memory + 1) as u128 * 64,
         })?;
-    let mut corrections = Corrections { memory, pairs };
     let finish = |theta, value, gradient: Vec<f64>, n_iter, tolerance: f64| {
         let converged = max_abs(&gradient) <= tolerance;
         Ok(LbfgsResult {
@@ -256,11 +397,11 @@ where
         if max_abs(&gradient) <= settings.gradient_tolerance {
             return finish(theta, value, gradient, n_iter, settings.gradient_tolerance);
         }
-        corrections.direction(&gradient, inverse_curvature, &mut direction, &mut alphas);
-        let mut slope = dot(&gradient, &direction);
+        let mut slope =
+            corrections.direction(&gradient, inverse_curvature, &mut direction, &mut alphas);
         if slope.is_nan() || slope >= 0.0 {
             // not a descent direction: restart from (scaled) steepest descent
-            corrections.pairs.clear();
+            corrections.clear();
             for (k, (d, g)) in direction.iter_mut().zip(&gradient).enumerate() {
                 *d = -g * inverse_curvature.map_or(1.0, |h| h[k]);
             }
@@ -273,10 +414,11 @@ where
         };
         let mut accepted = None;
         for _ in 0..MAX_BACKTRACKS {
-            candidate
-                .iter_mut()
-                .zip(theta.iter().zip(&direction))
-                .for_each(|(c, (t, d))| *c = t + step * d);
+            update_then_dot(&mut candidate, None, |at, part| {
+                part.iter_mut()
+                    .zip(theta[at..].iter().zip(&direction[at..]))
+                    .for_each(|(c, (t, d))| *c = t + step * d);
+            });
             let new_value = objective(&candidate, &mut new_gradient)?;
             if new_value <= value + ARMIJO * step * slope {
                 accepted = Some(new_value);
@@ -298,18 +440,18 @@ where
                 ..result
             });
         };
-        for k in 0..n {
-            s[k] = candidate[k] - theta[k];
-            y[k] = new_gradient[k] - gradient[k];
+        if memory > 0 {
+            let (mut s, mut y) = corrections.buffers(n)?;
+            let (sy, ss) = step_and_change(
+                (&mut s, &mut y),
+                (&candidate, &theta),
+                (&new_gradient, &gradient),
+            );
+            corrections.push(s, y, sy, ss, inverse_curvature);
         }
         std::mem::swap(&mut theta, &mut candidate);
         std::mem::swap(&mut gradient, &mut new_gradient);
         value = new_value;
-        let sy = dot(&s, &y);
-        if sy > 1e-12 * dot(&s, &s) {
-            // keeps the update positive definite
-            corrections.push(&s, &y, sy)?;
-        }
     }
     finish(
         theta,
@@ -415,6 +557,73 @@ mod tests {
         assert_eq!(runs[0].n_iter, 30);
         assert_eq!(runs[0], runs[1]);
         assert_eq!(runs[0], runs[2]);
+    }
+
+    /// Entries of a short pseudo-random sequence in [-1, 1).
+    fn entries(n: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fused_passes_equal_the_separate_ones_bit_for_bit() {
+        // lengths across the lane, block, chunk and parallel thresholds
+        for n in [
+            0,
+            3,
+            FUSED_BLOCK + 5,
+            PARALLEL_FROM - 1,
+            PARALLEL_FROM + 3 * FUSED_BLOCK + 2,
+        ] {
+            let (x, other, start) = (entries(n, 1), entries(n, 2), entries(n, 3));
+            for threads in [1, 3] {
+                let mut fused = start.clone();
+                let product = with_threads(threads, || {
+                    update_then_dot(&mut fused, Some(&other), |at, part| {
+                        axpy_from(-0.7, &x, at, part)
+                    })
+                })
+                .unwrap();
+                let mut separate = start.clone();
+                separate
+                    .iter_mut()
+                    .zip(&x)
+                    .for_each(|(b, a)| *b += -0.7 * a);
+                assert_eq!(fused, separate, "n = {n}");
+                assert_eq!(
+                    product.to_bits(),
+                    dot(&other, &separate).to_bits(),
+                    "n = {n}"
+                );
+
+                let (mut s, mut y) = (vec![0.0; n], vec![0.0; n]);
+                let (sy, ss) = with_threads(threads, || {
+                    step_and_change((&mut s, &mut y), (&x, &other), (&start, &separate))
+                })
+                .unwrap();
+                let s_separate: Vec<f64> = x.iter().zip(&other).map(|(a, b)| a - b).collect();
+                let y_separate: Vec<f64> =
+                    start.iter().zip(&separate).map(|(a, b)| a - b).collect();
+                assert_eq!((&s, &y), (&s_separate, &y_separate), "n = {n}");
+                assert_eq!(
+                    sy.to_bits(),
+                    dot(&s_separate, &y_separate).to_bits(),
+                    "n = {n}"
+                );
+                assert_eq!(
+                    ss.to_bits(),
+                    dot(&s_separate, &s_separate).to_bits(),
+                    "n = {n}"
+                );
+            }
+        }
     }
 
     #[test]
