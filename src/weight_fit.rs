@@ -29,7 +29,7 @@
 //! in order. The L-BFGS vector algebra is deterministic too, so the weights are
 //! bit-identical for any number of threads.
 
-use ndarray::{ArrayView1, ArrayView2, ArrayView3};
+use ndarray::{ArrayView1, ArrayView2, ArrayView3, Axis};
 use rayon::prelude::*;
 
 use crate::counts::check_rows;
@@ -226,6 +226,59 @@ pub(crate) fn check_cell_columns(
         }
     }
     Ok(())
+}
+
+/// `sum_i row_values[i, c]` over the rows `i` that use each cell of `by_column` (K, S;
+/// -1 for none; cells as [`check_cell_columns`] lays them out), shape (cells, C)
+/// row-major: with the rows' `s_i p_ic (1 - p_ic)` at the generative model, the data
+/// term's curvature in each cell's score change, from which the weight fit's
+/// preconditioner is built. Columns in parallel, each cell's rows added in order.
+///
+/// # Errors
+/// A bad cell layout, `row_values` of another number of rows, [`HebError::Allocation`]
+/// and [`HebError::Interrupted`].
+pub fn cell_row_sums(
+    by_column: ArrayView2<i64>,
+    column_starts: &[usize],
+    row_values: ArrayView2<f64>,
+) -> Result<Vec<f64>> {
+    check_cell_columns(by_column, column_starts)?;
+    let (n_rows, n_classes) = row_values.dim();
+    if by_column.nrows() > 0 {
+        check_len("cell rows", n_rows, by_column.ncols())?;
+    }
+    let n_cells = column_starts[column_starts.len() - 1];
+    let mut sums = zeroed(n_cells * n_classes, "cell row sums")?;
+    let mut own_sums: Vec<(usize, &mut [f64])> = with_capacity(by_column.nrows(), "cell columns")?;
+    let mut rest = sums.as_mut_slice();
+    for k in 0..by_column.nrows() {
+        let (own, tail) = rest.split_at_mut((column_starts[k + 1] - column_starts[k]) * n_classes);
+        own_sums.push((k, own));
+        rest = tail;
+    }
+    own_sums.into_par_iter().for_each(|(k, own)| {
+        let column = by_column.row(k);
+        for (block, cells) in column
+            .axis_chunks_iter(Axis(0), interrupt::CHECK_EVERY)
+            .enumerate()
+        {
+            if interrupt::cancelled() {
+                return;
+            }
+            let first = block * interrupt::CHECK_EVERY;
+            for (i, &cell) in cells.iter().enumerate() {
+                if cell >= 0 {
+                    let at = (cell as usize - column_starts[k]) * n_classes;
+                    own[at..at + n_classes]
+                        .iter_mut()
+                        .zip(row_values.row(first + i))
+                        .for_each(|(sum, &value)| *sum += value);
+                }
+            }
+        }
+    });
+    interrupt::check()?;
+    Ok(sums)
 }
 
 /// The used `(row, cell)` entries of the AODE cell matrix `E` (K, S), column by column,

@@ -759,6 +759,36 @@ def test_cells_are_numbered_as_np_unique_numbers_each_column():
     assert starts[-1] == start and start > 100
 
 
+@pytest.mark.parametrize("n_jobs", [1, 3])
+def test_cell_row_sums_add_each_cells_rows_in_order(n_jobs):
+    """``_core.cell_row_sums`` (the preconditioner's curvature of every cell) equals
+    ``np.bincount`` over the used entries, which adds each cell's rows in order: to the
+    bit."""
+    rng = np.random.default_rng(3)
+    cardinality = np.array([2, 5, 1, 30])
+    codes = np.stack([rng.integers(-1, k, 500) for k in cardinality]).astype(np.int32)
+    keys = hebnb.weighting.aode_cell_keys(codes, np.arange(4), cardinality)
+    keys[:, 3] = -1  # a column without a cell
+    cells, starts, _, _ = hebnb.weighting.number_cells(keys)
+    row_values = rng.gamma(0.5, size=(500, 3))
+    sums = _core.cell_row_sums(np.ascontiguousarray(cells.T), starts, row_values, n_jobs=n_jobs)
+    used = cells >= 0
+    rows = np.broadcast_to(np.arange(500)[:, None], cells.shape)[used]
+    expected = np.stack(
+        [
+            np.bincount(cells[used], weights=row_values[rows, c], minlength=starts[-1])
+            for c in range(3)
+        ],
+        axis=1,
+    )
+    assert sums.shape == (starts[-1], 3) and starts[-1] > 50
+    np.testing.assert_array_equal(sums, expected)
+    with pytest.raises(ValueError, match="outside its cells"):
+        _core.cell_row_sums(np.ascontiguousarray(cells.T[::-1]), starts, row_values, n_jobs=1)
+    with pytest.raises(ValueError, match="cell rows"):
+        _core.cell_row_sums(np.ascontiguousarray(cells.T), starts, row_values[:-1], n_jobs=1)
+
+
 def test_cell_weighted_scores_do_not_depend_on_the_scoring_batches(monkeypatch):
     """Scored in batches of a few rows (each batch's terms and cells apart), the rows get
     the scores of one batch."""

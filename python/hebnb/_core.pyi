@@ -18,6 +18,7 @@ __all__ = [
     "aode_log_evidence",
     "aode_parent_terms",
     "aode_planned_bytes",
+    "cell_row_sums",
     "cells_to_normalize",
     "commit_state",
     "count_categories",
@@ -174,6 +175,17 @@ def merge_cells_sharing_rows(
 ) -> dict[str, npt.NDArray[np.float64]]:
     """The cells of each group merged into one weight (src/shared_rows.rs):
     ``{"values", "precision"}`` (groups, C) and ``"back"`` (cells, C)."""
+
+def cell_row_sums(
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    row_values: npt.NDArray[np.float64],
+    /,
+    *,
+    n_jobs: int,
+) -> npt.NDArray[np.float64]:
+    """``sum_i row_values[i, c]`` over the rows that use each AODE cell of ``cells`` (K, S)
+    (src/weight_fit.rs): shape (cells, C)."""
 
 def number_cells(
     keys: npt.NDArray[np.int64],

@@ -735,7 +735,8 @@ def aode_cell_problem(
         merged = merge_cells_sharing_rows(row_groups, cell_values, cell_precision)
         cells, column_starts = row_groups.cells, row_groups.column_starts
         cell_values, cell_precision = merged.values, merged.precision
-    n_fitted = int(column_starts[-1])
+    column_cells = np.ascontiguousarray(cells.T, dtype=np.int64)
+    column_starts = [int(start) for start in column_starts]
 
     # the data term's Hessian diagonal at the generative model: the preconditioner
     scores = class_log_prior + likelihood.sum(axis=1)
@@ -744,7 +745,8 @@ def aode_cell_problem(
     spread = sample_weight[:, None] * probability * (1.0 - probability)
     mean = np.einsum("sc,spc->sp", probability, likelihood)
     variance = np.einsum("sc,spc->sp", probability, likelihood**2) - mean**2
-    cell_curvature = _cell_curvature(cells, spread, n_fitted)
+    # sum_i spread[i, c] over the rows that use each cell: the curvature in its score change
+    cell_curvature = _core.cell_row_sums(column_cells, column_starts, spread, n_jobs=n_threads)
     curvature = np.concatenate(
         [
             spread.sum(axis=0) * class_log_prior**2,
@@ -755,8 +757,8 @@ def aode_cell_problem(
     )
     return AodeCellProblem(
         likelihood=np.ascontiguousarray(likelihood, dtype=np.float64),
-        column_cells=np.ascontiguousarray(cells.T, dtype=np.int64),
-        column_starts=[int(start) for start in column_starts],
+        column_cells=column_cells,
+        column_starts=column_starts,
         cell_values=np.ascontiguousarray(cell_values, dtype=np.float64).reshape(-1, n_classes),
         labels=np.ascontiguousarray(labels, dtype=np.int64),
         sample_weight=np.ascontiguousarray(sample_weight, dtype=np.float64),
@@ -828,18 +830,6 @@ def solve_aode_cell_weights(
         converged=converged,
         row_feature_weights=theta[n_generative:n_head].reshape(n_row_features, n_classes).copy(),
     )
-
-
-def _cell_curvature(cells: npt.NDArray[np.int64], spread: FloatArray, n_cells: int) -> FloatArray:
-    """``sum_i spread[i, c]`` over the rows ``i`` that use each cell (``cells``, -1: none),
-    shape (n_cells, C): the data term's curvature in a cell's score change."""
-    n_rows, n_classes = spread.shape
-    curvature = np.zeros((n_cells, n_classes))
-    used = cells >= 0
-    row_of = np.broadcast_to(np.arange(n_rows)[:, None], cells.shape)[used]
-    for c in range(n_classes):
-        curvature[:, c] = np.bincount(cells[used], weights=spread[row_of, c], minlength=n_cells)
-    return curvature
 
 
 #: ``AODE(cell_penalty="cv")``: the penalties tried and the folds that compare them

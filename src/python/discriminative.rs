@@ -1,7 +1,7 @@
 //! Bindings of the discriminative weight fits: objective and L-BFGS in one call
 //! (src/weight_fit.rs).
 
-use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -204,6 +204,26 @@ pub(super) fn merge_cells_sharing_rows<'py>(
     Ok(out)
 }
 
+/// `sum_i row_values[i, c]` over the rows that use each AODE cell of `cells` (K, S)
+/// (src/weight_fit.rs, `cell_row_sums`): shape (cells, C).
+#[pyfunction]
+#[pyo3(signature = (cells, column_starts, row_values, /, *, n_jobs))]
+pub(super) fn cell_row_sums<'py>(
+    py: Python<'py>,
+    cells: PyReadonlyArray2<'py, i64>,
+    column_starts: Vec<usize>,
+    row_values: PyReadonlyArray2<'py, f64>,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let (cells, row_values) = (cells.as_array(), row_values.as_array());
+    let n_classes = row_values.ncols();
+    let n_cells = column_starts.last().copied().unwrap_or(0);
+    let sums = run(py, n_jobs, || {
+        weight_fit::cell_row_sums(cells, &column_starts, row_values)
+    })?;
+    matrix(py, (n_cells, n_classes), sums)
+}
+
 /// The AODE cell weights' cells numbered from their keys (K, S) (src/cell_numbers.rs):
 /// `{"cells" (K, S), "column_starts", "keys", "first_row"}`.
 #[pyfunction]
@@ -230,6 +250,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_aode_weights, m)?)?;
     m.add_function(wrap_pyfunction!(group_cells_by_rows, m)?)?;
     m.add_function(wrap_pyfunction!(number_cells, m)?)?;
+    m.add_function(wrap_pyfunction!(cell_row_sums, m)?)?;
     m.add_function(wrap_pyfunction!(merge_cells_sharing_rows, m)?)?;
     Ok(())
 }
