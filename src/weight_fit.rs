@@ -595,12 +595,20 @@ pub fn fit_aode_weights(
         residuals: zeroed(n_rows * n_classes, "residuals")?,
         products: zeroed(n_cells * n_classes, "cell terms")?,
     };
-    // the class loops compiled for two and three classes (any other number: a loop)
-    let result = match n_classes {
-        2 => renumbered_fit.run(|theta, gradient| inputs.data::<2>(&mut buffers, theta, gradient)),
-        3 => renumbered_fit.run(|theta, gradient| inputs.data::<3>(&mut buffers, theta, gradient)),
-        _ => renumbered_fit.run(|theta, gradient| inputs.data::<0>(&mut buffers, theta, gradient)),
-    }?;
+    // the class loops compiled for two to ten classes (any other number: a loop)
+    let mut pass = |theta: &[f64], gradient: &mut [f64]| match n_classes {
+        2 => inputs.data::<2>(&mut buffers, theta, gradient),
+        3 => inputs.data::<3>(&mut buffers, theta, gradient),
+        4 => inputs.data::<4>(&mut buffers, theta, gradient),
+        5 => inputs.data::<5>(&mut buffers, theta, gradient),
+        6 => inputs.data::<6>(&mut buffers, theta, gradient),
+        7 => inputs.data::<7>(&mut buffers, theta, gradient),
+        8 => inputs.data::<8>(&mut buffers, theta, gradient),
+        9 => inputs.data::<9>(&mut buffers, theta, gradient),
+        10 => inputs.data::<10>(&mut buffers, theta, gradient),
+        _ => inputs.data::<0>(&mut buffers, theta, gradient),
+    };
+    let result = renumbered_fit.run(&mut pass)?;
     // the weights and gradient numbered back
     let mut theta = zeroed(n_weights, "cell weights")?;
     let mut gradient = zeroed(n_weights, "cell weight gradient")?;
@@ -812,6 +820,24 @@ struct AodePass<'a> {
     n_row_features: usize,
 }
 
+/// `target += source` over one cell's classes, the class loop unrolled where their
+/// number `C` is known at compile time (0: the slices' length).
+#[inline(always)]
+fn add_classes<const C: usize>(target: &mut [f64], source: &[f64]) {
+    if C > 0 {
+        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
+        let source: &[f64; C] = source.try_into().expect("a cell of C classes");
+        for c in 0..C {
+            target[c] += source[c];
+        }
+    } else {
+        target
+            .iter_mut()
+            .zip(source)
+            .for_each(|(sum, &value)| *sum += value);
+    }
+}
+
 /// What an evaluation writes: every row's residuals and every cell's `d V`.
 struct AodeBuffers {
     residuals: Vec<f64>,
@@ -901,10 +927,10 @@ impl AodePass<'_> {
                     {
                         let at = (row as usize - first) * n_classes;
                         let product = cell as usize * n_classes;
-                        block[at..at + n_classes]
-                            .iter_mut()
-                            .zip(&products[product..product + n_classes])
-                            .for_each(|(score, p)| *score += p);
+                        add_classes::<C>(
+                            &mut block[at..at + n_classes],
+                            &products[product..product + n_classes],
+                        );
                     }
                 }
                 let mut loss = 0.0;
@@ -983,10 +1009,7 @@ impl AodePass<'_> {
                 for (&row, &cell) in rows.iter().zip(cells) {
                     let at = (cell as usize - starts[k]) * n_classes;
                     let residual = &residuals[row as usize * n_classes..][..n_classes];
-                    own[at..at + n_classes]
-                        .iter_mut()
-                        .zip(residual)
-                        .for_each(|(g, &res)| *g += res);
+                    add_classes::<C>(&mut own[at..at + n_classes], residual);
                 }
             }
             let cell_values = &values[starts[k] * n_classes..starts[k + 1] * n_classes];
@@ -1236,8 +1259,12 @@ mod tests {
     }
 
     fn aode_data(n_rows: usize, seed: u64) -> AodeData {
+        aode_data_of(n_rows, seed, 2)
+    }
+
+    fn aode_data_of(n_rows: usize, seed: u64, n_classes: usize) -> AodeData {
         let mut seed = seed;
-        let (n_parents, n_classes) = (2, 2);
+        let n_parents = 2;
         let terms = Array3::from_shape_fn((n_rows, n_parents, n_classes), |_| {
             -2.0 * uniform(&mut seed)
         });
@@ -1254,9 +1281,15 @@ mod tests {
             }
         });
         let values = Array2::from_shape_fn((11, n_classes), |_| -3.0 * uniform(&mut seed));
-        let labels = Array1::from_shape_fn(n_rows, |_| (uniform(&mut seed) * 2.0) as i64);
+        let labels =
+            Array1::from_shape_fn(n_rows, |_| (uniform(&mut seed) * n_classes as f64) as i64);
         let weights = Array1::from_shape_fn(n_rows, |_| 0.5 + uniform(&mut seed));
         let row_features = Array2::from_shape_fn((n_rows, 2), |_| 2.0 * uniform(&mut seed) - 1.0);
+        let class_log_prior = if n_classes == 2 {
+            vec![-0.5, -0.9]
+        } else {
+            (0..n_classes).map(|c| -1.0 - 0.1 * c as f64).collect()
+        };
         AodeData {
             terms,
             cells,
@@ -1264,7 +1297,7 @@ mod tests {
             values,
             labels,
             weights,
-            class_log_prior: vec![-0.5, -0.9],
+            class_log_prior,
             row_features,
         }
     }
@@ -1331,29 +1364,36 @@ mod tests {
 
     #[test]
     fn the_aode_objective_and_gradient_match_a_direct_loss() {
-        let data = aode_data(30, 5);
-        let n = AODE_WEIGHTS;
-        let mut seed = 3;
-        let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
-        let at = fit_aode(&data, &theta, &vec![1.0; n], 0).unwrap();
-        assert!((at.value - aode_loss(&data, &theta)).abs() < 1e-10);
-        assert_eq!(at.theta, theta, "numbered back");
-        let h = 1e-6;
-        for k in 0..n {
-            let (mut up, mut down) = (theta.clone(), theta.clone());
-            up[k] += h;
-            down[k] -= h;
-            let numeric = (aode_loss(&data, &up) - aode_loss(&data, &down)) / (2.0 * h);
-            assert!((numeric - at.gradient[k]).abs() < 1e-6, "weight {k}");
+        // two classes (AODE_WEIGHTS), five (a pass compiled for five) and twelve (the loop)
+        for n_classes in [2, 5, 12] {
+            let data = aode_data_of(30, 5, n_classes);
+            let n = n_classes * (1 + data.row_features.ncols() + 11) + 2;
+            assert!(n_classes != 2 || n == AODE_WEIGHTS);
+            let mut seed = 3;
+            let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
+            let at = fit_aode(&data, &theta, &vec![1.0; n], 0).unwrap();
+            assert!((at.value - aode_loss(&data, &theta)).abs() < 1e-10);
+            assert_eq!(at.theta, theta, "numbered back");
+            let h = 1e-6;
+            for k in 0..n {
+                let (mut up, mut down) = (theta.clone(), theta.clone());
+                up[k] += h;
+                down[k] -= h;
+                let numeric = (aode_loss(&data, &up) - aode_loss(&data, &down)) / (2.0 * h);
+                assert!(
+                    (numeric - at.gradient[k]).abs() < 1e-6,
+                    "{n_classes} classes, weight {k}"
+                );
+            }
         }
     }
 
-    #[test]
-    fn the_generic_class_loops_give_the_bits_of_the_unrolled_ones() {
-        let mut seed = 17;
-        let data = aode_data(300, 9);
+    /// The AODE pass compiled for `C` classes against the loop over any number.
+    fn aode_unrolled_equals_generic<const C: usize>() {
+        let mut seed = 17 + C as u64;
+        let data = aode_data_of(300, 9, C);
         let (n_rows, n_parents, n_classes) = data.terms.dim();
-        let n = AODE_WEIGHTS;
+        let n = n_classes * (1 + data.row_features.ncols() + 11) + n_parents;
         let theta: Vec<f64> = (0..n).map(|_| uniform(&mut seed) - 0.3).collect();
         let (_, entries) = first_use_order(data.cells.view(), &data.starts).unwrap();
         let pass = AodePass {
@@ -1374,13 +1414,22 @@ mod tests {
         };
         let (mut unrolled, mut generic) = (vec![0.0; n], vec![0.0; n]);
         let a = pass
-            .data::<2>(&mut buffers(), &theta, &mut unrolled)
+            .data::<C>(&mut buffers(), &theta, &mut unrolled)
             .unwrap();
         let b = pass
             .data::<0>(&mut buffers(), &theta, &mut generic)
             .unwrap();
-        assert_eq!(a.to_bits(), b.to_bits());
-        assert_eq!(unrolled, generic);
+        assert_eq!(a.to_bits(), b.to_bits(), "{C} classes");
+        assert_eq!(unrolled, generic, "{C} classes");
+    }
+
+    #[test]
+    fn the_generic_class_loops_give_the_bits_of_the_unrolled_ones() {
+        aode_unrolled_equals_generic::<2>();
+        aode_unrolled_equals_generic::<3>();
+        aode_unrolled_equals_generic::<5>();
+        aode_unrolled_equals_generic::<10>();
+        let mut seed = 17;
         // Naive Bayes, three classes, leave-one-out shifts
         let data = naive_bayes_data(200, 4);
         let (n_rows, n_columns) = (data.codes.ncols(), data.layout.n_columns());
