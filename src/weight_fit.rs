@@ -433,12 +433,20 @@ pub fn fit_naive_bayes_weights(
         residuals: zeroed(n_rows * n_classes, "residuals")?,
         cell_gradient: zeroed(n_columns * n_classes, "cell gradient")?,
     };
-    // the class loops compiled for two and three classes (any other number: a loop)
-    match n_classes {
-        2 => fit.run(|theta, gradient| inputs.data::<2>(&mut buffers, theta, gradient)),
-        3 => fit.run(|theta, gradient| inputs.data::<3>(&mut buffers, theta, gradient)),
-        _ => fit.run(|theta, gradient| inputs.data::<0>(&mut buffers, theta, gradient)),
-    }
+    // the class loops compiled for two to ten classes (any other number: a loop)
+    let mut pass = |theta: &[f64], gradient: &mut [f64]| match n_classes {
+        2 => inputs.data::<2>(&mut buffers, theta, gradient),
+        3 => inputs.data::<3>(&mut buffers, theta, gradient),
+        4 => inputs.data::<4>(&mut buffers, theta, gradient),
+        5 => inputs.data::<5>(&mut buffers, theta, gradient),
+        6 => inputs.data::<6>(&mut buffers, theta, gradient),
+        7 => inputs.data::<7>(&mut buffers, theta, gradient),
+        8 => inputs.data::<8>(&mut buffers, theta, gradient),
+        9 => inputs.data::<9>(&mut buffers, theta, gradient),
+        10 => inputs.data::<10>(&mut buffers, theta, gradient),
+        _ => inputs.data::<0>(&mut buffers, theta, gradient),
+    };
+    fit.run(&mut pass)
 }
 
 /// Which cell scores each row in each column of the AODE model, and the cells' values:
@@ -654,6 +662,41 @@ fn class_count<const C: usize>(class_log_prior: &[f64]) -> usize {
     }
 }
 
+/// `target += source` over one cell's classes, the class loop unrolled where their
+/// number `C` is known at compile time (0: the slices' length).
+#[inline(always)]
+fn add_classes<const C: usize>(target: &mut [f64], source: &[f64]) {
+    if C > 0 {
+        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
+        let source: &[f64; C] = source.try_into().expect("a cell of C classes");
+        for c in 0..C {
+            target[c] += source[c];
+        }
+    } else {
+        target
+            .iter_mut()
+            .zip(source)
+            .for_each(|(sum, &value)| *sum += value);
+    }
+}
+
+/// `target += a b` entry by entry over one cell's classes, unrolled as [`add_classes`].
+#[inline(always)]
+fn add_products<const C: usize>(target: &mut [f64], a: &[f64], b: &[f64]) {
+    if C > 0 {
+        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
+        let a: &[f64; C] = a.try_into().expect("a cell of C classes");
+        let b: &[f64; C] = b.try_into().expect("a cell of C classes");
+        for c in 0..C {
+            target[c] += a[c] * b[c];
+        }
+    } else {
+        for ((sum, &x), &y) in target.iter_mut().zip(a).zip(b) {
+            *sum += x * y;
+        }
+    }
+}
+
 /// What an evaluation writes: the cells' whole weights and weighted log-probabilities,
 /// every row's residuals and the cells' gradient.
 struct NaiveBayesBuffers {
@@ -724,9 +767,7 @@ impl NaiveBayesPass<'_> {
                             continue;
                         }
                         let at = column * n_classes;
-                        row.iter_mut()
-                            .zip(&table[at..at + n_classes])
-                            .for_each(|(score, t)| *score += t);
+                        add_classes::<C>(row, &table[at..at + n_classes]);
                         if held_out {
                             row[label] += weights[at + label] * shift[f * n_rows + r];
                         }
@@ -770,13 +811,7 @@ impl NaiveBayesPass<'_> {
                 let at = column * n_classes;
                 let residual = &residuals[r * n_classes..(r + 1) * n_classes];
                 let cell = &mut cells[at - first..at - first + n_classes];
-                for ((g, &res), &lp) in cell
-                    .iter_mut()
-                    .zip(residual)
-                    .zip(&log_table[at..at + n_classes])
-                {
-                    *g += res * lp;
-                }
+                add_products::<C>(cell, residual, &log_table[at..at + n_classes]);
                 if held_out {
                     let label = labels[r] as usize;
                     cell[label] += residual[label] * shift[f * n_rows + r];
@@ -818,24 +853,6 @@ struct AodePass<'a> {
     /// `G`, (S, Q) row-major (empty for Q = 0).
     row_features: &'a [f64],
     n_row_features: usize,
-}
-
-/// `target += source` over one cell's classes, the class loop unrolled where their
-/// number `C` is known at compile time (0: the slices' length).
-#[inline(always)]
-fn add_classes<const C: usize>(target: &mut [f64], source: &[f64]) {
-    if C > 0 {
-        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
-        let source: &[f64; C] = source.try_into().expect("a cell of C classes");
-        for c in 0..C {
-            target[c] += source[c];
-        }
-    } else {
-        target
-            .iter_mut()
-            .zip(source)
-            .for_each(|(sum, &value)| *sum += value);
-    }
 }
 
 /// What an evaluation writes: every row's residuals and every cell's `d V`.
@@ -1047,9 +1064,12 @@ mod tests {
     }
 
     fn naive_bayes_data(n_rows: usize, seed: u64) -> NaiveBayesData {
+        naive_bayes_data_of(n_rows, seed, 3)
+    }
+
+    fn naive_bayes_data_of(n_rows: usize, seed: u64, n_classes: usize) -> NaiveBayesData {
         let mut seed = seed;
         let layout = FeatureLayout::from_cardinalities(&[2, 3, 4]);
-        let n_classes = 3;
         let codes = Array2::from_shape_fn((3, n_rows), |(f, _)| {
             let k = layout.cardinality(f);
             let draw = (uniform(&mut seed) * (k as f64 + 0.5)) as i32;
@@ -1059,7 +1079,8 @@ mod tests {
                 draw
             }
         });
-        let labels = Array1::from_shape_fn(n_rows, |_| (uniform(&mut seed) * 3.0) as i64);
+        let labels =
+            Array1::from_shape_fn(n_rows, |_| (uniform(&mut seed) * n_classes as f64) as i64);
         let weights = Array1::from_shape_fn(n_rows, |_| 0.5 + uniform(&mut seed));
         let numerator = Array2::from_shape_fn((layout.n_columns(), n_classes), |_| {
             1.5 + 5.0 * uniform(&mut seed)
@@ -1079,7 +1100,11 @@ mod tests {
             log_table,
             numerator,
             denominator,
-            class_log_prior: vec![-1.2, -0.9, -1.3],
+            class_log_prior: if n_classes == 3 {
+                vec![-1.2, -0.9, -1.3]
+            } else {
+                (0..n_classes).map(|c| -1.0 - 0.1 * c as f64).collect()
+            },
         }
     }
 
@@ -1429,9 +1454,16 @@ mod tests {
         aode_unrolled_equals_generic::<3>();
         aode_unrolled_equals_generic::<5>();
         aode_unrolled_equals_generic::<10>();
-        let mut seed = 17;
-        // Naive Bayes, three classes, leave-one-out shifts
-        let data = naive_bayes_data(200, 4);
+        naive_bayes_unrolled_equals_generic::<3>();
+        naive_bayes_unrolled_equals_generic::<5>();
+        naive_bayes_unrolled_equals_generic::<10>();
+    }
+
+    /// The Naive Bayes pass compiled for `C` classes against the loop over any number, with
+    /// leave-one-out shifts.
+    fn naive_bayes_unrolled_equals_generic<const C: usize>() {
+        let mut seed = 17 + C as u64;
+        let data = naive_bayes_data_of(200, 4, C);
         let (n_rows, n_columns) = (data.codes.ncols(), data.layout.n_columns());
         let mut column_of = vec![usize::MAX; 3 * n_rows];
         let mut shift = vec![0.0; 3 * n_rows];
@@ -1460,23 +1492,23 @@ mod tests {
             layout: &data.layout,
             cell_weights: true,
         };
-        let n = 3 + 3 + n_columns * 3;
+        let n = C + 3 + n_columns * C;
         let theta: Vec<f64> = (0..n).map(|_| 0.5 + uniform(&mut seed)).collect();
         let buffers = || NaiveBayesBuffers {
-            weights: vec![0.0; n_columns * 3],
-            table: vec![0.0; n_columns * 3],
-            residuals: vec![0.0; n_rows * 3],
-            cell_gradient: vec![0.0; n_columns * 3],
+            weights: vec![0.0; n_columns * C],
+            table: vec![0.0; n_columns * C],
+            residuals: vec![0.0; n_rows * C],
+            cell_gradient: vec![0.0; n_columns * C],
         };
         let (mut unrolled, mut generic) = (vec![0.0; n], vec![0.0; n]);
         let a = pass
-            .data::<3>(&mut buffers(), &theta, &mut unrolled)
+            .data::<C>(&mut buffers(), &theta, &mut unrolled)
             .unwrap();
         let b = pass
             .data::<0>(&mut buffers(), &theta, &mut generic)
             .unwrap();
-        assert_eq!(a.to_bits(), b.to_bits());
-        assert_eq!(unrolled, generic);
+        assert_eq!(a.to_bits(), b.to_bits(), "{C} classes");
+        assert_eq!(unrolled, generic, "{C} classes");
     }
 
     #[test]
