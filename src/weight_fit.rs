@@ -38,6 +38,56 @@ use crate::interrupt;
 use crate::layout::FeatureLayout;
 use crate::lbfgs::{lane_dot, minimise, LbfgsResult, LbfgsSettings, VECTOR_CHUNK};
 
+/// Evaluates the block `$body` with the constant `$classes` set to `$n_classes` where the
+/// passes are compiled for that number of classes (2 to 10: the class loops unroll), else
+/// to 0 (a loop over any number).
+macro_rules! by_class_count {
+    ($n_classes:expr, $classes:ident, $body:block) => {
+        match $n_classes {
+            2 => {
+                const $classes: usize = 2;
+                $body
+            }
+            3 => {
+                const $classes: usize = 3;
+                $body
+            }
+            4 => {
+                const $classes: usize = 4;
+                $body
+            }
+            5 => {
+                const $classes: usize = 5;
+                $body
+            }
+            6 => {
+                const $classes: usize = 6;
+                $body
+            }
+            7 => {
+                const $classes: usize = 7;
+                $body
+            }
+            8 => {
+                const $classes: usize = 8;
+                $body
+            }
+            9 => {
+                const $classes: usize = 9;
+                $body
+            }
+            10 => {
+                const $classes: usize = 10;
+                $body
+            }
+            _ => {
+                const $classes: usize = 0;
+                $body
+            }
+        }
+    };
+}
+
 /// Rows per parallel task (fixed: the reduction order must not depend on the threads).
 const ROW_CHUNK: usize = 1024;
 
@@ -433,18 +483,10 @@ pub fn fit_naive_bayes_weights(
         residuals: zeroed(n_rows * n_classes, "residuals")?,
         cell_gradient: zeroed(n_columns * n_classes, "cell gradient")?,
     };
-    // the class loops compiled for two to ten classes (any other number: a loop)
-    let mut pass = |theta: &[f64], gradient: &mut [f64]| match n_classes {
-        2 => inputs.data::<2>(&mut buffers, theta, gradient),
-        3 => inputs.data::<3>(&mut buffers, theta, gradient),
-        4 => inputs.data::<4>(&mut buffers, theta, gradient),
-        5 => inputs.data::<5>(&mut buffers, theta, gradient),
-        6 => inputs.data::<6>(&mut buffers, theta, gradient),
-        7 => inputs.data::<7>(&mut buffers, theta, gradient),
-        8 => inputs.data::<8>(&mut buffers, theta, gradient),
-        9 => inputs.data::<9>(&mut buffers, theta, gradient),
-        10 => inputs.data::<10>(&mut buffers, theta, gradient),
-        _ => inputs.data::<0>(&mut buffers, theta, gradient),
+    let mut pass = |theta: &[f64], gradient: &mut [f64]| {
+        by_class_count!(n_classes, C, {
+            inputs.data::<C>(&mut buffers, theta, gradient)
+        })
     };
     fit.run(&mut pass)
 }
@@ -603,18 +645,10 @@ pub fn fit_aode_weights(
         residuals: zeroed(n_rows * n_classes, "residuals")?,
         products: zeroed(n_cells * n_classes, "cell terms")?,
     };
-    // the class loops compiled for two to ten classes (any other number: a loop)
-    let mut pass = |theta: &[f64], gradient: &mut [f64]| match n_classes {
-        2 => inputs.data::<2>(&mut buffers, theta, gradient),
-        3 => inputs.data::<3>(&mut buffers, theta, gradient),
-        4 => inputs.data::<4>(&mut buffers, theta, gradient),
-        5 => inputs.data::<5>(&mut buffers, theta, gradient),
-        6 => inputs.data::<6>(&mut buffers, theta, gradient),
-        7 => inputs.data::<7>(&mut buffers, theta, gradient),
-        8 => inputs.data::<8>(&mut buffers, theta, gradient),
-        9 => inputs.data::<9>(&mut buffers, theta, gradient),
-        10 => inputs.data::<10>(&mut buffers, theta, gradient),
-        _ => inputs.data::<0>(&mut buffers, theta, gradient),
+    let mut pass = |theta: &[f64], gradient: &mut [f64]| {
+        by_class_count!(n_classes, C, {
+            inputs.data::<C>(&mut buffers, theta, gradient)
+        })
     };
     let result = renumbered_fit.run(&mut pass)?;
     // the weights and gradient numbered back
