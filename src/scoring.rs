@@ -55,44 +55,102 @@ pub fn joint_log_likelihood(
     }
     let n_rows = codes.ncols();
     let mut out = zeroed(n_rows * n_classes, "joint log-likelihood")?;
+    // the table's class rows as one slice (a copy where it is not contiguous)
+    let owned;
+    let table = match log_table.as_slice() {
+        Some(table) => table,
+        None => {
+            let mut copy = zeroed(log_table.len(), "log-probability table")?;
+            copy.iter_mut()
+                .zip(log_table.iter())
+                .for_each(|(c, &v)| *c = v);
+            owned = copy;
+            &owned
+        }
+    };
+    let rows = RowScores {
+        codes,
+        table,
+        class_log_prior,
+        feature_weights,
+        layout,
+    };
     out.par_chunks_mut(ROW_CHUNK * n_classes.max(1))
         .enumerate()
         .try_for_each(|(chunk, block)| -> Result<()> {
             interrupt::check()?;
-            let first = chunk * ROW_CHUNK;
-            for row in block.chunks_mut(n_classes) {
-                row.copy_from_slice(class_log_prior);
+            // the class loops compiled for two to ten classes (any other number: a loop)
+            match n_classes {
+                2 => rows.score::<2>(chunk * ROW_CHUNK, block),
+                3 => rows.score::<3>(chunk * ROW_CHUNK, block),
+                4 => rows.score::<4>(chunk * ROW_CHUNK, block),
+                5 => rows.score::<5>(chunk * ROW_CHUNK, block),
+                6 => rows.score::<6>(chunk * ROW_CHUNK, block),
+                7 => rows.score::<7>(chunk * ROW_CHUNK, block),
+                8 => rows.score::<8>(chunk * ROW_CHUNK, block),
+                9 => rows.score::<9>(chunk * ROW_CHUNK, block),
+                10 => rows.score::<10>(chunk * ROW_CHUNK, block),
+                _ => rows.score::<0>(chunk * ROW_CHUNK, block),
             }
-            for f in 0..layout.n_features() {
-                let (start, k) = (layout.columns(f).start, layout.cardinality(f));
-                let weight = feature_weights.map_or(1.0, |w| w[f]);
-                if weight == 0.0 {
-                    // a feature without weight adds nothing, even where its table holds
-                    // -inf (0 x -inf would be NaN)
+        })?;
+    Array2::from_shape_vec((n_rows, n_classes), out)
+        .map_err(|e| HebError::InvalidParameter(e.to_string()))
+}
+
+/// What [`joint_log_likelihood`] scores, the table as one `(sum K_f, C)` row-major slice.
+struct RowScores<'a> {
+    codes: ArrayView2<'a, i32>,
+    table: &'a [f64],
+    class_log_prior: &'a [f64],
+    feature_weights: Option<&'a [f64]>,
+    layout: &'a FeatureLayout,
+}
+
+impl RowScores<'_> {
+    /// Scores the rows from `first` on into `block` (C scores a row). `C` is the number of
+    /// classes (a constant, so that the class loops unroll), or 0 for any other number.
+    fn score<const C: usize>(&self, first: usize, block: &mut [f64]) -> Result<()> {
+        let n_classes = self.class_log_prior.len();
+        for row in block.chunks_mut(n_classes) {
+            row.copy_from_slice(self.class_log_prior);
+        }
+        for f in 0..self.layout.n_features() {
+            let (start, k) = (self.layout.columns(f).start, self.layout.cardinality(f));
+            let weight = self.feature_weights.map_or(1.0, |w| w[f]);
+            if weight == 0.0 {
+                // a feature without weight adds nothing, even where its table holds
+                // -inf (0 x -inf would be NaN)
+                continue;
+            }
+            let codes_f = self.codes.row(f);
+            for (i, row) in block.chunks_mut(n_classes).enumerate() {
+                let code = codes_f[first + i];
+                if code < 0 {
                     continue;
                 }
-                let codes_f = codes.row(f);
-                for (i, row) in block.chunks_mut(n_classes).enumerate() {
-                    let code = codes_f[first + i];
-                    if code < 0 {
-                        continue;
+                if code as usize >= k {
+                    return Err(code_out_of_range(f, code, k));
+                }
+                let at = (start + code as usize) * n_classes;
+                let entry = &self.table[at..at + n_classes];
+                if entry[0] == f64::NEG_INFINITY {
+                    continue;
+                }
+                if C > 0 {
+                    let row: &mut [f64; C] = row.try_into().expect("a row of C classes");
+                    let entry: &[f64; C] = entry.try_into().expect("a row of C classes");
+                    for c in 0..C {
+                        row[c] += weight * entry[c];
                     }
-                    if code as usize >= k {
-                        return Err(code_out_of_range(f, code, k));
-                    }
-                    let entry = log_table.row(start + code as usize);
-                    if entry[0] == f64::NEG_INFINITY {
-                        continue;
-                    }
-                    for (score, &lp) in row.iter_mut().zip(entry.iter()) {
+                } else {
+                    for (score, &lp) in row.iter_mut().zip(entry) {
                         *score += weight * lp;
                     }
                 }
             }
-            Ok(())
-        })?;
-    Array2::from_shape_vec((n_rows, n_classes), out)
-        .map_err(|e| HebError::InvalidParameter(e.to_string()))
+        }
+        Ok(())
+    }
 }
 
 /// Log-posteriors from joint log-likelihoods: `jll - logsumexp(jll)` row by row, with the
@@ -103,6 +161,15 @@ pub fn joint_log_likelihood(
 /// allocated: Python then gets a MemoryError instead of the process aborting, which is
 /// what an infallible copy (`to_owned`) does when memory runs out.
 pub fn log_posterior(joint: ArrayView2<f64>) -> Result<Array2<f64>> {
+    posterior(joint, true)
+}
+
+/// The posteriors of [`log_posterior`], exponentiated in the same parallel pass where
+/// `log` is false (the same numbers as `exp` of the log-posteriors).
+///
+/// # Errors
+/// As [`log_posterior`].
+pub fn posterior(joint: ArrayView2<f64>, log: bool) -> Result<Array2<f64>> {
     let (n_rows, n_classes) = joint.dim();
     let mut out = zeroed(joint.len(), "log-posteriors")?;
     let width = n_classes.max(1);
@@ -122,12 +189,21 @@ pub fn log_posterior(joint: ArrayView2<f64>) -> Result<Array2<f64>> {
                     )));
                 }
                 if max == f64::NEG_INFINITY {
-                    continue; // no class can produce the row
+                    // no class can produce the row: -inf each (probability 0)
+                    if !log {
+                        row.iter_mut().for_each(|v| *v = 0.0);
+                    }
+                    continue;
                 }
                 // shift first, then normalise: `v - (max + ln sum)` would lose ln sum
                 // against a huge |max| (scores of -1e150 gave probabilities of 1 each)
                 let log_sum = row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
-                row.iter_mut().for_each(|v| *v = (*v - max) - log_sum);
+                if log {
+                    row.iter_mut().for_each(|v| *v = (*v - max) - log_sum);
+                } else {
+                    row.iter_mut()
+                        .for_each(|v| *v = ((*v - max) - log_sum).exp());
+                }
             }
             Ok(())
         })?;
@@ -138,7 +214,65 @@ pub fn log_posterior(joint: ArrayView2<f64>) -> Result<Array2<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::array;
+    use ndarray::{array, Array2};
+
+    #[test]
+    fn posteriors_are_the_exponentials_of_the_log_posteriors() {
+        let ninf = f64::NEG_INFINITY;
+        let joint = array![
+            [-1.0, -2.5, -0.3],
+            [ninf, ninf, ninf],
+            [-1e150, -1e150, ninf]
+        ];
+        let logs = log_posterior(joint.view()).unwrap();
+        let probabilities = posterior(joint.view(), false).unwrap();
+        assert_eq!(probabilities, logs.mapv(f64::exp));
+        assert_eq!(probabilities.row(1).to_vec(), vec![0.0; 3]);
+        assert_eq!(probabilities.row(2).to_vec(), vec![0.5, 0.5, 0.0]);
+    }
+
+    #[test]
+    fn every_compiled_class_count_scores_as_the_plain_sum() {
+        let layout = FeatureLayout::from_cardinalities(&[3, 1, 5]);
+        let mut seed = 11u64;
+        let mut uniform = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let n_rows = 2 * ROW_CHUNK + 7;
+        let codes = Array2::from_shape_fn((3, n_rows), |(f, _)| {
+            (uniform() * (layout.cardinality(f) as f64 + 1.0)) as i32 - 1
+        });
+        for n_classes in [2, 3, 4, 7, 10, 12] {
+            let mut table =
+                Array2::from_shape_fn((layout.n_columns(), n_classes), |_| -3.0 * uniform());
+            table.row_mut(5).fill(f64::NEG_INFINITY); // a zero-mean category
+            let prior: Vec<f64> = (0..n_classes).map(|_| -2.0 * uniform()).collect();
+            let weights = [0.7, 0.0, 1.3];
+            // the table column-major too: the same scores through the copy
+            let column_major = table.t().as_standard_layout().into_owned().reversed_axes();
+            assert!(column_major.as_slice().is_none() && column_major == table);
+            for view in [table.view(), column_major.view()] {
+                let jll = joint_log_likelihood(codes.view(), view, &prior, Some(&weights), &layout)
+                    .unwrap();
+                for r in 0..n_rows {
+                    for c in 0..n_classes {
+                        let mut expected = prior[c];
+                        for f in 0..3 {
+                            let code = codes[[f, r]];
+                            let at = layout.columns(f).start + code.max(0) as usize;
+                            if code >= 0 && weights[f] != 0.0 && table[[at, 0]].is_finite() {
+                                expected += weights[f] * table[[at, c]];
+                            }
+                        }
+                        assert_eq!(jll[[r, c]].to_bits(), expected.to_bits(), "{n_classes}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn joint_log_likelihood_adds_prior_and_known_features() {

@@ -42,11 +42,7 @@ pub(super) fn posterior<'py>(
     )?;
     let work = || {
         let joint = inputs.joint_log_likelihood()?;
-        let mut out = scoring::log_posterior(joint.view())?;
-        if !log {
-            out.mapv_inplace(f64::exp);
-        }
-        Ok(out)
+        scoring::posterior(joint.view(), log)
     };
     let out = if inputs.n_rows() <= INLINE_ROWS {
         work().map_err(to_py_err)?
