@@ -24,6 +24,7 @@
 pub mod aode;
 pub mod arrow_columns;
 pub mod cell_numbers;
+mod class_loops;
 pub mod counts;
 pub mod dirichlet_groups;
 pub mod encoding;

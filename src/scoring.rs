@@ -11,6 +11,7 @@
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
+use crate::class_loops::by_class_count;
 use crate::counts::check_codes;
 use crate::error::{check_len, code_out_of_range, zeroed, HebError, Result};
 use crate::interrupt;
@@ -79,19 +80,7 @@ pub fn joint_log_likelihood(
         .enumerate()
         .try_for_each(|(chunk, block)| -> Result<()> {
             interrupt::check()?;
-            // the class loops compiled for two to ten classes (any other number: a loop)
-            match n_classes {
-                2 => rows.score::<2>(chunk * ROW_CHUNK, block),
-                3 => rows.score::<3>(chunk * ROW_CHUNK, block),
-                4 => rows.score::<4>(chunk * ROW_CHUNK, block),
-                5 => rows.score::<5>(chunk * ROW_CHUNK, block),
-                6 => rows.score::<6>(chunk * ROW_CHUNK, block),
-                7 => rows.score::<7>(chunk * ROW_CHUNK, block),
-                8 => rows.score::<8>(chunk * ROW_CHUNK, block),
-                9 => rows.score::<9>(chunk * ROW_CHUNK, block),
-                10 => rows.score::<10>(chunk * ROW_CHUNK, block),
-                _ => rows.score::<0>(chunk * ROW_CHUNK, block),
-            }
+            by_class_count!(n_classes, C, { rows.score::<C>(chunk * ROW_CHUNK, block) })
         })?;
     Array2::from_shape_vec((n_rows, n_classes), out)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))

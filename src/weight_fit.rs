@@ -32,61 +32,12 @@
 use ndarray::{ArrayView1, ArrayView2, ArrayView3, Axis};
 use rayon::prelude::*;
 
+use crate::class_loops::by_class_count;
 use crate::counts::check_rows;
 use crate::error::{check_code_range, check_len, filled, with_capacity, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 use crate::lbfgs::{lane_dot, minimise, LbfgsResult, LbfgsSettings, VECTOR_CHUNK};
-
-/// Evaluates the block `$body` with the constant `$classes` set to `$n_classes` where the
-/// passes are compiled for that number of classes (2 to 10: the class loops unroll), else
-/// to 0 (a loop over any number).
-macro_rules! by_class_count {
-    ($n_classes:expr, $classes:ident, $body:block) => {
-        match $n_classes {
-            2 => {
-                const $classes: usize = 2;
-                $body
-            }
-            3 => {
-                const $classes: usize = 3;
-                $body
-            }
-            4 => {
-                const $classes: usize = 4;
-                $body
-            }
-            5 => {
-                const $classes: usize = 5;
-                $body
-            }
-            6 => {
-                const $classes: usize = 6;
-                $body
-            }
-            7 => {
-                const $classes: usize = 7;
-                $body
-            }
-            8 => {
-                const $classes: usize = 8;
-                $body
-            }
-            9 => {
-                const $classes: usize = 9;
-                $body
-            }
-            10 => {
-                const $classes: usize = 10;
-                $body
-            }
-            _ => {
-                const $classes: usize = 0;
-                $body
-            }
-        }
-    };
-}
 
 /// Rows per parallel task (fixed: the reduction order must not depend on the threads).
 const ROW_CHUNK: usize = 1024;
