@@ -7,43 +7,16 @@
 /// to 0 (a loop over any number).
 macro_rules! by_class_count {
     ($n_classes:expr, $classes:ident, $body:block) => {
+        by_class_count!(@arms $n_classes, $classes, $body, 2 3 4 5 6 7 8 9 10)
+    };
+    (@arms $n_classes:expr, $classes:ident, $body:block, $($compiled:literal)*) => {
         match $n_classes {
-            2 => {
-                const $classes: usize = 2;
-                $body
-            }
-            3 => {
-                const $classes: usize = 3;
-                $body
-            }
-            4 => {
-                const $classes: usize = 4;
-                $body
-            }
-            5 => {
-                const $classes: usize = 5;
-                $body
-            }
-            6 => {
-                const $classes: usize = 6;
-                $body
-            }
-            7 => {
-                const $classes: usize = 7;
-                $body
-            }
-            8 => {
-                const $classes: usize = 8;
-                $body
-            }
-            9 => {
-                const $classes: usize = 9;
-                $body
-            }
-            10 => {
-                const $classes: usize = 10;
-                $body
-            }
+            $(
+                $compiled => {
+                    const $classes: usize = $compiled;
+                    $body
+                }
+            )*
             _ => {
                 const $classes: usize = 0;
                 $body
@@ -53,3 +26,54 @@ macro_rules! by_class_count {
 }
 
 pub(crate) use by_class_count;
+
+/// `target += source` over one cell's classes, the class loop unrolled where their
+/// number `C` is known at compile time (0: the slices' length).
+#[inline(always)]
+pub(crate) fn add_classes<const C: usize>(target: &mut [f64], source: &[f64]) {
+    if C > 0 {
+        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
+        let source: &[f64; C] = source.try_into().expect("a cell of C classes");
+        for c in 0..C {
+            target[c] += source[c];
+        }
+    } else {
+        target
+            .iter_mut()
+            .zip(source)
+            .for_each(|(sum, &value)| *sum += value);
+    }
+}
+
+/// `target += a b` entry by entry over one cell's classes, unrolled as [`add_classes`].
+#[inline(always)]
+pub(crate) fn add_products<const C: usize>(target: &mut [f64], a: &[f64], b: &[f64]) {
+    if C > 0 {
+        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
+        let a: &[f64; C] = a.try_into().expect("a cell of C classes");
+        let b: &[f64; C] = b.try_into().expect("a cell of C classes");
+        for c in 0..C {
+            target[c] += a[c] * b[c];
+        }
+    } else {
+        for ((sum, &x), &y) in target.iter_mut().zip(a).zip(b) {
+            *sum += x * y;
+        }
+    }
+}
+
+/// `target += weight source` over one row's classes, unrolled as [`add_classes`].
+#[inline(always)]
+pub(crate) fn add_scaled<const C: usize>(target: &mut [f64], weight: f64, source: &[f64]) {
+    if C > 0 {
+        let target: &mut [f64; C] = target.try_into().expect("a row of C classes");
+        let source: &[f64; C] = source.try_into().expect("a row of C classes");
+        for c in 0..C {
+            target[c] += weight * source[c];
+        }
+    } else {
+        for (sum, &value) in target.iter_mut().zip(source) {
+            *sum += weight * value;
+        }
+    }
+}

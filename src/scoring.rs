@@ -11,7 +11,7 @@
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
-use crate::class_loops::by_class_count;
+use crate::class_loops::{add_scaled, by_class_count};
 use crate::counts::check_codes;
 use crate::error::{check_len, code_out_of_range, zeroed, HebError, Result};
 use crate::interrupt;
@@ -125,17 +125,7 @@ impl RowScores<'_> {
                 if entry[0] == f64::NEG_INFINITY {
                     continue;
                 }
-                if C > 0 {
-                    let row: &mut [f64; C] = row.try_into().expect("a row of C classes");
-                    let entry: &[f64; C] = entry.try_into().expect("a row of C classes");
-                    for c in 0..C {
-                        row[c] += weight * entry[c];
-                    }
-                } else {
-                    for (score, &lp) in row.iter_mut().zip(entry) {
-                        *score += weight * lp;
-                    }
-                }
+                add_scaled::<C>(row, weight, entry);
             }
         }
         Ok(())

@@ -32,7 +32,7 @@
 use ndarray::{ArrayView1, ArrayView2, ArrayView3, Axis};
 use rayon::prelude::*;
 
-use crate::class_loops::by_class_count;
+use crate::class_loops::{add_classes, add_products, by_class_count};
 use crate::counts::check_rows;
 use crate::error::{check_code_range, check_len, filled, with_capacity, zeroed, HebError, Result};
 use crate::interrupt;
@@ -644,41 +644,6 @@ fn class_count<const C: usize>(class_log_prior: &[f64]) -> usize {
         class_log_prior.len()
     } else {
         C
-    }
-}
-
-/// `target += source` over one cell's classes, the class loop unrolled where their
-/// number `C` is known at compile time (0: the slices' length).
-#[inline(always)]
-fn add_classes<const C: usize>(target: &mut [f64], source: &[f64]) {
-    if C > 0 {
-        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
-        let source: &[f64; C] = source.try_into().expect("a cell of C classes");
-        for c in 0..C {
-            target[c] += source[c];
-        }
-    } else {
-        target
-            .iter_mut()
-            .zip(source)
-            .for_each(|(sum, &value)| *sum += value);
-    }
-}
-
-/// `target += a b` entry by entry over one cell's classes, unrolled as [`add_classes`].
-#[inline(always)]
-fn add_products<const C: usize>(target: &mut [f64], a: &[f64], b: &[f64]) {
-    if C > 0 {
-        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
-        let a: &[f64; C] = a.try_into().expect("a cell of C classes");
-        let b: &[f64; C] = b.try_into().expect("a cell of C classes");
-        for c in 0..C {
-            target[c] += a[c] * b[c];
-        }
-    } else {
-        for ((sum, &x), &y) in target.iter_mut().zip(a).zip(b) {
-            *sum += x * y;
-        }
     }
 }
 
