@@ -176,12 +176,8 @@ mod tests {
     #[test]
     fn cells_are_each_columns_distinct_keys_in_order_for_any_thread_count() {
         let mut seed = 5u64;
-        let mut next = |range: i64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) as i64 % range) - 1
-        };
+        let mut next =
+            |range: i64| ((crate::test_random::next_state(&mut seed) >> 33) as i64 % range) - 1;
         let (n_columns, n_rows) = (7, 3000);
         let ranges = [3, 1, 2, 5000, 40, 1 << 30, 9];
         let keys = Array2::from_shape_fn((n_columns, n_rows), |(k, _)| {

@@ -563,12 +563,7 @@ mod tests {
     fn entries(n: usize, seed: u64) -> Vec<f64> {
         let mut state = seed;
         (0..n)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-            })
+            .map(|_| 2.0 * crate::test_random::uniform(&mut state) - 1.0)
             .collect()
     }
 

@@ -55,6 +55,8 @@ pub mod weight_fit;
 
 #[cfg(test)]
 mod gamma_difference_reference;
+#[cfg(test)]
+mod test_random;
 
 #[cfg(feature = "python")]
 mod python;

@@ -432,12 +432,7 @@ mod tests {
     #[test]
     fn the_closed_form_certificate_holds_on_large_tables() {
         let mut state = 17_u64;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = move || crate::test_random::uniform(&mut state);
         let settings = SolverSettings::default();
         let mut decided = 0;
         for trial in 0..60 {

@@ -1818,11 +1818,7 @@ mod tests {
     impl Lcg {
         /// The next draw from `0..k`.
         fn below(&mut self, k: usize) -> usize {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((self.0 >> 33) % k as u64) as usize
+            ((crate::test_random::next_state(&mut self.0) >> 33) % k as u64) as usize
         }
     }
 

@@ -214,12 +214,7 @@ mod tests {
     fn every_compiled_class_count_scores_as_the_plain_sum() {
         let layout = FeatureLayout::from_cardinalities(&[3, 1, 5]);
         let mut seed = 11u64;
-        let mut uniform = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut uniform = move || crate::test_random::uniform(&mut seed);
         let n_rows = 2 * ROW_CHUNK + 7;
         let codes = Array2::from_shape_fn((3, n_rows), |(f, _)| {
             (uniform() * (layout.cardinality(f) as f64 + 1.0)) as i32 - 1

@@ -318,12 +318,7 @@ mod tests {
     #[test]
     fn random_tables_group_as_sets_do() {
         let mut state = 11u64;
-        let mut next = |bound: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) % bound
-        };
+        let mut next = |bound: u64| (crate::test_random::next_state(&mut state) >> 33) % bound;
         for _ in 0..50 {
             let (n_rows, n_columns) = (1 + next(60) as usize, 1 + next(5) as usize);
             let per_column: Vec<usize> = (0..n_columns).map(|_| 1 + next(12) as usize).collect();

@@ -1171,11 +1171,7 @@ mod tests {
 
     impl Lcg {
         fn uniform(&mut self) -> f64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+            crate::test_random::uniform(&mut self.0)
         }
         fn below(&mut self, n: usize) -> usize {
             (self.uniform() * n as f64) as usize

@@ -991,15 +991,8 @@ impl AodePass<'_> {
 mod tests {
     use super::*;
     use crate::parallel::with_threads;
+    use crate::test_random::uniform;
     use ndarray::{Array1, Array2, Array3};
-
-    /// A small deterministic pseudo-random sequence in [0, 1).
-    fn uniform(seed: &mut u64) -> f64 {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (*seed >> 11) as f64 / (1u64 << 53) as f64
-    }
 
     #[derive(Clone)]
     struct NaiveBayesData {

@@ -103,12 +103,8 @@ fn one_pair_by_hand() {
 
 fn random_table(n_rows: usize, cardinality: &[usize], seed: u64) -> (Array2<i32>, Array1<i64>) {
     let mut state = seed;
-    let mut next = |bound: usize| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((state >> 33) % bound as u64) as usize
-    };
+    let mut next =
+        |bound: usize| ((crate::test_random::next_state(&mut state) >> 33) % bound as u64) as usize;
     let labels: Array1<i64> = (0..n_rows).map(|_| next(3) as i64).collect();
     let mut codes = Array2::<i32>::zeros((cardinality.len(), n_rows));
     for (f, &k) in cardinality.iter().enumerate() {
