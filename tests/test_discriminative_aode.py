@@ -189,7 +189,7 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
         )
 
     outputs = [parent_terms(True, n_jobs) for n_jobs in (1, 2)]
-    assert set(outputs[0]) == {"terms", "qualifies", "cells"}
+    assert set(outputs[0]) == {"terms", "qualifies", "cells", "cells_at"}
     terms, qualifies, cells = (outputs[0][key] for key in ("terms", "qualifies", "cells"))
     for key in outputs[0]:
         np.testing.assert_array_equal(outputs[0][key], outputs[1][key])
@@ -204,6 +204,58 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
     alone = parent_terms(False, 1)
     np.testing.assert_array_equal(alone["terms"], terms)
     assert alone["cells"].shape == (0,) + cells.shape[1:]
+
+
+@pytest.mark.parametrize("left_out", [False, True])
+def test_requested_cells_are_those_of_the_whole_array(left_out):
+    """``cell_rows``/``cell_columns`` return the whole array's cells at those places, in
+    the order asked (repeats and rows out of order included), bit for bit for any n_jobs,
+    with the same terms; with left-out rows the cells stay in-sample, as the whole
+    array's do."""
+    X, y = _wide_data()
+    model = AODE(smoothing="laplace", parent_smoothing="heb").fit(X[:400], y[:400])
+    codes, _ = model._encode(X[:400])
+    labels = np.searchsorted(model.classes_, y[:400])
+    rows_left_out = model._left_out_rows(labels, np.ones(400)) if left_out else None
+    n_parents = int(np.count_nonzero(model.super_parents_))
+    n_features = codes.shape[0]
+
+    def call(n_jobs, **cells):
+        return _core.aode_parent_terms(
+            codes,
+            model._model,
+            model._pair_tables(),
+            offsets=list(model._encoder.offsets),
+            min_parent_count=float(model.min_parent_count),
+            n_jobs=n_jobs,
+            left_out=rows_left_out,
+            **cells,
+        )
+
+    whole = call(1, cells=True)
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, codes.shape[1], 3000)
+    columns = rng.integers(0, n_parents * n_features, 3000)
+    rows[:5], columns[:5] = rows[5], columns[5]  # a cell asked for six times
+    by_column = whole["cells"].reshape(codes.shape[1], n_parents * n_features, -1)
+    for n_jobs in (1, 2):
+        some = call(n_jobs, cells=False, cell_rows=rows, cell_columns=columns)
+        np.testing.assert_array_equal(some["cells_at"], by_column[rows, columns])
+        np.testing.assert_array_equal(some["terms"], whole["terms"])
+        np.testing.assert_array_equal(some["qualifies"], whole["qualifies"])
+        assert some["cells"].shape == (0,) + whole["cells"].shape[1:]
+    assert np.abs(by_column[rows, columns]).sum() > 0
+    assert call(1, cells=False)["cells_at"].shape == (0, 3)
+    with pytest.raises(ValueError, match="cell row 400 is outside the 400 rows"):
+        call(1, cells=False, cell_rows=np.array([400]), cell_columns=np.array([0]))
+    with pytest.raises(ValueError, match="cell column -1 is outside"):
+        call(1, cells=False, cell_rows=np.array([0]), cell_columns=np.array([-1]))
+    with pytest.raises(ValueError, match="differ in length"):
+        call(1, cells=False, cell_rows=np.array([0, 1]), cell_columns=np.array([0]))
+    with pytest.raises(ValueError, match="not both"):
+        call(1, cells=True, cell_rows=np.array([0]), cell_columns=np.array([0]))
+    with pytest.raises(ValueError, match="go together"):
+        call(1, cells=False, cell_rows=np.array([0]))
 
 
 def test_the_all_parents_cells_are_the_counted_laplace_cells():

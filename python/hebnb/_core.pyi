@@ -315,15 +315,19 @@ def aode_parent_terms(
     cells: bool,
     n_jobs: int,
     left_out: dict[str, Any] | None = None,
+    cell_rows: npt.NDArray[np.int64] | None = None,
+    cell_columns: npt.NDArray[np.int64] | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
-    """``{"terms", "qualifies", "cells"}``: every super-parent's term ``T_i`` ``(S, P, C)``
-    of feature-major codes ``(F, S)`` (the Naive Bayes score where ``i`` does not qualify),
-    whether it qualifies ``(S, P)``, and with ``cells`` the cells the terms add up
+    """``{"terms", "qualifies", "cells", "cells_at"}``: every super-parent's term ``T_i``
+    ``(S, P, C)`` of feature-major codes ``(F, S)`` (the Naive Bayes score where ``i`` does
+    not qualify), whether it qualifies ``(S, P)``, with ``cells`` the cells the terms add up
     ``(S, P, F, C)`` (``ln P(x_j | y, x_i)`` at column j, ``ln P(y, x_i) - ln pi_y`` at
-    column i, zero elsewhere; else ``(0, P, F, C)``). With ``left_out`` (``{"labels",
-    "weights", "counts", "class_count", "parent_smoothing", "replace_class_prior"}``: the
-    codes are the training rows) the terms are each row's with its own counts left out of
-    the tables (src/aode/leave_one_out.rs); ``qualifies`` and the cells stay in-sample."""
+    column i, zero elsewhere; else ``(0, P, F, C)``), and with ``cell_rows`` and
+    ``cell_columns`` (not with ``cells``) only the cells at those places ``(n, C)``, column
+    ``p F + j`` (else ``(0, C)``). With ``left_out`` (``{"labels", "weights", "counts",
+    "class_count", "parent_smoothing", "replace_class_prior"}``: the codes are the training
+    rows) the terms are each row's with its own counts left out of the tables
+    (src/aode/leave_one_out.rs); ``qualifies`` and the cells stay in-sample."""
 
 @final
 class Vocabulary:

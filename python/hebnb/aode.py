@@ -554,8 +554,6 @@ class AODE(CategoricalClassifier):
         (``_cell_keys``)."""
         parents = np.flatnonzero(self.super_parents_)
         n_features, n_parents = codes.shape[0], parents.shape[0]
-        n_classes = self.classes_.shape[0]
-        terms = np.empty((codes.shape[1], n_parents, n_classes))
         cardinality = np.diff(self._encoder.offsets)
         keys = weighting.aode_cell_keys(codes, parents, cardinality)
         cells, starts, column_keys, first_row = weighting.number_cells(keys, threads)
@@ -565,17 +563,22 @@ class AODE(CategoricalClassifier):
         # every row of a cell has the cell's parent value, so the parent qualifies on all
         # of them or on none, and they share its value: each cell is read on its first row
         column_of_cell = np.repeat(np.arange(keys.shape[1]), np.diff(starts))
-        cell_values = np.zeros((starts[-1], n_classes))
         cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
         # the terms of rows left out, or in-sample ones replaced by the folds' below
         left_out = self._left_out_rows(labels, weights) if folds is None else None
-        for rows, batch_terms, qualifies, values in self._parent_cells(codes, threads, left_out):
-            terms[rows] = batch_terms
-            inside = np.flatnonzero((first_row >= rows.start) & (first_row < rows.stop))
-            row, column = first_row[inside] - rows.start, column_of_cell[inside]
-            cell_qualifies[inside] = qualifies[row, column // n_features]
-            by_column = values.reshape(values.shape[0], n_parents * n_features, n_classes)
-            cell_values[inside] = by_column[row, column] / max(n_parents, 1)
+        terms, qualifies, cell_values = weighting.aode_parent_cells_at(
+            codes,
+            self._model,
+            self._pair_tables(),
+            list(self._encoder.offsets),
+            self._min_parent_count,
+            threads,
+            first_row,
+            column_of_cell,
+            left_out,
+        )
+        cell_qualifies[:-1] = qualifies[first_row, column_of_cell // max(n_features, 1)]
+        cell_values /= max(n_parents, 1)
         # a parent that does not qualify on a row scores the Naive Bayes fallback there
         cells[~cell_qualifies[cells]] = -1
         for held, held_codes, model in folds or []:

@@ -393,6 +393,43 @@ def aode_parent_terms(
     return terms
 
 
+def aode_parent_cells_at(
+    codes: npt.NDArray[np.int32],
+    model: dict[str, npt.NDArray[np.float64]],
+    pair_tables: dict[str, np.ndarray],
+    offsets: list[int],
+    min_parent_count: float,
+    n_threads: int,
+    cell_rows: npt.NDArray[np.int64],
+    cell_columns: npt.NDArray[np.int64],
+    left_out: dict[str, Any] | None = None,
+) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
+    """:func:`aode_parent_cells` with only the cells at ``(cell_rows[k], cell_columns[k])``
+    (column ``p F + j``): what the weights read, one row of each cell, without the
+    ``(S, P, F, C)`` array.
+
+    Returns
+    -------
+    terms : ndarray of shape (S, P, C)
+    qualifies : ndarray of shape (S, P)
+    cells : ndarray of shape (n, C)
+        ``cells[k]`` is :func:`aode_parent_cells`' ``cells[cell_rows[k], p, j]``.
+    """
+    out = _core.aode_parent_terms(
+        codes,
+        model,
+        pair_tables,
+        offsets=offsets,
+        min_parent_count=min_parent_count,
+        cells=False,
+        n_jobs=n_threads,
+        left_out=left_out,
+        cell_rows=np.ascontiguousarray(cell_rows, dtype=np.int64),
+        cell_columns=np.ascontiguousarray(cell_columns, dtype=np.int64),
+    )
+    return out["terms"], out["qualifies"], out["cells_at"]
+
+
 def aode_parent_cells(
     codes: npt.NDArray[np.int32],
     model: dict[str, npt.NDArray[np.float64]],

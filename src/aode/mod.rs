@@ -44,7 +44,7 @@ use crate::solver::SolverSettings;
 
 pub use fit::{fit, log_evidence, AodeCounts, AodeFit};
 pub use leave_one_out::LeftOut;
-pub use parent_terms::{parent_terms, ParentTerms};
+pub use parent_terms::{parent_terms, CellRequest, ParentTerms};
 pub use score::{joint_log_likelihood, AodeModel};
 
 /// How the child conditionals are smoothed.

@@ -4,7 +4,8 @@
 //! T_i(y, x) = ln P(y, x_i) + sum over j != i, x_j present and known, of ln P(x_j | y, x_i)
 //! ```
 //!
-//! and, optionally, the table cells each term adds up. The discriminative AODE weights
+//! and, optionally, the table cells each term adds up (all of them, or those at given
+//! places). The discriminative AODE weights
 //! (`hebnb.weighting`, [`crate::weight_fit`]) are learned on these: one weight per
 //! super-parent on `T_i`, one per cell on its value. A row on which super-parent `i` does
 //! not qualify (value missing, unseen or rarer than `min_parent_count`) gets the Naive
@@ -20,12 +21,12 @@
 //! Rows run in parallel chunks and each row's outputs depend on that row only: the result
 //! is the same for any number of threads.
 
-use ndarray::{Array2, Array3, Array4, ArrayView2};
+use ndarray::{Array2, Array3, Array4, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use super::leave_one_out::LeftOut;
 use super::score::{prepare, rows_per_chunk, AodeModel};
-use crate::error::{entries, zeroed, HebError, Result};
+use crate::error::{entries, filled, with_capacity, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
 
 /// What [`parent_terms`] returns.
@@ -41,25 +42,110 @@ pub struct ParentTerms {
     /// `ln P(y, x_i = u) - ln pi_y` at `[r, rank of i, i, y]`; zero where the parent does
     /// not qualify and where `x_j` is missing, unknown or a category that never scores.
     pub cells: Array4<f64>,
+    /// With [`CellRequest::At`], the requested cells `(n, C)` in the order asked (else
+    /// `(0, C)`): `cells[row, column / F, column % F, ..]` without the whole array.
+    pub cells_at: Array2<f64>,
+}
+
+/// Which of the cells the terms add up [`parent_terms`] returns.
+#[derive(Debug, Clone, Copy)]
+pub enum CellRequest<'a> {
+    /// None.
+    None,
+    /// Every one, `(S, P, F, C)`.
+    All,
+    /// Those at `(rows[k], columns[k])`, `columns[k] = rank of i * F + j`: what the
+    /// discriminative weights read (one row of each cell), without the `S P F C` array.
+    At {
+        rows: ArrayView1<'a, i64>,
+        columns: ArrayView1<'a, i64>,
+    },
+}
+
+/// The requested cells of [`CellRequest::At`] in the order of their rows, and where each
+/// chunk of `chunk_rows` rows starts in that order.
+struct RequestedCells {
+    /// Positions in the request, by row (a row's in request order).
+    order: Vec<usize>,
+    /// `(row, column)` of each position of `order`.
+    places: Vec<(usize, usize)>,
+    /// Start of each chunk in `order`, and the end.
+    chunk_starts: Vec<usize>,
+}
+
+impl RequestedCells {
+    /// Checks the request against `n_rows` rows of `n_columns` cell columns and orders it.
+    fn new(
+        rows: ArrayView1<i64>,
+        columns: ArrayView1<i64>,
+        n_rows: usize,
+        n_columns: usize,
+        chunk_rows: usize,
+    ) -> Result<Self> {
+        if rows.len() != columns.len() {
+            return Err(HebError::InvalidParameter(format!(
+                "cell rows ({}) and cell columns ({}) differ in length",
+                rows.len(),
+                columns.len()
+            )));
+        }
+        let in_range = |value: i64, end: usize| value >= 0 && (value as u64) < end as u64;
+        if let Some(&row) = rows.iter().find(|&&r| !in_range(r, n_rows)) {
+            return Err(HebError::InvalidParameter(format!(
+                "cell row {row} is outside the {n_rows} rows"
+            )));
+        }
+        if let Some(&column) = columns.iter().find(|&&c| !in_range(c, n_columns)) {
+            return Err(HebError::InvalidParameter(format!(
+                "cell column {column} is outside the {n_columns} columns"
+            )));
+        }
+        // a counting sort by row: where each row's requests start, then each in its place
+        let mut row_starts = filled(n_rows + 1, 0usize, "requested AODE cells")?;
+        for &row in rows {
+            row_starts[row as usize + 1] += 1;
+        }
+        for row in 0..n_rows {
+            row_starts[row + 1] += row_starts[row];
+        }
+        let n_chunks = n_rows.div_ceil(chunk_rows.max(1));
+        let chunk_starts = (0..=n_chunks)
+            .map(|chunk| row_starts[(chunk * chunk_rows).min(n_rows)])
+            .collect();
+        let mut order = filled(rows.len(), 0usize, "requested AODE cells")?;
+        let mut places = filled(rows.len(), (0, 0), "requested AODE cells")?;
+        for (k, (&row, &column)) in rows.iter().zip(columns).enumerate() {
+            let slot = &mut row_starts[row as usize];
+            order[*slot] = k;
+            places[*slot] = (row as usize, column as usize);
+            *slot += 1;
+        }
+        Ok(Self {
+            order,
+            places,
+            chunk_starts,
+        })
+    }
 }
 
 /// Every super-parent's term `T_i` of every row of `codes` `(F, S)` (-1: missing or
-/// unknown), and with `cells` the cells they add up ([`ParentTerms`]); with `left_out`
-/// (the rows are the training rows, their classes and weights given) each row's terms
-/// without its own counts.
+/// unknown), and the cells they add up that `request` asks for ([`ParentTerms`]); with
+/// `left_out` (the rows are the training rows, their classes and weights given) each row's
+/// terms without its own counts.
 ///
 /// # Errors
 /// What [`super::joint_log_likelihood`] refuses (shape mismatches, codes out of range),
-/// what [`LeftOut`] refuses, [`crate::error::HebError::Allocation`] and
-/// [`crate::error::HebError::Interrupted`].
+/// what [`LeftOut`] refuses, requested places outside the rows or cell columns,
+/// [`crate::error::HebError::Allocation`] and [`crate::error::HebError::Interrupted`].
 pub fn parent_terms(
     codes: ArrayView2<i32>,
     model: &AodeModel,
     layout: &FeatureLayout,
-    cells: bool,
+    request: CellRequest,
     left_out: Option<LeftOut>,
 ) -> Result<ParentTerms> {
     let (fallback, prepared) = prepare(codes, model, layout)?;
+    let cells = matches!(request, CellRequest::All);
     let n_rows = codes.ncols();
     let n_classes = model.class_log_prior.len();
     let n_features = layout.n_features();
@@ -86,38 +172,58 @@ pub fn parent_terms(
         0
     };
     let mut cell_values = zeroed(n_cells, "AODE parent cells")?;
+    let n_requested = match request {
+        CellRequest::At { rows, .. } => rows.len(),
+        _ => 0,
+    };
+    let mut cells_at = zeroed(
+        entries(n_requested, n_classes, "requested AODE cells")?,
+        "requested AODE cells",
+    )?;
+    let has_left_out = left_out.is_some();
+    // the left-out terms are corrected from the chunk's cells, and requested cells are
+    // read from them
+    let chunk_cells = cells || has_left_out || n_requested > 0;
+    // With cells, chunks of about 8 MB of cells, about four per thread (a chunk's
+    // parents are scored one after the other); without, the scorer's chunks, whose
+    // parents are scored in parallel ([`super::score`])
+    let chunk_rows = if chunk_cells {
+        (n_rows.div_ceil(4 * rayon::current_num_threads()))
+            .clamp(64, 4096)
+            .min(((8 << 20) / (8 * row_cells.max(1))).max(1))
+    } else {
+        rows_per_chunk(n_parents, n_classes)
+    };
+    let requested = match request {
+        CellRequest::At { rows, columns } => Some(RequestedCells::new(
+            rows,
+            columns,
+            n_rows,
+            n_parents * n_features,
+            chunk_rows,
+        )?),
+        _ => None,
+    };
     if let Some(prepared) = prepared.filter(|_| n_parents > 0) {
         let scorer = prepared.scorer(model, layout);
         let left_out = match left_out {
             Some(rows) => Some(rows.prepare(model, layout, codes, &prepared.super_parents)?),
             None => None,
         };
-        // the left-out terms are corrected from the chunk's cells
-        let chunk_cells = cells || left_out.is_some();
-        // With cells, chunks of about 8 MB of cells, about four per thread (a chunk's
-        // parents are scored one after the other); without, the scorer's chunks, whose
-        // parents are scored in parallel ([`super::score`])
-        let chunk_rows = if chunk_cells {
-            (n_rows.div_ceil(4 * rayon::current_num_threads()))
-                .clamp(64, 4096)
-                .min(((8 << 20) / (8 * row_cells.max(1))).max(1))
-        } else {
-            rows_per_chunk(n_parents, n_classes)
-        };
         let score = |chunk: usize,
                      out_terms: &mut [f64],
                      out_qualifies: &mut [bool],
                      out_cells: &mut [f64]|
-         -> Result<()> {
+         -> Result<Vec<f64>> {
             if crate::interrupt::cancelled() {
-                return Ok(());
+                return Ok(Vec::new());
             }
             let first = chunk * chunk_rows;
             let n = out_qualifies.len() / n_parents;
             // the chunk's own cells where the caller keeps none (every cell read below is
             // written by the scorer: a qualifying parent's scoring children)
-            let mut own_cells = if !cells && left_out.is_some() {
-                zeroed(n * row_cells, "AODE left-out cells")?
+            let mut own_cells = if !cells && chunk_cells {
+                zeroed(n * row_cells, "AODE chunk cells")?
             } else {
                 Vec::new()
             };
@@ -143,6 +249,18 @@ pub fn parent_terms(
                     }
                 }
             }
+            // the requested cells of the chunk's rows (the in-sample cells: read before the
+            // left-out pass, which leaves them as they are)
+            let mut found = Vec::new();
+            if let Some(requested) = &requested {
+                let places = &requested.places
+                    [requested.chunk_starts[chunk]..requested.chunk_starts[chunk + 1]];
+                found = with_capacity(places.len() * n_classes, "requested AODE cells")?;
+                for &(row, column) in places {
+                    let at = ((row - first) * n_parents * n_features + column) * n_classes;
+                    found.extend_from_slice(&chunk_cells[at..at + n_classes]);
+                }
+            }
             if let Some(left_out) = &left_out {
                 left_out.replace_terms(
                     model,
@@ -155,20 +273,28 @@ pub fn parent_terms(
                     out_terms,
                 );
             }
-            Ok(())
+            Ok(found)
         };
         let rows = terms
             .par_chunks_mut(chunk_rows * row_terms)
             .zip(qualifies.par_chunks_mut(chunk_rows * n_parents));
-        if cells {
+        let found: Vec<Vec<f64>> = if cells {
             rows.zip(cell_values.par_chunks_mut(chunk_rows * row_cells))
                 .enumerate()
-                .try_for_each(|(chunk, ((t, q), c))| score(chunk, t, q, c))?;
+                .map(|(chunk, ((t, q), c))| score(chunk, t, q, c))
+                .collect::<Result<_>>()?
         } else {
             rows.enumerate()
-                .try_for_each(|(chunk, (t, q))| score(chunk, t, q, &mut []))?;
-        }
+                .map(|(chunk, (t, q))| score(chunk, t, q, &mut []))
+                .collect::<Result<_>>()?
+        };
         crate::interrupt::check()?;
+        if let Some(requested) = &requested {
+            let values = found.iter().flat_map(|chunk| chunk.chunks(n_classes));
+            for (&k, value) in requested.order.iter().zip(values) {
+                cells_at[k * n_classes..(k + 1) * n_classes].copy_from_slice(value);
+            }
+        }
     } else {
         // no row, no class or no super-parent: every term is the Naive Bayes score
         for r in 0..n_rows {
@@ -194,5 +320,7 @@ pub fn parent_terms(
             cell_values,
         )
         .map_err(shape_error)?,
+        cells_at: Array2::from_shape_vec((n_requested, n_classes), cells_at)
+            .map_err(shape_error)?,
     })
 }

@@ -227,7 +227,7 @@ fn parent_terms_by_hand_and_for_any_thread_count() {
         ChildSmoothing::Laplace,
         |_, model, layout| {
             let rows = array![[0, 1], [1, -1]];
-            let out = parent_terms(rows.view(), model, layout, true, None).unwrap();
+            let out = parent_terms(rows.view(), model, layout, CellRequest::All, None).unwrap();
             let prior = 0.5f64.ln();
             // parent 0 = 0: P(y, x0) = (3, 1) / 8, P(x1 = 1 | y, x0 = 0) = (1/2, 1/2)
             // parent 1 = 1: P(y, x1) = (2, 3) / 8, P(x0 = 0 | y, x1 = 1) = (2/3, 1/4)
@@ -274,18 +274,39 @@ fn parent_terms_by_hand_and_for_any_thread_count() {
         |_, model, layout| {
             let with = |threads: usize| {
                 with_threads(threads, || {
-                    parent_terms(codes.view(), model, layout, true, None).unwrap()
+                    parent_terms(codes.view(), model, layout, CellRequest::All, None).unwrap()
                 })
                 .unwrap()
             };
             let (one, two) = (with(1), with(3));
             assert_eq!(bits(&one.terms), bits(&two.terms));
             assert_eq!(bits(&one.cells), bits(&two.cells));
+            // requested cells (rows out of order, one twice) are the whole array's
+            let (n_parents, n_features) = (one.cells.dim().1, one.cells.dim().2);
+            let last = codes.ncols() as i64 - 1;
+            let rows = Array1::from(vec![last, 0, last, 1]);
+            let columns = Array1::from(vec![1, (n_parents * n_features) as i64 - 1, 1, 0]);
+            for threads in [1, 3] {
+                let request = CellRequest::At {
+                    rows: rows.view(),
+                    columns: columns.view(),
+                };
+                let some = with_threads(threads, || {
+                    parent_terms(codes.view(), model, layout, request, None).unwrap()
+                })
+                .unwrap();
+                assert_eq!(bits(&some.terms), bits(&one.terms));
+                for (k, (&r, &column)) in rows.iter().zip(&columns).enumerate() {
+                    let (rank, j) = (column as usize / n_features, column as usize % n_features);
+                    let expected = one.cells.slice(ndarray::s![r as usize, rank, j, ..]);
+                    assert_eq!(some.cells_at.row(k), expected, "request {k}");
+                }
+            }
             // without cells the parents are scored in parallel over larger chunks: the
             // same terms
             for threads in [1, 3] {
                 let terms = with_threads(threads, || {
-                    parent_terms(codes.view(), model, layout, false, None).unwrap()
+                    parent_terms(codes.view(), model, layout, CellRequest::None, None).unwrap()
                 })
                 .unwrap();
                 assert_eq!(bits(&terms.terms), bits(&one.terms));
@@ -531,10 +552,16 @@ fn left_out_terms_change_only_counted_rows_and_not_with_the_threads() {
                 parent_smoothing: ParentSmoothing::Laplace,
                 replace_class_prior: false,
             };
-            let in_sample = parent_terms(codes.view(), model, layout, false, None).unwrap();
+            let in_sample =
+                parent_terms(codes.view(), model, layout, CellRequest::None, None).unwrap();
             let with = |threads: usize, cells: bool| {
+                let request = if cells {
+                    CellRequest::All
+                } else {
+                    CellRequest::None
+                };
                 with_threads(threads, || {
-                    parent_terms(codes.view(), model, layout, cells, Some(left_out)).unwrap()
+                    parent_terms(codes.view(), model, layout, request, Some(left_out)).unwrap()
                 })
                 .unwrap()
             };
@@ -564,7 +591,7 @@ fn left_out_terms_change_only_counted_rows_and_not_with_the_threads() {
                 codes.view(),
                 model,
                 layout,
-                false,
+                CellRequest::None,
                 Some(LeftOut {
                     labels: bad.view(),
                     ..left_out

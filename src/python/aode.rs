@@ -464,14 +464,18 @@ impl<'py> LeftOutArrays<'py> {
     }
 }
 
-/// `{"terms", "qualifies", "cells"}`: every super-parent's term `T_i` `(S, P, C)` of
-/// feature-major codes `(F, S)`, whether it qualifies on each row `(S, P)`, and with
-/// `cells` the table cells of the terms `(S, P, F, C)` (else `(0, P, F, C)`); see
+/// `{"terms", "qualifies", "cells", "cells_at"}`: every super-parent's term `T_i`
+/// `(S, P, C)` of feature-major codes `(F, S)`, whether it qualifies on each row `(S, P)`,
+/// with `cells` the table cells of the terms `(S, P, F, C)` (else `(0, P, F, C)`), and with
+/// `cell_rows` and `cell_columns` the cells at those places `(n, C)` (else `(0, C)`); see
 /// `aode::parent_terms`. With `left_out` (`{"labels", "weights", "counts",
 /// "class_count", "parent_smoothing", "replace_class_prior"}`: the rows are the training
 /// rows) the terms are each row's without its own counts (`aode::LeftOut`).
 #[pyfunction]
-#[pyo3(signature = (codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs, left_out=None))]
+#[pyo3(signature = (
+    codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs, left_out=None,
+    cell_rows=None, cell_columns=None,
+))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aode_parent_terms<'py>(
     py: Python<'py>,
@@ -483,6 +487,8 @@ pub(super) fn aode_parent_terms<'py>(
     cells: bool,
     n_jobs: usize,
     left_out: Option<Bound<'py, PyDict>>,
+    cell_rows: Option<PyReadonlyArray1<'py, i64>>,
+    cell_columns: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout(offsets)?;
     let left_out = left_out
@@ -492,13 +498,31 @@ pub(super) fn aode_parent_terms<'py>(
     let arrays = ModelArrays::from_dicts(&model, &pair_tables)?;
     let model = arrays.model(&layout, min_parent_count)?;
     let codes = codes.as_array();
+    let request =
+        match (&cell_rows, &cell_columns, cells) {
+            (None, None, false) => aode::CellRequest::None,
+            (None, None, true) => aode::CellRequest::All,
+            (Some(rows), Some(columns), false) => aode::CellRequest::At {
+                rows: rows.as_array(),
+                columns: columns.as_array(),
+            },
+            (Some(_), Some(_), true) => return Err(PyValueError::new_err(
+                "ask for every cell (cells=True) or for some (cell_rows, cell_columns), not both",
+            )),
+            _ => {
+                return Err(PyValueError::new_err(
+                    "cell_rows and cell_columns go together",
+                ))
+            }
+        };
     let terms = run(py, n_jobs, || {
-        aode::parent_terms(codes, &model, &layout, cells, left_out)
+        aode::parent_terms(codes, &model, &layout, request, left_out)
     })?;
     let out = PyDict::new(py);
     out.set_item("terms", terms.terms.into_pyarray(py))?;
     out.set_item("qualifies", terms.qualifies.into_pyarray(py))?;
     out.set_item("cells", terms.cells.into_pyarray(py))?;
+    out.set_item("cells_at", terms.cells_at.into_pyarray(py))?;
     Ok(out)
 }
 
