@@ -374,8 +374,9 @@ impl LeftOutTables<'_> {
             }
             let cell = &cells[j * nc..(j + 1) * nc];
             let capped = !model.structure.modelled(i, j);
-            for c in 0..nc {
-                let (count, concentration) = if capped {
+            // N_{c,u} of the rows with the child present, and m_c
+            let count_and_concentration = |c: usize| {
+                if capped {
                     (self.present[[j, c]], lo.marginal_concentration[[c, j]])
                 } else {
                     let missing = self.missing_rank[j];
@@ -388,10 +389,8 @@ impl LeftOutTables<'_> {
                         }
                     };
                     (count, lo.concentration[[c, rank, j]])
-                };
-                m[c] = concentration;
-                total[c] = count + concentration;
-            }
+                }
+            };
             let child_mean = model.child_mean[column];
             let pooled = if capped {
                 f64::NAN
@@ -399,17 +398,22 @@ impl LeftOutTables<'_> {
                 lo.pooled_concentration[[rank, j]]
             };
             if pooled.is_nan() {
-                // one prior mean as fitted: only the row's own class changes
-                for c in 0..nc {
-                    term[c] += if c == y {
-                        let scaled = cell[c].exp() * total[c];
-                        log_left(scaled - w, 0.5 * m[c] * child_mean)
-                            - log_total(total[c] - w, m[c])
-                    } else {
-                        cell[c]
-                    };
+                // one prior mean as fitted: only the row's own class changes, so only its
+                // count and concentration are read
+                for c in (0..nc).filter(|&c| c != y) {
+                    term[c] += cell[c];
                 }
+                let (count, concentration) = count_and_concentration(y);
+                let total = count + concentration;
+                let scaled = cell[y].exp() * total;
+                term[y] += log_left(scaled - w, 0.5 * concentration * child_mean)
+                    - log_total(total - w, concentration);
             } else {
+                for c in 0..nc {
+                    let (count, concentration) = count_and_concentration(c);
+                    m[c] = concentration;
+                    total[c] = count + concentration;
+                }
                 // the two-level mean mu_{u,v} = (N_{u,v} + a mu_v) / (N_u + a) loses w too,
                 // where N_{u,v} + a mu_v = mu (N_u + a) and sum_c S_c = N_{u,v} + mu sum_c m_c
                 let mut scaled_sum = 0.0;
