@@ -19,11 +19,17 @@ CARDINALITY = (3, 5, 8, 2)
 N_CLASSES = 3
 
 
-def make_data(seed: int, n_rows: int = 400, missing: float = 0.1, cardinality=CARDINALITY):
+def make_data(
+    seed: int,
+    n_rows: int = 400,
+    missing: float = 0.1,
+    cardinality=CARDINALITY,
+    n_classes: int = N_CLASSES,
+):
     """Dependent categorical features (each a noisy function of the previous one and y),
     as floats with NaN for missing values."""
     rng = np.random.default_rng(seed)
-    y = rng.integers(0, N_CLASSES, n_rows)
+    y = rng.integers(0, n_classes, n_rows)
     X = np.empty((n_rows, len(cardinality)))
     previous = y
     for f, k in enumerate(cardinality):
@@ -230,6 +236,21 @@ def test_dense_and_sparse_pairs_match_the_spec(params):
     layout = _storage(model, len(y))
     assert layout["dense"] > 0 or "max_parents" in params
     assert layout["sparse"] > 0
+
+
+@pytest.mark.parametrize("n_classes", [2, 4, 5, 7, 10, 12])
+@pytest.mark.parametrize("params", [{"smoothing": "laplace"}, {"prior": "two-level"}])
+def test_every_number_of_classes_scores_as_the_spec(n_classes, params):
+    """The scorer is compiled for 2 to 10 classes (its class loops unrolled) and loops over
+    any other number: each gives SPEC's joint, dense and sparse pairs alike."""
+    X, y = make_data(5, n_rows=1500, cardinality=WIDE_CARDINALITY, n_classes=n_classes)
+    X_test, _ = make_data(6, n_rows=200, missing=0.2, cardinality=WIDE_CARDINALITY)
+    model = AODE(**params).fit(X, y)
+    assert model.classes_.shape == (n_classes,)
+    expected = reference_joint(model, X, y, X_test)
+    np.testing.assert_allclose(model.predict_joint_log_proba(X_test), expected, rtol=1e-10)
+    layout = _storage(model, len(y))
+    assert layout["dense"] > 0 and layout["sparse"] > 0
 
 
 def _storage(model, n_rows):

@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use super::fit::AodeFit;
 use super::storage::{sparse_width, Placement, TablePlan};
 use super::Structure;
+use crate::class_loops::{add_classes, by_class_count};
 use crate::counts::check_codes;
 use crate::error::{check_len, filled, HebError, Result};
 use crate::layout::FeatureLayout;
@@ -575,12 +576,9 @@ impl ScoringContext<'_, '_> {
                 found: &found,
                 n_rows: n,
             };
-            match n_classes {
-                2 => self.score_parent::<2, CELLS>(&parent, terms, cells),
-                3 => self.score_parent::<3, CELLS>(&parent, terms, cells),
-                4 => self.score_parent::<4, CELLS>(&parent, terms, cells),
-                _ => self.score_parent::<0, CELLS>(&parent, terms, cells),
-            }
+            by_class_count!(n_classes, C, {
+                self.score_parent::<C, CELLS>(&parent, terms, cells)
+            })
         };
         let per_parent = terms
             .chunks_mut(n * n_classes)
@@ -653,7 +651,8 @@ impl ScoringContext<'_, '_> {
 
     /// Adds every child factor to the parent's terms of its qualifying rows, row by row
     /// (a row's C sums stay in registers), children in feature order. `C` is the number
-    /// of classes, or 0 for any other number.
+    /// of classes where the scorer is compiled for it ([`by_class_count`]: 2 to 10), or 0
+    /// for any other number.
     ///
     /// With `CELLS`, each child's cell is also written to the row's `(feature, class)`
     /// block of this parent in `cells` (the chunk's `(row, parent rank, feature, class)`
@@ -709,11 +708,11 @@ impl ScoringContext<'_, '_> {
                 match run {
                     Run::Dense(children) => {
                         let table = self.model.dense;
-                        lookups::<CELLS>(acc, table, children, values, u, parent_cells, out);
+                        lookups::<C, CELLS>(acc, table, children, values, u, parent_cells, out);
                     }
                     Run::Marginal(children) => {
                         let table = self.marginal;
-                        lookups::<CELLS>(acc, table, children, values, u, parent_cells, out);
+                        lookups::<C, CELLS>(acc, table, children, values, u, parent_cells, out);
                     }
                     Run::Sparse(children) => {
                         for child in children {
@@ -806,11 +805,12 @@ fn write_cell(out: &mut [f64], parent: &[f64], child: &[f64]) {
     }
 }
 
-/// Adds `table[offset + (u stride + v) C ..]` of every child with a value to `acc` (with
+/// Adds `table[offset + (u stride + v) C ..]` of every child with a value to `acc` (`C`
+/// classes, or 0 for any number; with
 /// `CELLS`, also writes it to the child's classes in `cells`, the row's `(feature, class)`
 /// block, [`write_cell`] with the parent's `parent` cells).
 #[inline(always)]
-fn lookups<const CELLS: bool>(
+fn lookups<const C: usize, const CELLS: bool>(
     acc: &mut [f64],
     table: &[f64],
     children: &[Lookup],
@@ -825,7 +825,7 @@ fn lookups<const CELLS: bool>(
         if v >= 0 {
             let at = child.offset + (u * child.stride + v as usize) * nc;
             let lp = &table[at..at + nc];
-            add_into(acc, lp);
+            add_classes::<C>(acc, lp);
             if CELLS {
                 write_cell(
                     &mut cells[child.child * nc..(child.child + 1) * nc],
