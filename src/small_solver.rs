@@ -1074,9 +1074,9 @@ fn at_end(m: f64, n_iter: usize) -> Solution {
 
 /// The maximiser of an evidence whose `f(t) = m l'(m)` (`t = ln m`) is positive near
 /// `m = 0` and changes sign at most once: Newton's method in `t` from `start`, kept
-/// inside a bracket by bisection as in [`newton_in_bracket`], whose ends are evaluated
-/// only when a step would leave the bracket (`verified` says which end's sign is already
-/// known to be right). An end whose sign says the root lies beyond it is the answer
+/// inside a bracket by bisection as in the general solver's `newton_in_bracket`, whose
+/// ends are evaluated only when a step would leave the bracket (`verified` says which
+/// end's sign is already known to be right). An end whose sign says the root lies beyond it is the answer
 /// (`f(m_max) >= 0`: `m_max`; `f(m_min) <= 0`: `m_min`). Newton's iterates and the
 /// maximiser are those of evaluating both ends first (the decision of
 /// [`crate::solver::maximise_evidence_from`]); only the evaluations a good start makes

@@ -27,7 +27,7 @@ use crate::naive_bayes::{self, prior_mean, PriorMean};
 use crate::pair_counts::{CellCountsView, Count, CountSlice, PairTablesView};
 use crate::parent_prior;
 use crate::small_solver::{maximise_small, SmallEvidence, MAX_CELLS, MAX_DOCUMENTS};
-use crate::solver::{maximise_evidence_from, Evidence, Solution, SolverSettings};
+use crate::solver::{maximise_concentration_from, Evidence, Solution, SolverSettings};
 
 /// The single counts of a training set.
 #[derive(Debug, Clone, Copy)]
@@ -967,7 +967,7 @@ fn solve(
     }
     Solution {
         log_evidence: f64::NAN,
-        ..maximise_evidence_from(&general_terms(documents, cells), settings, start)
+        ..maximise_concentration_from(&general_terms(documents, cells), settings, start)
     }
 }
 
