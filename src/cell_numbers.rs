@@ -1,6 +1,7 @@
 //! The cells of the AODE cell weights numbered from their keys: each column's distinct
 //! keys in increasing order, the columns one after another (what `np.unique` gives
-//! column by column; python/hebnb/weighting.py `number_cells`).
+//! column by column; python/hebnb/weighting.py `number_cells`); and the cells of new rows
+//! looked up in that numbering (their uses, or their weighted sum).
 //!
 //! A column's keys are hashed, so that only its distinct keys are sorted: a column of a
 //! high-cardinality pair holds far fewer distinct keys than rows, and one of a
@@ -78,6 +79,168 @@ pub fn number_cells(keys: ArrayView2<i64>) -> Result<NumberedCells> {
         keys: all_keys,
         first_row,
     })
+}
+
+/// Every use of a numbered cell by a batch of rows, column by column: what the
+/// `"cll-value"` scores of new rows read besides the weights (python/hebnb/aode.py
+/// `_seen_cells`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeenCells {
+    /// The row of each use (in the batch).
+    pub row: Vec<i64>,
+    /// Its cell (the numbering's index).
+    pub cell: Vec<i64>,
+    /// The value of each use, `(uses, C)` row-major.
+    pub value: Vec<f64>,
+}
+
+/// Looks up each row's key of every column `k` of `keys` (K, s) among the column's
+/// numbered cells (`cell_keys[column_starts[k]..column_starts[k + 1]]`, increasing), and
+/// keeps the uses where the key is a cell and `qualifies[row, k / columns_per_parent]`:
+/// column by column, rows in order, each with its `values[row, k, ..]` (s, K, C).
+///
+/// # Errors
+/// Shape mismatches, column starts that are not increasing within the keys,
+/// [`HebError::Allocation`] and [`HebError::Interrupted`].
+pub fn seen_cells(
+    keys: ArrayView2<i64>,
+    cell_keys: &[i64],
+    column_starts: &[usize],
+    qualifies: ArrayView2<bool>,
+    values: ndarray::ArrayView3<f64>,
+) -> Result<SeenCells> {
+    let (n_columns, n_rows) = keys.dim();
+    let n_classes = values.dim().2;
+    let columns_per_parent = check_lookup(
+        "seen cells",
+        (n_rows, n_columns),
+        cell_keys,
+        column_starts,
+        qualifies,
+        values,
+    )?;
+    // each column's uses on their own, then one after another
+    let columns: Vec<(Vec<i64>, Vec<i64>)> = (0..n_columns)
+        .into_par_iter()
+        .map(|k| {
+            interrupt::check()?;
+            let known = &cell_keys[column_starts[k]..column_starts[k + 1]];
+            let parent = k / columns_per_parent;
+            let (mut rows, mut cells) = (Vec::new(), Vec::new());
+            for (row, &key) in keys.row(k).iter().enumerate() {
+                if key < 0 || !qualifies[[row, parent]] {
+                    continue;
+                }
+                if let Ok(position) = known.binary_search(&key) {
+                    grow(&mut rows, row as i64)?;
+                    grow(&mut cells, (column_starts[k] + position) as i64)?;
+                }
+            }
+            Ok((rows, cells))
+        })
+        .collect::<Result<_>>()?;
+    let n_uses: usize = columns.iter().map(|(rows, _)| rows.len()).sum();
+    let mut row = with_capacity(n_uses, "seen cells")?;
+    let mut cell = with_capacity(n_uses, "seen cells")?;
+    let mut value = with_capacity(n_uses * n_classes, "seen cell values")?;
+    for (k, (rows, cells)) in columns.into_iter().enumerate() {
+        for &r in &rows {
+            value.extend(values.slice(ndarray::s![r as usize, k, ..]).iter());
+        }
+        row.extend(rows);
+        cell.extend(cells);
+    }
+    Ok(SeenCells { row, cell, value })
+}
+
+/// Checks that a batch's keys `(rows, columns)`, cell numbering, `qualifies` (rows, P) and
+/// `values` (rows, columns, C) agree, and returns the columns of each super-parent.
+fn check_lookup(
+    what: &str,
+    (n_rows, n_columns): (usize, usize),
+    cell_keys: &[i64],
+    column_starts: &[usize],
+    qualifies: ArrayView2<bool>,
+    values: ndarray::ArrayView3<f64>,
+) -> Result<usize> {
+    let n_parents = qualifies.ncols();
+    let columns_per_parent = n_columns / n_parents.max(1);
+    let agree = values.dim() == (n_rows, n_columns, values.dim().2)
+        && qualifies.nrows() == n_rows
+        && n_parents * columns_per_parent == n_columns
+        && column_starts.len() == n_columns + 1
+        && column_starts.windows(2).all(|w| w[0] <= w[1])
+        && column_starts[n_columns] <= cell_keys.len();
+    if !agree {
+        return Err(HebError::InvalidParameter(format!(
+            "{what}: keys of {n_rows} rows x {n_columns} columns, values {:?}, qualifies {:?} \
+             and {} column starts over {} cell keys do not agree",
+            values.dim(),
+            qualifies.dim(),
+            column_starts.len(),
+            cell_keys.len()
+        )));
+    }
+    Ok(columns_per_parent)
+}
+
+/// `sum_k w[cell, c] (values[row, k, c] / n_parents)` of every row over the columns `k`
+/// where [`seen_cells`] finds a use, in column order from 0: the cell part of the
+/// `"cll-value"` scores at one set of cell weights `w` (cells, C), the same numbers as
+/// summing [`seen_cells`]' uses row by row, without them. Rows run in parallel; `keys` is
+/// (s, K) here, a row's keys together.
+///
+/// # Errors
+/// As [`seen_cells`], and weights of another shape.
+pub fn weighted_cell_sums(
+    keys: ArrayView2<i64>,
+    cell_keys: &[i64],
+    column_starts: &[usize],
+    qualifies: ArrayView2<bool>,
+    values: ndarray::ArrayView3<f64>,
+    weights: ArrayView2<f64>,
+) -> Result<Vec<f64>> {
+    let (n_rows, n_columns) = keys.dim();
+    let n_classes = values.dim().2;
+    let columns_per_parent = check_lookup(
+        "weighted cell sums",
+        (n_rows, n_columns),
+        cell_keys,
+        column_starts,
+        qualifies,
+        values,
+    )?;
+    let n_cells = column_starts[n_columns];
+    if weights.dim() != (n_cells, n_classes) {
+        return Err(HebError::InvalidParameter(format!(
+            "weighted cell sums: weights {:?} do not agree with {n_cells} cells of {n_classes} \
+             classes",
+            weights.dim()
+        )));
+    }
+    let n_parents = qualifies.ncols();
+    let scale = n_parents.max(1) as f64;
+    let mut sums = filled(n_rows * n_classes, 0.0, "weighted cell sums")?;
+    sums.par_chunks_mut(n_classes.max(1))
+        .enumerate()
+        .try_for_each(|(row, sum)| -> Result<()> {
+            interrupt::check_every(row)?;
+            for (k, &key) in keys.row(row).iter().enumerate() {
+                if key < 0 || !qualifies[[row, k / columns_per_parent]] {
+                    continue;
+                }
+                let known = &cell_keys[column_starts[k]..column_starts[k + 1]];
+                if let Ok(position) = known.binary_search(&key) {
+                    let weight = weights.row(column_starts[k] + position);
+                    let value = values.slice(ndarray::s![row, k, ..]);
+                    for ((total, &w), &v) in sum.iter_mut().zip(weight).zip(value) {
+                        *total += w * (v / scale);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    Ok(sums)
 }
 
 /// Writes each row's rank among the column's distinct keys to `own` (-1: no key) and

@@ -258,6 +258,95 @@ def test_requested_cells_are_those_of_the_whole_array(left_out):
         call(1, cells=False, cell_rows=np.array([0]))
 
 
+def _new_rows_cells(count_features=False):
+    """A cell-weighted model and one batch of new rows' inputs to the cell lookups: keys
+    (s, P F), the model's cell numbering, qualifies (s, P) and cells (s, P F, C)."""
+    X, y = _wide_data()
+    model = AODE(smoothing="laplace", weighting="cll-value", count_features=count_features).fit(
+        X[:400], y[:400]
+    )
+    codes, threads = model._encode(X[400:])
+    parents = np.flatnonzero(model.super_parents_)
+    keys = hebnb.weighting.aode_cell_keys(codes, parents, np.diff(model._encoder.offsets))
+    rows, terms, qualifies, values = next(model._parent_cells(codes, threads))
+    assert rows == slice(0, codes.shape[1])
+    return model, codes, keys, qualifies, values.reshape(terms.shape[0], -1, 3)
+
+
+def test_new_rows_cells_are_those_numpy_looks_up():
+    """``_core.seen_cells`` against a search of every column's sorted keys in numpy: the
+    same uses in the same order (column by column, rows in order), for any n_jobs."""
+    model, codes, keys, qualifies, values = _new_rows_cells()
+    n_features = codes.shape[0]
+    starts = [0, *np.cumsum([k.shape[0] for k in model._cell_keys]).tolist()]
+    row, cell, value = [], [], []
+    for k, known in enumerate(model._cell_keys):
+        position = np.searchsorted(known, keys[:, k])
+        found = (keys[:, k] >= 0) & (position < known.shape[0])
+        found[found] = known[position[found]] == keys[found, k]
+        used = np.flatnonzero(found & qualifies[:, k // n_features])
+        row.append(used)
+        cell.append(starts[k] + position[used])
+        value.append(values[used, k])
+    expected = [np.concatenate(row), np.concatenate(cell), np.concatenate(value)]
+    assert expected[0].shape[0] > 1000 and not qualifies.all()
+    for n_jobs in (1, 2):
+        seen = _core.seen_cells(
+            keys.T, np.concatenate(model._cell_keys), starts, qualifies, values, n_jobs=n_jobs
+        )
+        for key, reference in zip(("row", "cell", "value"), expected):
+            np.testing.assert_array_equal(seen[key], reference)
+    with pytest.raises(ValueError, match="do not agree"):
+        _core.seen_cells(
+            keys.T, np.concatenate(model._cell_keys), starts[:-1], qualifies, values, n_jobs=1
+        )
+
+
+@pytest.mark.parametrize("count_features", [False, True])
+def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
+    """``_core.weighted_cell_sums`` adds each row's weighted cells in column order from 0,
+    so the scores of new rows are bit for bit those summed from ``_core.seen_cells``' uses
+    (what cross-validating the cell penalty reads at several weights)."""
+    model, codes, keys, qualifies, values = _new_rows_cells(count_features)
+    starts = [0, *np.cumsum([k.shape[0] for k in model._cell_keys]).tolist()]
+    all_keys = np.concatenate(model._cell_keys)
+    seen = _core.seen_cells(keys.T, all_keys, starts, qualifies, values, n_jobs=1)
+    n_parents = qualifies.shape[1]
+    terms = model.cell_weights_[seen["cell"]] * (seen["value"] / n_parents)
+    expected = np.column_stack(
+        [np.bincount(seen["row"], weights=terms[:, c], minlength=keys.shape[0]) for c in range(3)]
+    )
+    for n_jobs in (1, 2):
+        sums = _core.weighted_cell_sums(
+            np.ascontiguousarray(keys),
+            all_keys,
+            starts,
+            qualifies,
+            values,
+            model.cell_weights_,
+            n_jobs=n_jobs,
+        )
+        np.testing.assert_array_equal(sums, expected)
+    assert np.abs(expected).sum() > 0
+    threads = 2
+    np.testing.assert_array_equal(
+        model._cell_weighted_scores(codes, threads),
+        model._score_seen_cells(
+            model._seen_cells(codes, threads, model._cell_keys), codes.shape[1]
+        ),
+    )
+    with pytest.raises(ValueError, match="do not agree"):
+        _core.weighted_cell_sums(
+            np.ascontiguousarray(keys),
+            all_keys,
+            starts,
+            qualifies,
+            values,
+            model.cell_weights_[:-1],
+            n_jobs=1,
+        )
+
+
 def test_the_all_parents_cells_are_the_counted_laplace_cells():
     """The cells of the one pass against Laplace AODE counted in numpy."""
     X, y = _data(seed=3)

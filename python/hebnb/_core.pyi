@@ -50,7 +50,9 @@ __all__ = [
     "restore_counts",
     "run_undos",
     "score_rows",
+    "seen_cells",
     "touched_counts",
+    "weighted_cell_sums",
 ]
 
 #: The package version, Cargo.toml's.
@@ -195,6 +197,37 @@ def number_cells(
 ) -> dict[str, Any]:
     """The AODE cells numbered from their keys (K, S) (src/cell_numbers.rs):
     ``{"cells" (K, S), "column_starts", "keys", "first_row"}``."""
+
+def seen_cells(
+    keys: npt.NDArray[np.int64],
+    cell_keys: npt.NDArray[np.int64],
+    column_starts: list[int],
+    qualifies: npt.NDArray[np.bool_],
+    values: npt.NDArray[np.float64],
+    /,
+    *,
+    n_jobs: int,
+) -> dict[str, npt.NDArray[Any]]:
+    """Every use of a numbered AODE cell by a batch of rows (src/cell_numbers.rs): the
+    keys (K, s) looked up in each column's sorted ``cell_keys`` (column ``k``'s from
+    ``column_starts[k]``), where the column's super-parent qualifies (``qualifies`` (s, P));
+    ``{"row", "cell", "value" (uses, C)}`` column by column, rows in order, with the
+    row's ``values[row, k]`` (s, K, C)."""
+
+def weighted_cell_sums(
+    keys: npt.NDArray[np.int64],
+    cell_keys: npt.NDArray[np.int64],
+    column_starts: list[int],
+    qualifies: npt.NDArray[np.bool_],
+    values: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    /,
+    *,
+    n_jobs: int,
+) -> npt.NDArray[np.float64]:
+    """``sum_k weights[cell, c] (values[row, k, c] / P)`` of each row (s, C) over the uses
+    :func:`seen_cells` finds (here ``keys`` is (s, K)), added in column order from 0: the
+    cell part of the ``"cll-value"`` scores at one set of cell weights."""
 
 def posterior(
     codes: npt.NDArray[np.int32],

@@ -784,10 +784,45 @@ class AODE(CategoricalClassifier):
 
     def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
         """The ``weighting="cll-value"`` scores of coded rows, (S, C): the weighted
-        super-parent terms plus each seen cell's ``d`` times its value."""
-        return self._score_seen_cells(
-            self._seen_cells(codes, threads, self._cell_keys), codes.shape[1]
+        super-parent terms plus each seen cell's ``d`` times its value (summed in the core,
+        the same numbers as :meth:`_score_seen_cells` of :meth:`_seen_cells`)."""
+        parents = np.flatnonzero(self.super_parents_)
+        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
+        starts, all_keys = _column_starts_and_keys(self._cell_keys)
+        scores = np.empty((codes.shape[1], self.classes_.shape[0]))
+        for rows, terms, qualifies, values in self._parent_cells(codes, threads):
+            batch_scores = weighting.parent_weighted_log_scores(
+                terms, self.class_log_prior_, self.class_weights_, self.parent_weights_
+            )
+            batch_scores += _core.weighted_cell_sums(
+                np.ascontiguousarray(keys[rows]),
+                all_keys,
+                starts,
+                qualifies,
+                values.reshape(terms.shape[0], -1, values.shape[-1]),
+                self.cell_weights_,
+                n_jobs=threads,
+            )
+            count_features = self._batch_count_features(keys[rows], self._cell_keys, starts)
+            if count_features.shape[1]:
+                batch_scores += count_features @ self.count_weights_
+            scores[rows] = batch_scores
+        return scores
+
+    def _batch_count_features(
+        self, keys: np.ndarray, cell_keys: list[np.ndarray], starts: list[int]
+    ) -> np.ndarray:
+        """``count_features``: the standardised count features (s, n_counted) of a batch
+        of rows whose cell keys are ``keys`` (s, P F); else (s, 0)."""
+        counts: _CountEncoding | None = (
+            getattr(self, "_count_encoding", None) if self.count_features else None
         )
+        if counts is None:
+            return np.zeros((keys.shape[0], 0))
+        cells = np.column_stack(
+            [weighting.lookup_cells(keys[:, k], cell_keys[k], starts[k]) for k in counts.columns]
+        )
+        return counts.standardised(_count_features(cells, counts.cell_counts, None))
 
     def _seen_cells(
         self, codes: np.ndarray, threads: int, cell_keys: list[np.ndarray]
@@ -796,40 +831,25 @@ class AODE(CategoricalClassifier):
         batches of bounded memory: the super-parents' terms and every (row, cell with a
         weight) the rows use, with the cell's value divided by P (``cell_keys``: each
         column's sorted cell keys, as ``_cell_keys``)."""
-        n_features = codes.shape[0]
         parents = np.flatnonzero(self.super_parents_)
         keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
-        starts = np.concatenate([[0], np.cumsum([k.shape[0] for k in cell_keys])])
-        counts: _CountEncoding | None = (
-            getattr(self, "_count_encoding", None) if self.count_features else None
-        )
+        starts, all_keys = _column_starts_and_keys(cell_keys)
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
-            row_parts, cell_parts, value_parts = [], [], []
-            counted: dict[int, np.ndarray] = {}
-            for p in range(parents.shape[0]):
-                for j in range(n_features):
-                    k = p * n_features + j
-                    cell = weighting.lookup_cells(keys[rows, k], cell_keys[k], int(starts[k]))
-                    if counts is not None:
-                        counted[k] = cell
-                    seen = np.flatnonzero((cell >= 0) & qualifies[:, p])
-                    row_parts.append(seen)
-                    cell_parts.append(cell[seen])
-                    value_parts.append(values[seen, p, j])
-            n_rows = terms.shape[0]
-            if counts is None:
-                count_features = np.zeros((n_rows, 0))
-            else:
-                cells = np.column_stack([counted[k] for k in counts.columns])
-                raw = _count_features(cells, counts.cell_counts, None)
-                count_features = counts.standardised(raw)
+            seen = _core.seen_cells(
+                keys[rows].T,
+                all_keys,
+                starts,
+                qualifies,
+                values.reshape(terms.shape[0], -1, values.shape[-1]),
+                n_jobs=threads,
+            )
             yield _SeenCells(
                 rows=rows,
                 terms=terms,
-                row=np.concatenate(row_parts),
-                cell=np.concatenate(cell_parts),
-                value=np.concatenate(value_parts) / max(parents.shape[0], 1),
-                count_features=count_features,
+                row=seen["row"],
+                cell=seen["cell"],
+                value=seen["value"] / max(parents.shape[0], 1),
+                count_features=self._batch_count_features(keys[rows], cell_keys, starts),
             )
 
     #: Most (row, super-parent, feature, class) entries whose seen cells
@@ -1293,6 +1313,14 @@ class _SeenCells:
     value: np.ndarray
     #: ``count_features``: the rows' standardised count features (s, n_counted).
     count_features: np.ndarray
+
+
+def _column_starts_and_keys(cell_keys: list[np.ndarray]) -> tuple[list[int], np.ndarray]:
+    """Where each column's cells start in the numbering (and the end), and every column's
+    sorted keys one after another (``AODE._cell_keys``)."""
+    starts = [0, *np.cumsum([k.shape[0] for k in cell_keys]).tolist()]
+    keys = np.concatenate(cell_keys) if cell_keys else np.zeros(0, dtype=np.int64)
+    return [int(start) for start in starts], np.ascontiguousarray(keys, dtype=np.int64)
 
 
 @dataclasses.dataclass(frozen=True)
