@@ -34,6 +34,51 @@ struct ColumnKeys {
     first_row: Vec<i64>,
 }
 
+/// Which cell of each super-parent's tables each row of `codes` (F, S; -1 missing or
+/// unknown) uses, (P F, S) row-major: column `p F + j` is super-parent `parents[p]`'s child
+/// `j` (key `u K_j + v`) or, at `j = parents[p]`, its own term (key `u`); -1 where the
+/// parent's or the child's value is missing. What [`number_cells`] numbers.
+///
+/// # Errors
+/// A parent outside the features, cardinalities of another length, and
+/// [`HebError::Allocation`].
+pub fn cell_keys(
+    codes: ArrayView2<i32>,
+    parents: &[usize],
+    cardinality: &[usize],
+) -> Result<Vec<i64>> {
+    let (n_features, n_rows) = codes.dim();
+    if cardinality.len() != n_features || parents.iter().any(|&i| i >= n_features) {
+        return Err(HebError::InvalidParameter(format!(
+            "cell keys: {} cardinalities and super-parents {parents:?} for {n_features} \
+             features",
+            cardinality.len()
+        )));
+    }
+    let n_columns = parents.len() * n_features;
+    let mut keys = filled(n_columns * n_rows, -1i64, "cell keys")?;
+    if n_rows == 0 {
+        return Ok(keys);
+    }
+    keys.par_chunks_mut(n_rows)
+        .enumerate()
+        .for_each(|(k, column)| {
+            let (i, j) = (parents[k / n_features], k % n_features);
+            let (parent, child) = (codes.row(i), codes.row(j));
+            let k_child = cardinality[j] as i64;
+            for ((key, &u), &v) in column.iter_mut().zip(parent).zip(child) {
+                if u >= 0 && v >= 0 {
+                    *key = if i == j {
+                        i64::from(u)
+                    } else {
+                        i64::from(u) * k_child + i64::from(v)
+                    };
+                }
+            }
+        });
+    Ok(keys)
+}
+
 /// Numbers the cells of `keys` (K, S): column `k`'s non-negative keys, each distinct key
 /// one cell; a negative key is no cell.
 pub fn number_cells(keys: ArrayView2<i64>) -> Result<NumberedCells> {

@@ -874,6 +874,31 @@ def test_count_features_do_not_depend_on_n_jobs_or_pickling():
     np.testing.assert_array_equal(models[0].count_columns_, expected)
 
 
+def test_cell_keys_are_the_parent_and_child_values_combined():
+    """``aode_cell_keys`` (the core's) against the keys written out in numpy: ``u K_j + v``
+    per (super-parent, child) column, ``u`` on the parent's own column, -1 where either
+    value is missing; the same for any n_jobs."""
+    rng = np.random.default_rng(1)
+    cardinality = np.array([3, 1, 40, 7, 2])
+    codes = np.stack([rng.integers(-1, k, 500) for k in cardinality]).astype(np.int32)
+    parents = np.array([0, 2, 4])
+    expected = np.full((500, parents.shape[0] * cardinality.shape[0]), -1, dtype=np.int64)
+    for p, i in enumerate(parents):
+        for j in range(cardinality.shape[0]):
+            u, v = codes[i].astype(np.int64), codes[j].astype(np.int64)
+            key = u if j == i else u * cardinality[j] + v
+            expected[:, p * cardinality.shape[0] + j] = np.where((u >= 0) & (v >= 0), key, -1)
+    for n_threads in (1, 3):
+        keys = hebnb.weighting.aode_cell_keys(codes, parents, cardinality, n_threads)
+        np.testing.assert_array_equal(keys, expected)
+        assert keys.T.flags.c_contiguous  # each column contiguous
+    assert (expected == -1).any() and (expected > 100).any()
+    with pytest.raises(ValueError, match="cardinalities"):
+        hebnb.weighting.aode_cell_keys(codes, np.array([5]), cardinality)
+    with pytest.raises(ValueError, match="cardinalities"):
+        hebnb.weighting.aode_cell_keys(codes, parents, cardinality[:-1])
+
+
 def test_cells_are_numbered_as_np_unique_numbers_each_column():
     """``number_cells`` numbers each column's keys as ``np.unique`` does, the columns one
     after another."""

@@ -14,6 +14,7 @@ __all__ = [
     "__version__",
     "absorb_group_rows",
     "add_counts",
+    "aode_cell_keys",
     "aode_joint_log_likelihood",
     "aode_log_evidence",
     "aode_parent_terms",
@@ -188,6 +189,18 @@ def cell_row_sums(
 ) -> npt.NDArray[np.float64]:
     """``sum_i row_values[i, c]`` over the rows that use each AODE cell of ``cells`` (K, S)
     (src/weight_fit.rs): shape (cells, C)."""
+
+def aode_cell_keys(
+    codes: npt.NDArray[np.int32],
+    parents: list[int],
+    cardinality: list[int],
+    /,
+    *,
+    n_jobs: int,
+) -> npt.NDArray[np.int64]:
+    """Which cell of each super-parent's tables each row of ``codes`` (F, S) uses, shape
+    (P F, S) (src/cell_numbers.rs): column ``p F + j`` holds ``u K_j + v`` (``u`` at
+    ``j = parents[p]``), -1 where either value is missing."""
 
 def number_cells(
     keys: npt.NDArray[np.int64],

@@ -555,7 +555,7 @@ class AODE(CategoricalClassifier):
         parents = np.flatnonzero(self.super_parents_)
         n_features, n_parents = codes.shape[0], parents.shape[0]
         cardinality = np.diff(self._encoder.offsets)
-        keys = weighting.aode_cell_keys(codes, parents, cardinality)
+        keys = weighting.aode_cell_keys(codes, parents, cardinality, threads)
         cells, starts, column_keys, first_row = weighting.number_cells(keys, threads)
         row_features = (
             self._count_training_rows(cells, starts, weights) if self.count_features else None
@@ -787,7 +787,7 @@ class AODE(CategoricalClassifier):
         super-parent terms plus each seen cell's ``d`` times its value (summed in the core,
         the same numbers as :meth:`_score_seen_cells` of :meth:`_seen_cells`)."""
         parents = np.flatnonzero(self.super_parents_)
-        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
+        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets), threads)
         starts, all_keys = _column_starts_and_keys(self._cell_keys)
         scores = np.empty((codes.shape[1], self.classes_.shape[0]))
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
@@ -832,7 +832,7 @@ class AODE(CategoricalClassifier):
         weight) the rows use, with the cell's value divided by P (``cell_keys``: each
         column's sorted cell keys, as ``_cell_keys``)."""
         parents = np.flatnonzero(self.super_parents_)
-        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets))
+        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets), threads)
         starts, all_keys = _column_starts_and_keys(cell_keys)
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
             seen = _core.seen_cells(

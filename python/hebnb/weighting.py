@@ -568,24 +568,24 @@ def parent_weighted_log_scores(
 
 
 def aode_cell_keys(
-    codes: npt.NDArray[np.int32], parents: npt.NDArray[np.intp], cardinality: npt.NDArray[np.intp]
+    codes: npt.NDArray[np.int32],
+    parents: npt.NDArray[np.intp],
+    cardinality: npt.NDArray[np.intp],
+    n_threads: int = 1,
 ) -> npt.NDArray[np.int64]:
     """Which cell of each super-parent's tables each row uses, shape (S, P F), stored
     column by column (each column contiguous, as its users read it).
 
     Column ``p F + j`` is super-parent ``i = parents[p]``'s child ``j`` (key ``u K_j + v``)
     or, at ``j = i``, its own term ``ln P(y, x_i = u)`` (key ``u``); -1 where the parent
-    or the child value is missing or unknown.
+    or the child value is missing or unknown (``_core.aode_cell_keys``).
     """
-    n_features, n_rows = codes.shape
-    by_column = np.empty((parents.shape[0] * n_features, n_rows), dtype=np.int64)
-    for p, i in enumerate(parents):
-        u = codes[i].astype(np.int64)
-        for j in range(n_features):
-            v = codes[j].astype(np.int64)
-            present = (u >= 0) & (v >= 0)
-            key = u if j == i else u * int(cardinality[j]) + v
-            by_column[p * n_features + j] = np.where(present, key, -1)
+    by_column: npt.NDArray[np.int64] = _core.aode_cell_keys(
+        np.ascontiguousarray(codes, dtype=np.int32),
+        [int(i) for i in parents],
+        [int(k) for k in cardinality],
+        n_jobs=n_threads,
+    )
     return by_column.T
 
 

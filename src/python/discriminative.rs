@@ -224,6 +224,25 @@ pub(super) fn cell_row_sums<'py>(
     matrix(py, (n_cells, n_classes), sums)
 }
 
+/// Which cell of each super-parent's tables each row of `codes` (F, S) uses, (P F, S)
+/// (src/cell_numbers.rs, `cell_keys`).
+#[pyfunction]
+#[pyo3(signature = (codes, parents, cardinality, /, *, n_jobs))]
+pub(super) fn aode_cell_keys<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray2<'py, i32>,
+    parents: Vec<usize>,
+    cardinality: Vec<usize>,
+    n_jobs: usize,
+) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    let codes = codes.as_array();
+    let shape = (parents.len() * codes.nrows(), codes.ncols());
+    let keys = run(py, n_jobs, || {
+        cell_numbers::cell_keys(codes, &parents, &cardinality)
+    })?;
+    matrix(py, shape, keys)
+}
+
 /// The AODE cell weights' cells numbered from their keys (K, S) (src/cell_numbers.rs):
 /// `{"cells" (K, S), "column_starts", "keys", "first_row"}`.
 #[pyfunction]
@@ -308,6 +327,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_naive_bayes_weights, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aode_weights, m)?)?;
     m.add_function(wrap_pyfunction!(group_cells_by_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(aode_cell_keys, m)?)?;
     m.add_function(wrap_pyfunction!(number_cells, m)?)?;
     m.add_function(wrap_pyfunction!(seen_cells, m)?)?;
     m.add_function(wrap_pyfunction!(weighted_cell_sums, m)?)?;
