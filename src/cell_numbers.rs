@@ -12,7 +12,7 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::error::{filled, with_capacity, HebError, Result};
+use crate::error::{entries, filled, with_capacity, HebError, Result};
 use crate::interrupt;
 
 /// Every column's cells.
@@ -56,7 +56,7 @@ pub fn cell_keys(
         )));
     }
     let n_columns = parents.len() * n_features;
-    let mut keys = filled(n_columns * n_rows, -1i64, "cell keys")?;
+    let mut keys = filled(entries(n_columns, n_rows, "cell keys")?, -1i64, "cell keys")?;
     if n_rows == 0 {
         return Ok(keys);
     }
