@@ -566,16 +566,15 @@ class AODE(CategoricalClassifier):
         cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
         # the terms of rows left out, or in-sample ones replaced by the folds' below
         left_out = self._left_out_rows(labels, weights) if folds is None else None
-        terms, qualifies, cell_values = weighting.aode_parent_cells_at(
+        terms, qualifies, cell_values = weighting.aode_parent_cells(
             codes,
             self._model,
             self._pair_tables(),
             list(self._encoder.offsets),
             self._min_parent_count,
             threads,
-            first_row,
-            column_of_cell,
             left_out,
+            cells_at=(first_row, column_of_cell),
         )
         cell_qualifies[:-1] = qualifies[first_row, column_of_cell // max(n_features, 1)]
         cell_values /= max(n_parents, 1)
@@ -791,10 +790,7 @@ class AODE(CategoricalClassifier):
         starts, all_keys = _column_starts_and_keys(self._cell_keys)
         scores = np.empty((codes.shape[1], self.classes_.shape[0]))
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
-            batch_scores = weighting.parent_weighted_log_scores(
-                terms, self.class_log_prior_, self.class_weights_, self.parent_weights_
-            )
-            batch_scores += _core.weighted_cell_sums(
+            cell_sums = _core.weighted_cell_sums(
                 np.ascontiguousarray(keys[rows]),
                 all_keys,
                 starts,
@@ -804,9 +800,21 @@ class AODE(CategoricalClassifier):
                 n_jobs=threads,
             )
             count_features = self._batch_count_features(keys[rows], self._cell_keys, starts)
-            if count_features.shape[1]:
-                batch_scores += count_features @ self.count_weights_
-            scores[rows] = batch_scores
+            scores[rows] = self._batch_scores(terms, cell_sums, count_features)
+        return scores
+
+    def _batch_scores(
+        self, terms: np.ndarray, cell_sums: np.ndarray, count_features: np.ndarray
+    ) -> np.ndarray:
+        """The ``"cll-value"`` scores (s, C) of a batch of rows at the current weights:
+        the weighted super-parent terms (s, P, C), plus the rows' weighted cells summed
+        (s, C), plus their weighted count features (s, n_counted)."""
+        scores = weighting.parent_weighted_log_scores(
+            terms, self.class_log_prior_, self.class_weights_, self.parent_weights_
+        )
+        scores += cell_sums
+        if count_features.shape[1]:
+            scores += count_features @ self.count_weights_
         return scores
 
     def _batch_count_features(
@@ -875,17 +883,15 @@ class AODE(CategoricalClassifier):
         cell terms (added in column order)."""
         scores = np.empty((n_rows, self.classes_.shape[0]))
         for batch in batches:
-            batch_scores = weighting.parent_weighted_log_scores(
-                batch.terms, self.class_log_prior_, self.class_weights_, self.parent_weights_
-            )
+            n_batch = batch.terms.shape[0]
             cell_terms = self.cell_weights_[batch.cell] * batch.value
-            for c in range(batch_scores.shape[1]):
-                batch_scores[:, c] += np.bincount(
-                    batch.row, weights=cell_terms[:, c], minlength=batch_scores.shape[0]
-                )
-            if batch.count_features.shape[1]:
-                batch_scores += batch.count_features @ self.count_weights_
-            scores[batch.rows] = batch_scores
+            cell_sums = np.column_stack(
+                [
+                    np.bincount(batch.row, weights=cell_terms[:, c], minlength=n_batch)
+                    for c in range(scores.shape[1])
+                ]
+            )
+            scores[batch.rows] = self._batch_scores(batch.terms, cell_sums, batch.count_features)
         return scores
 
     def _parent_terms(

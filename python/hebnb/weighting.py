@@ -393,43 +393,6 @@ def aode_parent_terms(
     return terms
 
 
-def aode_parent_cells_at(
-    codes: npt.NDArray[np.int32],
-    model: dict[str, npt.NDArray[np.float64]],
-    pair_tables: dict[str, np.ndarray],
-    offsets: list[int],
-    min_parent_count: float,
-    n_threads: int,
-    cell_rows: npt.NDArray[np.int64],
-    cell_columns: npt.NDArray[np.int64],
-    left_out: dict[str, Any] | None = None,
-) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
-    """:func:`aode_parent_cells` with only the cells at ``(cell_rows[k], cell_columns[k])``
-    (column ``p F + j``): what the weights read, one row of each cell, without the
-    ``(S, P, F, C)`` array.
-
-    Returns
-    -------
-    terms : ndarray of shape (S, P, C)
-    qualifies : ndarray of shape (S, P)
-    cells : ndarray of shape (n, C)
-        ``cells[k]`` is :func:`aode_parent_cells`' ``cells[cell_rows[k], p, j]``.
-    """
-    out = _core.aode_parent_terms(
-        codes,
-        model,
-        pair_tables,
-        offsets=offsets,
-        min_parent_count=min_parent_count,
-        cells=False,
-        n_jobs=n_threads,
-        left_out=left_out,
-        cell_rows=np.ascontiguousarray(cell_rows, dtype=np.int64),
-        cell_columns=np.ascontiguousarray(cell_columns, dtype=np.int64),
-    )
-    return out["terms"], out["qualifies"], out["cells_at"]
-
-
 def aode_parent_cells(
     codes: npt.NDArray[np.int32],
     model: dict[str, npt.NDArray[np.float64]],
@@ -438,10 +401,13 @@ def aode_parent_cells(
     min_parent_count: float,
     n_threads: int,
     left_out: dict[str, Any] | None = None,
+    cells_at: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
 ) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
     """The super-parents' terms (:func:`aode_parent_terms`, ``left_out`` as there) and
     the cells they add up, in one pass of the core. The cells and ``qualifies`` are the
-    fitted tables' whether or not the terms leave the rows out.
+    fitted tables' whether or not the terms leave the rows out. With ``cells_at = (rows,
+    columns)`` only the cells at those places (column ``p F + j``), without the
+    ``(S, P, F, C)`` array: what the weights read, one row of each cell.
 
     Returns
     -------
@@ -449,22 +415,30 @@ def aode_parent_cells(
     qualifies : ndarray of shape (S, P)
         Whether each super-parent qualifies on the row (value present, known and at least
         ``min_parent_count``); its cells are zero where it does not.
-    cells : ndarray of shape (S, P, F, C)
+    cells : ndarray of shape (S, P, F, C), or (n, C) with ``cells_at``
         Super-parent ``i``'s ``ln P(x_j | y, x_i)`` in column j (zero where ``x_j`` is
         missing, unknown or a category that never scores) and ``ln P(y, x_i) - ln pi_y``
-        in column i.
+        in column i; with ``cells_at``, row ``k`` is ``cells[rows[k], p, j]`` at
+        ``columns[k] = p F + j``.
     """
+    places = {}
+    if cells_at is not None:
+        places = {
+            "cell_rows": np.ascontiguousarray(cells_at[0], dtype=np.int64),
+            "cell_columns": np.ascontiguousarray(cells_at[1], dtype=np.int64),
+        }
     out = _core.aode_parent_terms(
         codes,
         model,
         pair_tables,
         offsets=offsets,
         min_parent_count=min_parent_count,
-        cells=True,
+        cells=cells_at is None,
         n_jobs=n_threads,
         left_out=left_out,
+        **places,
     )
-    return out["terms"], out["qualifies"], out["cells"]
+    return out["terms"], out["qualifies"], out["cells" if cells_at is None else "cells_at"]
 
 
 def fit_parent_weights(
