@@ -95,23 +95,6 @@ pub(super) fn rows_per_chunk(n_parents: usize, n_classes: usize) -> usize {
 /// Most cells of searched pairs a chunk finds ahead ([`ScoringContext::find_cells`]): 4 MB.
 const FOUND_CELLS: usize = 1 << 20;
 
-/// Adds `table[at..at + C]` to `term[..C]`, unrolled for two and three classes.
-#[inline(always)]
-fn add_into(term: &mut [f64], table: &[f64]) {
-    match (term.len(), table.len()) {
-        (2, 2) => {
-            term[0] += table[0];
-            term[1] += table[1];
-        }
-        (3, 3) => {
-            term[0] += table[0];
-            term[1] += table[1];
-            term[2] += table[2];
-        }
-        _ => term.iter_mut().zip(table).for_each(|(t, &lp)| *t += lp),
-    }
-}
-
 /// The joint log-likelihood `ln P(y, x)` of every row (eq. 7), shape (S, C).
 ///
 /// `codes` is `(F, S)`, -1 for missing or unknown values.
@@ -721,7 +704,7 @@ impl ScoringContext<'_, '_> {
                                 let column = self.search_column[child.slot];
                                 let found = (column != u32::MAX && !parent.found.is_empty())
                                     .then(|| parent.found[column as usize * parent.n_rows + r]);
-                                self.sparse_child(
+                                self.sparse_child::<C>(
                                     acc,
                                     child,
                                     (u, v as usize, found),
@@ -746,7 +729,7 @@ impl ScoringContext<'_, '_> {
     /// direct index, the chunk's search (`found`: 1 + its index, 0 for none) or a binary
     /// search, evaluated from its counts ([`sparse_cell`]).
     #[inline]
-    fn sparse_child(
+    fn sparse_child<const C: usize>(
         &self,
         acc: &mut [f64],
         child: &SparseChild,
@@ -792,7 +775,7 @@ impl ScoringContext<'_, '_> {
             lp,
             log_concentration,
         );
-        add_into(acc, lp);
+        add_classes::<C>(acc, lp);
     }
 }
 
