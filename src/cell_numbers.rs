@@ -1,7 +1,7 @@
 //! The cells of the AODE cell weights numbered from their keys: each column's distinct
 //! keys in increasing order, the columns one after another (what `np.unique` gives
 //! column by column; python/hebnb/weighting.py `number_cells`); and the cells of new rows
-//! looked up in that numbering (their uses, or their weighted sum).
+//! looked up in that numbering ([`CellIndex`]): their uses, or their weighted sum.
 //!
 //! A column's keys are hashed, so that only its distinct keys are sorted: a column of a
 //! high-cardinality pair holds far fewer distinct keys than rows, and one of a
@@ -140,45 +140,49 @@ pub struct SeenCells {
 }
 
 /// Looks up each row's key of every column `k` of `keys` (K, s) among the column's
-/// numbered cells (`cell_keys[column_starts[k]..column_starts[k + 1]]`, increasing), and
-/// keeps the uses where the key is a cell and `qualifies[row, k / columns_per_parent]`:
-/// column by column, rows in order, each with its `values[row, k, ..]` (s, K, C).
+/// numbered cells (`index`), and keeps the uses where the key is a cell and
+/// `qualifies[row, k / columns_per_parent]`: column by column, rows in order, each with
+/// its `values[row, k, ..]` (s, K, C).
 ///
 /// # Errors
-/// Shape mismatches, column starts that are not increasing within the keys,
-/// [`HebError::Allocation`] and [`HebError::Interrupted`].
+/// Shape mismatches, [`HebError::Allocation`] and [`HebError::Interrupted`].
 pub fn seen_cells(
     keys: ArrayView2<i64>,
-    cell_keys: &[i64],
-    column_starts: &[usize],
+    index: &CellIndex,
     qualifies: ArrayView2<bool>,
     values: ndarray::ArrayView3<f64>,
 ) -> Result<SeenCells> {
     let (n_columns, n_rows) = keys.dim();
     let n_classes = values.dim().2;
-    let columns_per_parent = check_lookup(
-        "seen cells",
-        (n_rows, n_columns),
-        cell_keys,
-        column_starts,
-        qualifies,
-        values,
-    )?;
+    let n_parents = qualifies.ncols();
+    let columns_per_parent = n_columns / n_parents.max(1);
+    let agree = values.dim() == (n_rows, n_columns, n_classes)
+        && qualifies.nrows() == n_rows
+        && n_parents * columns_per_parent == n_columns
+        && index.n_columns() == n_columns;
+    if !agree {
+        return Err(HebError::InvalidParameter(format!(
+            "seen cells: keys of {n_rows} rows x {n_columns} columns, values {:?}, qualifies \
+             {:?} and cells numbered in {} columns do not agree",
+            values.dim(),
+            qualifies.dim(),
+            index.n_columns(),
+        )));
+    }
     // each column's uses on their own, then one after another
     let columns: Vec<(Vec<i64>, Vec<i64>)> = (0..n_columns)
         .into_par_iter()
         .map(|k| {
             interrupt::check()?;
-            let known = &cell_keys[column_starts[k]..column_starts[k + 1]];
             let parent = k / columns_per_parent;
             let (mut rows, mut cells) = (Vec::new(), Vec::new());
             for (row, &key) in keys.row(k).iter().enumerate() {
                 if key < 0 || !qualifies[[row, parent]] {
                     continue;
                 }
-                if let Ok(position) = known.binary_search(&key) {
+                if let Some(cell) = index.cell(k, key) {
                     grow(&mut rows, row as i64)?;
-                    grow(&mut cells, (column_starts[k] + position) as i64)?;
+                    grow(&mut cells, cell as i64)?;
                 }
             }
             Ok((rows, cells))
@@ -198,94 +202,166 @@ pub fn seen_cells(
     Ok(SeenCells { row, cell, value })
 }
 
-/// Checks that a batch's keys `(rows, columns)`, cell numbering, `qualifies` (rows, P) and
-/// `values` (rows, columns, C) agree, and returns the columns of each super-parent.
-fn check_lookup(
-    what: &str,
-    (n_rows, n_columns): (usize, usize),
-    cell_keys: &[i64],
-    column_starts: &[usize],
-    qualifies: ArrayView2<bool>,
-    values: ndarray::ArrayView3<f64>,
-) -> Result<usize> {
-    let n_parents = qualifies.ncols();
-    let columns_per_parent = n_columns / n_parents.max(1);
-    let agree = values.dim() == (n_rows, n_columns, values.dim().2)
-        && qualifies.nrows() == n_rows
-        && n_parents * columns_per_parent == n_columns
-        && column_starts.len() == n_columns + 1
-        && column_starts.windows(2).all(|w| w[0] <= w[1])
-        && column_starts[n_columns] <= cell_keys.len();
-    if !agree {
-        return Err(HebError::InvalidParameter(format!(
-            "{what}: keys of {n_rows} rows x {n_columns} columns, values {:?}, qualifies {:?} \
-             and {} column starts over {} cell keys do not agree",
-            values.dim(),
-            qualifies.dim(),
-            column_starts.len(),
-            cell_keys.len()
-        )));
-    }
-    Ok(columns_per_parent)
+/// Each column's numbered cells (`cell_keys[column_starts[k]..column_starts[k + 1]]`,
+/// increasing) ready for looking keys up: a column whose keys are dense enough (its key
+/// range at most [`DIRECT_SPAN_PER_CELL`] times its cells, plus [`DIRECT_SPAN_SLACK`])
+/// gets a direct table of cell numbers by key, the others are searched. A search reads
+/// about log2(cells) scattered keys one after the other; scoring wide data looks up one
+/// key per (row, super-parent, feature), so the direct tables keep those look-ups from
+/// waiting on each other. Their memory is bounded by the numbered cells', whatever the
+/// columns' cardinalities.
+#[derive(Debug, Clone)]
+pub struct CellIndex<'a> {
+    cell_keys: &'a [i64],
+    column_starts: &'a [usize],
+    /// `(start in direct, key range)` of each column (range 0: the column is searched).
+    direct_spans: Vec<(usize, usize)>,
+    /// The direct tables one after another: the cell number of each key, `u32::MAX` where
+    /// the key is no cell.
+    direct: Vec<u32>,
 }
 
-/// `sum_k w[cell, c] (values[row, k, c] / n_parents)` of every row over the columns `k`
-/// where [`seen_cells`] finds a use, in column order from 0: the cell part of the
-/// `"cll-value"` scores at one set of cell weights `w` (cells, C), the same numbers as
-/// summing [`seen_cells`]' uses row by row, without them. Rows run in parallel; `keys` is
-/// (s, K) here, a row's keys together.
-///
-/// # Errors
-/// As [`seen_cells`], and weights of another shape.
-pub fn weighted_cell_sums(
-    keys: ArrayView2<i64>,
-    cell_keys: &[i64],
-    column_starts: &[usize],
-    qualifies: ArrayView2<bool>,
-    values: ndarray::ArrayView3<f64>,
-    weights: ArrayView2<f64>,
-) -> Result<Vec<f64>> {
-    let (n_rows, n_columns) = keys.dim();
-    let n_classes = values.dim().2;
-    let columns_per_parent = check_lookup(
-        "weighted cell sums",
-        (n_rows, n_columns),
-        cell_keys,
-        column_starts,
-        qualifies,
-        values,
-    )?;
-    let n_cells = column_starts[n_columns];
-    if weights.dim() != (n_cells, n_classes) {
-        return Err(HebError::InvalidParameter(format!(
-            "weighted cell sums: weights {:?} do not agree with {n_cells} cells of {n_classes} \
-             classes",
-            weights.dim()
-        )));
-    }
-    let n_parents = qualifies.ncols();
-    let scale = n_parents.max(1) as f64;
-    let mut sums = filled(n_rows * n_classes, 0.0, "weighted cell sums")?;
-    sums.par_chunks_mut(n_classes.max(1))
-        .enumerate()
-        .try_for_each(|(row, sum)| -> Result<()> {
-            interrupt::check_every(row)?;
-            for (k, &key) in keys.row(row).iter().enumerate() {
-                if key < 0 || !qualifies[[row, k / columns_per_parent]] {
-                    continue;
-                }
-                let known = &cell_keys[column_starts[k]..column_starts[k + 1]];
-                if let Ok(position) = known.binary_search(&key) {
-                    let weight = weights.row(column_starts[k] + position);
-                    let value = values.slice(ndarray::s![row, k, ..]);
-                    for ((total, &w), &v) in sum.iter_mut().zip(weight).zip(value) {
-                        *total += w * (v / scale);
-                    }
+/// A column gets a direct table when its key range is at most this many times its cells
+/// (plus [`DIRECT_SPAN_SLACK`]).
+const DIRECT_SPAN_PER_CELL: usize = 4;
+/// Key range a column may always have in a direct table.
+const DIRECT_SPAN_SLACK: usize = 64;
+
+impl<'a> CellIndex<'a> {
+    /// The index of `cell_keys` numbered by `column_starts` (one more than the columns).
+    ///
+    /// # Errors
+    /// Column starts that do not increase within the keys, a column's keys that are not
+    /// increasing, and [`HebError::Allocation`].
+    pub fn new(cell_keys: &'a [i64], column_starts: &'a [usize]) -> Result<Self> {
+        let n_columns = column_starts.len().saturating_sub(1);
+        let in_order = !column_starts.is_empty()
+            && column_starts.windows(2).all(|w| w[0] <= w[1])
+            && column_starts[n_columns] <= cell_keys.len();
+        if !in_order {
+            return Err(HebError::InvalidParameter(format!(
+                "{} column starts do not number {} cell keys in order",
+                column_starts.len(),
+                cell_keys.len()
+            )));
+        }
+        let column = |k: usize| &cell_keys[column_starts[k]..column_starts[k + 1]];
+        if (0..n_columns).any(|k| column(k).windows(2).any(|w| w[0] >= w[1])) {
+            return Err(HebError::InvalidParameter(
+                "a column's cell keys are not increasing".into(),
+            ));
+        }
+        // cell numbers must fit the direct tables' u32, u32::MAX marking no cell
+        let numbers_fit = column_starts[n_columns] < u32::MAX as usize;
+        let mut direct_spans = filled(n_columns, (0usize, 0usize), "cell index")?;
+        let mut n_direct = 0usize;
+        for (k, span) in direct_spans.iter_mut().enumerate() {
+            let keys = column(k);
+            let (Some(&lowest), Some(&highest)) = (keys.first(), keys.last()) else {
+                continue;
+            };
+            let range = highest as u64 + 1;
+            let limit = (DIRECT_SPAN_PER_CELL * keys.len() + DIRECT_SPAN_SLACK) as u64;
+            if numbers_fit && lowest >= 0 && range <= limit {
+                *span = (n_direct, range as usize);
+                n_direct += range as usize;
+            }
+        }
+        let mut direct = filled(n_direct, u32::MAX, "cell index")?;
+        for (k, &(start, range)) in direct_spans.iter().enumerate() {
+            if range > 0 {
+                for (position, &key) in column(k).iter().enumerate() {
+                    direct[start + key as usize] = (column_starts[k] + position) as u32;
                 }
             }
-            Ok(())
-        })?;
-    Ok(sums)
+        }
+        Ok(Self {
+            cell_keys,
+            column_starts,
+            direct_spans,
+            direct,
+        })
+    }
+
+    /// The number of columns.
+    pub fn n_columns(&self) -> usize {
+        self.direct_spans.len()
+    }
+
+    /// The number of the cells, all columns together.
+    pub fn n_cells(&self) -> usize {
+        self.column_starts[self.n_columns()]
+    }
+
+    /// The cell of `key` in column `column`, if it is one.
+    #[inline]
+    pub fn cell(&self, column: usize, key: i64) -> Option<usize> {
+        let (start, range) = self.direct_spans[column];
+        if range > 0 {
+            let number = *self.direct[start..start + range].get(usize::try_from(key).ok()?)?;
+            return (number != u32::MAX).then_some(number as usize);
+        }
+        let (first, end) = (self.column_starts[column], self.column_starts[column + 1]);
+        let position = self.cell_keys[first..end].binary_search(&key).ok()?;
+        Some(first + position)
+    }
+}
+
+/// `sum += w[cell] * (value / scale)` class by class, for each `(column, cell)` of `uses` in
+/// their order, `value` the column's `C` classes in `values` (`(columns, C)` row-major) and
+/// `w[cell]` the cell's in `weights` (`(cells, C)` row-major): one row's weighted cells, the
+/// part of the `"cll-value"` scores the cell weights add. The weights of the cells a few
+/// uses ahead are fetched early, since each use reads a different, far-apart row of a
+/// table too large for the caches. `C` is the number of classes (0: any, the slices'
+/// length).
+#[inline]
+pub(crate) fn add_weighted_cells<const C: usize>(
+    sum: &mut [f64],
+    uses: &[(usize, usize)],
+    values: &[f64],
+    weights: &[f64],
+    scale: f64,
+) {
+    /// How many uses ahead the weights are fetched.
+    const AHEAD: usize = 12;
+    let n_classes = sum.len();
+    for (t, &(column, cell)) in uses.iter().enumerate() {
+        if let Some(&(_, ahead)) = uses.get(t + AHEAD) {
+            prefetch(&weights[ahead * n_classes..(ahead + 1) * n_classes]);
+        }
+        let w = &weights[cell * n_classes..(cell + 1) * n_classes];
+        let v = &values[column * n_classes..(column + 1) * n_classes];
+        if C > 0 {
+            let sum: &mut [f64; C] = sum.try_into().expect("a row of C classes");
+            let w: &[f64; C] = w.try_into().expect("a cell of C classes");
+            let v: &[f64; C] = v.try_into().expect("a cell of C classes");
+            for c in 0..C {
+                sum[c] += w[c] * (v[c] / scale);
+            }
+        } else {
+            for ((total, &w), &v) in sum.iter_mut().zip(w).zip(v) {
+                *total += w * (v / scale);
+            }
+        }
+    }
+}
+
+/// Asks the processor to bring `data`'s first and last cache lines in (nothing where there
+/// is no such instruction): a hint that never faults and changes no value.
+#[inline(always)]
+fn prefetch(data: &[f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(first), Some(last)) = (data.first(), data.last()) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint: it reads nothing into the program, cannot fault,
+        // and both addresses are in `data` (SSE, which it needs, is in every x86_64).
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(first).cast());
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(last).cast());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
 }
 
 /// Writes each row's rank among the column's distinct keys to `own` (-1: no key) and
@@ -379,6 +455,65 @@ mod tests {
             .map(|&d| column.iter().position(|&k| k == d).unwrap() as i64)
             .collect();
         (cells, distinct, first)
+    }
+
+    #[test]
+    fn the_index_finds_each_columns_cells_as_a_search_does() {
+        // columns dense enough for a direct table, a sparse one, an empty one, and one
+        // key on either side of the limit (4 cells + 64)
+        let mut seed = 11u64;
+        let mut next = |range: u64| (crate::test_random::next_state(&mut seed) >> 33) % range;
+        let mut cell_keys = Vec::new();
+        let mut column_starts = vec![0];
+        let spans: [(u64, usize); 6] =
+            [(9, 5), (400, 100), (100_000, 50), (1, 0), (68, 1), (69, 1)];
+        for (k, &(range, n)) in spans.iter().enumerate() {
+            let mut keys: Vec<i64> = (0..n).map(|_| next(range) as i64).collect();
+            if k >= 4 {
+                keys = vec![range as i64 - 1];
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            cell_keys.extend(keys);
+            column_starts.push(cell_keys.len());
+        }
+        cell_keys.extend([7, 3]); // keys of no column
+        let index = CellIndex::new(&cell_keys, &column_starts).unwrap();
+        assert_eq!((index.n_columns(), index.n_cells()), (6, column_starts[6]));
+        let direct: Vec<bool> = index.direct_spans.iter().map(|&(_, r)| r > 0).collect();
+        assert_eq!(direct, [true, true, false, false, true, false]);
+        for (k, &(range, _)) in spans.iter().enumerate() {
+            let known = &cell_keys[column_starts[k]..column_starts[k + 1]];
+            for key in (-3..range as i64 + 3).chain([i64::MIN, i64::MAX]) {
+                let searched = known.binary_search(&key).ok().map(|p| column_starts[k] + p);
+                assert_eq!(index.cell(k, key), searched, "column {k}, key {key}");
+            }
+        }
+        let unsorted = [0, 5, 3];
+        let error = CellIndex::new(&unsorted, &[0, 3]).unwrap_err();
+        assert!(error.to_string().contains("not increasing"), "{error}");
+        let error = CellIndex::new(&unsorted, &[0, 4]).unwrap_err();
+        assert!(error.to_string().contains("in order"), "{error}");
+        assert!(CellIndex::new(&unsorted, &[2, 1]).is_err());
+        assert!(CellIndex::new(&unsorted, &[]).is_err());
+    }
+
+    #[test]
+    fn weighted_cells_add_in_the_uses_order_for_any_class_count() {
+        let values: Vec<f64> = (0..4 * 3).map(|v| f64::from(v) * 0.37 - 1.1).collect();
+        let weights: Vec<f64> = (0..5 * 3).map(|w| 1.0 / (f64::from(w) + 0.5)).collect();
+        let uses = [(2, 4), (0, 0), (3, 4), (1, 2)];
+        let mut expected = [0.25, -0.5, 1.0];
+        for &(column, cell) in &uses {
+            for c in 0..3 {
+                expected[c] += weights[cell * 3 + c] * (values[column * 3 + c] / 3.0);
+            }
+        }
+        let (mut fixed, mut any) = ([0.25, -0.5, 1.0], [0.25, -0.5, 1.0]);
+        add_weighted_cells::<3>(&mut fixed, &uses, &values, &weights, 3.0);
+        add_weighted_cells::<0>(&mut any, &uses, &values, &weights, 3.0);
+        assert_eq!(fixed, expected);
+        assert_eq!(any, expected);
     }
 
     #[test]

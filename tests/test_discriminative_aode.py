@@ -189,7 +189,7 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
         )
 
     outputs = [parent_terms(True, n_jobs) for n_jobs in (1, 2)]
-    assert set(outputs[0]) == {"terms", "qualifies", "cells", "cells_at"}
+    assert set(outputs[0]) == {"terms", "qualifies", "cells", "cells_at", "cell_sums"}
     terms, qualifies, cells = (outputs[0][key] for key in ("terms", "qualifies", "cells"))
     for key in outputs[0]:
         np.testing.assert_array_equal(outputs[0][key], outputs[1][key])
@@ -252,7 +252,7 @@ def test_requested_cells_are_those_of_the_whole_array(left_out):
         call(1, cells=False, cell_rows=np.array([0]), cell_columns=np.array([-1]))
     with pytest.raises(ValueError, match="differ in length"):
         call(1, cells=False, cell_rows=np.array([0, 1]), cell_columns=np.array([0]))
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="not more than one"):
         call(1, cells=True, cell_rows=np.array([0]), cell_columns=np.array([0]))
     with pytest.raises(ValueError, match="go together"):
         call(1, cells=False, cell_rows=np.array([0]))
@@ -304,9 +304,10 @@ def test_new_rows_cells_are_those_numpy_looks_up():
 
 @pytest.mark.parametrize("count_features", [False, True])
 def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
-    """``_core.weighted_cell_sums`` adds each row's weighted cells in column order from 0,
-    so the scores of new rows are bit for bit those summed from ``_core.seen_cells``' uses
-    (what cross-validating the cell penalty reads at several weights)."""
+    """The core sums each row's weighted cells as it scores the rows, in column order
+    from 0, so the scores of new rows are bit for bit those summed from
+    ``_core.seen_cells``' uses (what cross-validating the cell penalty reads at several
+    weights), for any n_jobs."""
     model, codes, keys, qualifies, values = _new_rows_cells(count_features)
     starts = [0, *np.cumsum([k.shape[0] for k in model._cell_keys]).tolist()]
     all_keys = np.concatenate(model._cell_keys)
@@ -316,17 +317,22 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
     expected = np.column_stack(
         [np.bincount(seen["row"], weights=terms[:, c], minlength=keys.shape[0]) for c in range(3)]
     )
-    for n_jobs in (1, 2):
-        sums = _core.weighted_cell_sums(
-            np.ascontiguousarray(keys),
-            all_keys,
-            starts,
-            qualifies,
-            values,
-            model.cell_weights_,
-            n_jobs=n_jobs,
+
+    def weighted(n_jobs, weights=model.cell_weights_, starts=starts, codes=codes):
+        return hebnb.weighting.aode_parent_cells(
+            codes,
+            model._model,
+            model._pair_tables(),
+            list(model._encoder.offsets),
+            model._min_parent_count,
+            n_jobs,
+            cell_weights=(all_keys, starts, weights),
         )
+
+    for n_jobs in (1, 2):
+        _, qualifies_, sums = weighted(n_jobs)
         np.testing.assert_array_equal(sums, expected)
+        np.testing.assert_array_equal(qualifies_, qualifies)
     assert np.abs(expected).sum() > 0
     threads = 2
     np.testing.assert_array_equal(
@@ -335,16 +341,58 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
             model._seen_cells(codes, threads, model._cell_keys), codes.shape[1]
         ),
     )
+    assert weighted(1, codes=np.ascontiguousarray(codes[:, :0]))[2].shape == (0, 3)
     with pytest.raises(ValueError, match="do not agree"):
-        _core.weighted_cell_sums(
-            np.ascontiguousarray(keys),
-            all_keys,
-            starts,
-            qualifies,
-            values,
-            model.cell_weights_[:-1],
-            n_jobs=1,
-        )
+        weighted(1, weights=model.cell_weights_[:-1])
+    with pytest.raises(ValueError, match="do not agree"):
+        weighted(1, starts=starts[:-1])
+    with pytest.raises(ValueError, match="not increasing"):
+        weighted(1, starts=[0, *starts[2:], starts[-1]])
+
+
+def test_weighted_cells_of_high_cardinality_columns_are_searched_as_the_dense_ones():
+    """Columns whose keys are too sparse for a direct table (high-cardinality pairs) are
+    searched: each row's weighted sum equals a sum over the cells numpy finds by
+    ``searchsorted``, on data with both kinds of column."""
+    rng = np.random.default_rng(3)
+    n = 600
+    X = np.column_stack(
+        [rng.integers(0, 300, n), rng.integers(0, 200, n), rng.integers(0, 3, n)]
+    ).astype(str)
+    y = (rng.random(n) < 0.5 + 0.3 * (X[:, 2] == "0")).astype(int)
+    model = AODE(smoothing="laplace", weighting="cll-value", handle_unknown="ignore").fit(
+        X[:400], y[:400]
+    )
+    codes, threads = model._encode(X[400:])
+    parents = np.flatnonzero(model.super_parents_)
+    keys = hebnb.weighting.aode_cell_keys(codes, parents, np.diff(model._encoder.offsets))
+    _, terms, qualifies, values = next(model._parent_cells(codes, threads))
+    values = values.reshape(terms.shape[0], -1, 2)
+    starts = [0, *np.cumsum([k.shape[0] for k in model._cell_keys]).tolist()]
+    n_features = codes.shape[0]
+    expected = np.zeros((codes.shape[1], 2))
+    sparse_columns = dense_columns = 0
+    for k, known in enumerate(model._cell_keys):
+        sparse = known.shape[0] > 0 and known[-1] + 1 > 4 * known.shape[0] + 64
+        sparse_columns += sparse
+        dense_columns += known.shape[0] > 0 and not sparse
+        position = np.searchsorted(known, keys[:, k])
+        found = (keys[:, k] >= 0) & (position < known.shape[0])
+        found[found] = known[position[found]] == keys[found, k]
+        found &= qualifies[:, k // n_features]
+        weights = model.cell_weights_[starts[k] + position[found]]
+        expected[found] += weights * (values[found, k] / parents.shape[0])
+    assert sparse_columns > 0 and dense_columns > 0 and np.abs(expected).sum() > 0
+    _, _, sums = hebnb.weighting.aode_parent_cells(
+        codes,
+        model._model,
+        model._pair_tables(),
+        list(model._encoder.offsets),
+        model._min_parent_count,
+        threads,
+        cell_weights=(np.concatenate(model._cell_keys), starts, model.cell_weights_),
+    )
+    np.testing.assert_array_equal(sums, expected)
 
 
 def test_the_all_parents_cells_are_the_counted_laplace_cells():
@@ -961,7 +1009,7 @@ def test_cell_weighted_scores_do_not_depend_on_the_scoring_batches(monkeypatch):
     X, y = _data(seed=4, n_rows=400)
     model = AODE(weighting="cll-value").fit(X, y)
     whole = model.predict_log_proba(X)
-    n_entries = int(np.count_nonzero(model.super_parents_)) * X.shape[1] * 3
+    n_entries = int(np.count_nonzero(model.super_parents_)) * 3  # a row's terms
     monkeypatch.setattr(AODE, "_cell_batch_entries", 7 * n_entries)  # 7 rows a batch
     np.testing.assert_array_equal(model.predict_log_proba(X), whole)
 

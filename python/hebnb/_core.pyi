@@ -53,7 +53,6 @@ __all__ = [
     "score_rows",
     "seen_cells",
     "touched_counts",
-    "weighted_cell_sums",
 ]
 
 #: The package version, Cargo.toml's.
@@ -227,21 +226,6 @@ def seen_cells(
     ``{"row", "cell", "value" (uses, C)}`` column by column, rows in order, with the
     row's ``values[row, k]`` (s, K, C)."""
 
-def weighted_cell_sums(
-    keys: npt.NDArray[np.int64],
-    cell_keys: npt.NDArray[np.int64],
-    column_starts: list[int],
-    qualifies: npt.NDArray[np.bool_],
-    values: npt.NDArray[np.float64],
-    weights: npt.NDArray[np.float64],
-    /,
-    *,
-    n_jobs: int,
-) -> npt.NDArray[np.float64]:
-    """``sum_k weights[cell, c] (values[row, k, c] / P)`` of each row (s, C) over the uses
-    :func:`seen_cells` finds (here ``keys`` is (s, K)), added in column order from 0: the
-    cell part of the ``"cll-value"`` scores at one set of cell weights."""
-
 def posterior(
     codes: npt.NDArray[np.int32],
     log_table: npt.NDArray[np.float64],
@@ -363,14 +347,21 @@ def aode_parent_terms(
     left_out: dict[str, Any] | None = None,
     cell_rows: npt.NDArray[np.int64] | None = None,
     cell_columns: npt.NDArray[np.int64] | None = None,
+    cell_keys: npt.NDArray[np.int64] | None = None,
+    column_starts: list[int] | None = None,
+    cell_weights: npt.NDArray[np.float64] | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
-    """``{"terms", "qualifies", "cells", "cells_at"}``: every super-parent's term ``T_i``
+    """``{"terms", "qualifies", "cells", "cells_at", "cell_sums"}``: every super-parent's term ``T_i``
     ``(S, P, C)`` of feature-major codes ``(F, S)`` (the Naive Bayes score where ``i`` does
     not qualify), whether it qualifies ``(S, P)``, with ``cells`` the cells the terms add up
     ``(S, P, F, C)`` (``ln P(x_j | y, x_i)`` at column j, ``ln P(y, x_i) - ln pi_y`` at
     column i, zero elsewhere; else ``(0, P, F, C)``), and with ``cell_rows`` and
     ``cell_columns`` (not with ``cells``) only the cells at those places ``(n, C)``, column
-    ``p F + j`` (else ``(0, C)``). With ``left_out`` (``{"labels", "weights", "counts",
+    ``p F + j`` (else ``(0, C)``), and with ``cell_keys``, ``column_starts`` and
+    ``cell_weights`` (cells, C) (not with the others) each row's weighted cells summed
+    ``(S, C)``: ``sum cell_weights[cell] * (cell / P)`` over the row's cells found among
+    each column's sorted ``cell_keys`` (column ``k``'s from ``column_starts[k]``) where the
+    parent qualifies, in column order (else ``(0, C)``). With ``left_out`` (``{"labels", "weights", "counts",
     "class_count", "parent_smoothing", "replace_class_prior"}``: the codes are the training
     rows) the terms are each row's with its own counts left out of the tables
     (src/aode/leave_one_out.rs); ``qualifies`` and the cells stay in-sample."""

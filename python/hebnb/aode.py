@@ -783,21 +783,30 @@ class AODE(CategoricalClassifier):
 
     def _cell_weighted_scores(self, codes: np.ndarray, threads: int) -> np.ndarray:
         """The ``weighting="cll-value"`` scores of coded rows, (S, C): the weighted
-        super-parent terms plus each seen cell's ``d`` times its value (summed in the core,
-        the same numbers as :meth:`_score_seen_cells` of :meth:`_seen_cells`)."""
-        parents = np.flatnonzero(self.super_parents_)
-        keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets), threads)
+        super-parent terms plus each seen cell's ``d`` times its value (summed in the core
+        as the rows are scored, the same numbers as :meth:`_score_seen_cells` of
+        :meth:`_seen_cells`), in batches of rows whose terms take at most
+        ``_cell_batch_entries``."""
         starts, all_keys = _column_starts_and_keys(self._cell_keys)
-        scores = np.empty((codes.shape[1], self.classes_.shape[0]))
-        for rows, terms, qualifies, values in self._parent_cells(codes, threads):
-            cell_sums = _core.weighted_cell_sums(
-                np.ascontiguousarray(keys[rows]),
-                all_keys,
-                starts,
-                qualifies,
-                values.reshape(terms.shape[0], -1, values.shape[-1]),
-                self.cell_weights_,
-                n_jobs=threads,
+        n_rows = codes.shape[1]
+        keys = np.empty((n_rows, 0), dtype=np.int64)
+        if self.count_features and getattr(self, "_count_encoding", None) is not None:
+            parents = np.flatnonzero(self.super_parents_)
+            cardinality = np.diff(self._encoder.offsets)
+            keys = weighting.aode_cell_keys(codes, parents, cardinality, threads)
+        per_row = max(1, int(np.count_nonzero(self.super_parents_)) * self.classes_.shape[0])
+        batch = max(1, self._cell_batch_entries // per_row)
+        scores = np.empty((n_rows, self.classes_.shape[0]))
+        for first in range(0, n_rows, batch):
+            rows = slice(first, min(first + batch, n_rows))
+            terms, _, cell_sums = weighting.aode_parent_cells(
+                np.ascontiguousarray(codes[:, rows]),
+                self._model,
+                self._pair_tables(),
+                list(self._encoder.offsets),
+                self._min_parent_count,
+                threads,
+                cell_weights=(all_keys, starts, self.cell_weights_),
             )
             count_features = self._batch_count_features(keys[rows], self._cell_keys, starts)
             scores[rows] = self._batch_scores(terms, cell_sums, count_features)

@@ -402,12 +402,18 @@ def aode_parent_cells(
     n_threads: int,
     left_out: dict[str, Any] | None = None,
     cells_at: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
+    cell_weights: tuple[npt.NDArray[np.int64], list[int], FloatArray] | None = None,
 ) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
     """The super-parents' terms (:func:`aode_parent_terms`, ``left_out`` as there) and
     the cells they add up, in one pass of the core. The cells and ``qualifies`` are the
     fitted tables' whether or not the terms leave the rows out. With ``cells_at = (rows,
     columns)`` only the cells at those places (column ``p F + j``), without the
-    ``(S, P, F, C)`` array: what the weights read, one row of each cell.
+    ``(S, P, F, C)`` array: what the weights read, one row of each cell. With
+    ``cell_weights = (cell keys, column starts, weights (cells, C))`` (each column's
+    sorted keys, one column after another, as :func:`number_cells` numbers them) each
+    row's weighted cells summed, ``sum w[cell] * (cell value / P)`` over the row's cells
+    that have a weight, in column order: the cell part of the ``"cll-value"`` scores,
+    without the cells.
 
     Returns
     -------
@@ -415,30 +421,39 @@ def aode_parent_cells(
     qualifies : ndarray of shape (S, P)
         Whether each super-parent qualifies on the row (value present, known and at least
         ``min_parent_count``); its cells are zero where it does not.
-    cells : ndarray of shape (S, P, F, C), or (n, C) with ``cells_at``
+    cells : ndarray of shape (S, P, F, C), (n, C) with ``cells_at`` or (S, C) with ``cell_weights``
         Super-parent ``i``'s ``ln P(x_j | y, x_i)`` in column j (zero where ``x_j`` is
         missing, unknown or a category that never scores) and ``ln P(y, x_i) - ln pi_y``
         in column i; with ``cells_at``, row ``k`` is ``cells[rows[k], p, j]`` at
-        ``columns[k] = p F + j``.
+        ``columns[k] = p F + j``; with ``cell_weights``, the rows' weighted sums.
     """
-    places = {}
+    places: dict[str, Any] = {}
+    returned = "cells"
     if cells_at is not None:
         places = {
             "cell_rows": np.ascontiguousarray(cells_at[0], dtype=np.int64),
             "cell_columns": np.ascontiguousarray(cells_at[1], dtype=np.int64),
         }
+        returned = "cells_at"
+    if cell_weights is not None:
+        places = {
+            "cell_keys": np.ascontiguousarray(cell_weights[0], dtype=np.int64),
+            "column_starts": list(cell_weights[1]),
+            "cell_weights": np.ascontiguousarray(cell_weights[2], dtype=np.float64),
+        }
+        returned = "cell_sums"
     out = _core.aode_parent_terms(
         codes,
         model,
         pair_tables,
         offsets=offsets,
         min_parent_count=min_parent_count,
-        cells=cells_at is None,
+        cells=returned == "cells",
         n_jobs=n_threads,
         left_out=left_out,
         **places,
     )
-    return out["terms"], out["qualifies"], out["cells" if cells_at is None else "cells_at"]
+    return out["terms"], out["qualifies"], out[returned]
 
 
 def fit_parent_weights(

@@ -5,7 +5,7 @@
 //! ```
 //!
 //! and, optionally, the table cells each term adds up (all of them, or those at given
-//! places). The discriminative AODE weights
+//! places), or each row's cells weighted and summed. The discriminative AODE weights
 //! (`hebnb.weighting`, [`crate::weight_fit`]) are learned on these: one weight per
 //! super-parent on `T_i`, one per cell on its value. A row on which super-parent `i` does
 //! not qualify (value missing, unseen or rarer than `min_parent_count`) gets the Naive
@@ -26,6 +26,8 @@ use rayon::prelude::*;
 
 use super::leave_one_out::LeftOut;
 use super::score::{prepare, rows_per_chunk, AodeModel};
+use crate::cell_numbers::{add_weighted_cells, CellIndex};
+use crate::class_loops::by_class_count;
 use crate::error::{entries, filled, with_capacity, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
 
@@ -45,6 +47,9 @@ pub struct ParentTerms {
     /// With [`CellRequest::At`], the requested cells `(n, C)` in the order asked (else
     /// `(0, C)`): `cells[row, column / F, column % F, ..]` without the whole array.
     pub cells_at: Array2<f64>,
+    /// With [`CellRequest::Weighted`], shape (S, C) (else (0, C)): each row's weighted
+    /// cells summed.
+    pub cell_sums: Array2<f64>,
 }
 
 /// Which of the cells the terms add up [`parent_terms`] returns.
@@ -59,6 +64,16 @@ pub enum CellRequest<'a> {
     At {
         rows: ArrayView1<'a, i64>,
         columns: ArrayView1<'a, i64>,
+    },
+    /// Each row's `sum_k w[cell, c] (cells[row, k, c] / P)` over the columns `k = rank of
+    /// i * F + j` where the parent qualifies, `x_i` and `x_j` are present and the row's key
+    /// (`x_i K_j + x_j`, or `x_i` at `j = i`) is one of `index`'s cells, in column order
+    /// from 0: the part of the `"cll-value"` scores the cell weights `weights` ((cells,
+    /// C) row-major) add, without the cells. What python/hebnb/aode.py `_seen_cells`
+    /// finds, summed.
+    Weighted {
+        index: &'a CellIndex<'a>,
+        weights: &'a [f64],
     },
 }
 
@@ -135,7 +150,8 @@ impl RequestedCells {
 ///
 /// # Errors
 /// What [`super::joint_log_likelihood`] refuses (shape mismatches, codes out of range),
-/// what [`LeftOut`] refuses, requested places outside the rows or cell columns,
+/// what [`LeftOut`] refuses, requested places outside the rows or cell columns, weighted
+/// cells numbered for other columns or weighted for other cells or classes,
 /// [`crate::error::HebError::Allocation`] and [`crate::error::HebError::Interrupted`].
 pub fn parent_terms(
     codes: ArrayView2<i32>,
@@ -180,10 +196,28 @@ pub fn parent_terms(
         entries(n_requested, n_classes, "requested AODE cells")?,
         "requested AODE cells",
     )?;
+    let mut cell_sums = Vec::new();
+    let weighted = match request {
+        CellRequest::Weighted { index, weights } => {
+            if index.n_columns() != n_parents * n_features
+                || weights.len() != index.n_cells() * n_classes
+            {
+                return Err(HebError::InvalidParameter(format!(
+                    "{} cell weights over {} cells numbered in {} columns do not agree with \
+                     {n_parents} super-parents x {n_features} features and {n_classes} classes",
+                    weights.len(),
+                    index.n_cells(),
+                    index.n_columns()
+                )));
+            }
+            Some((index, weights))
+        }
+        _ => None,
+    };
     let has_left_out = left_out.is_some();
-    // the left-out terms are corrected from the chunk's cells, and requested cells are
-    // read from them
-    let chunk_cells = cells || has_left_out || n_requested > 0;
+    // the left-out terms are corrected from the chunk's cells, and requested or weighted
+    // cells are read from them
+    let chunk_cells = cells || has_left_out || n_requested > 0 || weighted.is_some();
     // With cells, chunks of about 8 MB of cells, about four per thread (a chunk's
     // parents are scored one after the other); without, the scorer's chunks, whose
     // parents are scored in parallel ([`super::score`])
@@ -214,9 +248,9 @@ pub fn parent_terms(
                      out_terms: &mut [f64],
                      out_qualifies: &mut [bool],
                      out_cells: &mut [f64]|
-         -> Result<Vec<f64>> {
+         -> Result<(Vec<f64>, Vec<f64>)> {
             if crate::interrupt::cancelled() {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), Vec::new()));
             }
             let first = chunk * chunk_rows;
             let n = out_qualifies.len() / n_parents;
@@ -261,6 +295,24 @@ pub fn parent_terms(
                     found.extend_from_slice(&chunk_cells[at..at + n_classes]);
                 }
             }
+            let mut sums = Vec::new();
+            if let Some((index, weights)) = &weighted {
+                sums = zeroed(n * n_classes, "AODE weighted cells")?;
+                let rows = WeightedRows {
+                    codes,
+                    first,
+                    cells: &chunk_cells[..n * row_cells],
+                    qualifies: out_qualifies,
+                };
+                rows.add_to(
+                    &mut sums,
+                    n_classes,
+                    layout,
+                    &prepared.super_parents,
+                    index,
+                    weights,
+                )?;
+            }
             if let Some(left_out) = &left_out {
                 left_out.replace_terms(
                     model,
@@ -273,12 +325,12 @@ pub fn parent_terms(
                     out_terms,
                 );
             }
-            Ok(found)
+            Ok((found, sums))
         };
         let rows = terms
             .par_chunks_mut(chunk_rows * row_terms)
             .zip(qualifies.par_chunks_mut(chunk_rows * n_parents));
-        let found: Vec<Vec<f64>> = if cells {
+        let found: Vec<(Vec<f64>, Vec<f64>)> = if cells {
             rows.zip(cell_values.par_chunks_mut(chunk_rows * row_cells))
                 .enumerate()
                 .map(|(chunk, ((t, q), c))| score(chunk, t, q, c))
@@ -290,13 +342,23 @@ pub fn parent_terms(
         };
         crate::interrupt::check()?;
         if let Some(requested) = &requested {
-            let values = found.iter().flat_map(|chunk| chunk.chunks(n_classes));
+            let values = found.iter().flat_map(|(chunk, _)| chunk.chunks(n_classes));
             for (&k, value) in requested.order.iter().zip(values) {
                 cells_at[k * n_classes..(k + 1) * n_classes].copy_from_slice(value);
             }
         }
+        if weighted.is_some() {
+            cell_sums = with_capacity(n_rows * n_classes, "AODE weighted cells")?;
+            for (_, sums) in &found {
+                cell_sums.extend_from_slice(sums);
+            }
+        }
     } else {
-        // no row, no class or no super-parent: every term is the Naive Bayes score
+        // no row, no class or no super-parent: every term is the Naive Bayes score, and
+        // no cell is weighted
+        if weighted.is_some() {
+            cell_sums = zeroed(n_rows * n_classes, "AODE weighted cells")?;
+        }
         for r in 0..n_rows {
             for rank in 0..n_parents {
                 for c in 0..n_classes {
@@ -322,5 +384,73 @@ pub fn parent_terms(
         .map_err(shape_error)?,
         cells_at: Array2::from_shape_vec((n_requested, n_classes), cells_at)
             .map_err(shape_error)?,
+        cell_sums: Array2::from_shape_vec(
+            (if weighted.is_some() { n_rows } else { 0 }, n_classes),
+            cell_sums,
+        )
+        .map_err(shape_error)?,
     })
+}
+
+/// A chunk of rows whose weighted cells [`CellRequest::Weighted`] asks for.
+struct WeightedRows<'c> {
+    /// Every row's codes, (F, S).
+    codes: ArrayView2<'c, i32>,
+    /// The chunk's first row.
+    first: usize,
+    /// The chunk's cells, (rows, P, F, C).
+    cells: &'c [f64],
+    /// Where the chunk's super-parents qualify, (rows, P).
+    qualifies: &'c [bool],
+}
+
+impl WeightedRows<'_> {
+    /// Adds each row's weighted cells to its `sums` (rows, C).
+    fn add_to(
+        &self,
+        sums: &mut [f64],
+        n_classes: usize,
+        layout: &FeatureLayout,
+        super_parents: &[usize],
+        index: &CellIndex,
+        weights: &[f64],
+    ) -> Result<()> {
+        let n_features = layout.n_features();
+        let n_parents = super_parents.len();
+        let row_cells = n_parents * n_features * n_classes;
+        let scale = n_parents.max(1) as f64;
+        let mut uses = with_capacity(n_parents * n_features, "a row's weighted cells")?;
+        let mut row_codes = filled(n_features, -1i32, "a row's codes")?;
+        for (r, sum) in sums.chunks_mut(n_classes.max(1)).enumerate() {
+            for (j, code) in row_codes.iter_mut().enumerate() {
+                *code = self.codes[[j, self.first + r]];
+            }
+            uses.clear();
+            for (rank, &i) in super_parents.iter().enumerate() {
+                let u = row_codes[i];
+                if u < 0 || !self.qualifies[r * n_parents + rank] {
+                    continue;
+                }
+                for (j, &v) in row_codes.iter().enumerate() {
+                    if v < 0 {
+                        continue;
+                    }
+                    let key = if i == j {
+                        i64::from(u)
+                    } else {
+                        i64::from(u) * layout.cardinality(j) as i64 + i64::from(v)
+                    };
+                    let column = rank * n_features + j;
+                    if let Some(cell) = index.cell(column, key) {
+                        uses.push((column, cell));
+                    }
+                }
+            }
+            let values = &self.cells[r * row_cells..(r + 1) * row_cells];
+            by_class_count!(n_classes, C, {
+                add_weighted_cells::<C>(sum, &uses, values, weights, scale)
+            });
+        }
+        Ok(())
+    }
 }

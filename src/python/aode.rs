@@ -8,6 +8,7 @@ use pyo3::types::PyDict;
 
 use super::{layout, matrix, row_major, run, to_py_err};
 use crate::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing, Structure};
+use crate::cell_numbers::CellIndex;
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{self, CellCounts, CellCountsView, PairTables, PairTablesView};
 use crate::solver::SolverSettings;
@@ -474,7 +475,7 @@ impl<'py> LeftOutArrays<'py> {
 #[pyfunction]
 #[pyo3(signature = (
     codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs, left_out=None,
-    cell_rows=None, cell_columns=None,
+    cell_rows=None, cell_columns=None, cell_keys=None, column_starts=None, cell_weights=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aode_parent_terms<'py>(
@@ -489,6 +490,9 @@ pub(super) fn aode_parent_terms<'py>(
     left_out: Option<Bound<'py, PyDict>>,
     cell_rows: Option<PyReadonlyArray1<'py, i64>>,
     cell_columns: Option<PyReadonlyArray1<'py, i64>>,
+    cell_keys: Option<PyReadonlyArray1<'py, i64>>,
+    column_starts: Option<Vec<usize>>,
+    cell_weights: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout(offsets)?;
     let left_out = left_out
@@ -498,24 +502,44 @@ pub(super) fn aode_parent_terms<'py>(
     let arrays = ModelArrays::from_dicts(&model, &pair_tables)?;
     let model = arrays.model(&layout, min_parent_count)?;
     let codes = codes.as_array();
-    let request =
-        match (&cell_rows, &cell_columns, cells) {
-            (None, None, false) => aode::CellRequest::None,
-            (None, None, true) => aode::CellRequest::All,
-            (Some(rows), Some(columns), false) => aode::CellRequest::At {
-                rows: rows.as_array(),
-                columns: columns.as_array(),
-            },
-            (Some(_), Some(_), true) => return Err(PyValueError::new_err(
-                "ask for every cell (cells=True) or for some (cell_rows, cell_columns), not both",
-            )),
-            _ => {
-                return Err(PyValueError::new_err(
-                    "cell_rows and cell_columns go together",
-                ))
-            }
-        };
+    let weighted = match (&cell_keys, &column_starts, &cell_weights) {
+        (None, None, None) => None,
+        (Some(keys), Some(starts), Some(weights)) => {
+            Some((keys.as_slice()?, starts.as_slice(), weights.as_slice()?))
+        }
+        _ => {
+            return Err(PyValueError::new_err(
+                "cell_keys, column_starts and cell_weights go together",
+            ))
+        }
+    };
+    let at = match (&cell_rows, &cell_columns) {
+        (None, None) => None,
+        (Some(rows), Some(columns)) => Some((rows.as_array(), columns.as_array())),
+        _ => {
+            return Err(PyValueError::new_err(
+                "cell_rows and cell_columns go together",
+            ))
+        }
+    };
+    if usize::from(cells) + usize::from(at.is_some()) + usize::from(weighted.is_some()) > 1 {
+        return Err(PyValueError::new_err(
+            "ask for every cell (cells=True), for some (cell_rows, cell_columns) or for their \
+             weighted sums (cell_weights), not more than one",
+        ));
+    }
     let terms = run(py, n_jobs, || {
+        let index = weighted
+            .map(|(keys, starts, _)| CellIndex::new(keys, starts))
+            .transpose()?;
+        let request = match (at, &index, weighted) {
+            (Some((rows, columns)), _, _) => aode::CellRequest::At { rows, columns },
+            (_, Some(index), Some((_, _, weights))) => {
+                aode::CellRequest::Weighted { index, weights }
+            }
+            _ if cells => aode::CellRequest::All,
+            _ => aode::CellRequest::None,
+        };
         aode::parent_terms(codes, &model, &layout, request, left_out)
     })?;
     let out = PyDict::new(py);
@@ -523,6 +547,7 @@ pub(super) fn aode_parent_terms<'py>(
     out.set_item("qualifies", terms.qualifies.into_pyarray(py))?;
     out.set_item("cells", terms.cells.into_pyarray(py))?;
     out.set_item("cells_at", terms.cells_at.into_pyarray(py))?;
+    out.set_item("cell_sums", terms.cell_sums.into_pyarray(py))?;
     Ok(out)
 }
 

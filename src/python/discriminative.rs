@@ -280,7 +280,8 @@ pub(super) fn seen_cells<'py>(
     let cell_keys = cell_keys.as_slice()?;
     let n_classes = values.dim().2;
     let seen = run(py, n_jobs, || {
-        cell_numbers::seen_cells(keys, cell_keys, &column_starts, qualifies, values)
+        let index = cell_numbers::CellIndex::new(cell_keys, &column_starts)?;
+        cell_numbers::seen_cells(keys, &index, qualifies, values)
     })?;
     let out = PyDict::new(py);
     let n_uses = seen.row.len();
@@ -288,38 +289,6 @@ pub(super) fn seen_cells<'py>(
     out.set_item("cell", seen.cell.into_pyarray(py))?;
     out.set_item("value", matrix(py, (n_uses, n_classes), seen.value)?)?;
     Ok(out)
-}
-
-/// The cell part of the AODE `"cll-value"` scores of a batch of rows at the cell weights
-/// `weights` (cells, C) (src/cell_numbers.rs, `weighted_cell_sums`): shape (s, C); `keys`
-/// is (s, K).
-#[pyfunction]
-#[pyo3(signature = (keys, cell_keys, column_starts, qualifies, values, weights, /, *, n_jobs))]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn weighted_cell_sums<'py>(
-    py: Python<'py>,
-    keys: PyReadonlyArray2<'py, i64>,
-    cell_keys: PyReadonlyArray1<'py, i64>,
-    column_starts: Vec<usize>,
-    qualifies: PyReadonlyArray2<'py, bool>,
-    values: PyReadonlyArray3<'py, f64>,
-    weights: PyReadonlyArray2<'py, f64>,
-    n_jobs: usize,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let (keys, qualifies, values) = (keys.as_array(), qualifies.as_array(), values.as_array());
-    let (cell_keys, weights) = (cell_keys.as_slice()?, weights.as_array());
-    let shape = (keys.nrows(), values.dim().2);
-    let sums = run(py, n_jobs, || {
-        cell_numbers::weighted_cell_sums(
-            keys,
-            cell_keys,
-            &column_starts,
-            qualifies,
-            values,
-            weights,
-        )
-    })?;
-    matrix(py, shape, sums)
 }
 
 /// Adds this family's functions to the module.
@@ -330,7 +299,6 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(aode_cell_keys, m)?)?;
     m.add_function(wrap_pyfunction!(number_cells, m)?)?;
     m.add_function(wrap_pyfunction!(seen_cells, m)?)?;
-    m.add_function(wrap_pyfunction!(weighted_cell_sums, m)?)?;
     m.add_function(wrap_pyfunction!(cell_row_sums, m)?)?;
     m.add_function(wrap_pyfunction!(merge_cells_sharing_rows, m)?)?;
     Ok(())
