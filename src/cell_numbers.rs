@@ -204,7 +204,7 @@ pub fn seen_cells(
 
 /// Each column's numbered cells (`cell_keys[column_starts[k]..column_starts[k + 1]]`,
 /// increasing) ready for looking keys up: a column whose keys are dense enough (its key
-/// range at most [`DIRECT_SPAN_PER_CELL`] times its cells, plus [`DIRECT_SPAN_SLACK`])
+/// range at most `DIRECT_SPAN_PER_CELL` times its cells, plus `DIRECT_SPAN_SLACK`)
 /// gets a direct table of cell numbers by key, the others are searched. A search reads
 /// about log2(cells) scattered keys one after the other; scoring wide data looks up one
 /// key per (row, super-parent, feature), so the direct tables keep those look-ups from
@@ -222,7 +222,7 @@ pub struct CellIndex<'a> {
 }
 
 /// A column gets a direct table when its key range is at most this many times its cells
-/// (plus [`DIRECT_SPAN_SLACK`]).
+/// (plus `DIRECT_SPAN_SLACK`).
 const DIRECT_SPAN_PER_CELL: usize = 4;
 /// Key range a column may always have in a direct table.
 const DIRECT_SPAN_SLACK: usize = 64;

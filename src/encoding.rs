@@ -2,7 +2,7 @@
 //! distinct non-missing values, and a value's code is its rank among them.
 //!
 //! Columns are independent, so they are factorised in parallel. Values in a range of at
-//! most [`DIRECT_RANGE`] are ranked through a direct lookup array (one read per value);
+//! most `DIRECT_RANGE` are ranked through a direct lookup array (one read per value);
 //! wider ranges use a hash set to find the categories and bisection to rank values. This is what makes very wide tables (thousands of columns) and very
 //! long ones cheap to encode; non-integer columns are encoded on the Python side.
 

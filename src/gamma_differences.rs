@@ -14,7 +14,7 @@
 //!   `sum_{k<n} ln(a + k)`, `sum_{k<n} 1 / (a + k)`, `-sum_{k<n} 1 / (a + k)^2`;
 //! * `a <= n` (no cancellation): statrs' `ln_gamma` / `digamma` on both arguments;
 //! * otherwise (fractional counts from sample weights or forgetting, `a > n`): the
-//!   recurrence shifts `a` above [`ASYMPTOTIC_FROM`], and the Stirling / de Moivre
+//!   recurrence shifts `a` above `ASYMPTOTIC_FROM`, and the Stirling / de Moivre
 //!   asymptotic series is subtracted term by term in a form without cancellation:
 //!   `ln((x + n) / x)` as `ln_1p(n / x)` and `x^-k - (x + n)^-k` as
 //!   `-x^-k expm1(-k ln_1p(n / x))`.
@@ -90,7 +90,7 @@ fn digamma_series_at_square(inverse_squared: f64) -> f64 {
     sum * inverse_squared
 }
 
-/// Number of unit steps that lift `a` to at least [`ASYMPTOTIC_FROM`].
+/// Number of unit steps that lift `a` to at least `ASYMPTOTIC_FROM`.
 fn shift_steps(a: f64) -> usize {
     if a >= ASYMPTOTIC_FROM {
         0
@@ -212,7 +212,7 @@ fn large_count_digamma_difference(a: f64, n: f64) -> f64 {
 /// itself, so the sum keeps its digits for any `a`:
 ///
 /// * whole `n` up to [`SHORT_SUM_LIMIT`]: `-sum_{k<n} k / (a + k)` exactly;
-/// * `a <= n` or `a` below [`ASYMPTOTIC_FROM`]: the plain difference (no large cancellation);
+/// * `a <= n` or `a` below `ASYMPTOTIC_FROM`: the plain difference (no large cancellation);
 /// * otherwise the asymptotic series of [`digamma_difference`] at `x = a`, times `a`, with
 ///   `a ln(1 + n/a) - n` written as `n h(n/a)`, `h(q) = (ln(1 + q) - q) / q`, summed as a
 ///   power series for small `q`.

@@ -98,7 +98,7 @@ impl Drop for Lease {
 const MAX_POOL_THREADS: usize = 256;
 
 /// Leases an idle pool of `n_threads` workers (at least one, at most
-/// [`MAX_POOL_THREADS`] or twice the cores), building one when all the pools of that size
+/// `MAX_POOL_THREADS` or twice the cores), building one when all the pools of that size
 /// are in use. Its token starts cleared.
 ///
 /// # Errors

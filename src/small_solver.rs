@@ -549,9 +549,9 @@ impl Staircases<'_> {
     /// those margins its sign is `V`'s; the roots of `s` at the margins cut out the band
     /// where it does not, which is walked exactly between consecutive integers with
     /// [`SignChanges::observe_convex_piece`] on the closed-form `V` of
-    /// [`Self::pole_integral`]. Beyond the last breakpoint `V` is the constant
+    /// `Self::pole_integral`. Beyond the last breakpoint `V` is the constant
     /// `sum_d N_d (N_d - 1) / 2 - sum_cells n (n - 1) / (2 mu)`. Gives up
-    /// ([`GradientShape::Unknown`]) beyond [`CERTIFICATE_UNITS`] unit intervals.
+    /// ([`GradientShape::Unknown`]) beyond `CERTIFICATE_UNITS` unit intervals.
     pub fn gradient_shape(&self) -> GradientShape {
         self.certify(true).0
     }

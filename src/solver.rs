@@ -16,8 +16,8 @@
 //!
 //! * with whole counts, by branch and bound: `f = A - B` with `A` and `B` increasing in
 //!   `m`, so an interval where `A(b) - B(a) < 0` or `A(a) - B(b) > 0` holds no maximum and
-//!   is skipped; the others are halved down to [`SCAN_STEP`];
-//! * with fractional counts (sample weights, forgetting), by a scan of step [`SCAN_STEP`].
+//!   is skipped; the others are halved down to `SCAN_STEP`;
+//! * with fractional counts (sample weights, forgetting), by a scan of step `SCAN_STEP`.
 //!
 //! A local maximum and minimum closer together than the step (two sign changes between
 //! neighbouring points) would go unseen. Where `l` is flat (no counts, or one category)
@@ -322,7 +322,7 @@ struct Brackets {
     n_evaluations: usize,
 }
 
-/// Signs of `m l'(m)` on a grid of step [`SCAN_STEP`] in `ln m`: every fall from + to -
+/// Signs of `m l'(m)` on a grid of step `SCAN_STEP` in `ln m`: every fall from + to -
 /// brackets a local maximum. Works for any counts.
 fn bracket_by_scan<E: Evidence>(terms: &E, lo: f64, hi: f64) -> Brackets {
     let n_steps = ((hi - lo) / SCAN_STEP).ceil().max(1.0) as usize;

@@ -12,7 +12,7 @@
 //! Values are compared by type and value: the integer 1, the string "1", the bytes b"1"
 //! and the boolean True are four different categories. Values of other types (tuples,
 //! dates, ...) are kept by the bindings, which hand the core an opaque token per distinct
-//! object ([`Value::Object`]).
+//! object (`Value::Object`).
 //!
 //! Coded cells are `MISSING` (-1) for a missing value and `UNKNOWN` (-2) for a value not
 //! in the vocabulary when the vocabulary may not grow.
@@ -23,7 +23,7 @@ use crate::arrow_columns::{ArrowColumn, Offsets, Validity};
 use crate::encoding::{MISSING, UNKNOWN};
 use crate::error::{HebError, Result};
 
-/// A category value as the vocabulary keeps it. A string of at most [`SHORT`] bytes is
+/// A category value as the vocabulary keeps it. A string of at most `SHORT` bytes is
 /// kept as its packed bytes (the key of its map entry), with no allocation of its own:
 /// a category column or a first fit inserts thousands of them at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub struct FeatureVocabulary {
     values: Vec<Value>,
     bools: [Option<u32>; 2],
     ints: FxHashMap<i64, u32>,
-    /// Strings of at most [`SHORT`] bytes, packed into one integer (no pointer to follow
+    /// Strings of at most `SHORT` bytes, packed into one integer (no pointer to follow
     /// on a lookup: most categorical strings are short codes and IDs).
     short_strs: FxHashMap<u128, u32>,
     /// Strings of at most [`TINY`] bytes (most IDs and codes), packed into a `u64`: a
@@ -122,7 +122,7 @@ fn tiny_key(packed: u128) -> Option<u64> {
 const VIEW: usize = 16;
 const INLINE_VIEW: usize = 12;
 
-/// A string of at most [`SHORT`] bytes packed into an integer (distinct strings give
+/// A string of at most `SHORT` bytes packed into an integer (distinct strings give
 /// distinct integers: the length is part of it).
 #[inline]
 fn pack(s: &str) -> Option<u128> {
@@ -258,7 +258,7 @@ impl FeatureVocabulary {
         }
     }
 
-    /// The code of `text` if it is a known string of at most [`SHORT`] bytes (the common
+    /// The code of `text` if it is a known string of at most `SHORT` bytes (the common
     /// cell of a column being scored): no error path, so the caller's loop stays in
     /// registers; None sends it the general way ([`FeatureVocabulary::code_str`]).
     #[inline(always)]
@@ -749,7 +749,7 @@ pub fn first_appearance(codes: &[i64], n: usize) -> Result<Vec<i64>> {
     Ok(order)
 }
 
-/// [`pack`] of the first `len` (at most [`SHORT`]) bytes of a 16-byte window: one load,
+/// [`pack`] of the first `len` (at most `SHORT`) bytes of a 16-byte window: one load,
 /// a mask, the length in the last byte.
 #[inline]
 fn pack_window(window: &[u8], len: usize) -> u128 {
@@ -764,7 +764,7 @@ fn pack_window(window: &[u8], len: usize) -> u128 {
     (word & mask) | ((len as u128) << (8 * SHORT))
 }
 
-/// [`pack`] of at most [`SHORT`] bytes, by (overlapping) word loads rather than a copy
+/// [`pack`] of at most `SHORT` bytes, by (overlapping) word loads rather than a copy
 /// through the stack, which would stall the load that reads the copy back.
 #[inline]
 fn pack_bytes(bytes: &[u8]) -> u128 {
@@ -813,7 +813,7 @@ pub struct Vocabulary {
     pub features: Vec<FeatureVocabulary>,
 }
 
-/// Version of the saved state ([`Vocabulary::to_parts`]); loading another refuses.
+/// Version of the saved state ([`FeatureVocabulary::to_parts`]); loading another refuses.
 pub const FORMAT_VERSION: u32 = 1;
 
 /// One feature's values split by type, as saved: `kinds[k]` is the type of code k

@@ -230,7 +230,7 @@ pub(crate) fn check_cell_columns(
 }
 
 /// `sum_i row_values[i, c]` over the rows `i` that use each cell of `by_column` (K, S;
-/// -1 for none; cells as [`check_cell_columns`] lays them out), shape (cells, C)
+/// -1 for none; cells as `check_cell_columns` lays them out), shape (cells, C)
 /// row-major: with the rows' `s_i p_ic (1 - p_ic)` at the generative model, the data
 /// term's curvature in each cell's score change, from which the weight fit's
 /// preconditioner is built. Columns in parallel, each cell's rows added in order.
