@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import threadpoolctl
 from scipy.optimize import check_grad, minimize
 from scipy.special import log_softmax
 from sklearn.base import clone
@@ -266,3 +267,67 @@ def test_huge_sample_weights_give_the_weights_of_their_limit(kind, rows):
         np.testing.assert_allclose(
             model.predict_proba(X), fits[0].predict_proba(X), rtol=1e-6, atol=1e-9
         )
+
+
+@pytest.mark.parametrize("kind", ["cll-feature", "cll-value"])
+def test_weights_do_not_depend_on_the_blas_threads(kind):
+    """The weight fit runs numpy's BLAS on one thread whatever the process's BLAS limit,
+    so its sums over the rows (long enough for BLAS to split them across threads) round
+    alike on any machine, and the limit is back as it was after the fit."""
+    X, y = _data(seed=7, n_rows=30_000)
+    fitted = []
+    for limit in (1, 2):
+        with threadpoolctl.threadpool_limits(limits=limit, user_api="blas"):
+            fitted.append(CategoricalNB(weighting=kind).fit(X, y))
+            after = threadpoolctl.threadpool_info()
+        assert all(pool["num_threads"] == limit for pool in after if pool["user_api"] == "blas")
+    np.testing.assert_array_equal(fitted[0].predict_proba(X), fitted[1].predict_proba(X))
+
+
+def test_the_blas_limit_lasts_until_the_last_of_overlapping_fits_ends(monkeypatch):
+    """Two threads inside ``blas_in_one_thread`` at once: the limit is set once, by the
+    first to enter, and restored once, when the last leaves (restored when the first
+    left, BLAS would run on all its threads under the second; restored by each, the
+    second would put back the first's limit of 1 for good). The BLAS libraries are
+    replaced by a recorder of the calls."""
+    import threading
+
+    from hebnb import weighting
+
+    calls = []
+
+    class Limiter:
+        def restore_original_limits(self):
+            calls.append("restore")
+
+    class Controller:
+        def limit(self, *, limits, user_api):
+            calls.append(f"limit {user_api} to {limits}")
+            return Limiter()
+
+    monkeypatch.setattr(weighting, "_blas_controller", Controller)
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with weighting.blas_in_one_thread():
+            first_in.set()
+            second_in.wait(5)
+        calls.append("first left")
+        first_out.set()
+
+    def second():
+        first_in.wait(5)
+        with weighting.blas_in_one_thread():
+            second_in.set()
+            first_out.wait(5)
+        calls.append("second left")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert calls == ["limit blas to 1", "first left", "restore", "second left"]
+    with weighting.blas_in_one_thread():
+        assert calls[-1] == "limit blas to 1"
+    assert calls[-1] == "restore"

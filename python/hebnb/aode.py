@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -365,7 +366,9 @@ class AODE(CategoricalClassifier):
             )
         threads = n_threads(self.n_jobs)
         codes, labels, weights = self._fit_tables(X, y, sample_weight, threads)
-        self._fit_weights(X, y, sample_weight, codes, labels, weights, threads)
+        blas = weighting.blas_in_one_thread() if self.weighting else contextlib.nullcontext()
+        with blas:
+            self._fit_weights(X, y, sample_weight, codes, labels, weights, threads)
         return self
 
     def _fit_tables(

@@ -309,7 +309,8 @@ class CategoricalNB(CategoricalClassifier):
         self._counts = counts
         self._solve(threads)
         if self.weighting is not None:
-            self._fit_weights(codes, labels, weights, threads)
+            with weighting.blas_in_one_thread():
+                self._fit_weights(codes, labels, weights, threads)
         return self
 
     @offered_if(learns_online)
