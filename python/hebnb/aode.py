@@ -569,15 +569,8 @@ class AODE(CategoricalClassifier):
         cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
         # the terms of rows left out, or in-sample ones replaced by the folds' below
         left_out = self._left_out_rows(labels, weights) if folds is None else None
-        terms, qualifies, cell_values = weighting.aode_parent_cells(
-            codes,
-            self._model,
-            self._pair_tables(),
-            list(self._encoder.offsets),
-            self._min_parent_count,
-            threads,
-            left_out,
-            cells_at=(first_row, column_of_cell),
+        terms, qualifies, cell_values = self._core_parent_cells(
+            codes, threads, left_out, cells_at=(first_row, column_of_cell)
         )
         cell_qualifies[:-1] = qualifies[first_row, column_of_cell // max(n_features, 1)]
         cell_values /= max(n_parents, 1)
@@ -752,6 +745,26 @@ class AODE(CategoricalClassifier):
     #: Entries of (rows, super-parents, features, classes) cells per scoring batch (32 MB).
     _cell_batch_entries = 1 << 22
 
+    def _core_parent_cells(
+        self,
+        codes: np.ndarray,
+        threads: int,
+        left_out: dict[str, Any] | None = None,
+        **request: Any,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`hebnb.weighting.aode_parent_cells` of coded rows under this model's
+        tables (``request``: its ``cells_at`` or ``cell_weights``)."""
+        return weighting.aode_parent_cells(
+            codes,
+            self._model,
+            self._pair_tables(),
+            list(self._encoder.offsets),
+            self._min_parent_count,
+            threads,
+            left_out,
+            **request,
+        )
+
     def _parent_cells(
         self, codes: np.ndarray, threads: int, left_out: dict[str, Any] | None = None
     ) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
@@ -773,14 +786,8 @@ class AODE(CategoricalClassifier):
                     "labels": left_out["labels"][rows],
                     "weights": left_out["weights"][rows],
                 }
-            terms, qualifies, cells = weighting.aode_parent_cells(
-                np.ascontiguousarray(codes[:, rows]),
-                self._model,
-                self._pair_tables(),
-                list(self._encoder.offsets),
-                self._min_parent_count,
-                threads,
-                batch_left_out,
+            terms, qualifies, cells = self._core_parent_cells(
+                np.ascontiguousarray(codes[:, rows]), threads, batch_left_out
             )
             yield rows, terms, qualifies, cells
 
@@ -802,12 +809,8 @@ class AODE(CategoricalClassifier):
         scores = np.empty((n_rows, self.classes_.shape[0]))
         for first in range(0, n_rows, batch):
             rows = slice(first, min(first + batch, n_rows))
-            terms, _, cell_sums = weighting.aode_parent_cells(
+            terms, _, cell_sums = self._core_parent_cells(
                 np.ascontiguousarray(codes[:, rows]),
-                self._model,
-                self._pair_tables(),
-                list(self._encoder.offsets),
-                self._min_parent_count,
                 threads,
                 cell_weights=(all_keys, starts, self.cell_weights_),
             )
