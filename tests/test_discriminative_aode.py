@@ -348,6 +348,17 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
         weighted(1, starts=starts[:-1])
     with pytest.raises(ValueError, match="not increasing"):
         weighted(1, starts=[0, *starts[2:], starts[-1]])
+    with pytest.raises(ValueError, match="not both"):
+        hebnb.weighting.aode_parent_cells(
+            codes,
+            model._model,
+            model._pair_tables(),
+            list(model._encoder.offsets),
+            model._min_parent_count,
+            1,
+            cells_at=(np.array([0]), np.array([0])),
+            cell_weights=(all_keys, starts, model.cell_weights_),
+        )
 
 
 def test_weighted_cells_of_high_cardinality_columns_are_searched_as_the_dense_ones():

@@ -75,8 +75,8 @@ def blas_in_one_thread() -> Iterator[None]:
     its own parallel loops. The weight fits run their threads in the core (``n_jobs``);
     a BLAS call of the glue around them (the preconditioner's sums over the rows) would
     start BLAS's own threads, which keep spinning for a while after the call and take
-    the cores from the core's (an amazon-employee fold fits in 0.29 s instead of 0.23 s
-    on 2 cores), and a dot product split across threads rounds differently on machines
+    the cores from the core's (an amazon-employee fold took 0.36 s instead of 0.29 s on
+    2 cores), and a dot product split across threads rounds differently on machines
     with different numbers of cores. The limit is the process's: the first block to
     start sets it and the last to end restores what it found, whatever the threads."""
     with _blas_limit_lock:
@@ -462,12 +462,14 @@ def aode_parent_cells(
     qualifies : ndarray of shape (S, P)
         Whether each super-parent qualifies on the row (value present, known and at least
         ``min_parent_count``); its cells are zero where it does not.
-    cells : ndarray of shape (S, P, F, C), (n, C) with ``cells_at`` or (S, C) with ``cell_weights``
+    cells : ndarray of shape (S, P, F, C); (n, C) with ``cells_at``; (S, C) with ``cell_weights``
         Super-parent ``i``'s ``ln P(x_j | y, x_i)`` in column j (zero where ``x_j`` is
         missing, unknown or a category that never scores) and ``ln P(y, x_i) - ln pi_y``
         in column i; with ``cells_at``, row ``k`` is ``cells[rows[k], p, j]`` at
         ``columns[k] = p F + j``; with ``cell_weights``, the rows' weighted sums.
     """
+    if cells_at is not None and cell_weights is not None:
+        raise ValueError("give cells_at or cell_weights, not both")
     places: dict[str, Any] = {}
     returned = "cells"
     if cells_at is not None:
