@@ -209,11 +209,12 @@ pub fn seen_cells(
 /// about log2(cells) scattered keys one after the other; scoring wide data looks up one
 /// key per (row, super-parent, feature), so the direct tables keep those look-ups from
 /// waiting on each other. Their memory is bounded by the numbered cells', whatever the
-/// columns' cardinalities.
+/// columns' cardinalities. The index keeps its own copy of the numbering, so that a fitted
+/// model builds it once for all its predictions.
 #[derive(Debug, Clone)]
-pub struct CellIndex<'a> {
-    cell_keys: &'a [i64],
-    column_starts: &'a [usize],
+pub struct CellIndex {
+    cell_keys: Vec<i64>,
+    column_starts: Vec<usize>,
     /// `(start in direct, key range)` of each column (range 0: the column is searched).
     direct_spans: Vec<(usize, usize)>,
     /// The direct tables one after another: the cell number of each key, `u32::MAX` where
@@ -227,13 +228,13 @@ const DIRECT_SPAN_PER_CELL: usize = 4;
 /// Key range a column may always have in a direct table.
 const DIRECT_SPAN_SLACK: usize = 64;
 
-impl<'a> CellIndex<'a> {
+impl CellIndex {
     /// The index of `cell_keys` numbered by `column_starts` (one more than the columns).
     ///
     /// # Errors
     /// Column starts that do not increase within the keys, a column's keys that are not
     /// increasing, and [`HebError::Allocation`].
-    pub fn new(cell_keys: &'a [i64], column_starts: &'a [usize]) -> Result<Self> {
+    pub fn new(cell_keys: &[i64], column_starts: &[usize]) -> Result<Self> {
         let n_columns = column_starts.len().saturating_sub(1);
         let in_order = !column_starts.is_empty()
             && column_starts.windows(2).all(|w| w[0] <= w[1])
@@ -275,12 +276,22 @@ impl<'a> CellIndex<'a> {
                 }
             }
         }
+        let n_numbered = column_starts[n_columns];
+        let mut own_keys = with_capacity(n_numbered, "cell index")?;
+        own_keys.extend_from_slice(&cell_keys[..n_numbered]);
+        let mut own_starts = with_capacity(column_starts.len(), "cell index")?;
+        own_starts.extend_from_slice(column_starts);
         Ok(Self {
-            cell_keys,
-            column_starts,
+            cell_keys: own_keys,
+            column_starts: own_starts,
             direct_spans,
             direct,
         })
+    }
+
+    /// Where each column's cells start, and the end (what it was built from).
+    pub fn column_starts(&self) -> &[usize] {
+        &self.column_starts
     }
 
     /// The number of columns.

@@ -7,6 +7,7 @@ results for any n_jobs."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -290,16 +291,16 @@ def test_new_rows_cells_are_those_numpy_looks_up():
         value.append(values[used, k])
     expected = [np.concatenate(row), np.concatenate(cell), np.concatenate(value)]
     assert expected[0].shape[0] > 1000 and not qualifies.all()
+    numbering = _core.CellNumbering(np.concatenate(model._cell_keys), starts)
+    assert (numbering.n_columns, numbering.n_cells) == (len(starts) - 1, starts[-1])
+    assert numbering.column_starts == starts
     for n_jobs in (1, 2):
-        seen = _core.seen_cells(
-            keys.T, np.concatenate(model._cell_keys), starts, qualifies, values, n_jobs=n_jobs
-        )
+        seen = _core.seen_cells(keys.T, numbering, qualifies, values, n_jobs=n_jobs)
         for key, reference in zip(("row", "cell", "value"), expected):
             np.testing.assert_array_equal(seen[key], reference)
+    fewer = _core.CellNumbering(np.concatenate(model._cell_keys), starts[:-1])
     with pytest.raises(ValueError, match="do not agree"):
-        _core.seen_cells(
-            keys.T, np.concatenate(model._cell_keys), starts[:-1], qualifies, values, n_jobs=1
-        )
+        _core.seen_cells(keys.T, fewer, qualifies, values, n_jobs=1)
 
 
 @pytest.mark.parametrize("count_features", [False, True])
@@ -311,7 +312,9 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
     model, codes, keys, qualifies, values = _new_rows_cells(count_features)
     starts = [0, *np.cumsum([k.shape[0] for k in model._cell_keys]).tolist()]
     all_keys = np.concatenate(model._cell_keys)
-    seen = _core.seen_cells(keys.T, all_keys, starts, qualifies, values, n_jobs=1)
+    seen = _core.seen_cells(
+        keys.T, _core.CellNumbering(all_keys, starts), qualifies, values, n_jobs=1
+    )
     n_parents = qualifies.shape[1]
     terms = model.cell_weights_[seen["cell"]] * (seen["value"] / n_parents)
     expected = np.column_stack(
@@ -326,7 +329,7 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
             list(model._encoder.offsets),
             model._min_parent_count,
             n_jobs,
-            cell_weights=(all_keys, starts, weights),
+            cell_weights=(_core.CellNumbering(all_keys, starts), weights),
         )
 
     for n_jobs in (1, 2):
@@ -357,7 +360,7 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
             model._min_parent_count,
             1,
             cells_at=(np.array([0]), np.array([0])),
-            cell_weights=(all_keys, starts, model.cell_weights_),
+            cell_weights=(_core.CellNumbering(all_keys, starts), model.cell_weights_),
         )
 
 
@@ -401,7 +404,10 @@ def test_weighted_cells_of_high_cardinality_columns_are_searched_as_the_dense_on
         list(model._encoder.offsets),
         model._min_parent_count,
         threads,
-        cell_weights=(np.concatenate(model._cell_keys), starts, model.cell_weights_),
+        cell_weights=(
+            _core.CellNumbering(np.concatenate(model._cell_keys), starts),
+            model.cell_weights_,
+        ),
     )
     np.testing.assert_array_equal(sums, expected)
 
@@ -1199,3 +1205,25 @@ def test_array_likes_that_only_offer_their_array_fit_weights(weighting, cell_pen
     expected = AODE(**params).fit(X, y).predict_proba(X)
     model = AODE(**params).fit(ArrayOnly(X), ArrayOnly(y))
     np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
+def test_the_cell_numbering_is_kept_between_predictions_and_not_pickled():
+    """The weighted cells' numbering is built on the first prediction and kept for the
+    next (a one-row prediction does not rebuild it); a pickle or copy leaves it out and
+    builds its own, and a new fit drops the old one."""
+    X, y = _data(seed=3, n_rows=400)
+    model = AODE(weighting="cll-value").fit(X, y)
+    assert "_cell_numbering" not in model.__dict__
+    first = model.predict_proba(X)
+    numbering = model.__dict__["_cell_numbering"]
+    np.testing.assert_array_equal(model.predict_proba(X[:5]), first[:5])
+    assert model.__dict__["_cell_numbering"] is numbering
+    restored = pickle.loads(pickle.dumps(model))
+    assert "_cell_numbering" not in restored.__dict__
+    np.testing.assert_array_equal(restored.predict_proba(X), first)
+    np.testing.assert_array_equal(copy.deepcopy(model).predict_proba(X), first)
+    model.fit(X[:300], y[:300])
+    assert model.__dict__.get("_cell_numbering") is None
+    refitted = AODE(weighting="cll-value").fit(X[:300], y[:300])
+    np.testing.assert_array_equal(model.predict_proba(X), refitted.predict_proba(X))
+    assert model.__dict__["_cell_numbering"] is not numbering

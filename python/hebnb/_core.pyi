@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 #: Every name the module defines (pyo3 fills the runtime list as functions register).
 __all__ = [
+    "CellNumbering",
     "ModelLock",
     "Vocabulary",
     "__version__",
@@ -212,8 +213,7 @@ def number_cells(
 
 def seen_cells(
     keys: npt.NDArray[np.int64],
-    cell_keys: npt.NDArray[np.int64],
-    column_starts: list[int],
+    numbering: CellNumbering,
     qualifies: npt.NDArray[np.bool_],
     values: npt.NDArray[np.float64],
     /,
@@ -221,8 +221,8 @@ def seen_cells(
     n_jobs: int,
 ) -> dict[str, npt.NDArray[Any]]:
     """Every use of a numbered AODE cell by a batch of rows (src/cell_numbers.rs): the
-    keys (K, s) looked up in each column's sorted ``cell_keys`` (column ``k``'s from
-    ``column_starts[k]``), where the column's super-parent qualifies (``qualifies`` (s, P));
+    keys (K, s) looked up in the ``numbering`` of each column's sorted cell keys, where
+    the column's super-parent qualifies (``qualifies`` (s, P));
     ``{"row", "cell", "value" (uses, C)}`` column by column, rows in order, with the
     row's ``values[row, k]`` (s, K, C)."""
 
@@ -347,8 +347,7 @@ def aode_parent_terms(
     left_out: dict[str, Any] | None = None,
     cell_rows: npt.NDArray[np.int64] | None = None,
     cell_columns: npt.NDArray[np.int64] | None = None,
-    cell_keys: npt.NDArray[np.int64] | None = None,
-    column_starts: list[int] | None = None,
+    cell_numbering: CellNumbering | None = None,
     cell_weights: npt.NDArray[np.float64] | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
     """``{"terms", "qualifies", "cells", "cells_at", "cell_sums"}``: every super-parent's term ``T_i``
@@ -357,11 +356,10 @@ def aode_parent_terms(
     ``(S, P, F, C)`` (``ln P(x_j | y, x_i)`` at column j, ``ln P(y, x_i) - ln pi_y`` at
     column i, zero elsewhere; else ``(0, P, F, C)``), and with ``cell_rows`` and
     ``cell_columns`` (not with ``cells``) only the cells at those places ``(n, C)``, column
-    ``p F + j`` (else ``(0, C)``), and with ``cell_keys``, ``column_starts`` and
-    ``cell_weights`` (cells, C) (not with the others) each row's weighted cells summed
-    ``(S, C)``: ``sum cell_weights[cell] * (cell / P)`` over the row's cells found among
-    each column's sorted ``cell_keys`` (column ``k``'s from ``column_starts[k]``) where the
-    parent qualifies, in column order (else ``(0, C)``). With ``left_out`` (``{"labels", "weights", "counts",
+    ``p F + j`` (else ``(0, C)``), and with ``cell_numbering`` and ``cell_weights``
+    (cells, C) (not with the others) each row's weighted cells summed ``(S, C)``:
+    ``sum cell_weights[cell] * (cell / P)`` over the row's cells the numbering finds where
+    the parent qualifies, in column order (else ``(0, C)``). With ``left_out`` (``{"labels", "weights", "counts",
     "class_count", "parent_smoothing", "replace_class_prior"}``: the codes are the training
     rows) the terms are each row's with its own counts left out of the tables
     (src/aode/leave_one_out.rs); ``qualifies`` and the cells stay in-sample."""
@@ -578,6 +576,22 @@ def leave_one_out_log_likelihood(
 ) -> npt.NDArray[np.float64]:
     """Leave-one-out class log-likelihoods (S, C) of the training rows
     (log_probability (V, C))."""
+
+@final
+class CellNumbering:
+    """The AODE cells numbered from their keys, ready for look-ups (src/cell_numbers.rs
+    ``CellIndex``): every column's sorted keys one after another, column ``k``'s from
+    ``column_starts[k]``. Built once per fitted model; not picklable."""
+
+    def __new__(
+        cls, cell_keys: npt.NDArray[np.int64], column_starts: list[int], /
+    ) -> CellNumbering: ...
+    @property
+    def n_columns(self) -> int: ...
+    @property
+    def n_cells(self) -> int: ...
+    @property
+    def column_starts(self) -> list[int]: ...
 
 @final
 class ModelLock:

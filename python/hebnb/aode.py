@@ -411,6 +411,7 @@ class AODE(CategoricalClassifier):
         "cell_penalty_",
         "cell_penalty_cv_loss_",
         "_cell_keys",
+        "_cell_numbering",
         "count_weights_",
         "count_columns_",
         "_count_encoding",
@@ -663,6 +664,7 @@ class AODE(CategoricalClassifier):
         self.cell_weights_ = fitted.cell_weights
         self.weighting_n_iter_ = fitted.n_iter
         self._cell_keys = column_keys
+        self.__dict__.pop("_cell_numbering", None)  # of the keys before
         if fitted.row_feature_weights.shape[0]:
             self.count_weights_ = fitted.row_feature_weights
 
@@ -797,13 +799,14 @@ class AODE(CategoricalClassifier):
         as the rows are scored, the same numbers as :meth:`_score_seen_cells` of
         :meth:`_seen_cells`), in batches of rows whose terms take at most
         ``_cell_batch_entries``."""
-        starts, all_keys = _column_starts_and_keys(self._cell_keys)
+        numbering = self._cell_numbering
         n_rows = codes.shape[1]
-        keys = np.empty((n_rows, 0), dtype=np.int64)
+        keys, starts = np.empty((n_rows, 0), dtype=np.int64), []
         if self.count_features and getattr(self, "_count_encoding", None) is not None:
             parents = np.flatnonzero(self.super_parents_)
             cardinality = np.diff(self._encoder.offsets)
             keys = weighting.aode_cell_keys(codes, parents, cardinality, threads)
+            starts = numbering.column_starts
         per_row = max(1, int(np.count_nonzero(self.super_parents_)) * self.classes_.shape[0])
         batch = max(1, self._cell_batch_entries // per_row)
         scores = np.empty((n_rows, self.classes_.shape[0]))
@@ -812,7 +815,7 @@ class AODE(CategoricalClassifier):
             terms, _, cell_sums = self._core_parent_cells(
                 np.ascontiguousarray(codes[:, rows]),
                 threads,
-                cell_weights=(all_keys, starts, self.cell_weights_),
+                cell_weights=(numbering, self.cell_weights_),
             )
             count_features = self._batch_count_features(keys[rows], self._cell_keys, starts)
             scores[rows] = self._batch_scores(terms, cell_sums, count_features)
@@ -856,12 +859,12 @@ class AODE(CategoricalClassifier):
         column's sorted cell keys, as ``_cell_keys``)."""
         parents = np.flatnonzero(self.super_parents_)
         keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets), threads)
-        starts, all_keys = _column_starts_and_keys(cell_keys)
+        numbering = _cell_numbering(cell_keys)
+        starts = numbering.column_starts
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
             seen = _core.seen_cells(
                 keys[rows].T,
-                all_keys,
-                starts,
+                numbering,
                 qualifies,
                 values.reshape(terms.shape[0], -1, values.shape[-1]),
                 n_jobs=threads,
@@ -1100,7 +1103,18 @@ class AODE(CategoricalClassifier):
         ):
             # the tables and the vocabulary of one state
             return cache_while_reading(self, functools.partial(self._pair_table, name))
+        if name == "_cell_numbering" and "_cell_keys" in state:
+            return cache_while_reading(self, self._kept_cell_numbering)
         return super().__getattr__(name)
+
+    def _kept_cell_numbering(self) -> _core.CellNumbering:
+        """The weighted cells' numbering ready for look-ups (``_cell_numbering``), built
+        from ``_cell_keys`` on first use and kept (called holding the cache lock): a
+        prediction then does not rebuild it, whatever its number of rows."""
+        numbering = self.__dict__.get("_cell_numbering")
+        if numbering is None:
+            numbering = self.__dict__["_cell_numbering"] = _cell_numbering(self._cell_keys)
+        return numbering
 
     def _pair_table(self, name: str) -> np.ndarray:
         """The public pair table ``name`` (one of ``_PAIR_VIEWS``), all of them set from
@@ -1135,6 +1149,7 @@ class AODE(CategoricalClassifier):
         state: dict[str, Any] = read_consistently(self, self._solved_state)
         for name in _PAIR_VIEWS:
             state.pop(name, None)  # recomputed from _pairs on first access
+        state.pop("_cell_numbering", None)  # likewise, from _cell_keys
         return state
 
     def _solved_state(self) -> dict[str, Any]:
@@ -1334,6 +1349,13 @@ class _SeenCells:
     value: np.ndarray
     #: ``count_features``: the rows' standardised count features (s, n_counted).
     count_features: np.ndarray
+
+
+def _cell_numbering(cell_keys: list[np.ndarray]) -> _core.CellNumbering:
+    """Each column's sorted cell keys (``AODE._cell_keys``) numbered one column after
+    another, ready for looking keys up."""
+    starts, keys = _column_starts_and_keys(cell_keys)
+    return _core.CellNumbering(keys, starts)
 
 
 def _column_starts_and_keys(cell_keys: list[np.ndarray]) -> tuple[list[int], np.ndarray]:

@@ -443,16 +443,16 @@ def aode_parent_cells(
     n_threads: int,
     left_out: dict[str, Any] | None = None,
     cells_at: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
-    cell_weights: tuple[npt.NDArray[np.int64], list[int], FloatArray] | None = None,
+    cell_weights: tuple[_core.CellNumbering, FloatArray] | None = None,
 ) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
     """The super-parents' terms (:func:`aode_parent_terms`, ``left_out`` as there) and
     the cells they add up, in one pass of the core. The cells and ``qualifies`` are the
     fitted tables' whether or not the terms leave the rows out. With ``cells_at = (rows,
     columns)`` only the cells at those places (column ``p F + j``), without the
     ``(S, P, F, C)`` array: what the weights read, one row of each cell. With
-    ``cell_weights = (cell keys, column starts, weights (cells, C))`` (each column's
-    sorted keys, one column after another, as :func:`number_cells` numbers them) each
-    row's weighted cells summed, ``sum w[cell] * (cell value / P)`` over the row's cells
+    ``cell_weights = (numbering, weights (cells, C))`` (``_core.CellNumbering`` of each
+    column's sorted keys, as :func:`number_cells` numbers them) each row's weighted cells
+    summed, ``sum w[cell] * (cell value / P)`` over the row's cells
     that have a weight, in column order: the cell part of the ``"cll-value"`` scores,
     without the cells.
 
@@ -480,9 +480,8 @@ def aode_parent_cells(
         returned = "cells_at"
     if cell_weights is not None:
         places = {
-            "cell_keys": np.ascontiguousarray(cell_weights[0], dtype=np.int64),
-            "column_starts": list(cell_weights[1]),
-            "cell_weights": np.ascontiguousarray(cell_weights[2], dtype=np.float64),
+            "cell_numbering": cell_weights[0],
+            "cell_weights": np.ascontiguousarray(cell_weights[1], dtype=np.float64),
         }
         returned = "cell_sums"
     out = _core.aode_parent_terms(

@@ -72,7 +72,7 @@ pub enum CellRequest<'a> {
     /// C) row-major) add, without the cells. What python/hebnb/aode.py `_seen_cells`
     /// finds, summed.
     Weighted {
-        index: &'a CellIndex<'a>,
+        index: &'a CellIndex,
         weights: &'a [f64],
     },
 }

@@ -6,9 +6,9 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::discriminative::CellNumbering;
 use super::{layout, matrix, row_major, run, to_py_err};
 use crate::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing, Structure};
-use crate::cell_numbers::CellIndex;
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{self, CellCounts, CellCountsView, PairTables, PairTablesView};
 use crate::solver::SolverSettings;
@@ -475,7 +475,7 @@ impl<'py> LeftOutArrays<'py> {
 #[pyfunction]
 #[pyo3(signature = (
     codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs, left_out=None,
-    cell_rows=None, cell_columns=None, cell_keys=None, column_starts=None, cell_weights=None,
+    cell_rows=None, cell_columns=None, cell_numbering=None, cell_weights=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aode_parent_terms<'py>(
@@ -490,8 +490,7 @@ pub(super) fn aode_parent_terms<'py>(
     left_out: Option<Bound<'py, PyDict>>,
     cell_rows: Option<PyReadonlyArray1<'py, i64>>,
     cell_columns: Option<PyReadonlyArray1<'py, i64>>,
-    cell_keys: Option<PyReadonlyArray1<'py, i64>>,
-    column_starts: Option<Vec<usize>>,
+    cell_numbering: Option<Bound<'py, CellNumbering>>,
     cell_weights: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout(offsets)?;
@@ -502,14 +501,12 @@ pub(super) fn aode_parent_terms<'py>(
     let arrays = ModelArrays::from_dicts(&model, &pair_tables)?;
     let model = arrays.model(&layout, min_parent_count)?;
     let codes = codes.as_array();
-    let weighted = match (&cell_keys, &column_starts, &cell_weights) {
-        (None, None, None) => None,
-        (Some(keys), Some(starts), Some(weights)) => {
-            Some((keys.as_slice()?, starts.as_slice(), weights.as_slice()?))
-        }
+    let weighted = match (&cell_numbering, &cell_weights) {
+        (None, None) => None,
+        (Some(numbering), Some(weights)) => Some((&numbering.get().0, weights.as_slice()?)),
         _ => {
             return Err(PyValueError::new_err(
-                "cell_keys, column_starts and cell_weights go together",
+                "cell_numbering and cell_weights go together",
             ))
         }
     };
@@ -528,18 +525,13 @@ pub(super) fn aode_parent_terms<'py>(
              weighted sums (cell_weights), not more than one",
         ));
     }
+    let request = match (at, weighted) {
+        (Some((rows, columns)), _) => aode::CellRequest::At { rows, columns },
+        (_, Some((index, weights))) => aode::CellRequest::Weighted { index, weights },
+        _ if cells => aode::CellRequest::All,
+        _ => aode::CellRequest::None,
+    };
     let terms = run(py, n_jobs, || {
-        let index = weighted
-            .map(|(keys, starts, _)| CellIndex::new(keys, starts))
-            .transpose()?;
-        let request = match (at, &index, weighted) {
-            (Some((rows, columns)), _, _) => aode::CellRequest::At { rows, columns },
-            (_, Some(index), Some((_, _, weights))) => {
-                aode::CellRequest::Weighted { index, weights }
-            }
-            _ if cells => aode::CellRequest::All,
-            _ => aode::CellRequest::None,
-        };
         aode::parent_terms(codes, &model, &layout, request, left_out)
     })?;
     let out = PyDict::new(py);

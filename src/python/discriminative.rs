@@ -263,25 +263,65 @@ pub(super) fn number_cells<'py>(
     Ok(out)
 }
 
+/// The AODE cell numbering of a fitted model ready for looking keys up
+/// (src/cell_numbers.rs, `CellIndex`): built once from every column's sorted cell keys
+/// and where each column starts, then read by [`seen_cells`] and by `aode_parent_terms`'
+/// weighted sums, from any thread. Not pickled: a model builds it again from its keys.
+#[pyclass(module = "hebnb._core", frozen)]
+pub(super) struct CellNumbering(pub(super) cell_numbers::CellIndex);
+
+#[pymethods]
+impl CellNumbering {
+    #[new]
+    #[pyo3(signature = (cell_keys, column_starts, /))]
+    fn new(
+        py: Python<'_>,
+        cell_keys: PyReadonlyArray1<'_, i64>,
+        column_starts: Vec<usize>,
+    ) -> PyResult<Self> {
+        let cell_keys = cell_keys.as_slice()?;
+        let index = run(py, 1, || {
+            cell_numbers::CellIndex::new(cell_keys, &column_starts)
+        })?;
+        Ok(Self(index))
+    }
+
+    /// The number of columns.
+    #[getter]
+    fn n_columns(&self) -> usize {
+        self.0.n_columns()
+    }
+
+    /// The number of cells, all columns together.
+    #[getter]
+    fn n_cells(&self) -> usize {
+        self.0.n_cells()
+    }
+
+    /// Where each column's cells start in the numbering, and the end.
+    #[getter]
+    fn column_starts(&self) -> Vec<usize> {
+        self.0.column_starts().to_vec()
+    }
+}
+
 /// Every use of a numbered AODE cell by a batch of rows (src/cell_numbers.rs,
 /// `seen_cells`): `{"row", "cell", "value" (uses, C)}`, column by column, rows in order.
 #[pyfunction]
-#[pyo3(signature = (keys, cell_keys, column_starts, qualifies, values, /, *, n_jobs))]
+#[pyo3(signature = (keys, numbering, qualifies, values, /, *, n_jobs))]
 pub(super) fn seen_cells<'py>(
     py: Python<'py>,
     keys: PyReadonlyArray2<'py, i64>,
-    cell_keys: PyReadonlyArray1<'py, i64>,
-    column_starts: Vec<usize>,
+    numbering: &Bound<'py, CellNumbering>,
     qualifies: PyReadonlyArray2<'py, bool>,
     values: PyReadonlyArray3<'py, f64>,
     n_jobs: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (keys, qualifies, values) = (keys.as_array(), qualifies.as_array(), values.as_array());
-    let cell_keys = cell_keys.as_slice()?;
+    let index = &numbering.get().0;
     let n_classes = values.dim().2;
     let seen = run(py, n_jobs, || {
-        let index = cell_numbers::CellIndex::new(cell_keys, &column_starts)?;
-        cell_numbers::seen_cells(keys, &index, qualifies, values)
+        cell_numbers::seen_cells(keys, index, qualifies, values)
     })?;
     let out = PyDict::new(py);
     let n_uses = seen.row.len();
@@ -299,6 +339,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(aode_cell_keys, m)?)?;
     m.add_function(wrap_pyfunction!(number_cells, m)?)?;
     m.add_function(wrap_pyfunction!(seen_cells, m)?)?;
+    m.add_class::<CellNumbering>()?;
     m.add_function(wrap_pyfunction!(cell_row_sums, m)?)?;
     m.add_function(wrap_pyfunction!(merge_cells_sharing_rows, m)?)?;
     Ok(())
