@@ -261,11 +261,12 @@ impl CellIndex {
             let (Some(&lowest), Some(&highest)) = (keys.first(), keys.last()) else {
                 continue;
             };
-            let range = highest as u64 + 1;
-            let limit = (DIRECT_SPAN_PER_CELL * keys.len() + DIRECT_SPAN_SLACK) as u64;
+            // keys 0..=highest (a negative key, never written, leaves the column searched)
+            let limit = DIRECT_SPAN_PER_CELL * keys.len() + DIRECT_SPAN_SLACK;
+            let range = usize::try_from(highest).map_or(usize::MAX, |h| h.saturating_add(1));
             if numbers_fit && lowest >= 0 && range <= limit {
-                *span = (n_direct, range as usize);
-                n_direct += range as usize;
+                *span = (n_direct, range);
+                n_direct += range;
             }
         }
         let mut direct = filled(n_direct, u32::MAX, "cell index")?;
@@ -500,6 +501,15 @@ mod tests {
                 assert_eq!(index.cell(k, key), searched, "column {k}, key {key}");
             }
         }
+        // negative keys (never written by the fit) and the largest ones are searched
+        let extreme = [-7, -2, 4, i64::MAX];
+        let index = CellIndex::new(&extreme, &[0, 2, 4]).unwrap();
+        assert_eq!(index.direct_spans, [(0, 0), (0, 0)]);
+        assert_eq!(
+            (index.cell(0, -2), index.cell(1, i64::MAX)),
+            (Some(1), Some(3))
+        );
+        assert_eq!((index.cell(0, 4), index.cell(1, -7)), (None, None));
         let unsorted = [0, 5, 3];
         let error = CellIndex::new(&unsorted, &[0, 3]).unwrap_err();
         assert!(error.to_string().contains("not increasing"), "{error}");
