@@ -351,6 +351,20 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
         weighted(1, starts=starts[:-1])
     with pytest.raises(ValueError, match="not increasing"):
         weighted(1, starts=[0, *starts[2:], starts[-1]])
+    rows_left_out = model._left_out_rows(
+        np.zeros(codes.shape[1], dtype=np.int64), np.ones(codes.shape[1])
+    )
+    with pytest.raises(ValueError, match="without left-out rows"):
+        hebnb.weighting.aode_parent_cells(
+            codes,
+            model._model,
+            model._pair_tables(),
+            list(model._encoder.offsets),
+            model._min_parent_count,
+            1,
+            rows_left_out,
+            cell_weights=(_core.CellNumbering(all_keys, starts), model.cell_weights_),
+        )
     with pytest.raises(ValueError, match="not both"):
         hebnb.weighting.aode_parent_cells(
             codes,

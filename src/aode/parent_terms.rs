@@ -25,7 +25,7 @@ use ndarray::{Array2, Array3, Array4, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use super::leave_one_out::LeftOut;
-use super::score::{prepare, rows_per_chunk, AodeModel};
+use super::score::{prepare, rows_per_chunk, AodeModel, CellSink, NoCells};
 use crate::cell_numbers::{add_weighted_cells, CellIndex};
 use crate::class_loops::by_class_count;
 use crate::error::{entries, filled, with_capacity, zeroed, HebError, Result};
@@ -210,21 +210,31 @@ pub fn parent_terms(
                     index.n_columns()
                 )));
             }
+            if left_out.is_some() {
+                return Err(HebError::InvalidParameter(
+                    "weighted cells are the fitted tables': ask for them without left-out rows"
+                        .into(),
+                ));
+            }
             Some((index, weights))
         }
         _ => None,
     };
     let has_left_out = left_out.is_some();
-    // the left-out terms are corrected from the chunk's cells, and requested or weighted
-    // cells are read from them
+    // the left-out terms are corrected from the chunk's cells, requested cells are read
+    // from them, and weighted ones summed as the scorer writes them
     let chunk_cells = cells || has_left_out || n_requested > 0 || weighted.is_some();
     // With cells, chunks of about 8 MB of cells, about four per thread (a chunk's
     // parents are scored one after the other); without, the scorer's chunks, whose
     // parents are scored in parallel ([`super::score`])
+    let buffered_cells = cells || has_left_out || n_requested > 0;
     let chunk_rows = if chunk_cells {
-        (n_rows.div_ceil(4 * rayon::current_num_threads()))
-            .clamp(64, 4096)
-            .min(((8 << 20) / (8 * row_cells.max(1))).max(1))
+        let rows = (n_rows.div_ceil(4 * rayon::current_num_threads())).clamp(64, 4096);
+        if buffered_cells {
+            rows.min(((8 << 20) / (8 * row_cells.max(1))).max(1))
+        } else {
+            rows
+        }
     } else {
         rows_per_chunk(n_parents, n_classes)
     };
@@ -254,18 +264,31 @@ pub fn parent_terms(
             }
             let first = chunk * chunk_rows;
             let n = out_qualifies.len() / n_parents;
-            // the chunk's own cells where the caller keeps none (every cell read below is
-            // written by the scorer: a qualifying parent's scoring children)
-            let mut own_cells = if !cells && chunk_cells {
+            // the chunk's own cells where the caller keeps none and reads them after (every
+            // cell read below is written by the scorer: a qualifying parent's scoring
+            // children); weighted cells are summed block by block instead
+            let mut own_cells = if !cells && chunk_cells && weighted.is_none() {
                 zeroed(n * row_cells, "AODE chunk cells")?
             } else {
                 Vec::new()
             };
-            let chunk_cells: &mut [f64] = if cells { out_cells } else { &mut own_cells };
-            let scored = if !chunk_cells.is_empty() {
-                scorer.score_chunk::<true>(codes, first, n, chunk_cells)
+            let mut chunk_cells: &mut [f64] = if cells { out_cells } else { &mut own_cells };
+            let mut sums = Vec::new();
+            let scored = if let Some((index, weights)) = weighted {
+                let mut sink = WeightedSums::new(
+                    (codes, first, n),
+                    layout,
+                    &prepared.super_parents,
+                    index,
+                    weights,
+                )?;
+                let scored = scorer.score_chunk::<true>(codes, first, n, &mut sink);
+                sums = sink.sums;
+                scored
+            } else if !chunk_cells.is_empty() {
+                scorer.score_chunk::<true>(codes, first, n, &mut chunk_cells)
             } else {
-                scorer.score_chunk::<false>(codes, first, n, &mut [])
+                scorer.score_chunk::<false>(codes, first, n, &mut NoCells)
             };
             for r in 0..n {
                 let naive_bayes = fallback.row(first + r);
@@ -294,24 +317,6 @@ pub fn parent_terms(
                     let at = ((row - first) * n_parents * n_features + column) * n_classes;
                     found.extend_from_slice(&chunk_cells[at..at + n_classes]);
                 }
-            }
-            let mut sums = Vec::new();
-            if let Some((index, weights)) = &weighted {
-                sums = zeroed(n * n_classes, "AODE weighted cells")?;
-                let rows = WeightedRows {
-                    codes,
-                    first,
-                    cells: &chunk_cells[..n * row_cells],
-                    qualifies: out_qualifies,
-                };
-                rows.add_to(
-                    &mut sums,
-                    n_classes,
-                    layout,
-                    &prepared.super_parents,
-                    index,
-                    weights,
-                )?;
             }
             if let Some(left_out) = &left_out {
                 left_out.replace_terms(
@@ -392,65 +397,84 @@ pub fn parent_terms(
     })
 }
 
-/// A chunk of rows whose weighted cells [`CellRequest::Weighted`] asks for.
-struct WeightedRows<'c> {
-    /// Every row's codes, (F, S).
+/// The weighted cells of a chunk's rows ([`CellRequest::Weighted`]), summed as the scorer
+/// completes each (row, parent) block of cells: a row's blocks come parent after parent
+/// (the scorer with cells takes the parents in order), so each row's sum runs over its
+/// columns in order, without the chunk's cells.
+struct WeightedSums<'c> {
+    /// Every row's codes, (F, S), and the chunk's first row.
     codes: ArrayView2<'c, i32>,
-    /// The chunk's first row.
     first: usize,
-    /// The chunk's cells, (rows, P, F, C).
-    cells: &'c [f64],
-    /// Where the chunk's super-parents qualify, (rows, P).
-    qualifies: &'c [bool],
+    layout: &'c FeatureLayout,
+    super_parents: &'c [usize],
+    index: &'c CellIndex,
+    weights: &'c [f64],
+    n_classes: usize,
+    /// The block being written: one row's cells of one parent, (F, C).
+    block: Vec<f64>,
+    /// The block's `(feature, cell)` that have a weight.
+    uses: Vec<(usize, usize)>,
+    /// Each row's weighted sum, (rows, C).
+    sums: Vec<f64>,
 }
 
-impl WeightedRows<'_> {
-    /// Adds each row's weighted cells to its `sums` (rows, C).
-    fn add_to(
-        &self,
-        sums: &mut [f64],
-        n_classes: usize,
-        layout: &FeatureLayout,
-        super_parents: &[usize],
-        index: &CellIndex,
-        weights: &[f64],
-    ) -> Result<()> {
+impl<'c> WeightedSums<'c> {
+    /// Zero sums for the `n` rows from `first`.
+    fn new(
+        (codes, first, n): (ArrayView2<'c, i32>, usize, usize),
+        layout: &'c FeatureLayout,
+        super_parents: &'c [usize],
+        index: &'c CellIndex,
+        weights: &'c [f64],
+    ) -> Result<Self> {
         let n_features = layout.n_features();
-        let n_parents = super_parents.len();
-        let row_cells = n_parents * n_features * n_classes;
-        let scale = n_parents.max(1) as f64;
-        let mut uses = with_capacity(n_parents * n_features, "a row's weighted cells")?;
-        let mut row_codes = filled(n_features, -1i32, "a row's codes")?;
-        for (r, sum) in sums.chunks_mut(n_classes.max(1)).enumerate() {
-            for (j, code) in row_codes.iter_mut().enumerate() {
-                *code = self.codes[[j, self.first + r]];
+        let n_classes = weights.len() / index.n_cells().max(1);
+        Ok(Self {
+            codes,
+            first,
+            layout,
+            super_parents,
+            index,
+            weights,
+            n_classes,
+            block: zeroed(n_features * n_classes, "AODE weighted cells")?,
+            uses: with_capacity(n_features, "AODE weighted cells")?,
+            sums: zeroed(n * n_classes, "AODE weighted cells")?,
+        })
+    }
+}
+
+impl CellSink for WeightedSums<'_> {
+    fn block(&mut self, _at: usize, len: usize) -> &mut [f64] {
+        self.block.fill(0.0);
+        &mut self.block[..len]
+    }
+
+    fn row_done(&mut self, row: usize, rank: usize) {
+        let n_features = self.layout.n_features();
+        let i = self.super_parents[rank];
+        let at = self.first + row;
+        let u = i64::from(self.codes[[i, at]]);
+        self.uses.clear();
+        for j in 0..n_features {
+            let v = self.codes[[j, at]];
+            if v < 0 {
+                continue;
             }
-            uses.clear();
-            for (rank, &i) in super_parents.iter().enumerate() {
-                let u = row_codes[i];
-                if u < 0 || !self.qualifies[r * n_parents + rank] {
-                    continue;
-                }
-                for (j, &v) in row_codes.iter().enumerate() {
-                    if v < 0 {
-                        continue;
-                    }
-                    let key = if i == j {
-                        i64::from(u)
-                    } else {
-                        i64::from(u) * layout.cardinality(j) as i64 + i64::from(v)
-                    };
-                    let column = rank * n_features + j;
-                    if let Some(cell) = index.cell(column, key) {
-                        uses.push((column, cell));
-                    }
-                }
+            let key = if i == j {
+                u
+            } else {
+                u * self.layout.cardinality(j) as i64 + i64::from(v)
+            };
+            if let Some(cell) = self.index.cell(rank * n_features + j, key) {
+                self.uses.push((j, cell));
             }
-            let values = &self.cells[r * row_cells..(r + 1) * row_cells];
-            by_class_count!(n_classes, C, {
-                add_weighted_cells::<C>(sum, &uses, values, weights, scale)
-            });
         }
-        Ok(())
+        let n_classes = self.n_classes;
+        let scale = self.super_parents.len().max(1) as f64;
+        let sum = &mut self.sums[row * n_classes..(row + 1) * n_classes];
+        by_class_count!(n_classes, C, {
+            add_weighted_cells::<C>(sum, &self.uses, &self.block, self.weights, scale)
+        });
     }
 }

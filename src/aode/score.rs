@@ -124,7 +124,7 @@ pub fn joint_log_likelihood(
                 return;
             }
             let n = block.len() / n_classes;
-            let chunk = scorer.score_chunk::<false>(codes, chunk * chunk_rows, n, &mut []);
+            let chunk = scorer.score_chunk::<false>(codes, chunk * chunk_rows, n, &mut NoCells);
             // ln (1/q sum_i exp(term_i)), max-shifted, parents in feature order; rows in
             // parallel (a chunk is one task's rows)
             block
@@ -483,6 +483,36 @@ pub(super) struct ScoringContext<'m, 'a> {
     layout: &'m FeatureLayout,
 }
 
+/// Where [`ScoringContext::score_chunk`] with cells puts a qualifying parent's cells of a
+/// row: the `(feature, class)` block at `at` in the chunk's `(row, parent rank, feature,
+/// class)` layout, told when the block is complete. A slice is that layout itself.
+pub(super) trait CellSink {
+    /// The block of `len` entries at `at`, into which the scorer writes the cells that
+    /// score (leaving the others as they are).
+    fn block(&mut self, at: usize, len: usize) -> &mut [f64];
+    /// The block of `(row, parent rank)` is complete.
+    fn row_done(&mut self, row: usize, rank: usize);
+}
+
+impl CellSink for &mut [f64] {
+    fn block(&mut self, at: usize, len: usize) -> &mut [f64] {
+        &mut self[at..at + len]
+    }
+
+    fn row_done(&mut self, _row: usize, _rank: usize) {}
+}
+
+/// No cells: what the scorer without them is given.
+pub(super) struct NoCells;
+
+impl CellSink for NoCells {
+    fn block(&mut self, _at: usize, _len: usize) -> &mut [f64] {
+        &mut []
+    }
+
+    fn row_done(&mut self, _row: usize, _rank: usize) {}
+}
+
 impl ScoringContext<'_, '_> {
     /// Every super-parent's term `T_i` on the `n` rows from `first`, with the parents in
     /// feature order (a row's terms do not depend on the chunk it is scored in).
@@ -496,7 +526,7 @@ impl ScoringContext<'_, '_> {
         codes: ArrayView2<i32>,
         first: usize,
         n: usize,
-        cells: &mut [f64],
+        cells: &mut dyn CellSink,
     ) -> ChunkTerms {
         let (n_classes, n_features) = (self.n_classes, self.n_features);
         let n_parents = self.super_parents.len();
@@ -531,7 +561,7 @@ impl ScoringContext<'_, '_> {
                          rows: &mut Vec<u32>,
                          terms: &mut [f64],
                          qualifies: &mut [bool],
-                         cells: &mut [f64]| {
+                         cells: &mut dyn CellSink| {
             let i = self.super_parents[rank];
             let codes_i = codes.row(i);
             rows.clear();
@@ -584,7 +614,7 @@ impl ScoringContext<'_, '_> {
                     || Vec::with_capacity(n),
                     |rows, (rank, (terms, qualifies))| {
                         if !crate::interrupt::cancelled() {
-                            score_one(rank, rows, terms, qualifies, &mut []);
+                            score_one(rank, rows, terms, qualifies, &mut NoCells);
                         }
                     },
                 );
@@ -648,7 +678,7 @@ impl ScoringContext<'_, '_> {
         &self,
         parent: &ParentRows,
         terms: &mut [f64],
-        cells: &mut [f64],
+        cells: &mut dyn CellSink,
     ) {
         let nc = if C == 0 { self.n_classes } else { C };
         let k_parent = self.layout.cardinality(parent.parent);
@@ -667,8 +697,7 @@ impl ScoringContext<'_, '_> {
                 &mut acc_fixed
             };
             let out: &mut [f64] = if CELLS {
-                let at = (r * n_parents + parent.rank) * block;
-                &mut cells[at..at + block]
+                cells.block((r * n_parents + parent.rank) * block, block)
             } else {
                 &mut []
             };
@@ -722,6 +751,9 @@ impl ScoringContext<'_, '_> {
                 }
             }
             terms[r * nc..(r + 1) * nc].copy_from_slice(acc);
+            if CELLS {
+                cells.row_done(r, parent.rank);
+            }
         }
     }
 
