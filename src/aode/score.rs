@@ -517,10 +517,11 @@ impl ScoringContext<'_, '_> {
     /// Every super-parent's term `T_i` on the `n` rows from `first`, with the parents in
     /// feature order (a row's terms do not depend on the chunk it is scored in).
     ///
-    /// With `CELLS`, `cells` is the chunk's `(row, parent rank, feature, class)` block and
-    /// receives every cell a qualifying parent's term adds up: `ln P(x_j | y, x_i)` at
-    /// column j (where `x_j` scores; the rest is left as it is) and `ln P(y, x_i) - ln pi_y`
-    /// at column i. Without, `cells` is not touched (pass an empty slice).
+    /// With `CELLS`, `cells` receives every cell a qualifying parent's term adds up, block
+    /// by block ([`CellSink`]; a slice is the chunk's `(row, parent rank, feature, class)`
+    /// array): `ln P(x_j | y, x_i)` at column j (where `x_j` scores; the rest is left as
+    /// it is) and `ln P(y, x_i) - ln pi_y` at column i, the parents one after another in
+    /// rank order. Without, `cells` is not touched (pass [`NoCells`]).
     pub(super) fn score_chunk<const CELLS: bool>(
         &self,
         codes: ArrayView2<i32>,
@@ -668,8 +669,8 @@ impl ScoringContext<'_, '_> {
     /// for any other number.
     ///
     /// With `CELLS`, each child's cell is also written to the row's `(feature, class)`
-    /// block of this parent in `cells` (the chunk's `(row, parent rank, feature, class)`
-    /// block), and the parent's own `ln P(y, x_i) - ln pi_y` to its column. A child's cell
+    /// block of this parent in `cells` (told when the row's block is complete), and the
+    /// parent's own `ln P(y, x_i) - ln pi_y` to its column. A child's cell
     /// `b = ln P(x_j | y, x_i)` is written as `(a + b) - a` with `a = ln P(y, x_i)`: the
     /// difference of the parent's term with and without the child, the number the weights
     /// were first fitted on (`hebnb.weighting` read it from two scores), so that they stay
