@@ -321,15 +321,13 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
         [np.bincount(seen["row"], weights=terms[:, c], minlength=keys.shape[0]) for c in range(3)]
     )
 
-    def weighted(n_jobs, weights=model.cell_weights_, starts=starts, codes=codes):
+    def weighted(n_jobs, weights=model.cell_weights_, starts=starts, codes=codes, **more):
         return hebnb.weighting.aode_parent_cells(
             codes,
-            model._model,
-            model._pair_tables(),
-            list(model._encoder.offsets),
-            model._min_parent_count,
+            *model._scorer_tables(),
             n_jobs,
             cell_weights=(_core.CellNumbering(all_keys, starts), weights),
+            **more,
         )
 
     for n_jobs in (1, 2):
@@ -355,27 +353,18 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
         np.zeros(codes.shape[1], dtype=np.int64), np.ones(codes.shape[1])
     )
     with pytest.raises(ValueError, match="without left-out rows"):
-        hebnb.weighting.aode_parent_cells(
-            codes,
-            model._model,
-            model._pair_tables(),
-            list(model._encoder.offsets),
-            model._min_parent_count,
-            1,
-            rows_left_out,
-            cell_weights=(_core.CellNumbering(all_keys, starts), model.cell_weights_),
-        )
+        weighted(1, left_out=rows_left_out)
     with pytest.raises(ValueError, match="not both"):
-        hebnb.weighting.aode_parent_cells(
-            codes,
-            model._model,
-            model._pair_tables(),
-            list(model._encoder.offsets),
-            model._min_parent_count,
-            1,
-            cells_at=(np.array([0]), np.array([0])),
-            cell_weights=(_core.CellNumbering(all_keys, starts), model.cell_weights_),
-        )
+        weighted(1, cells_at=(np.array([0]), np.array([0])))
+    # a numbering without cells: every row's sum is zero, one per class
+    no_cells = (np.zeros(0, dtype=np.int64), [0] * len(starts), np.zeros((0, 3)))
+    _, _, sums = hebnb.weighting.aode_parent_cells(
+        codes,
+        *model._scorer_tables(),
+        1,
+        cell_weights=(_core.CellNumbering(*no_cells[:2]), no_cells[2]),
+    )
+    np.testing.assert_array_equal(sums, np.zeros((codes.shape[1], 3)))
 
 
 def test_weighted_cells_of_high_cardinality_columns_are_searched_as_the_dense_ones():
@@ -413,10 +402,7 @@ def test_weighted_cells_of_high_cardinality_columns_are_searched_as_the_dense_on
     assert sparse_columns > 0 and dense_columns > 0 and np.abs(expected).sum() > 0
     _, _, sums = hebnb.weighting.aode_parent_cells(
         codes,
-        model._model,
-        model._pair_tables(),
-        list(model._encoder.offsets),
-        model._min_parent_count,
+        *model._scorer_tables(),
         threads,
         cell_weights=(
             _core.CellNumbering(np.concatenate(model._cell_keys), starts),

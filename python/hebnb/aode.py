@@ -570,8 +570,8 @@ class AODE(CategoricalClassifier):
         cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
         # the terms of rows left out, or in-sample ones replaced by the folds' below
         left_out = self._left_out_rows(labels, weights) if folds is None else None
-        terms, qualifies, cell_values = self._core_parent_cells(
-            codes, threads, left_out, cells_at=(first_row, column_of_cell)
+        terms, qualifies, cell_values = weighting.aode_parent_cells(
+            codes, *self._scorer_tables(), threads, left_out, cells_at=(first_row, column_of_cell)
         )
         cell_qualifies[:-1] = qualifies[first_row, column_of_cell // max(n_features, 1)]
         cell_values /= max(n_parents, 1)
@@ -747,24 +747,16 @@ class AODE(CategoricalClassifier):
     #: Entries of (rows, super-parents, features, classes) cells per scoring batch (32 MB).
     _cell_batch_entries = 1 << 22
 
-    def _core_parent_cells(
-        self,
-        codes: np.ndarray,
-        threads: int,
-        left_out: dict[str, Any] | None = None,
-        **request: Any,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`hebnb.weighting.aode_parent_cells` of coded rows under this model's
-        tables (``request``: its ``cells_at`` or ``cell_weights``)."""
-        return weighting.aode_parent_cells(
-            codes,
+    def _scorer_tables(self) -> tuple[dict[str, Any], dict[str, np.ndarray], list[int], float]:
+        """What the core's parent terms and cells score with, in the order
+        :func:`hebnb.weighting.aode_parent_terms` and ``aode_parent_cells`` take it after
+        the codes: the model's tables, its pair tables, the feature offsets and
+        ``min_parent_count``."""
+        return (
             self._model,
             self._pair_tables(),
             list(self._encoder.offsets),
             self._min_parent_count,
-            threads,
-            left_out,
-            **request,
         )
 
     def _parent_cells(
@@ -788,8 +780,11 @@ class AODE(CategoricalClassifier):
                     "labels": left_out["labels"][rows],
                     "weights": left_out["weights"][rows],
                 }
-            terms, qualifies, cells = self._core_parent_cells(
-                np.ascontiguousarray(codes[:, rows]), threads, batch_left_out
+            terms, qualifies, cells = weighting.aode_parent_cells(
+                np.ascontiguousarray(codes[:, rows]),
+                *self._scorer_tables(),
+                threads,
+                batch_left_out,
             )
             yield rows, terms, qualifies, cells
 
@@ -812,8 +807,9 @@ class AODE(CategoricalClassifier):
         scores = np.empty((n_rows, self.classes_.shape[0]))
         for first in range(0, n_rows, batch):
             rows = slice(first, min(first + batch, n_rows))
-            terms, _, cell_sums = self._core_parent_cells(
+            terms, _, cell_sums = weighting.aode_parent_cells(
                 np.ascontiguousarray(codes[:, rows]),
+                *self._scorer_tables(),
                 threads,
                 cell_weights=(numbering, self.cell_weights_),
             )
@@ -917,15 +913,7 @@ class AODE(CategoricalClassifier):
     ) -> np.ndarray:
         """Each super-parent's one-dependence term ``T_i`` of coded rows, (S, P, C)
         (``left_out``: of the training rows, each left out; :meth:`_left_out_rows`)."""
-        return weighting.aode_parent_terms(
-            codes,
-            self._model,
-            self._pair_tables(),
-            list(self._encoder.offsets),
-            self._min_parent_count,
-            threads,
-            left_out,
-        )
+        return weighting.aode_parent_terms(codes, *self._scorer_tables(), threads, left_out)
 
     @offered_if(learns_online)
     @atomic_update
@@ -1354,16 +1342,9 @@ class _SeenCells:
 def _cell_numbering(cell_keys: list[np.ndarray]) -> _core.CellNumbering:
     """Each column's sorted cell keys (``AODE._cell_keys``) numbered one column after
     another, ready for looking keys up."""
-    starts, keys = _column_starts_and_keys(cell_keys)
-    return _core.CellNumbering(keys, starts)
-
-
-def _column_starts_and_keys(cell_keys: list[np.ndarray]) -> tuple[list[int], np.ndarray]:
-    """Where each column's cells start in the numbering (and the end), and every column's
-    sorted keys one after another (``AODE._cell_keys``)."""
-    starts = [0, *np.cumsum([k.shape[0] for k in cell_keys]).tolist()]
+    starts = [0, *(int(start) for start in np.cumsum([k.shape[0] for k in cell_keys]))]
     keys = np.concatenate(cell_keys) if cell_keys else np.zeros(0, dtype=np.int64)
-    return [int(start) for start in starts], np.ascontiguousarray(keys, dtype=np.int64)
+    return _core.CellNumbering(np.ascontiguousarray(keys, dtype=np.int64), starts)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -221,13 +221,14 @@ pub fn parent_terms(
         _ => None,
     };
     let has_left_out = left_out.is_some();
-    // the left-out terms are corrected from the chunk's cells, requested cells are read
-    // from them, and weighted ones summed as the scorer writes them
-    let chunk_cells = cells || has_left_out || n_requested > 0 || weighted.is_some();
-    // With cells, chunks of about 8 MB of cells, about four per thread (a chunk's
-    // parents are scored one after the other); without, the scorer's chunks, whose
-    // parents are scored in parallel ([`super::score`])
+    // the left-out terms are corrected from the chunk's cells and requested cells are
+    // read from them (a buffer of the chunk's cells); weighted cells are summed as the
+    // scorer writes them
     let buffered_cells = cells || has_left_out || n_requested > 0;
+    let chunk_cells = buffered_cells || weighted.is_some();
+    // With cells, about four chunks per thread (a chunk's parents are scored one after
+    // the other), within about 8 MB of buffered cells; without, the scorer's chunks,
+    // whose parents are scored in parallel ([`super::score`])
     let chunk_rows = if chunk_cells {
         let rows = (n_rows.div_ceil(4 * rayon::current_num_threads())).clamp(64, 4096);
         if buffered_cells {
@@ -267,7 +268,7 @@ pub fn parent_terms(
             // the chunk's own cells where the caller keeps none and reads them after (every
             // cell read below is written by the scorer: a qualifying parent's scoring
             // children); weighted cells are summed block by block instead
-            let mut own_cells = if !cells && chunk_cells && weighted.is_none() {
+            let mut own_cells = if !cells && buffered_cells {
                 zeroed(n * row_cells, "AODE chunk cells")?
             } else {
                 Vec::new()
@@ -277,6 +278,7 @@ pub fn parent_terms(
             let scored = if let Some((index, weights)) = weighted {
                 let mut sink = WeightedSums::new(
                     (codes, first, n),
+                    n_classes,
                     layout,
                     &prepared.super_parents,
                     index,
@@ -422,13 +424,13 @@ impl<'c> WeightedSums<'c> {
     /// Zero sums for the `n` rows from `first`.
     fn new(
         (codes, first, n): (ArrayView2<'c, i32>, usize, usize),
+        n_classes: usize,
         layout: &'c FeatureLayout,
         super_parents: &'c [usize],
         index: &'c CellIndex,
         weights: &'c [f64],
     ) -> Result<Self> {
         let n_features = layout.n_features();
-        let n_classes = weights.len() / index.n_cells().max(1);
         Ok(Self {
             codes,
             first,
