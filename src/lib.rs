@@ -50,6 +50,7 @@ pub mod solver;
 pub mod sparse_rows;
 pub mod streaming;
 pub mod tempering;
+pub mod two_class_weight_fit;
 pub mod vocabulary;
 pub mod weight_fit;
 

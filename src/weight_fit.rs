@@ -40,7 +40,7 @@ use crate::layout::FeatureLayout;
 use crate::lbfgs::{lane_dot, minimise, LbfgsResult, LbfgsSettings, VECTOR_CHUNK};
 
 /// Rows per parallel task (fixed: the reduction order must not depend on the threads).
-const ROW_CHUNK: usize = 1024;
+pub(crate) const ROW_CHUNK: usize = 1024;
 
 /// The Gaussian prior on the weights and the optimiser's settings, shared by both models.
 #[derive(Debug, Clone, Copy)]
@@ -56,7 +56,7 @@ pub struct WeightFit<'a> {
 }
 
 impl WeightFit<'_> {
-    fn check(&self, n_weights: usize) -> Result<()> {
+    pub(crate) fn check(&self, n_weights: usize) -> Result<()> {
         check_len("starting weights", n_weights, self.start.len())?;
         check_len("weight precisions", n_weights, self.precision.len())?;
         check_len("inverse curvature", n_weights, self.inverse_curvature.len())?;
@@ -78,7 +78,7 @@ impl WeightFit<'_> {
     }
 
     /// Minimises `data + penalty` with `data(theta, gradient)` the data term.
-    fn run<F>(&self, mut data: F) -> Result<LbfgsResult>
+    pub(crate) fn run<F>(&self, mut data: F) -> Result<LbfgsResult>
     where
         F: FnMut(&[f64], &mut [f64]) -> Result<f64>,
     {
@@ -146,7 +146,7 @@ fn residuals_in_place(row: &mut [f64], label: usize, weight: f64, class_sums: &m
 /// sequence: most AODE cells are used by one or two rows, and numbered by their key they
 /// would be scattered over the whole table. Returns `new_of_old` and each column's used
 /// entries with the renumbered cells ([`ColumnEntries`]).
-fn first_use_order(
+pub(crate) fn first_use_order(
     cells: ArrayView2<i64>,
     starts: &[usize],
 ) -> Result<(Vec<usize>, ColumnEntries)> {
@@ -286,9 +286,9 @@ pub fn cell_row_sums(
 /// rows in order: a pass reads only these, where the matrix is mostly `-1` (a row uses one
 /// cell of a group of cells that share their rows, and the others' columns are empty
 /// there: about three quarters of amazon-employee's matrix).
-struct ColumnEntries {
-    rows: Vec<u32>,
-    cells: Vec<u32>,
+pub(crate) struct ColumnEntries {
+    pub(crate) rows: Vec<u32>,
+    pub(crate) cells: Vec<u32>,
     /// Column `k`'s entries of row chunk `j` ([`ROW_CHUNK`] rows) are
     /// `chunk_starts[k (n_chunks + 1) + j]..chunk_starts[k (n_chunks + 1) + j + 1]`.
     chunk_starts: Vec<usize>,
@@ -296,18 +296,18 @@ struct ColumnEntries {
 }
 
 impl ColumnEntries {
-    fn n_columns(&self) -> usize {
+    pub(crate) fn n_columns(&self) -> usize {
         self.chunk_starts.len() / (self.n_chunks + 1)
     }
 
     /// Column `k`'s entries among rows of chunk `chunk`.
-    fn in_chunk(&self, k: usize, chunk: usize) -> std::ops::Range<usize> {
+    pub(crate) fn in_chunk(&self, k: usize, chunk: usize) -> std::ops::Range<usize> {
         let at = k * (self.n_chunks + 1) + chunk;
         self.chunk_starts[at]..self.chunk_starts[at + 1]
     }
 
     /// All of column `k`'s entries.
-    fn in_column(&self, k: usize) -> std::ops::Range<usize> {
+    pub(crate) fn in_column(&self, k: usize) -> std::ops::Range<usize> {
         let at = k * (self.n_chunks + 1);
         self.chunk_starts[at]..self.chunk_starts[at + self.n_chunks]
     }
@@ -554,21 +554,7 @@ pub fn fit_aode_weights(
     // start and curvature of their weights; the result is numbered back at the end
     let (new_of_old, entries) = first_use_order(terms.cells.cells, starts)?;
     let mut values_new = zeroed(n_cells * n_classes, "renumbered cell values")?;
-    let mut parts: Vec<Vec<f64>> = Vec::with_capacity(3);
-    for (what, part) in [
-        ("renumbered start", fit.start),
-        ("renumbered precision", fit.precision),
-        ("renumbered curvature", fit.inverse_curvature),
-    ] {
-        let mut moved = zeroed(n_weights, what)?;
-        moved[..n_head].copy_from_slice(&part[..n_head]);
-        for (old, &new) in new_of_old.iter().enumerate() {
-            for c in 0..n_classes {
-                moved[n_head + new * n_classes + c] = part[n_head + old * n_classes + c];
-            }
-        }
-        parts.push(moved);
-    }
+    let parts = renumbered_parts(&fit, n_head, n_classes, &new_of_old)?;
     for (old, &new) in new_of_old.iter().enumerate() {
         values_new[new * n_classes..(new + 1) * n_classes]
             .copy_from_slice(&values[old * n_classes..(old + 1) * n_classes]);
@@ -602,7 +588,44 @@ pub fn fit_aode_weights(
         })
     };
     let result = renumbered_fit.run(&mut pass)?;
-    // the weights and gradient numbered back
+    numbered_back(result, n_head, n_classes, &new_of_old)
+}
+
+/// The starting weights, precisions and inverse curvature of `fit` (`n_head` weights,
+/// then `width` per cell) with the cells moved to their renumbered places
+/// ([`first_use_order`]'s `new_of_old`).
+pub(crate) fn renumbered_parts(
+    fit: &WeightFit,
+    n_head: usize,
+    width: usize,
+    new_of_old: &[usize],
+) -> Result<[Vec<f64>; 3]> {
+    let move_cells = |part: &[f64], what: &'static str| -> Result<Vec<f64>> {
+        let mut moved = zeroed(part.len(), what)?;
+        moved[..n_head].copy_from_slice(&part[..n_head]);
+        for (old, &new) in new_of_old.iter().enumerate() {
+            for c in 0..width {
+                moved[n_head + new * width + c] = part[n_head + old * width + c];
+            }
+        }
+        Ok(moved)
+    };
+    Ok([
+        move_cells(fit.start, "renumbered start")?,
+        move_cells(fit.precision, "renumbered precision")?,
+        move_cells(fit.inverse_curvature, "renumbered curvature")?,
+    ])
+}
+
+/// `result`'s weights and gradient with the cells numbered back from
+/// [`renumbered_parts`]' places.
+pub(crate) fn numbered_back(
+    result: LbfgsResult,
+    n_head: usize,
+    width: usize,
+    new_of_old: &[usize],
+) -> Result<LbfgsResult> {
+    let n_weights = result.theta.len();
     let mut theta = zeroed(n_weights, "cell weights")?;
     let mut gradient = zeroed(n_weights, "cell weight gradient")?;
     for (out, moved) in [
@@ -611,8 +634,8 @@ pub fn fit_aode_weights(
     ] {
         out[..n_head].copy_from_slice(&moved[..n_head]);
         for (old, &new) in new_of_old.iter().enumerate() {
-            out[n_head + old * n_classes..n_head + (old + 1) * n_classes]
-                .copy_from_slice(&moved[n_head + new * n_classes..n_head + (new + 1) * n_classes]);
+            out[n_head + old * width..n_head + (old + 1) * width]
+                .copy_from_slice(&moved[n_head + new * width..n_head + (new + 1) * width]);
         }
     }
     Ok(LbfgsResult {

@@ -612,7 +612,9 @@ def _cell_reference(
     terms = np.zeros((n_rows, n_features, n_classes))
     for train, held in _held_out_splits(X, y, rows):
         assert all(set(X[train, f]) == set(X[:, f]) for f in range(n_features))
-        fold_prior = np.log((np.bincount(y[train], minlength=3) + 1.0) / (len(train) + 3))
+        fold_prior = np.log(
+            (np.bincount(y[train], minlength=n_classes) + 1.0) / (len(train) + n_classes)
+        )
         terms[held] = _laplace_cells(X[train], y[train], X[held], n_classes).sum(axis=2)
         terms[held] += fold_prior
     likelihood = (terms - log_prior) / n_features
@@ -848,6 +850,78 @@ def test_count_features_minimise_the_objective_with_the_rows_counts():
         **params, weighting="cll-value", penalty=0.5, cell_penalty=2.0, weighting_tol=1e-12
     ).fit(X, y)
     assert np.abs(plain.predict_log_proba(X_new) - model.predict_log_proba(X_new)).max() > 1e-3
+
+
+def test_two_class_cell_weights_minimise_the_objective_written_directly():
+    """Two classes: the fit of one weight per cell (its change of the score difference,
+    src/two_class_weight_fit.rs), split back into the classes' weights, is the minimiser of
+    the per-class objective written in numpy and minimised by scipy, count weights
+    included."""
+    X, y = _data(seed=3, n_rows=300, n_classes=2)
+    model = AODE(
+        smoothing="laplace",
+        parent_smoothing="laplace",
+        weighting="cll-value",
+        weighting_rows="cross-fitted",
+        count_features=True,
+        penalty=0.5,
+        cell_penalty=2.0,
+        weighting_tol=1e-12,
+    ).fit(X, y)
+    details = {}
+    a, v, weights = _cell_reference(X, y, 0.5, 2.0, n_classes=2, details=details, counts=True)
+    np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
+    np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
+    np.testing.assert_allclose(model.count_weights_, details["count_weights"], atol=1e-6)
+    fitted = _model_cell_weights(model)
+    assert fitted.keys() == weights.keys()
+    for key, expected in weights.items():
+        np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
+    assert np.ptp(model.cell_weights_) > 0.1 and np.abs(model.count_weights_).max() > 0.01
+
+
+@pytest.mark.parametrize("cell_penalty", [3.0, "cv"])
+def test_two_class_cell_weights_equal_the_general_fit(monkeypatch, cell_penalty):
+    """The two-class fit and the general one (both weights of every cell) reach the same
+    optimum: sample weights, HEB tables, merged cells, count features and a constant column
+    (its cells are 0 in both classes and move no score: their weights stay 0)."""
+    X, y = _wide_data()
+    y = y % 2
+    X = np.column_stack([X, np.zeros(len(y), dtype=X.dtype)])
+    weight = np.random.default_rng(8).uniform(0.2, 3.0, len(y))
+    params = {
+        "weighting": "cll-value",
+        "count_features": True,
+        "cell_penalty": cell_penalty,
+        "weighting_tol": 1e-11,
+    }
+    two_class = AODE(**params).fit(X, y, sample_weight=weight)
+    solve = hebnb.weighting.solve_aode_cell_weights
+    calls = []
+
+    def general(*args, **kwargs):
+        calls.append(kwargs)
+        return solve(*args, **kwargs, two_class=False)
+
+    monkeypatch.setattr(hebnb.weighting, "solve_aode_cell_weights", general)
+    both = AODE(**params).fit(X, y, sample_weight=weight)
+    assert calls  # the general fit did run
+    for name in ("class_weights_", "parent_weights_", "count_weights_", "cell_weights_"):
+        np.testing.assert_allclose(
+            getattr(two_class, name), getattr(both, name), atol=2e-5, err_msg=name
+        )
+    np.testing.assert_allclose(two_class.predict_proba(X), both.predict_proba(X), atol=1e-6)
+    # the constant column's cells as a child: both values 0, so no weight
+    n_features = X.shape[1]
+    parents = np.flatnonzero(two_class.super_parents_)
+    starts = np.cumsum([0] + [len(keys) for keys in two_class._cell_keys])
+    children = [
+        two_class.cell_weights_[starts[k] : starts[k + 1]]
+        for k in range(len(two_class._cell_keys))
+        if k % n_features == n_features - 1 and parents[k // n_features] != n_features - 1
+    ]
+    assert children and all(np.all(d == 0.0) for d in children)
+    assert np.abs(two_class.cell_weights_).max() > 0.1
 
 
 def test_count_features_leave_each_row_out_by_its_sample_weight():

@@ -37,6 +37,7 @@ __all__ = [
     "fit_naive_bayes_weights",
     "fit_posterior_power",
     "fit_token_distributions",
+    "fit_two_class_aode_weights",
     "group_cells_by_rows",
     "joint_log_likelihood",
     "leave_one_out_log_likelihood",
@@ -158,6 +159,30 @@ def fit_aode_weights(
     the weighted AODE fit over parent terms (S, P, C), row features (S, Q) with one weight
     per class each (None: none) and cells (K, S) (K = 0: super-parent weights only),
     objective and L-BFGS in Rust (src/weight_fit.rs)."""
+
+def fit_two_class_aode_weights(
+    parent_differences: npt.NDArray[np.float64],
+    cells: npt.NDArray[np.int64],
+    column_starts: list[int],
+    cell_scales: npt.NDArray[np.float64],
+    labels: npt.NDArray[np.int64],
+    sample_weights: npt.NDArray[np.float64],
+    class_log_prior: npt.NDArray[np.float64],
+    /,
+    *,
+    start: npt.NDArray[np.float64],
+    precision: npt.NDArray[np.float64],
+    inverse_curvature: npt.NDArray[np.float64],
+    gradient_tolerance: float,
+    max_iter: int,
+    memory: int,
+    n_jobs: int,
+    row_features: npt.NDArray[np.float64] | None = None,
+) -> tuple[npt.NDArray[np.float64], float, float, int, bool]:
+    """``(weights [a_0, a_1, v, beta, u], objective, largest gradient entry, iterations,
+    converged)``: a two-class weighted AODE with one weight per row feature and per cell
+    (the cell's change of the score difference over its scale), over the parent terms'
+    class differences (S, P), objective and L-BFGS in Rust (src/two_class_weight_fit.rs)."""
 
 def group_cells_by_rows(
     cells: npt.NDArray[np.int64],

@@ -745,8 +745,12 @@ class AodeCellProblem:
     cell_values : ndarray of shape (fitted cells, C)
     cell_precision : ndarray of shape (fitted cells, C)
         The cells' penalty precisions at ``cell_penalty = 1`` (``V^2 + 1e-12``, merged).
-    curvature : ndarray of shape (C + P + fitted cells C,)
-        The data term's Hessian diagonal at the generative model (the preconditioner).
+    curvature : ndarray of shape (C + P + Q C,)
+        The data term's Hessian diagonal at the generative model in the class, super-parent
+        and row feature weights (the preconditioner).
+    cell_spread : ndarray of shape (fitted cells, C)
+        ``sum_i s_i p_ic (1 - p_ic)`` at the generative model over the rows that use each
+        cell: the data term's curvature in its change of class c's score.
     merged : SharedRowCells or None
         The way back from merged weights to every cell's.
     row_features : ndarray of shape (S, Q)
@@ -762,6 +766,7 @@ class AodeCellProblem:
     class_log_prior: FloatArray
     cell_precision: FloatArray
     curvature: FloatArray
+    cell_spread: FloatArray
     merged: SharedRowCells | None
     row_features: FloatArray
 
@@ -814,13 +819,12 @@ def aode_cell_problem(
     mean = np.einsum("sc,spc->sp", probability, likelihood)
     variance = np.einsum("sc,spc->sp", probability, likelihood**2) - mean**2
     # sum_i spread[i, c] over the rows that use each cell: the curvature in its score change
-    cell_curvature = _core.cell_row_sums(column_cells, column_starts, spread, n_jobs=n_threads)
+    cell_spread = _core.cell_row_sums(column_cells, column_starts, spread, n_jobs=n_threads)
     curvature = np.concatenate(
         [
             spread.sum(axis=0) * class_log_prior**2,
             sample_weight @ np.maximum(variance, 0.0),
             ((row_features**2).T @ spread).ravel(),
-            (cell_curvature * cell_values**2).ravel(),
         ]
     )
     return AodeCellProblem(
@@ -833,6 +837,7 @@ def aode_cell_problem(
         class_log_prior=np.ascontiguousarray(class_log_prior, dtype=np.float64),
         cell_precision=cell_precision,
         curvature=curvature,
+        cell_spread=cell_spread,
         merged=merged,
         row_features=np.ascontiguousarray(row_features, dtype=np.float64),
     )
@@ -845,14 +850,22 @@ def solve_aode_cell_weights(
     cell_penalty: float,
     n_threads: int,
     tol: float = DEFAULT_TOL,
+    two_class: bool = True,
 ) -> AodeCellWeights:
     """The weights of :func:`fit_aode_cell_weights` for a prepared ``problem``
-    (:func:`aode_cell_problem`); a merged problem needs ``cell_penalty > 0``."""
+    (:func:`aode_cell_problem`); a merged problem needs ``cell_penalty > 0``. With two
+    classes, a positive ``cell_penalty`` and ``two_class`` (the default) each cell's pair
+    of weights is fitted as the one change it makes to the classes' score difference
+    (:func:`_solve_two_class_cell_weights`: the same optimum, half the weights)."""
     if problem.merged is not None and not cell_penalty > 0:
         raise ValueError(
             f"cells merged by their rows need a positive cell penalty, got {cell_penalty}"
         )
     _, n_parents, n_classes = problem.likelihood.shape
+    if two_class and n_classes == 2 and cell_penalty > 0:
+        return _solve_two_class_cell_weights(
+            problem, penalty=penalty, cell_penalty=cell_penalty, n_threads=n_threads, tol=tol
+        )
     n_row_features = problem.row_features.shape[1]
     n_generative = n_classes + n_parents
     n_head = n_generative + n_row_features * n_classes
@@ -868,6 +881,9 @@ def solve_aode_cell_weights(
             cell_penalty * problem.cell_precision.ravel(),
         ]
     )
+    curvature = np.concatenate(
+        [problem.curvature, (problem.cell_spread * problem.cell_values**2).ravel()]
+    )
     theta, value, n_iter, converged = _minimise_in_core(
         _core.fit_aode_weights,
         problem.likelihood,
@@ -879,24 +895,126 @@ def solve_aode_cell_weights(
         problem.class_log_prior,
         start=start,
         precision=scale / divisor,
-        inverse_curvature=1.0 / np.maximum((problem.curvature + scale) / divisor, 1e-300),
+        inverse_curvature=1.0 / np.maximum((curvature + scale) / divisor, 1e-300),
         n_jobs=n_threads,
         gtol=tol,
         what="the AODE cell weights",
         row_features=problem.row_features if n_row_features else None,
     )
-    value *= divisor
-    cell_weights = theta[n_head:].reshape(n_fitted, n_classes)
+    return _cell_weights_found(
+        problem,
+        theta[:n_generative],
+        theta[n_generative:n_head].reshape(n_row_features, n_classes),
+        theta[n_head:].reshape(n_fitted, n_classes),
+        (value * divisor, n_iter, converged),
+    )
+
+
+def _solve_two_class_cell_weights(
+    problem: AodeCellProblem,
+    *,
+    penalty: float,
+    cell_penalty: float,
+    n_threads: int,
+    tol: float,
+) -> AodeCellWeights:
+    """:func:`solve_aode_cell_weights` of a two-class problem, as a logistic model of the
+    classes' score difference (``_core.fit_two_class_aode_weights``).
+
+    A pair of class weights ``w_c`` on values ``x_c`` (a cell's ``d`` on ``V``; a row
+    feature's ``b`` on the feature) changes the score difference by ``t = w_1 x_1 - w_0
+    x_0`` and costs ``sum_c p_c w_c^2 / 2``; for a given ``t`` that is least,
+    ``t^2 / (2 r)`` with ``r = sum_c x_c^2 / p_c``, at ``w_c = +-t x_c / (p_c r)``. So the
+    fit has one weight per pair and splits it back: the optimum of the two-class weights
+    (the objective is strictly convex), with half the weights. A cell's weight is
+    ``u = t / m``, ``m`` the larger ``|x_c|``: the gradient in ``u`` is then the larger of
+    the gradients in the cell's two weights at that split, so ``tol`` stops the fit where
+    it stops the general one. A cell whose values are both 0 changes no score (``m = 0``);
+    its weights stay at 0.
+    """
+    _, n_parents, _ = problem.likelihood.shape
+    n_row_features = problem.row_features.shape[1]
+    n_generative = 2 + n_parents
+    divisor = _normalising_divisor(problem.sample_weight)
+    values = problem.cell_values
+    cell_precision = cell_penalty * problem.cell_precision
+    spread = (values**2 / cell_precision).sum(axis=1)  # r
+    scales = np.abs(values).max(axis=1)  # m
+    moves = scales > 0
+    change_precision = np.divide(scales**2, spread, out=np.ones_like(spread), where=moves)
+    feature_precision = cell_penalty * n_row_features
+    n_fitted = values.shape[0]
+    start = np.concatenate([np.ones(n_generative), np.zeros(n_row_features + n_fitted)])
+    scale = np.concatenate(
+        [
+            np.full(n_generative, penalty),
+            np.full(n_row_features, feature_precision / 2.0),
+            change_precision,
+        ]
+    )
+    # the classes' spreads are equal with two classes: s p (1 - p)
+    curvature = np.concatenate(
+        [
+            problem.curvature[:n_generative],
+            problem.curvature[n_generative:].reshape(n_row_features, 2)[:, 0],
+            problem.cell_spread[:, 0] * scales**2,
+        ]
+    )
+    theta, value, n_iter, converged = _minimise_in_core(
+        _core.fit_two_class_aode_weights,
+        np.ascontiguousarray(problem.likelihood[:, :, 1] - problem.likelihood[:, :, 0]),
+        problem.column_cells,
+        problem.column_starts,
+        scales,
+        problem.labels,
+        problem.sample_weight / divisor,
+        problem.class_log_prior,
+        start=start,
+        precision=scale / divisor,
+        inverse_curvature=1.0 / np.maximum((curvature + scale) / divisor, 1e-300),
+        n_jobs=n_threads,
+        gtol=tol,
+        what="the AODE cell weights",
+        row_features=problem.row_features if n_row_features else None,
+    )
+    sign = np.array([-1.0, 1.0])
+    changes = scales * theta[n_generative + n_row_features :]  # t
+    cell_weights = (
+        sign * changes[:, None] * values / (cell_precision * np.where(moves, spread, 1.0)[:, None])
+    )
+    # a row feature's pair: x_c = 1 and equal precisions, so each class takes half
+    feature_weights = sign * theta[n_generative : n_generative + n_row_features, None] / 2.0
+    return _cell_weights_found(
+        problem,
+        theta[:n_generative],
+        feature_weights,
+        cell_weights,
+        (value * divisor, n_iter, converged),
+    )
+
+
+def _cell_weights_found(
+    problem: AodeCellProblem,
+    generative: FloatArray,
+    row_feature_weights: FloatArray,
+    cell_weights: FloatArray,
+    outcome: tuple[float, int, bool],
+) -> AodeCellWeights:
+    """The :class:`AodeCellWeights` of fitted ``[a, v]``, ``b`` (Q, C) and ``d`` (fitted
+    cells, C), the merged cells' weights split back; ``outcome`` is (objective,
+    iterations, converged)."""
+    n_classes = problem.class_log_prior.shape[0]
     if problem.merged is not None:
         cell_weights = problem.merged.cell_weights(cell_weights)
+    objective, n_iter, converged = outcome
     return AodeCellWeights(
-        class_weights=theta[:n_classes].copy(),
-        parent_weights=theta[n_classes:n_generative].copy(),
-        cell_weights=cell_weights.copy(),
-        objective=value,
+        class_weights=generative[:n_classes].copy(),
+        parent_weights=generative[n_classes:].copy(),
+        cell_weights=np.array(cell_weights, dtype=np.float64),
+        objective=objective,
         n_iter=n_iter,
         converged=converged,
-        row_feature_weights=theta[n_generative:n_head].reshape(n_row_features, n_classes).copy(),
+        row_feature_weights=np.array(row_feature_weights, dtype=np.float64),
     )
 
 

@@ -7,7 +7,7 @@ use pyo3::types::PyDict;
 
 use super::{layout, matrix, run, Array1Py};
 use crate::lbfgs::{LbfgsResult, LbfgsSettings};
-use crate::{cell_numbers, shared_rows, weight_fit};
+use crate::{cell_numbers, shared_rows, two_class_weight_fit, weight_fit};
 
 /// `(weights, objective, largest gradient entry, iterations, converged)` of a weight fit.
 type FitPy<'py> = (Array1Py<'py>, f64, f64, usize, bool);
@@ -149,6 +149,59 @@ pub(super) fn fit_aode_weights<'py>(
     )?;
     let result = run(py, n_jobs, || {
         weight_fit::fit_aode_weights(terms, labels, sample_weights, fit)
+    })?;
+    Ok(fit_to_py(py, result))
+}
+
+/// The weights `[a_0, a_1, v, beta, u]` of a two-class weighted AODE fitted as one weight
+/// per cell (src/two_class_weight_fit.rs): `parent_differences` (S, P), `row_features`
+/// (S, Q) with one weight each (None: Q = 0), the cells `cells` (K, S) with
+/// `column_starts` and `cell_scales`; penalty and L-BFGS as in `fit_aode_weights`.
+#[pyfunction]
+#[pyo3(signature = (parent_differences, cells, column_starts, cell_scales, labels, sample_weights, class_log_prior, /, *, start, precision, inverse_curvature, gradient_tolerance, max_iter, memory, n_jobs, row_features=None))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fit_two_class_aode_weights<'py>(
+    py: Python<'py>,
+    parent_differences: PyReadonlyArray2<'py, f64>,
+    cells: PyReadonlyArray2<'py, i64>,
+    column_starts: Vec<usize>,
+    cell_scales: PyReadonlyArray1<'py, f64>,
+    labels: PyReadonlyArray1<'py, i64>,
+    sample_weights: PyReadonlyArray1<'py, f64>,
+    class_log_prior: PyReadonlyArray1<'py, f64>,
+    start: PyReadonlyArray1<'py, f64>,
+    precision: PyReadonlyArray1<'py, f64>,
+    inverse_curvature: PyReadonlyArray1<'py, f64>,
+    gradient_tolerance: f64,
+    max_iter: usize,
+    memory: usize,
+    n_jobs: usize,
+    row_features: Option<PyReadonlyArray2<'py, f64>>,
+) -> PyResult<FitPy<'py>> {
+    let no_features = numpy::ndarray::Array2::<f64>::zeros((0, 0));
+    let terms = two_class_weight_fit::TwoClassTerms {
+        parent_differences: parent_differences.as_array(),
+        row_features: row_features
+            .as_ref()
+            .map_or_else(|| no_features.view(), |features| features.as_array()),
+        cells: cells.as_array(),
+        column_starts: &column_starts,
+        cell_scales: cell_scales.as_slice()?,
+        class_log_prior: class_log_prior.as_slice()?,
+    };
+    let (labels, sample_weights) = (labels.as_array(), sample_weights.as_array());
+    let fit = weight_fit_inputs(
+        &start,
+        &precision,
+        &inverse_curvature,
+        LbfgsSettings {
+            gradient_tolerance,
+            max_iter,
+            memory,
+        },
+    )?;
+    let result = run(py, n_jobs, || {
+        two_class_weight_fit::fit_two_class_aode_weights(terms, labels, sample_weights, fit)
     })?;
     Ok(fit_to_py(py, result))
 }
@@ -335,6 +388,7 @@ pub(super) fn seen_cells<'py>(
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_naive_bayes_weights, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aode_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_two_class_aode_weights, m)?)?;
     m.add_function(wrap_pyfunction!(group_cells_by_rows, m)?)?;
     m.add_function(wrap_pyfunction!(aode_cell_keys, m)?)?;
     m.add_function(wrap_pyfunction!(number_cells, m)?)?;
