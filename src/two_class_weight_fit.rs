@@ -32,8 +32,8 @@ use crate::error::{check_len, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::lbfgs::{lane_dot, LbfgsResult, VECTOR_CHUNK};
 use crate::weight_fit::{
-    check_cell_columns, first_use_order, numbered_back, renumbered_parts, ColumnEntries, WeightFit,
-    ROW_CHUNK,
+    cell_residual_sums, check_cell_columns, first_use_order, numbered_back, renumbered_parts,
+    ColumnEntries, WeightFit, ROW_CHUNK,
 };
 
 /// The fixed inputs of the two-class AODE weights.
@@ -298,35 +298,16 @@ impl TwoClassPass<'_> {
         head[0] = -sums[0] * log_prior_0;
         head[1] = sums[0] * log_prior_1;
         head[2..].copy_from_slice(&sums[1..]);
-        // pass 2: each column sums its rows' residuals into its own cells (columns in
-        // parallel, rows in order), then scales them
-        let residuals = buffers.residuals.as_slice();
-        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(entries.n_columns());
-        let mut rest = cell_gradient;
-        for k in 0..entries.n_columns() {
-            let (own, tail) = rest.split_at_mut(self.starts[k + 1] - self.starts[k]);
-            slices.push((k, own));
-            rest = tail;
-        }
-        slices.into_par_iter().for_each(|(k, own)| {
-            own.iter_mut().for_each(|g| *g = 0.0);
-            let used = entries.in_column(k);
-            for (rows, cells) in entries.rows[used.clone()]
-                .chunks(interrupt::CHECK_EVERY)
-                .zip(entries.cells[used].chunks(interrupt::CHECK_EVERY))
-            {
-                if interrupt::cancelled() {
-                    return;
-                }
-                for (&row, &cell) in rows.iter().zip(cells) {
-                    own[cell as usize - self.starts[k]] += residuals[row as usize];
-                }
-            }
-            let scales = &self.scales[self.starts[k]..self.starts[k + 1]];
-            own.iter_mut()
-                .zip(scales)
-                .for_each(|(g, &scale)| *g *= scale);
-        });
+        // pass 2: each column sums its rows' residuals into its own cells, times the
+        // cells' scales
+        cell_residual_sums::<1>(
+            entries,
+            self.starts,
+            &buffers.residuals,
+            1,
+            cell_gradient,
+            self.scales,
+        );
         interrupt::check()?;
         Ok(loss)
     }

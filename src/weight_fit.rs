@@ -313,6 +313,46 @@ impl ColumnEntries {
     }
 }
 
+/// The AODE passes' cell gradients: each cell's sum of its rows' residuals (`width` per
+/// row and cell; `C` the width if known at compile time, else 0), times its `factors`
+/// (the cells', `width` each), written to `gradient` (every cell, `width` each). Columns
+/// in parallel, each column's rows in order: the same sums for any number of threads.
+pub(crate) fn cell_residual_sums<const C: usize>(
+    entries: &ColumnEntries,
+    starts: &[usize],
+    residuals: &[f64],
+    width: usize,
+    gradient: &mut [f64],
+    factors: &[f64],
+) {
+    let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(entries.n_columns());
+    let mut rest = gradient;
+    for k in 0..entries.n_columns() {
+        let (own, tail) = rest.split_at_mut((starts[k + 1] - starts[k]) * width);
+        slices.push((k, own));
+        rest = tail;
+    }
+    slices.into_par_iter().for_each(|(k, own)| {
+        own.iter_mut().for_each(|g| *g = 0.0);
+        let used = entries.in_column(k);
+        for (rows, cells) in entries.rows[used.clone()]
+            .chunks(interrupt::CHECK_EVERY)
+            .zip(entries.cells[used].chunks(interrupt::CHECK_EVERY))
+        {
+            if interrupt::cancelled() {
+                return;
+            }
+            for (&row, &cell) in rows.iter().zip(cells) {
+                let at = (cell as usize - starts[k]) * width;
+                let residual = &residuals[row as usize * width..][..width];
+                add_classes::<C>(&mut own[at..at + width], residual);
+            }
+        }
+        let own_factors = &factors[starts[k] * width..starts[k + 1] * width];
+        own.iter_mut().zip(own_factors).for_each(|(g, &v)| *g *= v);
+    });
+}
+
 /// The generative Naive Bayes model whose log-probabilities the weights multiply.
 #[derive(Debug, Clone, Copy)]
 pub struct NaiveBayesTables<'a> {
@@ -976,35 +1016,16 @@ impl AodePass<'_> {
                 head[n_generative + q * n_classes + c] = sum;
             }
         }
-        // pass 2: each column sums its rows' residuals into its own cells (columns in
-        // parallel, rows in order), then multiplies them by the cells' values
-        let residuals = buffers.residuals.as_slice();
-        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_columns);
-        let mut rest = grad_d;
-        for k in 0..n_columns {
-            let (cell_head, tail) = rest.split_at_mut((starts[k + 1] - starts[k]) * n_classes);
-            slices.push((k, cell_head));
-            rest = tail;
-        }
-        slices.into_par_iter().for_each(|(k, own)| {
-            own.iter_mut().for_each(|g| *g = 0.0);
-            let used = entries.in_column(k);
-            for (rows, cells) in entries.rows[used.clone()]
-                .chunks(interrupt::CHECK_EVERY)
-                .zip(entries.cells[used].chunks(interrupt::CHECK_EVERY))
-            {
-                if interrupt::cancelled() {
-                    return;
-                }
-                for (&row, &cell) in rows.iter().zip(cells) {
-                    let at = (cell as usize - starts[k]) * n_classes;
-                    let residual = &residuals[row as usize * n_classes..][..n_classes];
-                    add_classes::<C>(&mut own[at..at + n_classes], residual);
-                }
-            }
-            let cell_values = &values[starts[k] * n_classes..starts[k + 1] * n_classes];
-            own.iter_mut().zip(cell_values).for_each(|(g, &v)| *g *= v);
-        });
+        // pass 2: each column sums its rows' residuals into its own cells, times the
+        // cells' values
+        cell_residual_sums::<C>(
+            entries,
+            starts,
+            &buffers.residuals,
+            n_classes,
+            grad_d,
+            values,
+        );
         interrupt::check()?;
         Ok(loss)
     }
