@@ -1010,11 +1010,11 @@ def _cell_weights_found(
     return AodeCellWeights(
         class_weights=generative[:n_classes].copy(),
         parent_weights=generative[n_classes:].copy(),
-        cell_weights=np.array(cell_weights, dtype=np.float64),
+        cell_weights=np.asarray(cell_weights, dtype=np.float64),
         objective=objective,
         n_iter=n_iter,
         converged=converged,
-        row_feature_weights=np.array(row_feature_weights, dtype=np.float64),
+        row_feature_weights=np.asarray(row_feature_weights, dtype=np.float64),
     )
 
 
