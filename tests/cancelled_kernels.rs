@@ -11,12 +11,15 @@ use hebnb::aode::{self, AodeCounts, AodeParams, ChildSmoothing, ParentSmoothing,
 use hebnb::counts::{count_categories, CategoricalCounts};
 use hebnb::error::{HebError, Result};
 use hebnb::layout::FeatureLayout;
+use hebnb::lbfgs::LbfgsSettings;
 use hebnb::mutual_information::mutual_information;
 use hebnb::naive_bayes::{fit_concentrations, log_probability_table, prior_mean, PriorMean};
 use hebnb::pair_counts::{count_pairs, merge_pair_tables, pairs};
 use hebnb::parallel::lease;
 use hebnb::scoring;
 use hebnb::solver::SolverSettings;
+use hebnb::two_class_weight_fit::{fit_two_class_aode_weights, TwoClassTerms};
+use hebnb::weight_fit::{fit_aode_weights, AodeTerms, CellTerms, WeightFit};
 use ndarray::{Array1, Array2};
 
 const N_ROWS: usize = 3_000;
@@ -210,4 +213,80 @@ fn the_aode_kernels_stop_when_cancelled() {
             )
         });
     }
+}
+
+#[test]
+fn the_aode_weight_fits_stop_when_cancelled() {
+    // two super-parents' terms and two columns of cells, every row using a cell of each
+    let n_parents = 2;
+    let terms = ndarray::Array3::from_shape_fn((N_ROWS, n_parents, 2), |(s, p, c)| {
+        -1.0 - ((s * 7 + p * 3 + c) % 11) as f64 / 10.0
+    });
+    let starts = vec![0, 5, 9];
+    let cells = Array2::from_shape_fn((2, N_ROWS), |(k, s)| {
+        (starts[k] + (s * (k + 2)) % (starts[k + 1] - starts[k])) as i64
+    });
+    let values = Array2::from_shape_fn((9, 2), |(e, c)| -0.5 - ((e + c) % 4) as f64 / 4.0);
+    let labels = Array1::from_shape_fn(N_ROWS, |s| ((s / 3) % 2) as i64);
+    let weights = Array1::<f64>::ones(N_ROWS);
+    let no_features = Array2::<f64>::zeros((N_ROWS, 0));
+    let class_log_prior = [-(2f64.ln()); 2];
+    let settings = LbfgsSettings {
+        gradient_tolerance: 1e-9,
+        max_iter: 50,
+        memory: 5,
+    };
+    let n_general = 2 + n_parents + 9 * 2;
+    let (start, precision, curvature) = (
+        vec![0.0; n_general],
+        vec![1.0; n_general],
+        vec![1.0; n_general],
+    );
+    stops_when_cancelled("weight_fit::fit_aode_weights", || {
+        fit_aode_weights(
+            AodeTerms {
+                parent_terms: terms.view(),
+                row_features: no_features.view(),
+                cells: CellTerms {
+                    cells: cells.view(),
+                    values: values.view(),
+                    column_starts: &starts,
+                },
+                class_log_prior: &class_log_prior,
+            },
+            labels.view(),
+            weights.view(),
+            WeightFit {
+                start: &start,
+                precision: &precision,
+                inverse_curvature: &curvature,
+                settings,
+            },
+        )
+    });
+    let differences = Array2::from_shape_fn((N_ROWS, n_parents), |(s, p)| {
+        terms[[s, p, 1]] - terms[[s, p, 0]]
+    });
+    let scales = vec![0.7; 9];
+    let n_two_class = 2 + n_parents + 9;
+    stops_when_cancelled("two_class_weight_fit::fit_two_class_aode_weights", || {
+        fit_two_class_aode_weights(
+            TwoClassTerms {
+                parent_differences: differences.view(),
+                row_features: no_features.view(),
+                cells: cells.view(),
+                column_starts: &starts,
+                cell_scales: &scales,
+                class_log_prior: &class_log_prior,
+            },
+            labels.view(),
+            weights.view(),
+            WeightFit {
+                start: &start[..n_two_class],
+                precision: &precision[..n_two_class],
+                inverse_curvature: &curvature[..n_two_class],
+                settings,
+            },
+        )
+    });
 }
