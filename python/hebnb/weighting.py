@@ -938,10 +938,10 @@ def _solve_two_class_cell_weights(
     divisor = _normalising_divisor(problem.sample_weight)
     values = problem.cell_values
     cell_precision = cell_penalty * problem.cell_precision
-    spread = (values**2 / cell_precision).sum(axis=1)  # r
+    reach = (values**2 / cell_precision).sum(axis=1)  # r
     scales = np.abs(values).max(axis=1)  # m
     moves = scales > 0
-    change_precision = np.divide(scales**2, spread, out=np.ones_like(spread), where=moves)
+    change_precision = np.divide(scales**2, reach, out=np.ones_like(reach), where=moves)
     feature_precision = cell_penalty * n_row_features
     n_fitted = values.shape[0]
     start = np.concatenate([np.ones(n_generative), np.zeros(n_row_features + n_fitted)])
@@ -980,7 +980,7 @@ def _solve_two_class_cell_weights(
     sign = np.array([-1.0, 1.0])
     changes = scales * theta[n_generative + n_row_features :]  # t
     cell_weights = (
-        sign * changes[:, None] * values / (cell_precision * np.where(moves, spread, 1.0)[:, None])
+        sign * changes[:, None] * values / (cell_precision * np.where(moves, reach, 1.0)[:, None])
     )
     # a row feature's pair: x_c = 1 and equal precisions, so each class takes half
     feature_weights = sign * theta[n_generative : n_generative + n_row_features, None] / 2.0
