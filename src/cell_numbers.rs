@@ -382,6 +382,14 @@ fn number_column(keys: ndarray::ArrayView1<i64>, own: &mut [i64]) -> Result<Colu
     interrupt::check()?;
     // distinct keys numbered by first use
     let mut first_use: FxHashMap<i64, u32> = FxHashMap::default();
+    // room for a column of rare keys from the start, rather than growing through rehashes
+    let expected = keys.len().min(1 << 16);
+    first_use
+        .try_reserve(expected)
+        .map_err(|_| HebError::Allocation {
+            what: "cell key index of a column",
+            bytes: (expected as u128) * 16,
+        })?;
     let mut distinct: Vec<i64> = Vec::new();
     let mut first_row: Vec<i64> = Vec::new();
     for (row, (&key, cell)) in keys.iter().zip(own.iter_mut()).enumerate() {
