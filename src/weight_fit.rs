@@ -11,7 +11,8 @@
 //!
 //! (`d` only with cell weights; for AODE `L` are the cross-fitted super-parent terms, `G`
 //! optional features of the rows (Q = 0: none) and `V` the fitted tables' cells,
-//! [`CellTerms`]). The objective is
+//! [`CellTerms`]; with two classes [`crate::two_class_weight_fit`] fits the same optimum
+//! with one weight per cell). The objective is
 //!
 //! ```text
 //! J(theta) = - sum_i s_i ln P(y_i | x_i; theta) + 1/2 sum_k precision_k (theta_k - start_k)^2
