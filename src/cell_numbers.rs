@@ -317,7 +317,62 @@ impl CellIndex {
         let position = self.cell_keys[first..end].binary_search(&key).ok()?;
         Some(first + position)
     }
+
+    /// The cell of every row in each of `columns`, `(s, G)` row-major: `keys` `(K, s)` holds
+    /// every column's key of every row, and a negative key, or one that is no cell of its
+    /// column, gives -1. What `count_features` reads of new rows. Rows in parallel chunks.
+    ///
+    /// # Errors
+    /// `keys` of another number of columns, a column out of range, [`HebError::Allocation`]
+    /// and [`HebError::Interrupted`].
+    pub fn cells_of(&self, keys: ArrayView2<i64>, columns: &[usize]) -> Result<Vec<i64>> {
+        let (n_columns, n_rows) = keys.dim();
+        if n_columns != self.n_columns() {
+            return Err(HebError::InvalidParameter(format!(
+                "keys of {n_columns} columns for a numbering of {}",
+                self.n_columns()
+            )));
+        }
+        if let Some(&column) = columns.iter().find(|&&k| k >= n_columns) {
+            return Err(HebError::InvalidParameter(format!(
+                "column {column} is outside the numbering's {n_columns} columns"
+            )));
+        }
+        let width = columns.len();
+        let mut cells = filled(
+            entries(n_rows, width, "looked-up cells")?,
+            -1i64,
+            "looked-up cells",
+        )?;
+        if width == 0 {
+            return Ok(cells);
+        }
+        cells
+            .par_chunks_mut(LOOKUP_ROWS * width)
+            .enumerate()
+            .for_each(|(chunk, out)| {
+                if interrupt::cancelled() {
+                    return;
+                }
+                let first = chunk * LOOKUP_ROWS;
+                for (g, &column) in columns.iter().enumerate() {
+                    for (r, slot) in out.iter_mut().skip(g).step_by(width).enumerate() {
+                        let key = keys[[column, first + r]];
+                        if key >= 0 {
+                            if let Some(cell) = self.cell(column, key) {
+                                *slot = cell as i64;
+                            }
+                        }
+                    }
+                }
+            });
+        interrupt::check()?;
+        Ok(cells)
+    }
 }
+
+/// Rows per parallel task of [`CellIndex::cells_of`].
+const LOOKUP_ROWS: usize = 4096;
 
 /// `sum += w[cell] * (value / scale)` class by class, for each `(column, cell)` of `uses` in
 /// their order, `value` the column's `C` classes in `values` (`(columns, C)` row-major) and

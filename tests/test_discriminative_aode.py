@@ -852,6 +852,53 @@ def test_count_features_minimise_the_objective_with_the_rows_counts():
     assert np.abs(plain.predict_log_proba(X_new) - model.predict_log_proba(X_new)).max() > 1e-3
 
 
+def test_the_numbering_finds_each_rows_cells_as_a_search_does():
+    """``CellNumbering.cells`` (what the count features of new rows read) against
+    numpy's ``searchsorted`` over each column's sorted keys: columns dense enough for a
+    direct table and sparse ones, missing (negative) and unknown keys, any subset and
+    order of columns, any strides of the keys, one and two threads."""
+    rng = np.random.default_rng(12)
+    column_keys = [
+        np.unique(rng.integers(0, 40, 25)),  # dense: a direct table
+        np.unique(rng.integers(0, 10**9, 300)),  # sparse: searched
+        np.array([], dtype=np.int64),  # no cell
+        np.unique(rng.integers(0, 5, 9)),
+    ]
+    numbering = _core.CellNumbering(
+        np.concatenate(column_keys).astype(np.int64),
+        [0, *np.cumsum([len(k) for k in column_keys]).tolist()],
+    )
+    starts = numbering.column_starts
+    n_rows = 5000
+    keys = np.empty((n_rows, 4), dtype=np.int64)
+    for k, known in enumerate(column_keys):
+        pool = np.concatenate([known, rng.integers(0, 10**9, 20), [-1, -5]])
+        keys[:, k] = rng.choice(pool, n_rows)
+
+    def searched(column, k):
+        known = column_keys[k]
+        position = np.searchsorted(known, column)
+        found = (position < len(known)) & (column >= 0)
+        found[found] = known[position[found]] == column[found]
+        return np.where(found, starts[k] + position, -1)
+
+    for columns in ([0, 1, 2, 3], [3, 1], [1, 1, 0], []):
+        expected = np.column_stack(
+            [searched(keys[:, k], k) for k in columns] or [np.empty((n_rows, 0), np.int64)]
+        )
+        for threads in (1, 2):
+            got = numbering.cells(keys.T, columns, n_jobs=threads)
+            np.testing.assert_array_equal(got, expected)
+            np.testing.assert_array_equal(
+                numbering.cells(np.ascontiguousarray(keys.T), columns, n_jobs=threads), expected
+            )
+    assert (numbering.cells(keys.T, [0, 1], n_jobs=1) >= 0).mean() > 0.5
+    with pytest.raises(ValueError, match="column 4 is outside"):
+        numbering.cells(keys.T, [4], n_jobs=1)
+    with pytest.raises(ValueError, match="keys of 3 columns"):
+        numbering.cells(keys.T[:3], [0], n_jobs=1)
+
+
 def test_two_class_cell_weights_minimise_the_objective_written_directly():
     """Two classes: the fit of one weight per cell (its change of the score difference,
     src/two_class_weight_fit.rs), split back into the classes' weights, is the minimiser of

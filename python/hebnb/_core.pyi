@@ -617,6 +617,11 @@ class CellNumbering:
     def n_cells(self) -> int: ...
     @property
     def column_starts(self) -> list[int]: ...
+    def cells(
+        self, keys: npt.NDArray[np.int64], columns: list[int], /, *, n_jobs: int
+    ) -> npt.NDArray[np.int64]:
+        """The cell of every row in each of ``columns``, (s, G): ``keys`` (K, s) holds
+        every column's key of every row; -1 for a negative key or one that is no cell."""
 
 @final
 class ModelLock:

@@ -796,12 +796,11 @@ class AODE(CategoricalClassifier):
         ``_cell_batch_entries``."""
         numbering = self._cell_numbering
         n_rows = codes.shape[1]
-        keys, starts = np.empty((n_rows, 0), dtype=np.int64), []
+        keys = np.empty((n_rows, 0), dtype=np.int64)
         if self.count_features and getattr(self, "_count_encoding", None) is not None:
             parents = np.flatnonzero(self.super_parents_)
             cardinality = np.diff(self._encoder.offsets)
             keys = weighting.aode_cell_keys(codes, parents, cardinality, threads)
-            starts = numbering.column_starts
         per_row = max(1, int(np.count_nonzero(self.super_parents_)) * self.classes_.shape[0])
         batch = max(1, self._cell_batch_entries // per_row)
         scores = np.empty((n_rows, self.classes_.shape[0]))
@@ -813,7 +812,7 @@ class AODE(CategoricalClassifier):
                 threads,
                 cell_weights=(numbering, self.cell_weights_),
             )
-            count_features = self._batch_count_features(keys[rows], self._cell_keys, starts)
+            count_features = self._batch_count_features(keys[rows], numbering, threads)
             scores[rows] = self._batch_scores(terms, cell_sums, count_features)
         return scores
 
@@ -832,18 +831,17 @@ class AODE(CategoricalClassifier):
         return scores
 
     def _batch_count_features(
-        self, keys: np.ndarray, cell_keys: list[np.ndarray], starts: list[int]
+        self, keys: np.ndarray, numbering: _core.CellNumbering, threads: int
     ) -> np.ndarray:
         """``count_features``: the standardised count features (s, n_counted) of a batch
-        of rows whose cell keys are ``keys`` (s, P F); else (s, 0)."""
+        of rows whose cell keys are ``keys`` (s, P F), their cells found in ``numbering``
+        (the model's cells); else (s, 0)."""
         counts: _CountEncoding | None = (
             getattr(self, "_count_encoding", None) if self.count_features else None
         )
         if counts is None:
             return np.zeros((keys.shape[0], 0))
-        cells = np.column_stack(
-            [weighting.lookup_cells(keys[:, k], cell_keys[k], starts[k]) for k in counts.columns]
-        )
+        cells = numbering.cells(keys.T, [int(k) for k in counts.columns], n_jobs=threads)
         return counts.standardised(_count_features(cells, counts.cell_counts, None))
 
     def _seen_cells(
@@ -856,7 +854,6 @@ class AODE(CategoricalClassifier):
         parents = np.flatnonzero(self.super_parents_)
         keys = weighting.aode_cell_keys(codes, parents, np.diff(self._encoder.offsets), threads)
         numbering = _cell_numbering(cell_keys)
-        starts = numbering.column_starts
         for rows, terms, qualifies, values in self._parent_cells(codes, threads):
             seen = _core.seen_cells(
                 keys[rows].T,
@@ -871,7 +868,7 @@ class AODE(CategoricalClassifier):
                 row=seen["row"],
                 cell=seen["cell"],
                 value=seen["value"] / max(parents.shape[0], 1),
-                count_features=self._batch_count_features(keys[rows], cell_keys, starts),
+                count_features=self._batch_count_features(keys[rows], numbering, threads),
             )
 
     #: Most (row, super-parent, feature, class) entries whose seen cells

@@ -1025,15 +1025,3 @@ def _cell_weights_found(
 #: end on rule-like data too (docs/discriminative.md).
 CV_CELL_PENALTIES = (3.0, 10.0, 30.0, 100.0, 300.0)
 CV_FOLDS = 3
-
-
-def lookup_cells(
-    keys: npt.NDArray[np.int64], known: npt.NDArray[np.int64], first: int
-) -> npt.NDArray[np.int64]:
-    """The cell index ``first + position`` of each key in the sorted ``known`` keys, -1
-    for a key that is negative or not known."""
-    position = np.searchsorted(known, keys)
-    inside = position < known.shape[0]
-    found = inside & (keys >= 0)
-    found[found] = known[position[found]] == keys[found]
-    return np.where(found, first + position, -1)

@@ -356,6 +356,22 @@ impl CellNumbering {
     fn column_starts(&self) -> Vec<usize> {
         self.0.column_starts().to_vec()
     }
+
+    /// The cell of every row in each of `columns`, (s, G): `keys` (K, s) every column's
+    /// key of every row; -1 for a negative key or one that is no cell.
+    #[pyo3(signature = (keys, columns, /, *, n_jobs))]
+    fn cells<'py>(
+        &self,
+        py: Python<'py>,
+        keys: PyReadonlyArray2<'py, i64>,
+        columns: Vec<usize>,
+        n_jobs: usize,
+    ) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let keys = keys.as_array();
+        let n_rows = keys.ncols();
+        let cells = run(py, n_jobs, || self.0.cells_of(keys, &columns))?;
+        matrix(py, (n_rows, columns.len()), cells)
+    }
 }
 
 /// Every use of a numbered AODE cell by a batch of rows (src/cell_numbers.rs,
