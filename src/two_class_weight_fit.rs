@@ -32,8 +32,8 @@ use crate::error::{check_len, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::lbfgs::{lane_dot, LbfgsResult, VECTOR_CHUNK};
 use crate::weight_fit::{
-    cell_residual_sums, check_cell_columns, first_use_order, numbered_back, renumbered_parts,
-    ColumnEntries, WeightFit, ROW_CHUNK,
+    cell_residual_sums, check_cell_columns, contiguous, numbered_back, ColumnEntries,
+    RenumberedCells, WeightFit, ROW_CHUNK,
 };
 
 /// The fixed inputs of the two-class AODE weights.
@@ -105,38 +105,27 @@ pub fn fit_two_class_aode_weights(
     }
     let n_head = 2 + n_parents + n_row_features;
     fit.check(n_head + n_cells)?;
-    let not_contiguous =
-        |what: &str| HebError::InvalidParameter(format!("{what} must be C-contiguous"));
-    let parent_differences = terms
-        .parent_differences
-        .to_slice()
-        .ok_or_else(|| not_contiguous("parent term differences"))?;
+    let parent_differences = contiguous(&terms.parent_differences, "parent term differences")?;
     let row_features = if n_row_features > 0 {
-        terms
-            .row_features
-            .to_slice()
-            .ok_or_else(|| not_contiguous("row features"))?
+        contiguous(&terms.row_features, "row features")?
     } else {
         &[]
     };
-    // the cells renumbered by first use (locality), numbered back at the end
-    let (new_of_old, entries) = first_use_order(terms.cells, terms.column_starts)?;
-    let parts = renumbered_parts(&fit, n_head, 1, &new_of_old)?;
-    let mut scales = zeroed(n_cells, "renumbered cell scales")?;
-    for (old, &new) in new_of_old.iter().enumerate() {
-        scales[new] = terms.cell_scales[old];
-    }
-    let renumbered_fit = WeightFit {
-        start: &parts[0],
-        precision: &parts[1],
-        inverse_curvature: &parts[2],
-        settings: fit.settings,
-    };
+    // the cells renumbered by first use (locality), with their scales; numbered back at
+    // the end
+    let renumbered = RenumberedCells::new(
+        terms.cells,
+        terms.column_starts,
+        &fit,
+        (n_head, 1),
+        terms.cell_scales,
+    )?;
+    let renumbered_fit = renumbered.fit(fit.settings);
     let inputs = TwoClassPass {
         parent_differences,
-        entries: &entries,
+        entries: &renumbered.entries,
         starts: terms.column_starts,
-        scales: &scales,
+        scales: &renumbered.factors,
         labels,
         sample_weights,
         class_log_prior: [terms.class_log_prior[0], terms.class_log_prior[1]],
@@ -150,7 +139,7 @@ pub fn fit_two_class_aode_weights(
     };
     let result = renumbered_fit
         .run(|theta: &[f64], gradient: &mut [f64]| inputs.data(&mut buffers, theta, gradient))?;
-    numbered_back(result, n_head, 1, &new_of_old)
+    numbered_back(result, n_head, 1, &renumbered.new_of_old)
 }
 
 /// The loss `-s ln P(y | z)` of a row with logit `z` (class 1 against class 0), label

@@ -572,44 +572,22 @@ pub fn fit_aode_weights(
     let n_head = n_classes + n_parents + n_row_features * n_classes;
     let n_weights = n_head + n_cells * n_classes;
     fit.check(n_weights)?;
-    let not_contiguous =
-        |what: &str| HebError::InvalidParameter(format!("{what} must be C-contiguous"));
-    let parent_terms = terms
-        .parent_terms
-        .to_slice()
-        .ok_or_else(|| not_contiguous("parent terms"))?;
+    let parent_terms = contiguous(&terms.parent_terms, "parent terms")?;
     let row_features = if n_row_features > 0 {
-        terms
-            .row_features
-            .to_slice()
-            .ok_or_else(|| not_contiguous("row features"))?
+        contiguous(&terms.row_features, "row features")?
     } else {
         &[]
     };
-    let values = terms
-        .cells
-        .values
-        .to_slice()
-        .ok_or_else(|| not_contiguous("cell values"))?;
+    let values = contiguous(&terms.cells.values, "cell values")?;
     // the cells renumbered by first use (locality), with their values and the penalty,
     // start and curvature of their weights; the result is numbered back at the end
-    let (new_of_old, entries) = first_use_order(terms.cells.cells, starts)?;
-    let mut values_new = zeroed(n_cells * n_classes, "renumbered cell values")?;
-    let parts = renumbered_parts(&fit, n_head, n_classes, &new_of_old)?;
-    for (old, &new) in new_of_old.iter().enumerate() {
-        values_new[new * n_classes..(new + 1) * n_classes]
-            .copy_from_slice(&values[old * n_classes..(old + 1) * n_classes]);
-    }
-    let values = values_new.as_slice();
-    let renumbered_fit = WeightFit {
-        start: &parts[0],
-        precision: &parts[1],
-        inverse_curvature: &parts[2],
-        settings: fit.settings,
-    };
+    let renumbered =
+        RenumberedCells::new(terms.cells.cells, starts, &fit, (n_head, n_classes), values)?;
+    let (entries, values) = (&renumbered.entries, renumbered.factors.as_slice());
+    let renumbered_fit = renumbered.fit(fit.settings);
     let inputs = AodePass {
         parent_terms,
-        entries: &entries,
+        entries,
         values,
         starts,
         labels,
@@ -629,37 +607,75 @@ pub fn fit_aode_weights(
         })
     };
     let result = renumbered_fit.run(&mut pass)?;
-    numbered_back(result, n_head, n_classes, &new_of_old)
+    numbered_back(result, n_head, n_classes, &renumbered.new_of_old)
 }
 
-/// The starting weights, precisions and inverse curvature of `fit` (`n_head` weights,
-/// then `width` per cell) with the cells moved to their renumbered places
-/// ([`first_use_order`]'s `new_of_old`).
-pub(crate) fn renumbered_parts(
-    fit: &WeightFit,
-    n_head: usize,
-    width: usize,
-    new_of_old: &[usize],
-) -> Result<[Vec<f64>; 3]> {
-    let move_cells = |part: &[f64], what: &'static str| -> Result<Vec<f64>> {
-        let mut moved = zeroed(part.len(), what)?;
-        moved[..n_head].copy_from_slice(&part[..n_head]);
-        for (old, &new) in new_of_old.iter().enumerate() {
-            for c in 0..width {
-                moved[n_head + new * width + c] = part[n_head + old * width + c];
+/// The cells of an AODE weight fit renumbered by first use ([`first_use_order`]): the
+/// used entries, the way back, and the fit's starting weights, precisions and inverse
+/// curvature (`n_head` weights, then `width` per cell) and the cells' `factors` (`width`
+/// each) moved to the new numbers.
+pub(crate) struct RenumberedCells {
+    pub(crate) new_of_old: Vec<usize>,
+    pub(crate) entries: ColumnEntries,
+    parts: [Vec<f64>; 3],
+    pub(crate) factors: Vec<f64>,
+}
+
+impl RenumberedCells {
+    /// Renumbers `cells` (K, S) of `starts` and moves `fit`'s parts and the `factors`.
+    pub(crate) fn new(
+        cells: ArrayView2<i64>,
+        starts: &[usize],
+        fit: &WeightFit,
+        (n_head, width): (usize, usize),
+        factors: &[f64],
+    ) -> Result<Self> {
+        let (new_of_old, entries) = first_use_order(cells, starts)?;
+        let move_cells = |part: &[f64], head: usize, what: &'static str| -> Result<Vec<f64>> {
+            let mut moved = zeroed(part.len(), what)?;
+            moved[..head].copy_from_slice(&part[..head]);
+            for (old, &new) in new_of_old.iter().enumerate() {
+                moved[head + new * width..head + (new + 1) * width]
+                    .copy_from_slice(&part[head + old * width..head + (old + 1) * width]);
             }
+            Ok(moved)
+        };
+        let parts = [
+            move_cells(fit.start, n_head, "renumbered start")?,
+            move_cells(fit.precision, n_head, "renumbered precision")?,
+            move_cells(fit.inverse_curvature, n_head, "renumbered curvature")?,
+        ];
+        let factors = move_cells(factors, 0, "renumbered cell factors")?;
+        Ok(Self {
+            new_of_old,
+            entries,
+            parts,
+            factors,
+        })
+    }
+
+    /// `fit` with the renumbered starting weights, precisions and inverse curvature.
+    pub(crate) fn fit(&self, settings: LbfgsSettings) -> WeightFit<'_> {
+        WeightFit {
+            start: &self.parts[0],
+            precision: &self.parts[1],
+            inverse_curvature: &self.parts[2],
+            settings,
         }
-        Ok(moved)
-    };
-    Ok([
-        move_cells(fit.start, "renumbered start")?,
-        move_cells(fit.precision, "renumbered precision")?,
-        move_cells(fit.inverse_curvature, "renumbered curvature")?,
-    ])
+    }
+}
+
+/// A C-contiguous view's entries, or an error naming `what`.
+pub(crate) fn contiguous<'a, D: ndarray::Dimension>(
+    view: &ndarray::ArrayView<'a, f64, D>,
+    what: &str,
+) -> Result<&'a [f64]> {
+    view.to_slice()
+        .ok_or_else(|| HebError::InvalidParameter(format!("{what} must be C-contiguous")))
 }
 
 /// `result`'s weights and gradient with the cells numbered back from
-/// [`renumbered_parts`]' places.
+/// [`RenumberedCells`]' places.
 pub(crate) fn numbered_back(
     result: LbfgsResult,
     n_head: usize,
