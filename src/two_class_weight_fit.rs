@@ -32,7 +32,7 @@ use crate::error::{check_len, zeroed, HebError, Result};
 use crate::interrupt;
 use crate::lbfgs::{lane_dot, LbfgsResult, VECTOR_CHUNK};
 use crate::weight_fit::{
-    cell_residual_sums, check_cell_columns, contiguous, numbered_back, ColumnEntries,
+    cell_residual_sums, check_cell_columns, chunk_totals, contiguous, numbered_back, ColumnEntries,
     RenumberedCells, WeightFit, ROW_CHUNK,
 };
 
@@ -274,14 +274,7 @@ impl TwoClassPass<'_> {
             })
             .collect();
         interrupt::check()?;
-        let mut loss = 0.0;
-        let mut sums = vec![0.0; n_sums];
-        for (chunk_loss, chunk) in &chunk_sums {
-            loss += chunk_loss;
-            sums.iter_mut()
-                .zip(chunk)
-                .for_each(|(total, s)| *total += s);
-        }
+        let (loss, sums) = chunk_totals(&chunk_sums, n_sums);
         let (head, cell_gradient) = gradient.split_at_mut(2 + n_parents + n_features);
         // z gains a_1 ln pi_1 and loses a_0 ln pi_0
         head[0] = -sums[0] * log_prior_0;

@@ -665,6 +665,18 @@ impl RenumberedCells {
     }
 }
 
+/// The chunks' losses and sums of a pass added in chunk order (the same totals for any
+/// number of threads); `n_sums` sums per chunk.
+pub(crate) fn chunk_totals(chunk_sums: &[(f64, Vec<f64>)], n_sums: usize) -> (f64, Vec<f64>) {
+    let mut loss = 0.0;
+    let mut sums = vec![0.0; n_sums];
+    for (chunk_loss, chunk) in chunk_sums {
+        loss += chunk_loss;
+        sums.iter_mut().zip(chunk).for_each(|(t, s)| *t += s);
+    }
+    (loss, sums)
+}
+
 /// A C-contiguous view's entries, or an error naming `what`.
 pub(crate) fn contiguous<'a, D: ndarray::Dimension>(
     view: &ndarray::ArrayView<'a, f64, D>,
@@ -808,15 +820,7 @@ impl NaiveBayesPass<'_> {
             })
             .collect();
         interrupt::check()?;
-        let mut loss = 0.0;
-        let mut class_residuals = vec![0.0; n_classes];
-        for (chunk_loss, sums) in &chunk_sums {
-            loss += chunk_loss;
-            class_residuals
-                .iter_mut()
-                .zip(sums)
-                .for_each(|(t, s)| *t += s);
-        }
+        let (loss, class_residuals) = chunk_totals(&chunk_sums, n_classes);
         // pass 2: each feature sums its rows' residuals times the cell's log-probability
         // (plus the own-class shift) into its own cells, features in parallel, rows in order
         let residuals = &residuals;
@@ -1013,12 +1017,7 @@ impl AodePass<'_> {
             })
             .collect();
         interrupt::check()?;
-        let mut loss = 0.0;
-        let mut sums = vec![0.0; n_sums];
-        for (chunk_loss, chunk) in &chunk_sums {
-            loss += chunk_loss;
-            sums.iter_mut().zip(chunk).for_each(|(t, s)| *t += s);
-        }
+        let (loss, sums) = chunk_totals(&chunk_sums, n_sums);
         let (head, grad_d) = gradient.split_at_mut(n_sums);
         for c in 0..n_classes {
             head[c] = sums[c] * class_log_prior[c];
