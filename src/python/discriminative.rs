@@ -23,19 +23,34 @@ fn fit_to_py(py: Python<'_>, fit: LbfgsResult) -> FitPy<'_> {
     )
 }
 
-/// The optimiser's inputs of both weight fits, borrowed from the arrays Python passed.
+/// The optimiser's inputs of the weight fits, borrowed from the arrays Python passed, and
+/// its settings `(gradient_tolerance, max_iter, memory)`.
 fn weight_fit_inputs<'a>(
     start: &'a PyReadonlyArray1<'_, f64>,
     precision: &'a PyReadonlyArray1<'_, f64>,
     inverse_curvature: &'a PyReadonlyArray1<'_, f64>,
-    settings: LbfgsSettings,
+    (gradient_tolerance, max_iter, memory): (f64, usize, usize),
 ) -> PyResult<weight_fit::WeightFit<'a>> {
     Ok(weight_fit::WeightFit {
         start: start.as_slice()?,
         precision: precision.as_slice()?,
         inverse_curvature: inverse_curvature.as_slice()?,
-        settings,
+        settings: LbfgsSettings {
+            gradient_tolerance,
+            max_iter,
+            memory,
+        },
     })
+}
+
+/// Runs a weight fit on `n_jobs` threads, the result as Python's tuple.
+fn fitted<'py>(
+    py: Python<'py>,
+    n_jobs: usize,
+    fit: impl FnOnce() -> crate::error::Result<LbfgsResult> + Send,
+) -> PyResult<FitPy<'py>> {
+    let result = run(py, n_jobs, fit)?;
+    Ok(fit_to_py(py, result))
 }
 
 /// The weights `[a, w, d]` of a weighted Naive Bayes model (src/weight_fit.rs,
@@ -75,17 +90,9 @@ pub(super) fn fit_naive_bayes_weights<'py>(
             .as_ref()
             .map(|(numerator, denominator)| (numerator.as_array(), denominator.as_array())),
     };
-    let fit = weight_fit_inputs(
-        &start,
-        &precision,
-        &inverse_curvature,
-        LbfgsSettings {
-            gradient_tolerance,
-            max_iter,
-            memory,
-        },
-    )?;
-    let result = run(py, n_jobs, || {
+    let settings = (gradient_tolerance, max_iter, memory);
+    let fit = weight_fit_inputs(&start, &precision, &inverse_curvature, settings)?;
+    fitted(py, n_jobs, || {
         weight_fit::fit_naive_bayes_weights(
             codes,
             labels,
@@ -94,8 +101,7 @@ pub(super) fn fit_naive_bayes_weights<'py>(
             cell_weights,
             fit,
         )
-    })?;
-    Ok(fit_to_py(py, result))
+    })
 }
 
 /// The weights `[a, v, b, d]` of a weighted AODE (src/weight_fit.rs, `fit_aode_weights`):
@@ -137,20 +143,11 @@ pub(super) fn fit_aode_weights<'py>(
         class_log_prior: class_log_prior.as_slice()?,
     };
     let (labels, sample_weights) = (labels.as_array(), sample_weights.as_array());
-    let fit = weight_fit_inputs(
-        &start,
-        &precision,
-        &inverse_curvature,
-        LbfgsSettings {
-            gradient_tolerance,
-            max_iter,
-            memory,
-        },
-    )?;
-    let result = run(py, n_jobs, || {
+    let settings = (gradient_tolerance, max_iter, memory);
+    let fit = weight_fit_inputs(&start, &precision, &inverse_curvature, settings)?;
+    fitted(py, n_jobs, || {
         weight_fit::fit_aode_weights(terms, labels, sample_weights, fit)
-    })?;
-    Ok(fit_to_py(py, result))
+    })
 }
 
 /// The weights `[a_0, a_1, v, beta, u]` of a two-class weighted AODE fitted as one weight
@@ -190,20 +187,11 @@ pub(super) fn fit_two_class_aode_weights<'py>(
         class_log_prior: class_log_prior.as_slice()?,
     };
     let (labels, sample_weights) = (labels.as_array(), sample_weights.as_array());
-    let fit = weight_fit_inputs(
-        &start,
-        &precision,
-        &inverse_curvature,
-        LbfgsSettings {
-            gradient_tolerance,
-            max_iter,
-            memory,
-        },
-    )?;
-    let result = run(py, n_jobs, || {
+    let settings = (gradient_tolerance, max_iter, memory);
+    let fit = weight_fit_inputs(&start, &precision, &inverse_curvature, settings)?;
+    fitted(py, n_jobs, || {
         two_class_weight_fit::fit_two_class_aode_weights(terms, labels, sample_weights, fit)
-    })?;
-    Ok(fit_to_py(py, result))
+    })
 }
 
 /// The AODE cells (S, K) grouped by the rows that use them (src/shared_rows.rs):
