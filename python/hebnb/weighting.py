@@ -870,7 +870,6 @@ def solve_aode_cell_weights(
     n_generative = n_classes + n_parents
     n_head = n_generative + n_row_features * n_classes
     n_fitted = int(problem.column_starts[-1])
-    divisor = _normalising_divisor(problem.sample_weight)
     start = np.concatenate(
         [np.ones(n_generative), np.zeros(n_head - n_generative + n_fitted * n_classes)]
     )
@@ -884,12 +883,48 @@ def solve_aode_cell_weights(
     curvature = np.concatenate(
         [problem.curvature, (problem.cell_spread * problem.cell_values**2).ravel()]
     )
-    theta, value, n_iter, converged = _minimise_in_core(
+    theta, outcome = _solve_cells_in_core(
         _core.fit_aode_weights,
-        problem.likelihood,
+        problem,
+        (problem.likelihood, problem.cell_values),
+        (start, scale, curvature),
+        n_threads=n_threads,
+        tol=tol,
+    )
+    return _cell_weights_found(
+        problem,
+        theta[:n_generative],
+        theta[n_generative:n_head].reshape(n_row_features, n_classes),
+        theta[n_head:].reshape(n_fitted, n_classes),
+        outcome,
+    )
+
+
+def _solve_cells_in_core(
+    fit: Callable[..., tuple[FloatArray, float, float, int, bool]],
+    problem: AodeCellProblem,
+    terms_and_cell_factors: tuple[FloatArray, FloatArray],
+    start_scale_curvature: tuple[FloatArray, FloatArray, FloatArray],
+    *,
+    n_threads: int,
+    tol: float,
+) -> tuple[FloatArray, tuple[float, int, bool]]:
+    """One AODE cell-weight fit of the core (``fit``: ``_core.fit_aode_weights`` or
+    ``_core.fit_two_class_aode_weights``) on ``problem``'s rows and cells, with the
+    parent terms and the cells' factors (values or scales) that fit takes, from
+    ``start`` with the precisions ``scale`` and the data term's Hessian diagonal
+    ``curvature``. The objective is divided by the total sample weight in the core
+    (:func:`_normalising_divisor`) and multiplied back here. Returns theta and
+    (objective, iterations, converged)."""
+    terms, cell_factors = terms_and_cell_factors
+    start, scale, curvature = start_scale_curvature
+    divisor = _normalising_divisor(problem.sample_weight)
+    theta, value, n_iter, converged = _minimise_in_core(
+        fit,
+        terms,
         problem.column_cells,
         problem.column_starts,
-        problem.cell_values,
+        cell_factors,
         problem.labels,
         problem.sample_weight / divisor,
         problem.class_log_prior,
@@ -899,15 +934,9 @@ def solve_aode_cell_weights(
         n_jobs=n_threads,
         gtol=tol,
         what="the AODE cell weights",
-        row_features=problem.row_features if n_row_features else None,
+        row_features=problem.row_features if problem.row_features.shape[1] else None,
     )
-    return _cell_weights_found(
-        problem,
-        theta[:n_generative],
-        theta[n_generative:n_head].reshape(n_row_features, n_classes),
-        theta[n_head:].reshape(n_fitted, n_classes),
-        (value * divisor, n_iter, converged),
-    )
+    return theta, (value * divisor, n_iter, converged)
 
 
 def _solve_two_class_cell_weights(
@@ -935,7 +964,6 @@ def _solve_two_class_cell_weights(
     _, n_parents, _ = problem.likelihood.shape
     n_row_features = problem.row_features.shape[1]
     n_generative = 2 + n_parents
-    divisor = _normalising_divisor(problem.sample_weight)
     values = problem.cell_values
     cell_precision = cell_penalty * problem.cell_precision
     reach = (values**2 / cell_precision).sum(axis=1)  # r
@@ -960,22 +988,14 @@ def _solve_two_class_cell_weights(
             problem.cell_spread[:, 0] * scales**2,
         ]
     )
-    theta, value, n_iter, converged = _minimise_in_core(
+    differences = np.ascontiguousarray(problem.likelihood[:, :, 1] - problem.likelihood[:, :, 0])
+    theta, outcome = _solve_cells_in_core(
         _core.fit_two_class_aode_weights,
-        np.ascontiguousarray(problem.likelihood[:, :, 1] - problem.likelihood[:, :, 0]),
-        problem.column_cells,
-        problem.column_starts,
-        scales,
-        problem.labels,
-        problem.sample_weight / divisor,
-        problem.class_log_prior,
-        start=start,
-        precision=scale / divisor,
-        inverse_curvature=1.0 / np.maximum((curvature + scale) / divisor, 1e-300),
-        n_jobs=n_threads,
-        gtol=tol,
-        what="the AODE cell weights",
-        row_features=problem.row_features if n_row_features else None,
+        problem,
+        (differences, scales),
+        (start, scale, curvature),
+        n_threads=n_threads,
+        tol=tol,
     )
     sign = np.array([-1.0, 1.0])
     changes = scales * theta[n_generative + n_row_features :]  # t
@@ -985,11 +1005,7 @@ def _solve_two_class_cell_weights(
     # a row feature's pair: x_c = 1 and equal precisions, so each class takes half
     feature_weights = sign * theta[n_generative : n_generative + n_row_features, None] / 2.0
     return _cell_weights_found(
-        problem,
-        theta[:n_generative],
-        feature_weights,
-        cell_weights,
-        (value * divisor, n_iter, converged),
+        problem, theta[:n_generative], feature_weights, cell_weights, outcome
     )
 
 
