@@ -68,15 +68,23 @@ pub fn cell_keys(
             let k_child = cardinality[j] as i64;
             for ((key, &u), &v) in column.iter_mut().zip(parent).zip(child) {
                 if u >= 0 && v >= 0 {
-                    *key = if i == j {
-                        i64::from(u)
-                    } else {
-                        i64::from(u) * k_child + i64::from(v)
-                    };
+                    *key = cell_key(i == j, u, v, k_child);
                 }
             }
         });
     Ok(keys)
+}
+
+/// The key of super-parent value `u` and child value `v` (both present) in a column of
+/// [`cell_keys`]: `u K_j + v` for a child of `k_child` values, `u` for the parent's own
+/// term (`own`).
+#[inline]
+pub(crate) fn cell_key(own: bool, u: i32, v: i32, k_child: i64) -> i64 {
+    if own {
+        i64::from(u)
+    } else {
+        i64::from(u) * k_child + i64::from(v)
+    }
 }
 
 /// Numbers the cells of `keys` (K, S): column `k`'s non-negative keys, each distinct key
@@ -437,14 +445,16 @@ fn number_column(keys: ndarray::ArrayView1<i64>, own: &mut [i64]) -> Result<Colu
     interrupt::check()?;
     // distinct keys numbered by first use
     let mut first_use: FxHashMap<i64, u32> = FxHashMap::default();
+    let reserve = |first_use: &mut FxHashMap<i64, u32>, more: usize| {
+        first_use
+            .try_reserve(more)
+            .map_err(|_| HebError::Allocation {
+                what: "cell key index of a column",
+                bytes: ((first_use.len() + more) as u128) * 16,
+            })
+    };
     // room for a column of rare keys from the start, rather than growing through rehashes
-    let expected = keys.len().min(1 << 16);
-    first_use
-        .try_reserve(expected)
-        .map_err(|_| HebError::Allocation {
-            what: "cell key index of a column",
-            bytes: (expected as u128) * 16,
-        })?;
+    reserve(&mut first_use, keys.len().min(1 << 16))?;
     let mut distinct: Vec<i64> = Vec::new();
     let mut first_row: Vec<i64> = Vec::new();
     for (row, (&key, cell)) in keys.iter().zip(own.iter_mut()).enumerate() {
@@ -453,12 +463,7 @@ fn number_column(keys: ndarray::ArrayView1<i64>, own: &mut [i64]) -> Result<Colu
         }
         if first_use.len() == first_use.capacity() {
             let more = first_use.capacity().max(64);
-            first_use
-                .try_reserve(more)
-                .map_err(|_| HebError::Allocation {
-                    what: "cell key index of a column",
-                    bytes: ((first_use.len() + more) as u128) * 16,
-                })?;
+            reserve(&mut first_use, more)?;
         }
         let next = distinct.len() as u32;
         let id = *first_use.entry(key).or_insert(next);

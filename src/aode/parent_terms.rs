@@ -26,7 +26,7 @@ use rayon::prelude::*;
 
 use super::leave_one_out::LeftOut;
 use super::score::{prepare, rows_per_chunk, AodeModel, CellSink, NoCells};
-use crate::cell_numbers::{add_weighted_cells, CellIndex};
+use crate::cell_numbers::{add_weighted_cells, cell_key, CellIndex};
 use crate::class_loops::by_class_count;
 use crate::error::{entries, filled, with_capacity, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
@@ -456,18 +456,14 @@ impl CellSink for WeightedSums<'_> {
         let n_features = self.layout.n_features();
         let i = self.super_parents[rank];
         let at = self.first + row;
-        let u = i64::from(self.codes[[i, at]]);
+        let u = self.codes[[i, at]];
         self.uses.clear();
         for j in 0..n_features {
             let v = self.codes[[j, at]];
             if v < 0 {
                 continue;
             }
-            let key = if i == j {
-                u
-            } else {
-                u * self.layout.cardinality(j) as i64 + i64::from(v)
-            };
+            let key = cell_key(i == j, u, v, self.layout.cardinality(j) as i64);
             if let Some(cell) = self.index.cell(rank * n_features + j, key) {
                 self.uses.push((j, cell));
             }
