@@ -297,58 +297,21 @@ impl TwoClassPass<'_> {
 
 #[cfg(test)]
 mod tests {
-    use ndarray::{Array1, Array2, Array3};
+    use ndarray::Array2;
 
     use super::*;
     use crate::lbfgs::LbfgsSettings;
     use crate::test_random::uniform;
-    use crate::weight_fit::{fit_aode_weights, AodeTerms, CellTerms};
+    use crate::weight_fit::tests::{aode_data, fit_aode_with, AodeData};
 
-    /// A two-class problem: terms (S, 2, 2), three columns of 4, 1 and 6 cells (some rows
-    /// with none), cell values (11, 2) with one cell that moves class 1 only, features
-    /// (S, 2), labels and weights.
-    struct Data {
-        terms: Array3<f64>,
-        cells: Array2<i64>,
-        starts: Vec<usize>,
-        values: Array2<f64>,
-        labels: Array1<i64>,
-        weights: Array1<f64>,
-        features: Array2<f64>,
-        class_log_prior: Vec<f64>,
+    /// [`aode_data`] with a cell that moves class 1's score only.
+    fn data(n_rows: usize, seed: u64) -> AodeData {
+        let mut data = aode_data(n_rows, seed);
+        data.values[[7, 0]] = 0.0;
+        data
     }
 
-    fn data(n_rows: usize, seed: u64) -> Data {
-        let mut seed = seed;
-        let terms = Array3::from_shape_fn((n_rows, 2, 2), |_| -2.0 * uniform(&mut seed));
-        let starts = vec![0, 4, 5, 11];
-        let cells = Array2::from_shape_fn((3, n_rows), |(k, _)| {
-            let size = starts[k + 1] - starts[k];
-            let draw = (uniform(&mut seed) * (size as f64 + 1.0)) as usize;
-            if draw >= size {
-                -1
-            } else {
-                (starts[k + 1] - 1 - draw) as i64
-            }
-        });
-        let mut values = Array2::from_shape_fn((11, 2), |_| -3.0 * uniform(&mut seed));
-        values[[7, 0]] = 0.0;
-        let labels = Array1::from_shape_fn(n_rows, |_| (uniform(&mut seed) * 2.0) as i64);
-        let weights = Array1::from_shape_fn(n_rows, |_| 0.5 + uniform(&mut seed));
-        let features = Array2::from_shape_fn((n_rows, 2), |_| 2.0 * uniform(&mut seed) - 1.0);
-        Data {
-            terms,
-            cells,
-            starts,
-            values,
-            labels,
-            weights,
-            features,
-            class_log_prior: vec![-0.5, -0.9],
-        }
-    }
-
-    fn differences(data: &Data) -> Array2<f64> {
+    fn differences(data: &AodeData) -> Array2<f64> {
         let (n_rows, n_parents, _) = data.terms.dim();
         Array2::from_shape_fn((n_rows, n_parents), |(i, p)| {
             data.terms[[i, p, 1]] - data.terms[[i, p, 0]]
@@ -364,7 +327,7 @@ mod tests {
     }
 
     fn fit_two_class(
-        data: &Data,
+        data: &AodeData,
         scales: &[f64],
         start: &[f64],
         precision: &[f64],
@@ -373,7 +336,7 @@ mod tests {
         let differences = differences(data);
         let terms = TwoClassTerms {
             parent_differences: differences.view(),
-            row_features: data.features.view(),
+            row_features: data.row_features.view(),
             cells: data.cells.view(),
             column_starts: &data.starts,
             cell_scales: scales,
@@ -391,14 +354,14 @@ mod tests {
 
     /// `J` of the module docs, written out row by row.
     fn direct_objective(
-        data: &Data,
+        data: &AodeData,
         scales: &[f64],
         theta: &[f64],
         start: &[f64],
         precision: &[f64],
     ) -> f64 {
         let (n_rows, n_parents, _) = data.terms.dim();
-        let n_features = data.features.ncols();
+        let n_features = data.row_features.ncols();
         let t = &theta[2 + n_parents + n_features..];
         let mut value = 0.0;
         for i in 0..n_rows {
@@ -407,7 +370,7 @@ mod tests {
                 z += theta[2 + p] * (data.terms[[i, p, 1]] - data.terms[[i, p, 0]]);
             }
             for q in 0..n_features {
-                z += theta[2 + n_parents + q] * data.features[[i, q]];
+                z += theta[2 + n_parents + q] * data.row_features[[i, q]];
             }
             for k in 0..data.cells.nrows() {
                 let e = data.cells[[k, i]];
@@ -439,7 +402,7 @@ mod tests {
             let differences = differences(&data);
             let terms = TwoClassTerms {
                 parent_differences: differences.view(),
-                row_features: data.features.view(),
+                row_features: data.row_features.view(),
                 cells: data.cells.view(),
                 column_starts: &data.starts,
                 cell_scales: &scales,
@@ -497,28 +460,7 @@ mod tests {
         let mut start = vec![0.0; n_general];
         start[..2 + n_parents].fill(1.0);
         let precision: Vec<f64> = (0..n_general).map(|_| 0.5 + uniform(&mut seed)).collect();
-        let curvature = vec![1.0; n_general];
-        let general = fit_aode_weights(
-            AodeTerms {
-                parent_terms: data.terms.view(),
-                row_features: data.features.view(),
-                cells: CellTerms {
-                    cells: data.cells.view(),
-                    values: data.values.view(),
-                    column_starts: &data.starts,
-                },
-                class_log_prior: &data.class_log_prior,
-            },
-            data.labels.view(),
-            data.weights.view(),
-            WeightFit {
-                start: &start,
-                precision: &precision,
-                inverse_curvature: &curvature,
-                settings: settings(1e-11),
-            },
-        )
-        .unwrap();
+        let general = fit_aode_with(&data, &start, &precision, settings(1e-11)).unwrap();
         // the two-class model: each pair of class weights (change e_c = w_c x_c, precision
         // p_c / x_c^2) as one change t with precision 1 / sum_c x_c^2 / p_c; a cell's t
         // is m u with m the larger |x_c|

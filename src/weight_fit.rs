@@ -1048,7 +1048,7 @@ impl AodePass<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::parallel::with_threads;
     use crate::test_random::uniform;
@@ -1240,15 +1240,17 @@ mod tests {
         assert!(fits[0].gradient.iter().all(|g| g.abs() <= 1e-9));
     }
 
-    struct AodeData {
-        terms: Array3<f64>,
-        cells: Array2<i64>,
-        starts: Vec<usize>,
-        values: Array2<f64>,
-        labels: Array1<i64>,
-        weights: Array1<f64>,
-        class_log_prior: Vec<f64>,
-        row_features: Array2<f64>,
+    /// AODE weight-fit inputs: terms (S, 2, C), three columns of 4, 1 and 6 cells, values
+    /// (11, C), labels, weights, class log priors and two row features.
+    pub(crate) struct AodeData {
+        pub(crate) terms: Array3<f64>,
+        pub(crate) cells: Array2<i64>,
+        pub(crate) starts: Vec<usize>,
+        pub(crate) values: Array2<f64>,
+        pub(crate) labels: Array1<i64>,
+        pub(crate) weights: Array1<f64>,
+        pub(crate) class_log_prior: Vec<f64>,
+        pub(crate) row_features: Array2<f64>,
     }
 
     /// Weights of the AODE test data: a, v, b (two features) and d (11 cells), two classes.
@@ -1286,7 +1288,8 @@ mod tests {
         ));
     }
 
-    fn aode_data(n_rows: usize, seed: u64) -> AodeData {
+    /// [`AodeData`] of two classes.
+    pub(crate) fn aode_data(n_rows: usize, seed: u64) -> AodeData {
         aode_data_of(n_rows, seed, 2)
     }
 
@@ -1367,6 +1370,16 @@ mod tests {
         precision: &[f64],
         max_iter: usize,
     ) -> Result<LbfgsResult> {
+        fit_aode_with(data, start, precision, settings(max_iter))
+    }
+
+    /// The general AODE weight fit of `data` (unit inverse curvature).
+    pub(crate) fn fit_aode_with(
+        data: &AodeData,
+        start: &[f64],
+        precision: &[f64],
+        settings: LbfgsSettings,
+    ) -> Result<LbfgsResult> {
         let curvature = vec![1.0; start.len()];
         fit_aode_weights(
             AodeTerms {
@@ -1385,7 +1398,7 @@ mod tests {
                 start,
                 precision,
                 inverse_curvature: &curvature,
-                settings: settings(max_iter),
+                settings,
             },
         )
     }

@@ -798,12 +798,16 @@ def test_cell_weights_minimise_the_left_out_conditional_likelihood():
     assert np.abs(crossed - v).max() > 1e-3  # the rows' terms matter
 
 
-def test_count_features_minimise_the_objective_with_the_rows_counts():
+@pytest.mark.parametrize("n_classes", [3, 2])
+def test_count_features_minimise_the_objective_with_the_rows_counts(n_classes):
     """``count_features=True``: the weights of ``ln(1 + n)`` of every value
     and pair of values, n counted among the other training rows and standardised, minimise
     the cell objective plus their own term (numpy and scipy, every count written
-    directly); a new row is scored with its counts among all the training rows."""
-    X, y = _data(seed=1, n_rows=300)
+    directly); a new row is scored with its counts among all the training rows. With two
+    classes the fit has one weight per cell, its change of the score difference
+    (src/two_class_weight_fit.rs), split back into the classes' weights: the same
+    minimiser."""
+    X, y = _data(seed=1 if n_classes == 3 else 3, n_rows=300, n_classes=n_classes)
     params = {"smoothing": "laplace", "parent_smoothing": "laplace"}
     model = AODE(
         **params,
@@ -815,7 +819,9 @@ def test_count_features_minimise_the_objective_with_the_rows_counts():
         weighting_tol=1e-12,
     ).fit(X, y)
     details = {}
-    a, v, weights = _cell_reference(X, y, 0.5, 2.0, details=details, counts=True)
+    a, v, weights = _cell_reference(
+        X, y, 0.5, 2.0, n_classes=n_classes, details=details, counts=True
+    )
     np.testing.assert_array_equal(
         model.count_columns_, [(i, j) for i in range(4) for j in range(i, 4)]
     )
@@ -823,14 +829,16 @@ def test_count_features_minimise_the_objective_with_the_rows_counts():
     np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
     np.testing.assert_allclose(model.count_weights_, details["count_weights"], atol=1e-6)
     fitted = _model_cell_weights(model)
+    assert fitted.keys() == weights.keys()
     for key, expected in weights.items():
         np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
     assert np.abs(model.count_weights_).max() > 0.01  # the counts carry weight
+    assert np.ptp(model.cell_weights_) > 0.1  # the cells moved apart
     # a new row: the weighted terms, its seen cells and its counts among all training rows
     rng = np.random.default_rng(5)
     X_new = np.column_stack([rng.integers(0, k, 50) for k in X.max(axis=0) + 1])
-    cells = _laplace_cells(X, y, X_new, 3)
-    log_prior = np.log((np.bincount(y, minlength=3) + 1.0) / (len(y) + 3))
+    cells = _laplace_cells(X, y, X_new, n_classes)
+    log_prior = np.log((np.bincount(y, minlength=n_classes) + 1.0) / (len(y) + n_classes))
     scores = a * log_prior + np.einsum("spc,p->sc", cells.sum(axis=2) / 4, v)
     for s in range(len(X_new)):
         for i in range(4):
@@ -897,34 +905,6 @@ def test_the_numbering_finds_each_rows_cells_as_a_search_does():
         numbering.cells(keys.T, [4], n_jobs=1)
     with pytest.raises(ValueError, match="keys of 3 columns"):
         numbering.cells(keys.T[:3], [0], n_jobs=1)
-
-
-def test_two_class_cell_weights_minimise_the_objective_written_directly():
-    """Two classes: the fit of one weight per cell (its change of the score difference,
-    src/two_class_weight_fit.rs), split back into the classes' weights, is the minimiser of
-    the per-class objective written in numpy and minimised by scipy, count weights
-    included."""
-    X, y = _data(seed=3, n_rows=300, n_classes=2)
-    model = AODE(
-        smoothing="laplace",
-        parent_smoothing="laplace",
-        weighting="cll-value",
-        weighting_rows="cross-fitted",
-        count_features=True,
-        penalty=0.5,
-        cell_penalty=2.0,
-        weighting_tol=1e-12,
-    ).fit(X, y)
-    details = {}
-    a, v, weights = _cell_reference(X, y, 0.5, 2.0, n_classes=2, details=details, counts=True)
-    np.testing.assert_allclose(model.class_weights_, a, atol=1e-6)
-    np.testing.assert_allclose(model.parent_weights_, v, atol=1e-6)
-    np.testing.assert_allclose(model.count_weights_, details["count_weights"], atol=1e-6)
-    fitted = _model_cell_weights(model)
-    assert fitted.keys() == weights.keys()
-    for key, expected in weights.items():
-        np.testing.assert_allclose(fitted[key], expected, atol=1e-6, err_msg=str(key))
-    assert np.ptp(model.cell_weights_) > 0.1 and np.abs(model.count_weights_).max() > 0.01
 
 
 @pytest.mark.parametrize("cell_penalty", [3.0, "cv"])
