@@ -190,7 +190,7 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
         )
 
     outputs = [parent_terms(True, n_jobs) for n_jobs in (1, 2)]
-    assert set(outputs[0]) == {"terms", "qualifies", "cells", "cells_at", "cell_sums"}
+    assert set(outputs[0]) == {"terms", "qualifies", "cells", "numbered_cells", "cell_sums"}
     terms, qualifies, cells = (outputs[0][key] for key in ("terms", "qualifies", "cells"))
     for key in outputs[0]:
         np.testing.assert_array_equal(outputs[0][key], outputs[1][key])
@@ -207,21 +207,37 @@ def test_the_all_parents_pass_equals_the_single_parent_path(params):
     assert alone["cells"].shape == (0,) + cells.shape[1:]
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"smoothing": "laplace", "parent_smoothing": "heb"},
+        {"min_parent_count": 3},
+        {"prior": "pooled", "max_joint_cells": 500, "max_parents": 5},
+    ],
+)
 @pytest.mark.parametrize("left_out", [False, True])
-def test_requested_cells_are_those_of_the_whole_array(left_out):
-    """``cell_rows``/``cell_columns`` return the whole array's cells at those places, in
-    the order asked (repeats and rows out of order included), bit for bit for any n_jobs,
-    with the same terms; with left-out rows the cells stay in-sample, as the whole
-    array's do."""
+def test_numbered_cells_are_those_of_the_whole_array(params, left_out):
+    """A numbering of the rows' cells (``cell_numbers``, ...) gives each cell's value as
+    the whole array has it on every row that uses it (each cell evaluated once), bit for
+    bit for any n_jobs, with the same terms and qualification; with left-out rows the terms
+    are corrected from these values instead of the scored rows' cells, to the same bits.
+    Dense, sparse and capped pairs, rare values and parents that do not qualify
+    included."""
     X, y = _wide_data()
-    model = AODE(smoothing="laplace", parent_smoothing="heb").fit(X[:400], y[:400])
+    model = AODE(**params).fit(X[:400], y[:400])
     codes, _ = model._encode(X[:400])
     labels = np.searchsorted(model.classes_, y[:400])
     rows_left_out = model._left_out_rows(labels, np.ones(400)) if left_out else None
-    n_parents = int(np.count_nonzero(model.super_parents_))
-    n_features = codes.shape[0]
+    parents = np.flatnonzero(model.super_parents_)
+    keys = hebnb.weighting.aode_cell_keys(codes, parents, model.n_categories_)
+    cells, starts, _, first_row = hebnb.weighting.number_cells(keys)
+    numbered = {
+        "cell_numbers": np.ascontiguousarray(cells.T),
+        "cell_column_starts": starts,
+        "cell_first_rows": first_row,
+    }
 
-    def call(n_jobs, **cells):
+    def call(n_jobs, **more):
         return _core.aode_parent_terms(
             codes,
             model._model,
@@ -230,33 +246,45 @@ def test_requested_cells_are_those_of_the_whole_array(left_out):
             min_parent_count=float(model.min_parent_count),
             n_jobs=n_jobs,
             left_out=rows_left_out,
-            **cells,
+            **more,
         )
 
     whole = call(1, cells=True)
-    rng = np.random.default_rng(0)
-    rows = rng.integers(0, codes.shape[1], 3000)
-    columns = rng.integers(0, n_parents * n_features, 3000)
-    rows[:5], columns[:5] = rows[5], columns[5]  # a cell asked for six times
-    by_column = whole["cells"].reshape(codes.shape[1], n_parents * n_features, -1)
+    by_column = whole["cells"].reshape(codes.shape[1], cells.shape[1], -1)
+    # where the parent qualifies, every use of a cell has the cell's value
+    n_features = codes.shape[0]
+    qualifying = whole["qualifies"][:, np.arange(cells.shape[1]) // n_features] & (cells >= 0)
+    rows, columns = np.nonzero(qualifying)
     for n_jobs in (1, 2):
-        some = call(n_jobs, cells=False, cell_rows=rows, cell_columns=columns)
-        np.testing.assert_array_equal(some["cells_at"], by_column[rows, columns])
+        some = call(n_jobs, cells=False, **numbered)
+        values = some["numbered_cells"]
+        assert values.shape == (starts[-1], 3)
+        np.testing.assert_array_equal(values[cells[rows, columns]], by_column[rows, columns])
+        # and a cell whose parent does not qualify is zero
+        column_of_cell = np.repeat(np.arange(cells.shape[1]), np.diff(starts))
+        idle = ~whole["qualifies"][first_row, column_of_cell // n_features]
+        np.testing.assert_array_equal(values[idle], 0.0)
         np.testing.assert_array_equal(some["terms"], whole["terms"])
         np.testing.assert_array_equal(some["qualifies"], whole["qualifies"])
         assert some["cells"].shape == (0,) + whole["cells"].shape[1:]
-    assert np.abs(by_column[rows, columns]).sum() > 0
-    assert call(1, cells=False)["cells_at"].shape == (0, 3)
-    with pytest.raises(ValueError, match="cell row 400 is outside the 400 rows"):
-        call(1, cells=False, cell_rows=np.array([400]), cell_columns=np.array([0]))
-    with pytest.raises(ValueError, match="cell column -1 is outside"):
-        call(1, cells=False, cell_rows=np.array([0]), cell_columns=np.array([-1]))
-    with pytest.raises(ValueError, match="differ in length"):
-        call(1, cells=False, cell_rows=np.array([0, 1]), cell_columns=np.array([0]))
+    assert np.abs(values).sum() > 0 and idle.any() == ("min_parent_count" in params)
+    assert call(1, cells=False)["numbered_cells"].shape == (0, 3)
+    with pytest.raises(ValueError, match="numbered cells have shape"):
+        call(1, cells=False, **{**numbered, "cell_numbers": numbered["cell_numbers"][:, 1:]})
+    with pytest.raises(ValueError, match="increasing starts"):
+        call(1, cells=False, **{**numbered, "cell_column_starts": starts[:-1]})
+    with pytest.raises(ValueError, match="first row 400 is outside the 400 rows"):
+        call(1, cells=False, **{**numbered, "cell_first_rows": np.full(starts[-1], 400)})
     with pytest.raises(ValueError, match="not more than one"):
-        call(1, cells=True, cell_rows=np.array([0]), cell_columns=np.array([0]))
+        call(1, cells=True, **numbered)
     with pytest.raises(ValueError, match="go together"):
-        call(1, cells=False, cell_rows=np.array([0]))
+        call(1, cells=False, cell_numbers=numbered["cell_numbers"])
+    if left_out:
+        # the left-out terms read the rows' cells: one outside its column is refused
+        wrong = numbered["cell_numbers"].copy()
+        wrong[0, 0] = starts[-1] - 1
+        with pytest.raises(ValueError, match="is not one of column 0's cells"):
+            call(1, cells=False, **{**numbered, "cell_numbers": wrong})
 
 
 def _new_rows_cells(count_features=False):
@@ -355,7 +383,8 @@ def test_new_rows_scores_sum_the_weighted_cells_as_before(count_features):
     with pytest.raises(ValueError, match="without left-out rows"):
         weighted(1, left_out=rows_left_out)
     with pytest.raises(ValueError, match="not both"):
-        weighted(1, cells_at=(np.array([0]), np.array([0])))
+        no_numbering = (np.zeros((codes.shape[1], 0), dtype=np.int64), [0], np.zeros(0))
+        weighted(1, numbered=no_numbering)
     # a numbering without cells: every row's sum is zero, one per class
     no_cells = (np.zeros(0, dtype=np.int64), [0] * len(starts), np.zeros((0, 3)))
     _, _, sums = hebnb.weighting.aode_parent_cells(

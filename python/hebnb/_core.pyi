@@ -370,18 +370,22 @@ def aode_parent_terms(
     cells: bool,
     n_jobs: int,
     left_out: dict[str, Any] | None = None,
-    cell_rows: npt.NDArray[np.int64] | None = None,
-    cell_columns: npt.NDArray[np.int64] | None = None,
+    cell_numbers: npt.NDArray[np.int64] | None = None,
+    cell_column_starts: list[int] | None = None,
+    cell_first_rows: npt.NDArray[np.int64] | None = None,
     cell_numbering: CellNumbering | None = None,
     cell_weights: npt.NDArray[np.float64] | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
-    """``{"terms", "qualifies", "cells", "cells_at", "cell_sums"}``: every super-parent's term ``T_i``
-    ``(S, P, C)`` of feature-major codes ``(F, S)`` (the Naive Bayes score where ``i`` does
-    not qualify), whether it qualifies ``(S, P)``, with ``cells`` the cells the terms add up
-    ``(S, P, F, C)`` (``ln P(x_j | y, x_i)`` at column j, ``ln P(y, x_i) - ln pi_y`` at
-    column i, zero elsewhere; else ``(0, P, F, C)``), and with ``cell_rows`` and
-    ``cell_columns`` (not with ``cells``) only the cells at those places ``(n, C)``, column
-    ``p F + j`` (else ``(0, C)``), and with ``cell_numbering`` and ``cell_weights``
+    """``{"terms", "qualifies", "cells", "numbered_cells", "cell_sums"}``: every
+    super-parent's term ``T_i`` ``(S, P, C)`` of feature-major codes ``(F, S)`` (the Naive
+    Bayes score where ``i`` does not qualify), whether it qualifies ``(S, P)``, with
+    ``cells`` the cells the terms add up ``(S, P, F, C)`` (``ln P(x_j | y, x_i)`` at column
+    j, ``ln P(y, x_i) - ln pi_y`` at column i, zero elsewhere; else ``(0, P, F, C)``), with
+    a numbering of the rows' cells (not with ``cells``: ``cell_numbers`` (P F, S), column
+    ``p F + j``'s cell of each row or -1, whose cells are ``cell_column_starts[k]:
+    cell_column_starts[k + 1]``, first used by the rows ``cell_first_rows``) each numbered
+    cell's value ``(cells, C)``, evaluated once (zero where its parent does not qualify;
+    else ``(0, C)``), and with ``cell_numbering`` and ``cell_weights``
     (cells, C) (not with the others) each row's weighted cells summed ``(S, C)``:
     ``sum cell_weights[cell] * (cell / P)`` over the row's cells the numbering finds where
     the parent qualifies, in column order (else ``(0, C)``). With ``left_out`` (``{"labels", "weights", "counts",

@@ -571,7 +571,7 @@ class AODE(CategoricalClassifier):
         # the terms of rows left out, or in-sample ones replaced by the folds' below
         left_out = self._left_out_rows(labels, weights) if folds is None else None
         terms, qualifies, cell_values = weighting.aode_parent_cells(
-            codes, *self._scorer_tables(), threads, left_out, cells_at=(first_row, column_of_cell)
+            codes, *self._scorer_tables(), threads, left_out, numbered=(cells, starts, first_row)
         )
         cell_qualifies[:-1] = qualifies[first_row, column_of_cell // max(n_features, 1)]
         cell_values /= max(n_parents, 1)

@@ -442,14 +442,16 @@ def aode_parent_cells(
     min_parent_count: float,
     n_threads: int,
     left_out: dict[str, Any] | None = None,
-    cells_at: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
+    numbered: tuple[npt.NDArray[np.int64], list[int], npt.NDArray[np.int64]] | None = None,
     cell_weights: tuple[_core.CellNumbering, FloatArray] | None = None,
 ) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
     """The super-parents' terms (:func:`aode_parent_terms`, ``left_out`` as there) and
     the cells they add up, in one pass of the core. The cells and ``qualifies`` are the
-    fitted tables' whether or not the terms leave the rows out. With ``cells_at = (rows,
-    columns)`` only the cells at those places (column ``p F + j``), without the
-    ``(S, P, F, C)`` array: what the weights read, one row of each cell. With
+    fitted tables' whether or not the terms leave the rows out. With ``numbered = (cells
+    (S, P F), column_starts, first_row)`` (:func:`number_cells` of the rows' cell keys)
+    each numbered cell's value, evaluated once, without the ``(S, P, F, C)`` array: what
+    the weights read (with ``left_out``, the rows' left-out terms are corrected from
+    these values too). With
     ``cell_weights = (numbering, weights (cells, C))`` (``_core.CellNumbering`` of each
     column's sorted keys, as :func:`number_cells` numbers them) each row's weighted cells
     summed, ``sum w[cell] * (cell value / P)`` over the row's cells
@@ -462,22 +464,24 @@ def aode_parent_cells(
     qualifies : ndarray of shape (S, P)
         Whether each super-parent qualifies on the row (value present, known and at least
         ``min_parent_count``); its cells are zero where it does not.
-    cells : ndarray of shape (S, P, F, C); (n, C) with ``cells_at``; (S, C) with ``cell_weights``
+    cells : ndarray of shape (S, P, F, C); (cells, C) with ``numbered``; (S, C) with ``cell_weights``
         Super-parent ``i``'s ``ln P(x_j | y, x_i)`` in column j (zero where ``x_j`` is
         missing, unknown or a category that never scores) and ``ln P(y, x_i) - ln pi_y``
-        in column i; with ``cells_at``, row ``k`` is ``cells[rows[k], p, j]`` at
-        ``columns[k] = p F + j``; with ``cell_weights``, the rows' weighted sums.
+        in column i; with ``numbered``, row ``k`` is the value of cell ``k`` (zero where its
+        parent does not qualify); with ``cell_weights``, the rows' weighted sums.
     """
-    if cells_at is not None and cell_weights is not None:
-        raise ValueError("give cells_at or cell_weights, not both")
+    if numbered is not None and cell_weights is not None:
+        raise ValueError("give numbered or cell_weights, not both")
     places: dict[str, Any] = {}
     returned = "cells"
-    if cells_at is not None:
+    if numbered is not None:
+        cells, column_starts, first_row = numbered
         places = {
-            "cell_rows": np.ascontiguousarray(cells_at[0], dtype=np.int64),
-            "cell_columns": np.ascontiguousarray(cells_at[1], dtype=np.int64),
+            "cell_numbers": np.ascontiguousarray(cells.T, dtype=np.int64),
+            "cell_column_starts": [int(start) for start in column_starts],
+            "cell_first_rows": np.ascontiguousarray(first_row, dtype=np.int64),
         }
-        returned = "cells_at"
+        returned = "numbered_cells"
     if cell_weights is not None:
         places = {
             "cell_numbering": cell_weights[0],

@@ -4,8 +4,8 @@
 //! T_i(y, x) = ln P(y, x_i) + sum over j != i, x_j present and known, of ln P(x_j | y, x_i)
 //! ```
 //!
-//! and, optionally, the table cells each term adds up (all of them, or those at given
-//! places), or each row's cells weighted and summed. The discriminative AODE weights
+//! and, optionally, the table cells each term adds up (all of them, or each cell of a
+//! numbering once), or each row's cells weighted and summed. The discriminative AODE weights
 //! (`hebnb.weighting`, [`crate::weight_fit`]) are learned on these: one weight per
 //! super-parent on `T_i`, one per cell on its value. A row on which super-parent `i` does
 //! not qualify (value missing, unseen or rarer than `min_parent_count`) gets the Naive
@@ -13,7 +13,10 @@
 //!
 //! With [`LeftOut`] rows (the training rows themselves), each row's terms are those of the
 //! tables without its own counts ([`super::leave_one_out`]); its cells stay the fitted
-//! tables' and `qualifies` says where the parent qualifies in-sample.
+//! tables' and `qualifies` says where the parent qualifies in-sample. The left-out terms
+//! are corrected from the row's in-sample cells: scored row by row, or read from the
+//! numbered cells' values when the rows' cells are numbered ([`CellRequest::Numbered`]),
+//! which evaluates each cell once where most are shared by several rows.
 //!
 //! The terms are the ones the scorer ([`super::score`]) averages, computed by the same
 //! chunk scorer (the same operations in the same order), so each `T_i` is bit-identical
@@ -28,7 +31,7 @@ use super::leave_one_out::LeftOut;
 use super::score::{prepare, rows_per_chunk, AodeModel, CellSink, NoCells};
 use crate::cell_numbers::{add_weighted_cells, cell_key, CellIndex};
 use crate::class_loops::by_class_count;
-use crate::error::{entries, filled, with_capacity, zeroed, HebError, Result};
+use crate::error::{entries, with_capacity, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
 
 /// What [`parent_terms`] returns.
@@ -44,9 +47,10 @@ pub struct ParentTerms {
     /// `ln P(y, x_i = u) - ln pi_y` at `[r, rank of i, i, y]`; zero where the parent does
     /// not qualify and where `x_j` is missing, unknown or a category that never scores.
     pub cells: Array4<f64>,
-    /// With [`CellRequest::At`], the requested cells `(n, C)` in the order asked (else
-    /// `(0, C)`): `cells[row, column / F, column % F, ..]` without the whole array.
-    pub cells_at: Array2<f64>,
+    /// With [`CellRequest::Numbered`], each numbered cell's value `(cells, C)` (else
+    /// `(0, C)`): `cells[row, column / F, column % F, ..]` of any row that uses it, zero
+    /// where its parent does not qualify.
+    pub numbered_cells: Array2<f64>,
     /// With [`CellRequest::Weighted`], shape (S, C) (else (0, C)): each row's weighted
     /// cells summed.
     pub cell_sums: Array2<f64>,
@@ -59,11 +63,17 @@ pub enum CellRequest<'a> {
     None,
     /// Every one, `(S, P, F, C)`.
     All,
-    /// Those at `(rows[k], columns[k])`, `columns[k] = rank of i * F + j`: what the
-    /// discriminative weights read (one row of each cell), without the `S P F C` array.
-    At {
-        rows: ArrayView1<'a, i64>,
-        columns: ArrayView1<'a, i64>,
+    /// The cells of a numbering of the rows' cells (python/hebnb/weighting.py
+    /// `number_cells`): `cells` (P F, S) is column `k = rank of i * F + j`'s cell of every
+    /// row (-1: none), column `k`'s cells are `column_starts[k]..column_starts[k + 1]` and
+    /// `first_row` is each cell's first row. Each cell is evaluated once, not once per row
+    /// that uses it, into [`ParentTerms::numbered_cells`]: what the discriminative weights
+    /// read. With left-out rows, the rows' cells that correct their terms are read from
+    /// these values too, instead of being scored row by row.
+    Numbered {
+        cells: ArrayView2<'a, i64>,
+        column_starts: &'a [usize],
+        first_row: ArrayView1<'a, i64>,
     },
     /// Each row's `sum_k w[cell, c] (cells[row, k, c] / P)` over the columns `k = rank of
     /// i * F + j` where the parent qualifies, `x_i` and `x_j` are present and the row's key
@@ -77,70 +87,40 @@ pub enum CellRequest<'a> {
     },
 }
 
-/// The requested cells of [`CellRequest::At`] in the order of their rows, and where each
-/// chunk of `chunk_rows` rows starts in that order.
-struct RequestedCells {
-    /// Positions in the request, by row (a row's in request order).
-    order: Vec<usize>,
-    /// `(row, column)` of each position of `order`.
-    places: Vec<(usize, usize)>,
-    /// Start of each chunk in `order`, and the end.
-    chunk_starts: Vec<usize>,
-}
-
-impl RequestedCells {
-    /// Checks the request against `n_rows` rows of `n_columns` cell columns and orders it.
-    fn new(
-        rows: ArrayView1<i64>,
-        columns: ArrayView1<i64>,
-        n_rows: usize,
-        n_columns: usize,
-        chunk_rows: usize,
-    ) -> Result<Self> {
-        if rows.len() != columns.len() {
-            return Err(HebError::InvalidParameter(format!(
-                "cell rows ({}) and cell columns ({}) differ in length",
-                rows.len(),
-                columns.len()
-            )));
-        }
-        let in_range = |value: i64, end: usize| value >= 0 && (value as u64) < end as u64;
-        if let Some(&row) = rows.iter().find(|&&r| !in_range(r, n_rows)) {
-            return Err(HebError::InvalidParameter(format!(
-                "cell row {row} is outside the {n_rows} rows"
-            )));
-        }
-        if let Some(&column) = columns.iter().find(|&&c| !in_range(c, n_columns)) {
-            return Err(HebError::InvalidParameter(format!(
-                "cell column {column} is outside the {n_columns} columns"
-            )));
-        }
-        // a counting sort by row: where each row's requests start, then each in its place
-        let mut row_starts = filled(n_rows + 1, 0usize, "requested AODE cells")?;
-        for &row in rows {
-            row_starts[row as usize + 1] += 1;
-        }
-        for row in 0..n_rows {
-            row_starts[row + 1] += row_starts[row];
-        }
-        let n_chunks = n_rows.div_ceil(chunk_rows.max(1));
-        let chunk_starts = (0..=n_chunks)
-            .map(|chunk| row_starts[(chunk * chunk_rows).min(n_rows)])
-            .collect();
-        let mut order = filled(rows.len(), 0usize, "requested AODE cells")?;
-        let mut places = filled(rows.len(), (0, 0), "requested AODE cells")?;
-        for (k, (&row, &column)) in rows.iter().zip(columns).enumerate() {
-            let slot = &mut row_starts[row as usize];
-            order[*slot] = k;
-            places[*slot] = (row as usize, column as usize);
-            *slot += 1;
-        }
-        Ok(Self {
-            order,
-            places,
-            chunk_starts,
-        })
+/// Checks a [`CellRequest::Numbered`] numbering against `n_rows` rows and `n_columns`
+/// cell columns (the cells themselves are checked where they are read).
+fn check_numbering(
+    (cells, column_starts, first_row): (ArrayView2<i64>, &[usize], ArrayView1<i64>),
+    n_rows: usize,
+    n_columns: usize,
+) -> Result<()> {
+    if cells.dim() != (n_columns, n_rows) {
+        return Err(HebError::InvalidParameter(format!(
+            "numbered cells have shape {:?}, expected ({n_columns}, {n_rows})",
+            cells.dim()
+        )));
     }
+    let ordered = column_starts.first() == Some(&0)
+        && column_starts.windows(2).all(|pair| pair[0] <= pair[1])
+        && column_starts.last() == Some(&first_row.len());
+    if column_starts.len() != n_columns + 1 || !ordered {
+        return Err(HebError::InvalidParameter(format!(
+            "{} cell column starts for {n_columns} columns and {} cells: expected {} \
+             increasing starts from 0 to the number of cells",
+            column_starts.len(),
+            first_row.len(),
+            n_columns + 1
+        )));
+    }
+    if let Some(&row) = first_row
+        .iter()
+        .find(|&&r| r < 0 || r as u64 >= n_rows as u64)
+    {
+        return Err(HebError::InvalidParameter(format!(
+            "a cell's first row {row} is outside the {n_rows} rows"
+        )));
+    }
+    Ok(())
 }
 
 /// Every super-parent's term `T_i` of every row of `codes` `(F, S)` (-1: missing or
@@ -150,7 +130,7 @@ impl RequestedCells {
 ///
 /// # Errors
 /// What [`super::joint_log_likelihood`] refuses (shape mismatches, codes out of range),
-/// what [`LeftOut`] refuses, requested places outside the rows or cell columns, weighted
+/// what [`LeftOut`] refuses, a numbering of other rows, columns or cells, weighted
 /// cells numbered for other columns or weighted for other cells or classes,
 /// [`crate::error::HebError::Allocation`] and [`crate::error::HebError::Interrupted`].
 pub fn parent_terms(
@@ -188,13 +168,25 @@ pub fn parent_terms(
         0
     };
     let mut cell_values = zeroed(n_cells, "AODE parent cells")?;
-    let n_requested = match request {
-        CellRequest::At { rows, .. } => rows.len(),
-        _ => 0,
+    let numbered = match request {
+        CellRequest::Numbered {
+            cells,
+            column_starts,
+            first_row,
+        } => {
+            check_numbering(
+                (cells, column_starts, first_row),
+                n_rows,
+                n_parents * n_features,
+            )?;
+            Some((cells, column_starts, first_row))
+        }
+        _ => None,
     };
-    let mut cells_at = zeroed(
-        entries(n_requested, n_classes, "requested AODE cells")?,
-        "requested AODE cells",
+    let n_numbered = numbered.map_or(0, |(_, _, first_row)| first_row.len());
+    let mut numbered_cells = zeroed(
+        entries(n_numbered, n_classes, "numbered AODE cells")?,
+        "numbered AODE cells",
     )?;
     let mut cell_sums = Vec::new();
     let weighted = match request {
@@ -221,10 +213,9 @@ pub fn parent_terms(
         _ => None,
     };
     let has_left_out = left_out.is_some();
-    // the left-out terms are corrected from the chunk's cells and requested cells are
-    // read from them (a buffer of the chunk's cells); weighted cells are summed as the
-    // scorer writes them
-    let buffered_cells = cells || has_left_out || n_requested > 0;
+    // the left-out terms are corrected from the chunk's cells (a buffer of them); weighted
+    // cells are summed as the scorer writes them
+    let buffered_cells = cells || has_left_out;
     let chunk_cells = buffered_cells || weighted.is_some();
     // With cells, about four chunks per thread (a chunk's parents are scored one after
     // the other), within about 8 MB of buffered cells; without, the scorer's chunks,
@@ -239,29 +230,22 @@ pub fn parent_terms(
     } else {
         rows_per_chunk(n_parents, n_classes)
     };
-    let requested = match request {
-        CellRequest::At { rows, columns } => Some(RequestedCells::new(
-            rows,
-            columns,
-            n_rows,
-            n_parents * n_features,
-            chunk_rows,
-        )?),
-        _ => None,
-    };
     if let Some(prepared) = prepared.filter(|_| n_parents > 0) {
         let scorer = prepared.scorer(model, layout);
         let left_out = match left_out {
             Some(rows) => Some(rows.prepare(model, layout, codes, &prepared.super_parents)?),
             None => None,
         };
+        if let Some((_, column_starts, first_row)) = numbered {
+            scorer.numbered_cell_values(codes, (column_starts, first_row), &mut numbered_cells)?;
+        }
         let score = |chunk: usize,
                      out_terms: &mut [f64],
                      out_qualifies: &mut [bool],
                      out_cells: &mut [f64]|
-         -> Result<(Vec<f64>, Vec<f64>)> {
+         -> Result<Vec<f64>> {
             if crate::interrupt::cancelled() {
-                return Ok((Vec::new(), Vec::new()));
+                return Ok(Vec::new());
             }
             let first = chunk * chunk_rows;
             let n = out_qualifies.len() / n_parents;
@@ -275,7 +259,18 @@ pub fn parent_terms(
             };
             let mut chunk_cells: &mut [f64] = if cells { out_cells } else { &mut own_cells };
             let mut sums = Vec::new();
-            let scored = if let Some((index, weights)) = weighted {
+            let scored = if let (Some((numbers, starts, _)), true) = (numbered, has_left_out) {
+                // the left-out terms replace every in-sample one: only the cells they are
+                // corrected from are needed, read from the numbered cells' values
+                scorer.gather_cells(
+                    (numbers, starts, &numbered_cells),
+                    codes,
+                    (first, n),
+                    out_qualifies,
+                    &mut chunk_cells[..],
+                )?;
+                None
+            } else if let Some((index, weights)) = weighted {
                 let mut sink = WeightedSums::new(
                     (codes, first, n),
                     n_classes,
@@ -286,13 +281,14 @@ pub fn parent_terms(
                 )?;
                 let scored = scorer.score_chunk::<true>(codes, first, n, &mut sink);
                 sums = sink.sums;
-                scored
+                Some(scored)
             } else if !chunk_cells.is_empty() {
-                scorer.score_chunk::<true>(codes, first, n, &mut chunk_cells)
+                Some(scorer.score_chunk::<true>(codes, first, n, &mut chunk_cells))
             } else {
-                scorer.score_chunk::<false>(codes, first, n, &mut NoCells)
+                Some(scorer.score_chunk::<false>(codes, first, n, &mut NoCells))
             };
-            for r in 0..n {
+            for r in (0..n).filter(|_| scored.is_some()) {
+                let scored = scored.as_ref().expect("scored");
                 let naive_bayes = fallback.row(first + r);
                 for rank in 0..n_parents {
                     let at = (r * n_parents + rank) * n_classes;
@@ -308,18 +304,6 @@ pub fn parent_terms(
                     }
                 }
             }
-            // the requested cells of the chunk's rows (the in-sample cells: read before the
-            // left-out pass, which leaves them as they are)
-            let mut found = Vec::new();
-            if let Some(requested) = &requested {
-                let places = &requested.places
-                    [requested.chunk_starts[chunk]..requested.chunk_starts[chunk + 1]];
-                found = with_capacity(places.len() * n_classes, "requested AODE cells")?;
-                for &(row, column) in places {
-                    let at = ((row - first) * n_parents * n_features + column) * n_classes;
-                    found.extend_from_slice(&chunk_cells[at..at + n_classes]);
-                }
-            }
             if let Some(left_out) = &left_out {
                 left_out.replace_terms(
                     model,
@@ -332,12 +316,12 @@ pub fn parent_terms(
                     out_terms,
                 );
             }
-            Ok((found, sums))
+            Ok(sums)
         };
         let rows = terms
             .par_chunks_mut(chunk_rows * row_terms)
             .zip(qualifies.par_chunks_mut(chunk_rows * n_parents));
-        let found: Vec<(Vec<f64>, Vec<f64>)> = if cells {
+        let found: Vec<Vec<f64>> = if cells {
             rows.zip(cell_values.par_chunks_mut(chunk_rows * row_cells))
                 .enumerate()
                 .map(|(chunk, ((t, q), c))| score(chunk, t, q, c))
@@ -348,15 +332,9 @@ pub fn parent_terms(
                 .collect::<Result<_>>()?
         };
         crate::interrupt::check()?;
-        if let Some(requested) = &requested {
-            let values = found.iter().flat_map(|(chunk, _)| chunk.chunks(n_classes));
-            for (&k, value) in requested.order.iter().zip(values) {
-                cells_at[k * n_classes..(k + 1) * n_classes].copy_from_slice(value);
-            }
-        }
         if weighted.is_some() {
             cell_sums = with_capacity(n_rows * n_classes, "AODE weighted cells")?;
-            for (_, sums) in &found {
+            for sums in &found {
                 cell_sums.extend_from_slice(sums);
             }
         }
@@ -389,7 +367,7 @@ pub fn parent_terms(
             cell_values,
         )
         .map_err(shape_error)?,
-        cells_at: Array2::from_shape_vec((n_requested, n_classes), cells_at)
+        numbered_cells: Array2::from_shape_vec((n_numbered, n_classes), numbered_cells)
             .map_err(shape_error)?,
         cell_sums: Array2::from_shape_vec(
             (if weighted.is_some() { n_rows } else { 0 }, n_classes),

@@ -567,10 +567,7 @@ impl ScoringContext<'_, '_> {
             let codes_i = codes.row(i);
             rows.clear();
             for (r, flag) in qualifies.iter_mut().enumerate() {
-                let u = codes_i[first + r];
-                if u >= 0
-                    && model.parent_count[self.starts[i] + u as usize] >= model.min_parent_count
-                {
+                if self.qualifies(i, codes_i[first + r]) {
                     rows.push(r as u32);
                     *flag = true;
                 }
@@ -758,19 +755,33 @@ impl ScoringContext<'_, '_> {
         }
     }
 
-    /// Adds a sparse pair's `ln P(x_j = v | y, x_i = u)` to `acc`: the cell found by the
-    /// direct index, the chunk's search (`found`: 1 + its index, 0 for none) or a binary
-    /// search, evaluated from its counts ([`sparse_cell`]).
+    /// Adds a sparse pair's `ln P(x_j = v | y, x_i = u)` ([`Self::sparse_log_prob`], left
+    /// in `scratch[..C]`) to `acc`.
     #[inline]
     fn sparse_child<const C: usize>(
         &self,
         acc: &mut [f64],
         child: &SparseChild,
+        place: (usize, usize, Option<u32>),
+        k_parent: usize,
+        scratch: &mut [f64],
+    ) {
+        self.sparse_log_prob(child, place, k_parent, scratch);
+        add_classes::<C>(acc, &scratch[..acc.len()]);
+    }
+
+    /// A sparse pair's `ln P(x_j = v | y, x_i = u)` into `scratch[..C]` (`scratch` holds
+    /// `3 C`): the cell found by the direct index, the chunk's search (`found`: 1 + its
+    /// index, 0 for none) or a binary search, evaluated from its counts ([`sparse_cell`]).
+    #[inline]
+    fn sparse_log_prob(
+        &self,
+        child: &SparseChild,
         (u, v, found): (usize, usize, Option<u32>),
         k_parent: usize,
         scratch: &mut [f64],
     ) {
-        let nc = acc.len();
+        let nc = self.n_classes;
         let width = sparse_width(nc);
         let (lp, rest) = scratch.split_at_mut(nc);
         let (log_concentration, cell_counts) = rest.split_at_mut(nc);
@@ -808,8 +819,180 @@ impl ScoringContext<'_, '_> {
             lp,
             log_concentration,
         );
-        add_classes::<C>(acc, lp);
     }
+
+    /// Whether super-parent `i` qualifies on a row whose value of it is `u` (-1: missing):
+    /// present, and weighing at least `min_parent_count` in training.
+    #[inline]
+    pub(super) fn qualifies(&self, i: usize, u: i32) -> bool {
+        u >= 0
+            && self.model.parent_count[self.starts[i] + u as usize] >= self.model.min_parent_count
+    }
+
+    /// Each numbered cell's value `(cells, C)` into `values` (see
+    /// [`super::CellRequest::Numbered`]: column `k` of `rank * F + j` has the cells
+    /// `column_starts[k]..column_starts[k + 1]`, each evaluated on its first row of
+    /// `codes`): [`Self::cell_value`], zero where the parent does not qualify or the row has
+    /// no value of `j`. Columns in parallel.
+    ///
+    /// # Errors
+    /// [`HebError::Interrupted`].
+    pub(super) fn numbered_cell_values(
+        &self,
+        codes: ArrayView2<i32>,
+        (column_starts, first_row): (&[usize], ndarray::ArrayView1<i64>),
+        values: &mut [f64],
+    ) -> Result<()> {
+        let (nc, n_features) = (self.n_classes, self.n_features);
+        let mut columns: Vec<(usize, &mut [f64])> = Vec::with_capacity(column_starts.len());
+        let mut rest = values;
+        for (k, pair) in column_starts.windows(2).enumerate() {
+            let (own, tail) = rest.split_at_mut((pair[1] - pair[0]) * nc);
+            columns.push((k, own));
+            rest = tail;
+        }
+        columns.into_par_iter().for_each(|(k, own)| {
+            if crate::interrupt::cancelled() {
+                return;
+            }
+            let (rank, j) = (k / n_features, k % n_features);
+            let i = self.super_parents[rank];
+            let reader = self.child_reader(rank, j);
+            if j != i && reader.is_none() {
+                return; // a child the parent does not read has no cell
+            }
+            let mut scratch = vec![0.0; 3 * nc];
+            let rows = first_row.slice(ndarray::s![column_starts[k]..]);
+            for (out, &row) in own.chunks_exact_mut(nc).zip(rows) {
+                let (u, v) = (codes[[i, row as usize]], codes[[j, row as usize]]);
+                if self.qualifies(i, u) && v >= 0 {
+                    let place = (u as usize, v as usize);
+                    self.cell_value((rank, reader.as_ref()), place, out, &mut scratch);
+                }
+            }
+        });
+        crate::interrupt::check()
+    }
+
+    /// The cells of the `n` rows of `codes` from `first` as [`Self::score_chunk`] writes
+    /// them into a chunk's `(row, parent rank, feature, class)` array (`out_cells`, zero
+    /// where nothing is written), read from the `values` of their numbered `cells` (P F,
+    /// S; column `k`'s cells `column_starts[k]..column_starts[k + 1]`,
+    /// [`Self::numbered_cell_values`]), with each parent's qualification into
+    /// `out_qualifies` `(row, parent rank)`.
+    ///
+    /// # Errors
+    /// A cell outside its column's.
+    pub(super) fn gather_cells(
+        &self,
+        (cells, column_starts, values): (ArrayView2<i64>, &[usize], &[f64]),
+        codes: ArrayView2<i32>,
+        (first, n): (usize, usize),
+        out_qualifies: &mut [bool],
+        out_cells: &mut [f64],
+    ) -> Result<()> {
+        let (nc, n_features) = (self.n_classes, self.n_features);
+        let n_parents = self.super_parents.len();
+        for r in 0..n {
+            let row = first + r;
+            for (rank, &i) in self.super_parents.iter().enumerate() {
+                if !self.qualifies(i, codes[[i, row]]) {
+                    continue;
+                }
+                out_qualifies[r * n_parents + rank] = true;
+                let block = (r * n_parents + rank) * n_features;
+                for j in 0..n_features {
+                    let k = rank * n_features + j;
+                    let cell = cells[[k, row]];
+                    if cell < 0 {
+                        continue;
+                    }
+                    let cell = cell as usize;
+                    if cell < column_starts[k] || cell >= column_starts[k + 1] {
+                        return Err(HebError::InvalidParameter(format!(
+                            "cell {cell} of row {row} is not one of column {k}'s cells"
+                        )));
+                    }
+                    out_cells[(block + j) * nc..(block + j + 1) * nc]
+                        .copy_from_slice(&values[cell * nc..(cell + 1) * nc]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How super-parent `rank` reads child `j` (none for the parent itself).
+    pub(super) fn child_reader(&self, rank: usize, j: usize) -> Option<ChildReader<'_>> {
+        self.readers[rank].iter().find_map(|run| match run {
+            Run::Dense(children) => children
+                .iter()
+                .find(|c| c.child == j)
+                .map(|&c| ChildReader::Table(self.model.dense, c)),
+            Run::Marginal(children) => children
+                .iter()
+                .find(|c| c.child == j)
+                .map(|&c| ChildReader::Table(self.marginal, c)),
+            Run::Sparse(children) => children
+                .iter()
+                .find(|c| c.child == j)
+                .map(ChildReader::Sparse),
+        })
+    }
+
+    /// The cell of super-parent `rank` at column `j` for parent value `u` and child value
+    /// `v`, into `out` (C classes), as [`Self::score_chunk`] writes it for a row with
+    /// those values where the parent qualifies: `ln P(y, x_i = u) - ln pi_y` at `j = i`
+    /// (`reader` none), else `ln P(x_j = v | y, x_i = u)` by `reader` as `(a + b) - a`
+    /// ([`write_cell`]), or zeros where `v` never scores. `scratch` holds `3 C`.
+    pub(super) fn cell_value(
+        &self,
+        (rank, reader): (usize, Option<&ChildReader>),
+        (u, v): (usize, usize),
+        out: &mut [f64],
+        scratch: &mut [f64],
+    ) {
+        let nc = self.n_classes;
+        let i = self.super_parents[rank];
+        let parent_column = self.starts[i] + u;
+        let parent_cells = &self.parent_log_prob[parent_column * nc..(parent_column + 1) * nc];
+        let Some(reader) = reader else {
+            for ((cell, &lp), &prior) in out
+                .iter_mut()
+                .zip(parent_cells)
+                .zip(self.model.class_log_prior)
+            {
+                *cell = lp - prior;
+            }
+            return;
+        };
+        let j = match reader {
+            ChildReader::Table(_, lookup) => lookup.child,
+            ChildReader::Sparse(child) => child.child,
+        };
+        if self.model.log_child_mean[self.starts[j] + v] == f64::NEG_INFINITY {
+            out.iter_mut().for_each(|cell| *cell = 0.0);
+            return;
+        }
+        match reader {
+            ChildReader::Table(table, lookup) => {
+                let at = lookup.offset + (u * lookup.stride + v) * nc;
+                write_cell(out, parent_cells, &table[at..at + nc]);
+            }
+            ChildReader::Sparse(child) => {
+                let k_parent = self.layout.cardinality(i);
+                self.sparse_log_prob(child, (u, v, None), k_parent, scratch);
+                write_cell(out, parent_cells, &scratch[..nc]);
+            }
+        }
+    }
+}
+
+/// How a super-parent reads one child ([`ScoringContext::child_reader`]).
+pub(super) enum ChildReader<'a> {
+    /// A dense table or the Naive Bayes table.
+    Table(&'a [f64], Lookup),
+    /// A sparse pair.
+    Sparse(&'a SparseChild),
 }
 
 /// A child's cell as `(a + b) - a`, `a = ln P(y, x_i)` (`parent`) and `b = ln P(x_j | y,

@@ -133,6 +133,37 @@ fn bits<D: ndarray::Dimension>(a: &ndarray::Array<f64, D>) -> Vec<u64> {
     a.iter().map(|v| v.to_bits()).collect()
 }
 
+/// The rows' cells numbered (every feature a super-parent), as the discriminative
+/// weights number them.
+struct Numbering {
+    cells: Array2<i64>,
+    column_starts: Vec<usize>,
+    first_row: Array1<i64>,
+}
+
+impl Numbering {
+    fn request(&self) -> CellRequest<'_> {
+        CellRequest::Numbered {
+            cells: self.cells.view(),
+            column_starts: &self.column_starts,
+            first_row: self.first_row.view(),
+        }
+    }
+}
+
+fn numbered_cells(codes: ArrayView2<i32>, cardinality: &[usize], n_parents: usize) -> Numbering {
+    let parents: Vec<usize> = (0..n_parents).collect();
+    let keys = crate::cell_numbers::cell_keys(codes, &parents, cardinality).unwrap();
+    let keys =
+        Array2::from_shape_vec((n_parents * cardinality.len(), codes.ncols()), keys).unwrap();
+    let numbered = crate::cell_numbers::number_cells(keys.view()).unwrap();
+    Numbering {
+        cells: Array2::from_shape_vec(keys.dim(), numbered.cells).unwrap(),
+        column_starts: numbered.column_starts,
+        first_row: Array1::from(numbered.first_row),
+    }
+}
+
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
     // small (stack solver) and large (general solver) children side by side
@@ -281,26 +312,26 @@ fn parent_terms_by_hand_and_for_any_thread_count() {
             let (one, two) = (with(1), with(3));
             assert_eq!(bits(&one.terms), bits(&two.terms));
             assert_eq!(bits(&one.cells), bits(&two.cells));
-            // requested cells (rows out of order, one twice) are the whole array's
+            // numbered cells have the whole array's values on every row that uses them
             let (n_parents, n_features) = (one.cells.dim().1, one.cells.dim().2);
-            let last = codes.ncols() as i64 - 1;
-            let rows = Array1::from(vec![last, 0, last, 1]);
-            let columns = Array1::from(vec![1, (n_parents * n_features) as i64 - 1, 1, 0]);
+            let numbering = numbered_cells(codes.view(), &cardinality, n_parents);
             for threads in [1, 3] {
-                let request = CellRequest::At {
-                    rows: rows.view(),
-                    columns: columns.view(),
-                };
-                let some = with_threads(threads, || {
-                    parent_terms(codes.view(), model, layout, request, None).unwrap()
+                let numbered = with_threads(threads, || {
+                    parent_terms(codes.view(), model, layout, numbering.request(), None).unwrap()
                 })
                 .unwrap();
-                assert_eq!(bits(&some.terms), bits(&one.terms));
-                for (k, (&r, &column)) in rows.iter().zip(&columns).enumerate() {
-                    let (rank, j) = (column as usize / n_features, column as usize % n_features);
-                    let expected = one.cells.slice(ndarray::s![r as usize, rank, j, ..]);
-                    assert_eq!(some.cells_at.row(k), expected, "request {k}");
+                assert_eq!(bits(&numbered.terms), bits(&one.terms));
+                assert_eq!(numbered.qualifies, one.qualifies);
+                let mut uses = 0;
+                for ((k, r), &cell) in numbering.cells.indexed_iter() {
+                    let (rank, j) = (k / n_features, k % n_features);
+                    if cell >= 0 && one.qualifies[[r, rank]] {
+                        let expected = one.cells.slice(ndarray::s![r, rank, j, ..]);
+                        assert_eq!(numbered.numbered_cells.row(cell as usize), expected);
+                        uses += 1;
+                    }
                 }
+                assert!(uses > codes.ncols() * n_parents, "{uses}");
             }
             // without cells the parents are scored in parallel over larger chunks: the
             // same terms
@@ -568,6 +599,17 @@ fn left_out_terms_change_only_counted_rows_and_not_with_the_threads() {
             let one = with(1, false);
             for (threads, cells) in [(3, false), (1, true), (2, true)] {
                 assert_eq!(bits(&with(threads, cells).terms), bits(&one.terms));
+            }
+            // corrected from the numbered cells' values instead of the scored rows' cells
+            let numbering = numbered_cells(codes.view(), &cardinality, cardinality.len());
+            for threads in [1, 2] {
+                let numbered = with_threads(threads, || {
+                    let request = numbering.request();
+                    parent_terms(codes.view(), model, layout, request, Some(left_out)).unwrap()
+                })
+                .unwrap();
+                assert_eq!(bits(&numbered.terms), bits(&one.terms));
+                assert_eq!(numbered.qualifies, one.qualifies);
             }
             let mut largest_change: f64 = 0.0;
             for r in 0..codes.ncols() {

@@ -465,17 +465,20 @@ impl<'py> LeftOutArrays<'py> {
     }
 }
 
-/// `{"terms", "qualifies", "cells", "cells_at"}`: every super-parent's term `T_i`
-/// `(S, P, C)` of feature-major codes `(F, S)`, whether it qualifies on each row `(S, P)`,
-/// with `cells` the table cells of the terms `(S, P, F, C)` (else `(0, P, F, C)`), and with
-/// `cell_rows` and `cell_columns` the cells at those places `(n, C)` (else `(0, C)`); see
+/// `{"terms", "qualifies", "cells", "numbered_cells", "cell_sums"}`: every super-parent's
+/// term `T_i` `(S, P, C)` of feature-major codes `(F, S)`, whether it qualifies on each row
+/// `(S, P)`, with `cells` the table cells of the terms `(S, P, F, C)` (else `(0, P, F,
+/// C)`), with a numbering of the rows' cells (`cell_numbers` (P F, S), `cell_column_starts`,
+/// `cell_first_rows`) each numbered cell's value `(cells, C)` (else `(0, C)`), and with
+/// `cell_numbering` and `cell_weights` each row's weighted cells summed; see
 /// `aode::parent_terms`. With `left_out` (`{"labels", "weights", "counts",
 /// "class_count", "parent_smoothing", "replace_class_prior"}`: the rows are the training
 /// rows) the terms are each row's without its own counts (`aode::LeftOut`).
 #[pyfunction]
 #[pyo3(signature = (
     codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs, left_out=None,
-    cell_rows=None, cell_columns=None, cell_numbering=None, cell_weights=None,
+    cell_numbers=None, cell_column_starts=None, cell_first_rows=None, cell_numbering=None,
+    cell_weights=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aode_parent_terms<'py>(
@@ -488,8 +491,9 @@ pub(super) fn aode_parent_terms<'py>(
     cells: bool,
     n_jobs: usize,
     left_out: Option<Bound<'py, PyDict>>,
-    cell_rows: Option<PyReadonlyArray1<'py, i64>>,
-    cell_columns: Option<PyReadonlyArray1<'py, i64>>,
+    cell_numbers: Option<PyReadonlyArray2<'py, i64>>,
+    cell_column_starts: Option<Vec<usize>>,
+    cell_first_rows: Option<PyReadonlyArray1<'py, i64>>,
     cell_numbering: Option<Bound<'py, CellNumbering>>,
     cell_weights: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -510,23 +514,29 @@ pub(super) fn aode_parent_terms<'py>(
             ))
         }
     };
-    let at = match (&cell_rows, &cell_columns) {
-        (None, None) => None,
-        (Some(rows), Some(columns)) => Some((rows.as_array(), columns.as_array())),
+    let numbered = match (&cell_numbers, &cell_column_starts, &cell_first_rows) {
+        (None, None, None) => None,
+        (Some(numbers), Some(starts), Some(first_rows)) => {
+            Some((numbers.as_array(), starts.as_slice(), first_rows.as_array()))
+        }
         _ => {
             return Err(PyValueError::new_err(
-                "cell_rows and cell_columns go together",
+                "cell_numbers, cell_column_starts and cell_first_rows go together",
             ))
         }
     };
-    if usize::from(cells) + usize::from(at.is_some()) + usize::from(weighted.is_some()) > 1 {
+    if usize::from(cells) + usize::from(numbered.is_some()) + usize::from(weighted.is_some()) > 1 {
         return Err(PyValueError::new_err(
-            "ask for every cell (cells=True), for some (cell_rows, cell_columns) or for their \
-             weighted sums (cell_weights), not more than one",
+            "ask for every cell (cells=True), for the numbered ones (cell_numbers) or for \
+             their weighted sums (cell_weights), not more than one",
         ));
     }
-    let request = match (at, weighted) {
-        (Some((rows, columns)), _) => aode::CellRequest::At { rows, columns },
+    let request = match (numbered, weighted) {
+        (Some((cells, column_starts, first_row)), _) => aode::CellRequest::Numbered {
+            cells,
+            column_starts,
+            first_row,
+        },
         (_, Some((index, weights))) => aode::CellRequest::Weighted { index, weights },
         _ if cells => aode::CellRequest::All,
         _ => aode::CellRequest::None,
@@ -538,7 +548,7 @@ pub(super) fn aode_parent_terms<'py>(
     out.set_item("terms", terms.terms.into_pyarray(py))?;
     out.set_item("qualifies", terms.qualifies.into_pyarray(py))?;
     out.set_item("cells", terms.cells.into_pyarray(py))?;
-    out.set_item("cells_at", terms.cells_at.into_pyarray(py))?;
+    out.set_item("numbered_cells", terms.numbered_cells.into_pyarray(py))?;
     out.set_item("cell_sums", terms.cell_sums.into_pyarray(py))?;
     Ok(out)
 }
