@@ -27,6 +27,19 @@ macro_rules! by_class_count {
 
 pub(crate) use by_class_count;
 
+/// `target = source` over one cell's classes, a copy of `C` values where their number is
+/// known at compile time (0: the slices' length), instead of a call to `memcpy`.
+#[inline(always)]
+pub(crate) fn copy_classes<const C: usize>(target: &mut [f64], source: &[f64]) {
+    if C > 0 {
+        let target: &mut [f64; C] = target.try_into().expect("a cell of C classes");
+        let source: &[f64; C] = source.try_into().expect("a cell of C classes");
+        *target = *source;
+    } else {
+        target.copy_from_slice(source);
+    }
+}
+
 /// `target += source` over one cell's classes, the class loop unrolled where their
 /// number `C` is known at compile time (0: the slices' length).
 #[inline(always)]

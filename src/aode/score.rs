@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use super::fit::AodeFit;
 use super::storage::{sparse_width, Placement, TablePlan};
 use super::Structure;
-use crate::class_loops::{add_classes, by_class_count};
+use crate::class_loops::{add_classes, by_class_count, copy_classes};
 use crate::counts::check_codes;
 use crate::error::{check_len, filled, HebError, Result};
 use crate::layout::FeatureLayout;
@@ -891,6 +891,26 @@ impl ScoringContext<'_, '_> {
         out_qualifies: &mut [bool],
         out_cells: &mut [f64],
     ) -> Result<()> {
+        by_class_count!(self.n_classes, C, {
+            self.gather_classes::<C>(
+                (cells, column_starts, values),
+                codes,
+                (first, n),
+                out_qualifies,
+                out_cells,
+            )
+        })
+    }
+
+    /// [`Self::gather_cells`] with `C` classes (0: any number).
+    fn gather_classes<const C: usize>(
+        &self,
+        (cells, column_starts, values): (ArrayView2<i64>, &[usize], &[f64]),
+        codes: ArrayView2<i32>,
+        (first, n): (usize, usize),
+        out_qualifies: &mut [bool],
+        out_cells: &mut [f64],
+    ) -> Result<()> {
         let (nc, n_features) = (self.n_classes, self.n_features);
         let n_parents = self.super_parents.len();
         for r in 0..n {
@@ -913,8 +933,10 @@ impl ScoringContext<'_, '_> {
                             "cell {cell} of row {row} is not one of column {k}'s cells"
                         )));
                     }
-                    out_cells[(block + j) * nc..(block + j + 1) * nc]
-                        .copy_from_slice(&values[cell * nc..(cell + 1) * nc]);
+                    copy_classes::<C>(
+                        &mut out_cells[(block + j) * nc..(block + j + 1) * nc],
+                        &values[cell * nc..(cell + 1) * nc],
+                    );
                 }
             }
         }
