@@ -3,7 +3,8 @@
 //!
 //! One pass over the cell matrix gives every cell the wrapping sum of a 64-bit hash of
 //! each row that uses it and its number of rows; cells with equal sums and counts are
-//! candidates for one group, each joined to the first of them. The grouping is then
+//! candidates for one group, each joined to the first of them (cells of a single row, most
+//! of them where values are rare, by that row instead of the hash). The grouping is then
 //! checked exactly: a cell whose every row also uses its group's first cell, and that has
 //! as many rows, has the same rows. Should the check fail (a hash collision, about
 //! `cells^2 / 2^64` likely), no cells are grouped, which is always correct.
@@ -45,47 +46,67 @@ pub fn group_cells_by_rows(
     let n_cells = column_of.len();
     let mut set_hash = filled(n_cells, 0u64, "row-set hashes")?;
     let mut count = filled(n_cells, 0u32, "row-set sizes")?;
+    // the last row of each cell: the only one of a cell one row uses
+    let mut last_row = filled(n_cells, 0usize, "row-set rows")?;
     // each column's cells are its own range: the columns add into disjoint slices
     let mut slices = Vec::with_capacity(n_columns);
-    let (mut hashes, mut counts) = (set_hash.as_mut_slice(), count.as_mut_slice());
+    let (mut hashes, mut counts, mut rows) = (
+        set_hash.as_mut_slice(),
+        count.as_mut_slice(),
+        last_row.as_mut_slice(),
+    );
     for k in 0..n_columns {
         let size = column_starts[k + 1] - column_starts[k];
         let (hash_head, hash_tail) = hashes.split_at_mut(size);
         let (count_head, count_tail) = counts.split_at_mut(size);
-        slices.push((k, hash_head, count_head));
-        (hashes, counts) = (hash_tail, count_tail);
+        let (row_head, row_tail) = rows.split_at_mut(size);
+        slices.push((k, hash_head, count_head, row_head));
+        (hashes, counts, rows) = (hash_tail, count_tail, row_tail);
     }
-    slices.into_par_iter().try_for_each(|(k, hashes, counts)| {
-        interrupt::check()?;
-        let start = column_starts[k];
-        for (row, &cell) in cells.column(k).iter().enumerate() {
-            if cell >= 0 {
-                let at = cell as usize - start;
-                hashes[at] = hashes[at].wrapping_add(row_hash(row));
-                counts[at] += 1;
+    slices
+        .into_par_iter()
+        .try_for_each(|(k, hashes, counts, rows)| {
+            interrupt::check()?;
+            let start = column_starts[k];
+            for (row, &cell) in cells.column(k).iter().enumerate() {
+                if cell >= 0 {
+                    let at = cell as usize - start;
+                    hashes[at] = hashes[at].wrapping_add(row_hash(row));
+                    counts[at] += 1;
+                    rows[at] = row;
+                }
             }
-        }
-        Ok::<(), HebError>(())
-    })?;
-    // each cell joined to the first cell of equal hash and size
+            Ok::<(), HebError>(())
+        })?;
+    // each cell joined to the first cell of equal hash and size; a cell of one row to the
+    // first cell of that row, without the hash (the hash of one row is a bijection of it)
     let mut first: Vec<usize> = with_capacity(n_cells, "first cells")?;
+    let mut first_of_row = filled(n_rows, usize::MAX, "row-set rows")?;
+    let shared = count.iter().filter(|&&c| c > 1).count();
     let mut first_of_set: FxHashMap<(u64, u32), usize> = FxHashMap::default();
     first_of_set
-        .try_reserve(n_cells)
+        .try_reserve(shared)
         .map_err(|_| HebError::Allocation {
             what: "row-set index",
-            bytes: (n_cells as u128) * 24,
+            bytes: (shared as u128) * 24,
         })?;
     for cell in 0..n_cells {
-        first.push(if count[cell] == 0 {
-            cell
-        } else {
-            *first_of_set
+        first.push(match count[cell] {
+            0 => cell,
+            1 => {
+                let slot = &mut first_of_row[last_row[cell]];
+                if *slot == usize::MAX {
+                    *slot = cell;
+                }
+                *slot
+            }
+            _ => *first_of_set
                 .entry((set_hash[cell], count[cell]))
-                .or_insert(cell)
+                .or_insert(cell),
         });
     }
     drop(first_of_set);
+    drop(first_of_row);
     // every row of a cell uses the cell it is joined to (and they have as many rows)
     let agrees = (0..n_columns).into_par_iter().all(|k| {
         cells.column(k).iter().enumerate().all(|(row, &cell)| {
