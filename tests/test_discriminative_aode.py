@@ -267,6 +267,12 @@ def test_numbered_cells_are_those_of_the_whole_array(params, left_out):
         np.testing.assert_array_equal(some["terms"], whole["terms"])
         np.testing.assert_array_equal(some["qualifies"], whole["qualifies"])
         assert some["cells"].shape == (0,) + whole["cells"].shape[1:]
+        # without the in-sample terms the rows are not scored (left-out terms still are)
+        unscored = call(n_jobs, cells=False, in_sample_terms=False, **numbered)
+        np.testing.assert_array_equal(unscored["numbered_cells"], values)
+        np.testing.assert_array_equal(unscored["qualifies"], whole["qualifies"])
+        expected_terms = whole["terms"] if left_out else np.zeros_like(whole["terms"])
+        np.testing.assert_array_equal(unscored["terms"], expected_terms)
     assert np.abs(values).sum() > 0 and idle.any() == ("min_parent_count" in params)
     assert call(1, cells=False)["numbered_cells"].shape == (0, 3)
     with pytest.raises(ValueError, match="numbered cells have shape"):
@@ -1357,3 +1363,34 @@ def test_the_cell_numbering_is_kept_between_predictions_and_not_pickled():
     refitted = AODE(weighting="cll-value").fit(X[:300], y[:300])
     np.testing.assert_array_equal(model.predict_proba(X), refitted.predict_proba(X))
     assert model.__dict__["_cell_numbering"] is not numbering
+
+
+def test_rows_of_left_out_folds_keep_their_in_sample_terms():
+    """The cell weights' super-parent terms are the cross-fitted folds' where a fold has a
+    model and the in-sample ones on the rows of the folds that have none (a class missing
+    from their training rows): the core is asked for in-sample terms only then."""
+    X, y = _data(seed=6, n_rows=200)
+    y = np.array([f"c{label}" for label in y], dtype=object)
+    y[17] = "rare"  # a class of one row: the fold holding it out has no model
+    model = AODE(weighting="cll-value").fit(X, y)
+    codes, threads = model._encode(X)
+    labels = np.searchsorted(model.classes_, y)
+    weights = np.ones(len(y))
+    folds = model._held_out_models(X, y, None, labels, weights)
+    held = np.zeros(len(y), dtype=bool)
+    for rows, _, _ in folds:
+        held[rows] = True
+    assert 0 < np.count_nonzero(~held) < len(y) and not held[17]
+    inputs, _ = model._cell_weight_inputs(codes, labels, weights, threads, folds)
+    n_parents = int(np.count_nonzero(model.super_parents_))
+    terms = inputs[0] * n_parents + model.class_log_prior_
+    in_sample = model._parent_terms(codes, threads)
+    np.testing.assert_allclose(terms[~held], in_sample[~held], rtol=1e-12, atol=1e-12)
+    for rows, fold_codes, fold_model in folds:
+        expected = fold_model._parent_terms(fold_codes, threads)
+        np.testing.assert_allclose(terms[rows], expected, rtol=1e-12, atol=1e-12)
+    # every fold with a model: the in-sample terms are not computed at all, and the
+    # weights are those the fit finds
+    without_rare = np.flatnonzero(y != "rare")
+    full = AODE(weighting="cll-value").fit(X[without_rare], y[without_rare])
+    assert np.all(np.isfinite(full.cell_weights_))

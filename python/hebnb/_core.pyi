@@ -373,6 +373,7 @@ def aode_parent_terms(
     cell_numbers: npt.NDArray[np.int64] | None = None,
     cell_column_starts: list[int] | None = None,
     cell_first_rows: npt.NDArray[np.int64] | None = None,
+    in_sample_terms: bool = True,
     cell_numbering: CellNumbering | None = None,
     cell_weights: npt.NDArray[np.float64] | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
@@ -385,7 +386,8 @@ def aode_parent_terms(
     ``p F + j``'s cell of each row or -1, whose cells are ``cell_column_starts[k]:
     cell_column_starts[k + 1]``, first used by the rows ``cell_first_rows``) each numbered
     cell's value ``(cells, C)``, evaluated once (zero where its parent does not qualify;
-    else ``(0, C)``), and with ``cell_numbering`` and ``cell_weights``
+    else ``(0, C)``; without ``left_out`` and ``in_sample_terms`` the rows are not scored
+    and the terms are zero), and with ``cell_numbering`` and ``cell_weights``
     (cells, C) (not with the others) each row's weighted cells summed ``(S, C)``:
     ``sum cell_weights[cell] * (cell / P)`` over the row's cells the numbering finds where
     the parent qualifies, in column order (else ``(0, C)``). With ``left_out`` (``{"labels", "weights", "counts",

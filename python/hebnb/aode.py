@@ -568,10 +568,19 @@ class AODE(CategoricalClassifier):
         # of them or on none, and they share its value: each cell is read on its first row
         column_of_cell = np.repeat(np.arange(keys.shape[1]), np.diff(starts))
         cell_qualifies = np.zeros(starts[-1] + 1, dtype=bool)  # the last entry: no cell
-        # the terms of rows left out, or in-sample ones replaced by the folds' below
+        # the terms of rows left out, or the folds' below (the in-sample ones only for the
+        # rows of folds that were left out)
         left_out = self._left_out_rows(labels, weights) if folds is None else None
+        held_out = np.zeros(codes.shape[1], dtype=bool)
+        for held, _, _ in folds or []:
+            held_out[held] = True
         terms, qualifies, cell_values = weighting.aode_parent_cells(
-            codes, *self._scorer_tables(), threads, left_out, numbered=(cells, starts, first_row)
+            codes,
+            *self._scorer_tables(),
+            threads,
+            left_out,
+            numbered=(cells, starts, first_row),
+            in_sample_terms=not held_out.all(),
         )
         cell_qualifies[:-1] = qualifies[first_row, column_of_cell // max(n_features, 1)]
         cell_values /= max(n_parents, 1)

@@ -444,6 +444,7 @@ def aode_parent_cells(
     left_out: dict[str, Any] | None = None,
     numbered: tuple[npt.NDArray[np.int64], list[int], npt.NDArray[np.int64]] | None = None,
     cell_weights: tuple[_core.CellNumbering, FloatArray] | None = None,
+    in_sample_terms: bool = True,
 ) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
     """The super-parents' terms (:func:`aode_parent_terms`, ``left_out`` as there) and
     the cells they add up, in one pass of the core. The cells and ``qualifies`` are the
@@ -451,7 +452,8 @@ def aode_parent_cells(
     (S, P F), column_starts, first_row)`` (:func:`number_cells` of the rows' cell keys)
     each numbered cell's value, evaluated once, without the ``(S, P, F, C)`` array: what
     the weights read (with ``left_out``, the rows' left-out terms are corrected from
-    these values too). With
+    these values too; without ``left_out`` and ``in_sample_terms`` the rows are not
+    scored and the terms are zero, for a caller that replaces them all). With
     ``cell_weights = (numbering, weights (cells, C))`` (``_core.CellNumbering`` of each
     column's sorted keys, as :func:`number_cells` numbers them) each row's weighted cells
     summed, ``sum w[cell] * (cell value / P)`` over the row's cells
@@ -480,6 +482,7 @@ def aode_parent_cells(
             "cell_numbers": np.ascontiguousarray(cells.T, dtype=np.int64),
             "cell_column_starts": [int(start) for start in column_starts],
             "cell_first_rows": np.ascontiguousarray(first_row, dtype=np.int64),
+            "in_sample_terms": in_sample_terms,
         }
         returned = "numbered_cells"
     if cell_weights is not None:

@@ -69,11 +69,14 @@ pub enum CellRequest<'a> {
     /// `first_row` is each cell's first row. Each cell is evaluated once, not once per row
     /// that uses it, into [`ParentTerms::numbered_cells`]: what the discriminative weights
     /// read. With left-out rows, the rows' cells that correct their terms are read from
-    /// these values too, instead of being scored row by row.
+    /// these values too, instead of being scored row by row. Without left-out rows and
+    /// without `in_sample_terms` the rows are not scored at all (their terms are left
+    /// zero, for a caller that replaces them all): only where each parent qualifies.
     Numbered {
         cells: ArrayView2<'a, i64>,
         column_starts: &'a [usize],
         first_row: ArrayView1<'a, i64>,
+        in_sample_terms: bool,
     },
     /// Each row's `sum_k w[cell, c] (cells[row, k, c] / P)` over the columns `k = rank of
     /// i * F + j` where the parent qualifies, `x_i` and `x_j` are present and the row's key
@@ -173,17 +176,20 @@ pub fn parent_terms(
             cells,
             column_starts,
             first_row,
+            in_sample_terms,
         } => {
             check_numbering(
                 (cells, column_starts, first_row),
                 n_rows,
                 n_parents * n_features,
             )?;
-            Some((cells, column_starts, first_row))
+            Some((cells, column_starts, first_row, in_sample_terms))
         }
         _ => None,
     };
-    let n_numbered = numbered.map_or(0, |(_, _, first_row)| first_row.len());
+    let n_numbered = numbered.map_or(0, |(_, _, first_row, _)| first_row.len());
+    // without left-out rows, whether the in-sample terms are wanted
+    let scores_rows = numbered.is_none_or(|(.., in_sample_terms)| in_sample_terms);
     let mut numbered_cells = zeroed(
         entries(n_numbered, n_classes, "numbered AODE cells")?,
         "numbered AODE cells",
@@ -236,7 +242,7 @@ pub fn parent_terms(
             Some(rows) => Some(rows.prepare(model, layout, codes, &prepared.super_parents)?),
             None => None,
         };
-        if let Some((_, column_starts, first_row)) = numbered {
+        if let Some((_, column_starts, first_row, _)) = numbered {
             scorer.numbered_cell_values(codes, (column_starts, first_row), &mut numbered_cells)?;
         }
         let score = |chunk: usize,
@@ -259,7 +265,7 @@ pub fn parent_terms(
             };
             let mut chunk_cells: &mut [f64] = if cells { out_cells } else { &mut own_cells };
             let mut sums = Vec::new();
-            let scored = if let (Some((numbers, starts, _)), true) = (numbered, has_left_out) {
+            let scored = if let (Some((numbers, starts, ..)), true) = (numbered, has_left_out) {
                 // the left-out terms replace every in-sample one: only the cells they are
                 // corrected from are needed, read from the numbered cells' values
                 scorer.gather_cells(
@@ -269,6 +275,9 @@ pub fn parent_terms(
                     out_qualifies,
                     &mut chunk_cells[..],
                 )?;
+                None
+            } else if !scores_rows {
+                scorer.mark_qualifying(codes, (first, n), out_qualifies);
                 None
             } else if let Some((index, weights)) = weighted {
                 let mut sink = WeightedSums::new(

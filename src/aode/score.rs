@@ -902,6 +902,23 @@ impl ScoringContext<'_, '_> {
         })
     }
 
+    /// Whether each super-parent qualifies on each of the `n` rows of `codes` from
+    /// `first`, into `out_qualifies` `(row, parent rank)`.
+    pub(super) fn mark_qualifying(
+        &self,
+        codes: ArrayView2<i32>,
+        (first, n): (usize, usize),
+        out_qualifies: &mut [bool],
+    ) {
+        let n_parents = self.super_parents.len();
+        for (rank, &i) in self.super_parents.iter().enumerate() {
+            let codes_i = codes.row(i);
+            for r in 0..n {
+                out_qualifies[r * n_parents + rank] = self.qualifies(i, codes_i[first + r]);
+            }
+        }
+    }
+
     /// [`Self::gather_cells`] with `C` classes (0: any number).
     fn gather_classes<const C: usize>(
         &self,
@@ -913,13 +930,13 @@ impl ScoringContext<'_, '_> {
     ) -> Result<()> {
         let (nc, n_features) = (self.n_classes, self.n_features);
         let n_parents = self.super_parents.len();
+        self.mark_qualifying(codes, (first, n), out_qualifies);
         for r in 0..n {
             let row = first + r;
-            for (rank, &i) in self.super_parents.iter().enumerate() {
-                if !self.qualifies(i, codes[[i, row]]) {
+            for rank in 0..n_parents {
+                if !out_qualifies[r * n_parents + rank] {
                     continue;
                 }
-                out_qualifies[r * n_parents + rank] = true;
                 let block = (r * n_parents + rank) * n_features;
                 for j in 0..n_features {
                     let k = rank * n_features + j;

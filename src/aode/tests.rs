@@ -143,10 +143,15 @@ struct Numbering {
 
 impl Numbering {
     fn request(&self) -> CellRequest<'_> {
+        self.request_with(true)
+    }
+
+    fn request_with(&self, in_sample_terms: bool) -> CellRequest<'_> {
         CellRequest::Numbered {
             cells: self.cells.view(),
             column_starts: &self.column_starts,
             first_row: self.first_row.view(),
+            in_sample_terms,
         }
     }
 }
@@ -332,6 +337,18 @@ fn parent_terms_by_hand_and_for_any_thread_count() {
                     }
                 }
                 assert!(uses > codes.ncols() * n_parents, "{uses}");
+                // without the terms: the same cells and qualification, no row scored
+                let unscored = with_threads(threads, || {
+                    let request = numbering.request_with(false);
+                    parent_terms(codes.view(), model, layout, request, None).unwrap()
+                })
+                .unwrap();
+                assert_eq!(unscored.qualifies, one.qualifies);
+                assert_eq!(
+                    bits(&unscored.numbered_cells),
+                    bits(&numbered.numbered_cells)
+                );
+                assert!(unscored.terms.iter().all(|&t| t == 0.0));
             }
             // without cells the parents are scored in parallel over larger chunks: the
             // same terms

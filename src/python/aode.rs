@@ -469,7 +469,8 @@ impl<'py> LeftOutArrays<'py> {
 /// term `T_i` `(S, P, C)` of feature-major codes `(F, S)`, whether it qualifies on each row
 /// `(S, P)`, with `cells` the table cells of the terms `(S, P, F, C)` (else `(0, P, F,
 /// C)`), with a numbering of the rows' cells (`cell_numbers` (P F, S), `cell_column_starts`,
-/// `cell_first_rows`) each numbered cell's value `(cells, C)` (else `(0, C)`), and with
+/// `cell_first_rows`) each numbered cell's value `(cells, C)` (else `(0, C)`; without
+/// `left_out` and `in_sample_terms` the terms are left zero, the rows not scored), and with
 /// `cell_numbering` and `cell_weights` each row's weighted cells summed; see
 /// `aode::parent_terms`. With `left_out` (`{"labels", "weights", "counts",
 /// "class_count", "parent_smoothing", "replace_class_prior"}`: the rows are the training
@@ -477,8 +478,8 @@ impl<'py> LeftOutArrays<'py> {
 #[pyfunction]
 #[pyo3(signature = (
     codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs, left_out=None,
-    cell_numbers=None, cell_column_starts=None, cell_first_rows=None, cell_numbering=None,
-    cell_weights=None,
+    cell_numbers=None, cell_column_starts=None, cell_first_rows=None, in_sample_terms=true,
+    cell_numbering=None, cell_weights=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aode_parent_terms<'py>(
@@ -494,6 +495,7 @@ pub(super) fn aode_parent_terms<'py>(
     cell_numbers: Option<PyReadonlyArray2<'py, i64>>,
     cell_column_starts: Option<Vec<usize>>,
     cell_first_rows: Option<PyReadonlyArray1<'py, i64>>,
+    in_sample_terms: bool,
     cell_numbering: Option<Bound<'py, CellNumbering>>,
     cell_weights: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -536,6 +538,7 @@ pub(super) fn aode_parent_terms<'py>(
             cells,
             column_starts,
             first_row,
+            in_sample_terms,
         },
         (_, Some((index, weights))) => aode::CellRequest::Weighted { index, weights },
         _ if cells => aode::CellRequest::All,
