@@ -326,9 +326,9 @@ impl LeftOutTables<'_> {
         }
     }
 
-    /// The left-out term of super-parent `rank` (feature `i`) on row `r` of `codes`, from
-    /// its in-sample `cells` `(F, C)` ([`super::parent_terms`]); false when the parent does
-    /// not qualify without the row (`term` is then untouched).
+    /// The left-out term of super-parent `rank` (feature `i`) on row `r` of `codes`, its
+    /// children's parts from `children` ([`RowCells`]); false when the parent does not
+    /// qualify without the row (`term` is then untouched).
     #[allow(clippy::too_many_arguments)]
     fn parent_row(
         &self,
@@ -337,7 +337,7 @@ impl LeftOutTables<'_> {
         codes: ArrayView2<i32>,
         r: usize,
         (rank, i): (usize, usize),
-        cells: &[f64],
+        children: RowCells,
         term: &mut [f64],
         scratch: &mut [f64],
     ) -> bool {
@@ -346,106 +346,247 @@ impl LeftOutTables<'_> {
         let n_features = self.n_features;
         let y = lo.labels[r] as usize;
         let w = lo.weights[r];
-        let u = codes[[i, r]];
-        if u < 0 {
+        let Some((u, parent_column)) = self.qualifying_parent(model, layout, i, codes[[i, r]], w)
+        else {
             return false;
-        }
-        let u = u as usize;
-        let parent_column = layout.columns(i).start + u;
-        if !self.known(model, parent_column, w)
-            || model.parent_count[parent_column] - w < model.min_parent_count
-        {
-            return false;
-        }
+        };
         self.parent_term(model, layout, i, u, y, w, term);
-        let (scaled, rest) = scratch.split_at_mut(nc);
-        let (total, m) = rest.split_at_mut(nc);
-        for j in (0..n_features).filter(|&j| j != i) {
-            let v = codes[[j, r]];
-            if v < 0 {
-                continue;
+        match children {
+            RowCells::Scored(cells) => {
+                let (part, scratch) = scratch.split_at_mut(nc);
+                for j in (0..n_features).filter(|&j| j != i) {
+                    let v = codes[[j, r]];
+                    if v >= 0
+                        && self.child_part(
+                            model,
+                            layout,
+                            ((rank, i), (u, parent_column)),
+                            (j, v as usize),
+                            (&cells[j * nc..(j + 1) * nc], y, w),
+                            part,
+                            scratch,
+                        )
+                    {
+                        term.iter_mut().zip(part.iter()).for_each(|(t, &p)| *t += p);
+                    }
+                }
             }
-            let column = layout.columns(j).start + v as usize;
-            if model.log_child_mean[column] == f64::NEG_INFINITY {
-                continue; // never scores, in-sample either
-            }
-            if model.parent_count[column] - w <= 0.0 {
-                continue; // unknown without the row: no term
-            }
-            let cell = &cells[j * nc..(j + 1) * nc];
-            let capped = !model.structure.modelled(i, j);
-            // N_{c,u} of the rows with the child present, and m_c
-            let count_and_concentration = |c: usize| {
-                if capped {
-                    (self.present[[j, c]], lo.marginal_concentration[[c, j]])
-                } else {
-                    let missing = self.missing_rank[j];
-                    let count = if missing == usize::MAX {
-                        lo.counts[[c, parent_column]]
-                    } else {
-                        match &self.pair_totals[rank * self.n_missing + missing] {
-                            Some(totals) => totals[u * nc + c],
-                            None => lo.counts[[c, parent_column]],
-                        }
-                    };
-                    (count, lo.concentration[[c, rank, j]])
-                }
-            };
-            let child_mean = model.child_mean[column];
-            let pooled = if capped {
-                f64::NAN
-            } else {
-                lo.pooled_concentration[[rank, j]]
-            };
-            if pooled.is_nan() {
-                // one prior mean as fitted: only the row's own class changes, so only its
-                // count and concentration are read
-                for c in (0..nc).filter(|&c| c != y) {
-                    term[c] += cell[c];
-                }
-                let (count, concentration) = count_and_concentration(y);
-                let total = count + concentration;
-                let scaled = cell[y].exp() * total;
-                term[y] += log_left(scaled - w, 0.5 * concentration * child_mean)
-                    - log_total(total - w, concentration);
-            } else {
-                for c in 0..nc {
-                    let (count, concentration) = count_and_concentration(c);
-                    m[c] = concentration;
-                    total[c] = count + concentration;
-                }
-                // the two-level mean mu_{u,v} = (N_{u,v} + a mu_v) / (N_u + a) loses w too,
-                // where N_{u,v} + a mu_v = mu (N_u + a) and sum_c S_c = N_{u,v} + mu sum_c m_c
-                let mut scaled_sum = 0.0;
-                let (mut count_sum, mut m_sum) = (0.0, 0.0);
-                for c in 0..nc {
-                    scaled[c] = cell[c].exp() * total[c];
-                    scaled_sum += scaled[c];
-                    count_sum += total[c] - m[c];
-                    m_sum += m[c];
-                }
-                let before = (scaled_sum + pooled * child_mean) / (count_sum + pooled + m_sum);
-                // at least a mu_v / (N_u - w + a) in exact arithmetic (the row's own count
-                // is in N_{u,v}), kept above half of it against rounding
-                let left_total = count_sum - w + pooled;
-                let after = ((before * (count_sum + pooled) - w) / left_total)
-                    .max(0.5 * pooled * child_mean / left_total);
-                for c in 0..nc {
-                    let own = if c == y { w } else { 0.0 };
-                    term[c] += log_left(
-                        scaled[c] + m[c] * (after - before) - own,
-                        0.5 * m[c] * after,
-                    ) - log_total(total[c] - own, m[c]);
+            RowCells::Corrected {
+                numbers,
+                values,
+                corrections,
+            } => {
+                for j in (0..n_features).filter(|&j| j != i) {
+                    let cell = numbers[[rank * n_features + j, r]];
+                    if cell < 0 {
+                        continue;
+                    }
+                    let at = cell as usize * nc;
+                    let own = corrections[at + y];
+                    if own.is_nan() {
+                        continue; // the child adds nothing without the row
+                    }
+                    // one prior mean: only the row's own class differs from the fitted cell
+                    for (c, t) in term.iter_mut().enumerate() {
+                        *t += if c == y { own } else { values[at + c] };
+                    }
                 }
             }
         }
         true
     }
 
+    /// The value `u` and category column of super-parent `i` on a row whose code of it is
+    /// `code` and whose weight is `w`, if the parent qualifies without the row: present,
+    /// known and weighing at least `min_parent_count` in the other rows.
+    fn qualifying_parent(
+        &self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        i: usize,
+        code: i32,
+        w: f64,
+    ) -> Option<(usize, usize)> {
+        let u = usize::try_from(code).ok()?;
+        let parent_column = layout.columns(i).start + u;
+        (self.known(model, parent_column, w)
+            && model.parent_count[parent_column] - w >= model.min_parent_count)
+            .then_some((u, parent_column))
+    }
+
+    /// What child `j` with value `v` adds to the left-out term of super-parent `rank`
+    /// (feature `i`, value `u` in category column `parent_column`) of a row of class `y`
+    /// and weight `w` whose in-sample cell is `cell` (C classes): into `part` (C; with one
+    /// prior mean `cell` itself but at `y`); false when it adds nothing (a category that
+    /// never scores, or unknown without the row). `scratch` holds `3 C`.
+    #[allow(clippy::too_many_arguments)]
+    fn child_part(
+        &self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        ((rank, i), (u, parent_column)): ((usize, usize), (usize, usize)),
+        (j, v): (usize, usize),
+        (cell, y, w): (&[f64], usize, f64),
+        part: &mut [f64],
+        scratch: &mut [f64],
+    ) -> bool {
+        let lo = &self.left_out;
+        let nc = self.n_classes;
+        let column = layout.columns(j).start + v;
+        if model.log_child_mean[column] == f64::NEG_INFINITY {
+            return false; // never scores, in-sample either
+        }
+        if model.parent_count[column] - w <= 0.0 {
+            return false; // unknown without the row: no term
+        }
+        let capped = !model.structure.modelled(i, j);
+        // N_{c,u} of the rows with the child present, and m_c
+        let count_and_concentration = |c: usize| {
+            if capped {
+                (self.present[[j, c]], lo.marginal_concentration[[c, j]])
+            } else {
+                let missing = self.missing_rank[j];
+                let count = if missing == usize::MAX {
+                    lo.counts[[c, parent_column]]
+                } else {
+                    match &self.pair_totals[rank * self.n_missing + missing] {
+                        Some(totals) => totals[u * nc + c],
+                        None => lo.counts[[c, parent_column]],
+                    }
+                };
+                (count, lo.concentration[[c, rank, j]])
+            }
+        };
+        let child_mean = model.child_mean[column];
+        let pooled = if capped {
+            f64::NAN
+        } else {
+            lo.pooled_concentration[[rank, j]]
+        };
+        if pooled.is_nan() {
+            // one prior mean as fitted: only the row's own class changes, so only its
+            // count and concentration are read
+            part.copy_from_slice(cell);
+            let (count, concentration) = count_and_concentration(y);
+            let total = count + concentration;
+            let scaled = cell[y].exp() * total;
+            part[y] = log_left(scaled - w, 0.5 * concentration * child_mean)
+                - log_total(total - w, concentration);
+        } else {
+            let (scaled, rest) = scratch.split_at_mut(nc);
+            let (total, m) = rest.split_at_mut(nc);
+            for c in 0..nc {
+                let (count, concentration) = count_and_concentration(c);
+                m[c] = concentration;
+                total[c] = count + concentration;
+            }
+            // the two-level mean mu_{u,v} = (N_{u,v} + a mu_v) / (N_u + a) loses w too,
+            // where N_{u,v} + a mu_v = mu (N_u + a) and sum_c S_c = N_{u,v} + mu sum_c m_c
+            let mut scaled_sum = 0.0;
+            let (mut count_sum, mut m_sum) = (0.0, 0.0);
+            for c in 0..nc {
+                scaled[c] = cell[c].exp() * total[c];
+                scaled_sum += scaled[c];
+                count_sum += total[c] - m[c];
+                m_sum += m[c];
+            }
+            let before = (scaled_sum + pooled * child_mean) / (count_sum + pooled + m_sum);
+            // at least a mu_v / (N_u - w + a) in exact arithmetic (the row's own count
+            // is in N_{u,v}), kept above half of it against rounding
+            let left_total = count_sum - w + pooled;
+            let after = ((before * (count_sum + pooled) - w) / left_total)
+                .max(0.5 * pooled * child_mean / left_total);
+            for c in 0..nc {
+                let own = if c == y { w } else { 0.0 };
+                part[c] = log_left(
+                    scaled[c] + m[c] * (after - before) - own,
+                    0.5 * m[c] * after,
+                ) - log_total(total[c] - own, m[c]);
+            }
+        }
+        true
+    }
+
+    /// With every row of the same weight and one prior mean for every child, what each
+    /// numbered cell ([`super::CellRequest::Numbered`]: column `k`'s cells
+    /// `column_starts[k]..column_starts[k + 1]`, first used by `first_row`, in-sample
+    /// `values` `(cells, C)`) adds to the left-out term of a row of each class: `(cells,
+    /// C)`, at `[cell, y]` the part of class `y` ([`Self::child_part`]; the other classes
+    /// add the cell's value), NaN where the child adds nothing. A row's parts then depend
+    /// on its cell and class only, so each is computed once, not once per row. None
+    /// otherwise (weights that differ, or a two-level mean, where every class changes).
+    ///
+    /// # Errors
+    /// [`HebError::Allocation`] and [`HebError::Interrupted`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn child_corrections(
+        &self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        codes: ArrayView2<i32>,
+        super_parents: &[usize],
+        (column_starts, first_row): (&[usize], ArrayView1<i64>),
+        values: &[f64],
+    ) -> Result<Option<Vec<f64>>> {
+        let lo = &self.left_out;
+        let (nc, n_features) = (self.n_classes, self.n_features);
+        let Some(&w) = lo.weights.first() else {
+            return Ok(None);
+        };
+        let one_weight = lo.weights.iter().all(|&weight| weight == w);
+        let one_level = lo.pooled_concentration.iter().all(|a| a.is_nan());
+        if !one_weight || !one_level {
+            return Ok(None);
+        }
+        let mut corrections = filled(values.len(), f64::NAN, "left-out cell corrections")?;
+        let mut columns: Vec<(usize, &mut [f64])> =
+            with_capacity(column_starts.len(), "left-out cell corrections")?;
+        let mut rest = corrections.as_mut_slice();
+        for (k, pair) in column_starts.windows(2).enumerate() {
+            let (own, tail) = rest.split_at_mut((pair[1] - pair[0]) * nc);
+            columns.push((k, own));
+            rest = tail;
+        }
+        columns.into_par_iter().for_each(|(k, own)| {
+            let (rank, j) = (k / n_features, k % n_features);
+            let i = super_parents[rank];
+            if j == i || crate::interrupt::cancelled() {
+                return; // the parent's own cells: its term is left out row by row
+            }
+            let (mut part, mut scratch) = (vec![0.0; nc], vec![0.0; 3 * nc]);
+            let cells = column_starts[k]..column_starts[k + 1];
+            for (out, cell) in own.chunks_exact_mut(nc).zip(cells) {
+                let row = first_row[cell] as usize;
+                let v = codes[[j, row]];
+                let parent = self.qualifying_parent(model, layout, i, codes[[i, row]], w);
+                let (Some(parent), Ok(v)) = (parent, usize::try_from(v)) else {
+                    continue; // no row uses it without its parent's qualifying
+                };
+                let value = &values[cell * nc..(cell + 1) * nc];
+                for (y, slot) in out.iter_mut().enumerate() {
+                    let place = ((rank, i), parent);
+                    let row_part = (value, y, w);
+                    if self.child_part(
+                        model,
+                        layout,
+                        place,
+                        (j, v),
+                        row_part,
+                        &mut part,
+                        &mut scratch,
+                    ) {
+                        *slot = part[y];
+                    }
+                }
+            }
+        });
+        crate::interrupt::check()?;
+        Ok(Some(corrections))
+    }
+
     /// Replaces the in-sample terms of the `n` rows of `codes` from `first` (`terms`
-    /// `(n, P, C)`, `qualifies` `(n, P)`, `cells` `(n, P, F, C)` as
-    /// [`super::parent_terms`] computes them) by their left-out terms; `super_parents` in
-    /// feature order.
+    /// `(n, P, C)`, `qualifies` `(n, P)` in-sample) by their left-out terms, their
+    /// children's parts from `cells` ([`ChunkCells`]); `super_parents` in feature order.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn replace_terms(
         &self,
@@ -455,21 +596,34 @@ impl LeftOutTables<'_> {
         (first, n): (usize, usize),
         super_parents: &[usize],
         qualifies: &[bool],
-        cells: &[f64],
+        cells: ChunkCells,
         terms: &mut [f64],
     ) {
         let nc = self.n_classes;
         let n_parents = super_parents.len();
         let block = self.n_features * nc;
         let mut fallback = vec![0.0; nc];
-        let mut scratch = vec![0.0; 3 * nc];
+        let mut scratch = vec![0.0; 4 * nc];
         for r in 0..n {
             let row = first + r;
             let mut fallback_ready = false;
             for (rank, &i) in super_parents.iter().enumerate() {
                 let at = (r * n_parents + rank) * nc;
                 let term = &mut terms[at..at + nc];
-                let row_cells = &cells[(r * n_parents + rank) * block..][..block];
+                let children = match cells {
+                    ChunkCells::Scored(cells) => {
+                        RowCells::Scored(&cells[(r * n_parents + rank) * block..][..block])
+                    }
+                    ChunkCells::Numbered {
+                        numbers,
+                        values,
+                        corrections,
+                    } => RowCells::Corrected {
+                        numbers,
+                        values,
+                        corrections,
+                    },
+                };
                 let qualifies = qualifies[r * n_parents + rank]
                     && self.parent_row(
                         model,
@@ -477,7 +631,7 @@ impl LeftOutTables<'_> {
                         codes,
                         row,
                         (rank, i),
-                        row_cells,
+                        children,
                         term,
                         &mut scratch,
                     );
@@ -493,4 +647,29 @@ impl LeftOutTables<'_> {
             }
         }
     }
+}
+
+/// Where [`LeftOutTables::replace_terms`] reads a chunk's in-sample cells.
+#[derive(Clone, Copy)]
+pub(super) enum ChunkCells<'a> {
+    /// The chunk's `(row, parent rank, feature, class)` cells as the scorer writes them.
+    Scored(&'a [f64]),
+    /// Each row's numbered cell in each column, `numbers` (P F, S), the cells' `values`
+    /// `(cells, C)` and their parts left out ([`LeftOutTables::child_corrections`]).
+    Numbered {
+        numbers: ArrayView2<'a, i64>,
+        values: &'a [f64],
+        corrections: &'a [f64],
+    },
+}
+
+/// One row's in-sample cells of one parent: its `(F, C)` block, or the numbered cells.
+#[derive(Clone, Copy)]
+enum RowCells<'a> {
+    Scored(&'a [f64]),
+    Corrected {
+        numbers: ArrayView2<'a, i64>,
+        values: &'a [f64],
+        corrections: &'a [f64],
+    },
 }

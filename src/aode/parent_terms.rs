@@ -27,7 +27,7 @@
 use ndarray::{Array2, Array3, Array4, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::leave_one_out::LeftOut;
+use super::leave_one_out::{ChunkCells, LeftOut};
 use super::score::{prepare, rows_per_chunk, AodeModel, CellSink, NoCells};
 use crate::cell_numbers::{add_weighted_cells, cell_key, CellIndex};
 use crate::class_loops::by_class_count;
@@ -91,7 +91,8 @@ pub enum CellRequest<'a> {
 }
 
 /// Checks a [`CellRequest::Numbered`] numbering against `n_rows` rows and `n_columns`
-/// cell columns (the cells themselves are checked where they are read).
+/// cell columns: its shape, its column starts, its first rows, and every row's cell
+/// among its column's (columns in parallel).
 fn check_numbering(
     (cells, column_starts, first_row): (ArrayView2<i64>, &[usize], ArrayView1<i64>),
     n_rows: usize,
@@ -121,6 +122,21 @@ fn check_numbering(
     {
         return Err(HebError::InvalidParameter(format!(
             "a cell's first row {row} is outside the {n_rows} rows"
+        )));
+    }
+    let misplaced = (0..n_columns).into_par_iter().find_map_first(|k| {
+        let (start, end) = (column_starts[k] as i64, column_starts[k + 1] as i64);
+        let outside = |cell: i64| cell >= 0 && (cell < start || cell >= end);
+        let column = cells.row(k);
+        let row = match column.as_slice() {
+            Some(column) => column.iter().position(|&cell| outside(cell)),
+            None => column.iter().position(|&cell| outside(cell)),
+        }?;
+        Some((k, row, cells[[k, row]]))
+    });
+    if let Some((k, row, cell)) = misplaced {
+        return Err(HebError::InvalidParameter(format!(
+            "cell {cell} of row {row} is not one of column {k}'s cells"
         )));
     }
     Ok(())
@@ -242,8 +258,21 @@ pub fn parent_terms(
             Some(rows) => Some(rows.prepare(model, layout, codes, &prepared.super_parents)?),
             None => None,
         };
+        // with left-out rows, what each numbered cell's child adds to their terms, where
+        // that depends on the cell and the row's class only
+        let mut corrections = None;
         if let Some((_, column_starts, first_row, _)) = numbered {
             scorer.numbered_cell_values(codes, (column_starts, first_row), &mut numbered_cells)?;
+            if let Some(left_out) = &left_out {
+                corrections = left_out.child_corrections(
+                    model,
+                    layout,
+                    codes,
+                    &prepared.super_parents,
+                    (column_starts, first_row),
+                    &numbered_cells,
+                )?;
+            }
         }
         let score = |chunk: usize,
                      out_terms: &mut [f64],
@@ -258,23 +287,27 @@ pub fn parent_terms(
             // the chunk's own cells where the caller keeps none and reads them after (every
             // cell read below is written by the scorer: a qualifying parent's scoring
             // children); weighted cells are summed block by block instead
-            let mut own_cells = if !cells && buffered_cells {
+            let mut own_cells = if !cells && buffered_cells && corrections.is_none() {
                 zeroed(n * row_cells, "AODE chunk cells")?
             } else {
                 Vec::new()
             };
             let mut chunk_cells: &mut [f64] = if cells { out_cells } else { &mut own_cells };
             let mut sums = Vec::new();
-            let scored = if let (Some((numbers, starts, ..)), true) = (numbered, has_left_out) {
+            let scored = if corrections.is_some() {
+                // the left-out terms read their children's parts from the corrections
+                scorer.mark_qualifying(codes, (first, n), out_qualifies);
+                None
+            } else if let (Some((numbers, ..)), true) = (numbered, has_left_out) {
                 // the left-out terms replace every in-sample one: only the cells they are
                 // corrected from are needed, read from the numbered cells' values
                 scorer.gather_cells(
-                    (numbers, starts, &numbered_cells),
+                    (numbers, &numbered_cells),
                     codes,
                     (first, n),
                     out_qualifies,
                     &mut chunk_cells[..],
-                )?;
+                );
                 None
             } else if !scores_rows {
                 scorer.mark_qualifying(codes, (first, n), out_qualifies);
@@ -314,6 +347,14 @@ pub fn parent_terms(
                 }
             }
             if let Some(left_out) = &left_out {
+                let cells = match (&corrections, numbered) {
+                    (Some(corrections), Some((numbers, ..))) => ChunkCells::Numbered {
+                        numbers,
+                        values: &numbered_cells,
+                        corrections,
+                    },
+                    _ => ChunkCells::Scored(chunk_cells),
+                };
                 left_out.replace_terms(
                     model,
                     layout,
@@ -321,7 +362,7 @@ pub fn parent_terms(
                     (first, n),
                     &prepared.super_parents,
                     out_qualifies,
-                    chunk_cells,
+                    cells,
                     out_terms,
                 );
             }

@@ -877,28 +877,19 @@ impl ScoringContext<'_, '_> {
     /// The cells of the `n` rows of `codes` from `first` as [`Self::score_chunk`] writes
     /// them into a chunk's `(row, parent rank, feature, class)` array (`out_cells`, zero
     /// where nothing is written), read from the `values` of their numbered `cells` (P F,
-    /// S; column `k`'s cells `column_starts[k]..column_starts[k + 1]`,
+    /// S; each among its column's, checked by the caller;
     /// [`Self::numbered_cell_values`]), with each parent's qualification into
     /// `out_qualifies` `(row, parent rank)`.
-    ///
-    /// # Errors
-    /// A cell outside its column's.
     pub(super) fn gather_cells(
         &self,
-        (cells, column_starts, values): (ArrayView2<i64>, &[usize], &[f64]),
+        (cells, values): (ArrayView2<i64>, &[f64]),
         codes: ArrayView2<i32>,
         (first, n): (usize, usize),
         out_qualifies: &mut [bool],
         out_cells: &mut [f64],
-    ) -> Result<()> {
+    ) {
         by_class_count!(self.n_classes, C, {
-            self.gather_classes::<C>(
-                (cells, column_starts, values),
-                codes,
-                (first, n),
-                out_qualifies,
-                out_cells,
-            )
+            self.gather_classes::<C>((cells, values), codes, (first, n), out_qualifies, out_cells)
         })
     }
 
@@ -922,12 +913,12 @@ impl ScoringContext<'_, '_> {
     /// [`Self::gather_cells`] with `C` classes (0: any number).
     fn gather_classes<const C: usize>(
         &self,
-        (cells, column_starts, values): (ArrayView2<i64>, &[usize], &[f64]),
+        (cells, values): (ArrayView2<i64>, &[f64]),
         codes: ArrayView2<i32>,
         (first, n): (usize, usize),
         out_qualifies: &mut [bool],
         out_cells: &mut [f64],
-    ) -> Result<()> {
+    ) {
         let (nc, n_features) = (self.n_classes, self.n_features);
         let n_parents = self.super_parents.len();
         self.mark_qualifying(codes, (first, n), out_qualifies);
@@ -945,11 +936,6 @@ impl ScoringContext<'_, '_> {
                         continue;
                     }
                     let cell = cell as usize;
-                    if cell < column_starts[k] || cell >= column_starts[k + 1] {
-                        return Err(HebError::InvalidParameter(format!(
-                            "cell {cell} of row {row} is not one of column {k}'s cells"
-                        )));
-                    }
                     copy_classes::<C>(
                         &mut out_cells[(block + j) * nc..(block + j + 1) * nc],
                         &values[cell * nc..(cell + 1) * nc],
@@ -957,7 +943,6 @@ impl ScoringContext<'_, '_> {
                 }
             }
         }
-        Ok(())
     }
 
     /// How super-parent `rank` reads child `j` (none for the parent itself).
