@@ -1376,7 +1376,8 @@ def _count_features(
     """``ln(1 + n)`` of each row's cell in each column of ``cells`` (S, G) (-1: none,
     n = 0), n its count less ``own_weight`` (the row's own sample weight, for training
     rows). A count within rounding of zero is zero."""
-    # the count of cell -1 (none) is the appended 0, which stays 0 less any own weight
+    # cell -1 (none) reads the appended 0; less the row's own weight it is below the
+    # threshold, so its feature is 0
     total = np.append(cell_counts, 0.0)[cells]
     others = total if own_weight is None else total - own_weight[:, None]
     others = np.where(others > 1e-9 * np.maximum(total, 1.0), others, 0.0)

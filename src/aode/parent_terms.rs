@@ -301,13 +301,11 @@ pub fn parent_terms(
             } else if let (Some((numbers, ..)), true) = (numbered, has_left_out) {
                 // the left-out terms replace every in-sample one: only the cells they are
                 // corrected from are needed, read from the numbered cells' values
-                scorer.gather_cells(
-                    (numbers, &numbered_cells),
-                    codes,
-                    (first, n),
-                    out_qualifies,
-                    &mut chunk_cells[..],
-                );
+                let cells = (numbers, numbered_cells.as_slice());
+                let rows = (first, n);
+                by_class_count!(n_classes, C, {
+                    scorer.gather_cells::<C>(cells, codes, rows, out_qualifies, chunk_cells)
+                });
                 None
             } else if !scores_rows {
                 scorer.mark_qualifying(codes, (first, n), out_qualifies);
@@ -329,20 +327,21 @@ pub fn parent_terms(
             } else {
                 Some(scorer.score_chunk::<false>(codes, first, n, &mut NoCells))
             };
-            for r in (0..n).filter(|_| scored.is_some()) {
-                let scored = scored.as_ref().expect("scored");
-                let naive_bayes = fallback.row(first + r);
-                for rank in 0..n_parents {
-                    let at = (r * n_parents + rank) * n_classes;
-                    let out = &mut out_terms[at..at + n_classes];
-                    if scored.qualifies[rank * n + r] {
-                        out_qualifies[r * n_parents + rank] = true;
-                        let from = (rank * n + r) * n_classes;
-                        out.copy_from_slice(&scored.terms[from..from + n_classes]);
-                    } else {
-                        out.iter_mut()
-                            .zip(naive_bayes.iter())
-                            .for_each(|(t, &s)| *t = s);
+            if let Some(scored) = &scored {
+                for r in 0..n {
+                    let naive_bayes = fallback.row(first + r);
+                    for rank in 0..n_parents {
+                        let at = (r * n_parents + rank) * n_classes;
+                        let out = &mut out_terms[at..at + n_classes];
+                        if scored.qualifies[rank * n + r] {
+                            out_qualifies[r * n_parents + rank] = true;
+                            let from = (rank * n + r) * n_classes;
+                            out.copy_from_slice(&scored.terms[from..from + n_classes]);
+                        } else {
+                            out.iter_mut()
+                                .zip(naive_bayes.iter())
+                                .for_each(|(t, &s)| *t = s);
+                        }
                     }
                 }
             }

@@ -874,25 +874,6 @@ impl ScoringContext<'_, '_> {
         crate::interrupt::check()
     }
 
-    /// The cells of the `n` rows of `codes` from `first` as [`Self::score_chunk`] writes
-    /// them into a chunk's `(row, parent rank, feature, class)` array (`out_cells`, zero
-    /// where nothing is written), read from the `values` of their numbered `cells` (P F,
-    /// S; each among its column's, checked by the caller;
-    /// [`Self::numbered_cell_values`]), with each parent's qualification into
-    /// `out_qualifies` `(row, parent rank)`.
-    pub(super) fn gather_cells(
-        &self,
-        (cells, values): (ArrayView2<i64>, &[f64]),
-        codes: ArrayView2<i32>,
-        (first, n): (usize, usize),
-        out_qualifies: &mut [bool],
-        out_cells: &mut [f64],
-    ) {
-        by_class_count!(self.n_classes, C, {
-            self.gather_classes::<C>((cells, values), codes, (first, n), out_qualifies, out_cells)
-        })
-    }
-
     /// Whether each super-parent qualifies on each of the `n` rows of `codes` from
     /// `first`, into `out_qualifies` `(row, parent rank)`.
     pub(super) fn mark_qualifying(
@@ -910,8 +891,14 @@ impl ScoringContext<'_, '_> {
         }
     }
 
-    /// [`Self::gather_cells`] with `C` classes (0: any number).
-    fn gather_classes<const C: usize>(
+    /// The cells of the `n` rows of `codes` from `first` as [`Self::score_chunk`] writes
+    /// them into a chunk's `(row, parent rank, feature, class)` array (`out_cells`, zero
+    /// where nothing is written), read from the `values` of their numbered `cells` (P F,
+    /// S; each among its column's, checked by the caller;
+    /// [`Self::numbered_cell_values`]), with each parent's qualification into
+    /// `out_qualifies` `(row, parent rank)`. `C` is the number of classes where it is
+    /// compiled for it ([`by_class_count`]), or 0.
+    pub(super) fn gather_cells<const C: usize>(
         &self,
         (cells, values): (ArrayView2<i64>, &[f64]),
         codes: ArrayView2<i32>,
