@@ -660,3 +660,52 @@ fn left_out_terms_change_only_counted_rows_and_not_with_the_threads() {
         },
     );
 }
+
+#[test]
+fn left_out_terms_from_per_cell_parts_are_those_of_the_scored_rows() {
+    // equal weights and one prior mean: the numbered cells' parts, computed once per cell
+    // and class, give the bits of correcting each row's scored cells; with a 30-value
+    // feature among six, and a row without a value of it
+    let cardinality = [3, 7, 12, 2, 30, 3];
+    let (mut codes, labels) = random_table(1500, &cardinality, 11);
+    codes[[4, 7]] = -1;
+    let table = (codes.view(), labels.view());
+    for smoothing in [ChildSmoothing::Laplace, ChildSmoothing::HebPooled] {
+        with_uncapped_model(table, &cardinality, 3, smoothing, |fit, model, layout| {
+            let weights = Array1::ones(codes.ncols());
+            let counts =
+                count_categories(codes.view(), labels.view(), weights.view(), layout, 3).unwrap();
+            let left_out = LeftOut {
+                labels: labels.view(),
+                weights: weights.view(),
+                counts: counts.table.view(),
+                class_count: &counts.class_totals,
+                concentration: fit.concentration.view(),
+                pooled_concentration: fit.pooled_concentration.view(),
+                marginal_concentration: fit.marginal_concentration.view(),
+                parent_concentration: &fit.parent_concentration,
+                parent_smoothing: ParentSmoothing::Heb,
+                replace_class_prior: false,
+            };
+            assert!(fit.pooled_concentration.iter().all(|a| a.is_nan()));
+            let scored = parent_terms(
+                codes.view(),
+                model,
+                layout,
+                CellRequest::All,
+                Some(left_out),
+            )
+            .unwrap();
+            let numbering = numbered_cells(codes.view(), &cardinality, cardinality.len());
+            for threads in [1, 2] {
+                let parts = with_threads(threads, || {
+                    let request = numbering.request();
+                    parent_terms(codes.view(), model, layout, request, Some(left_out)).unwrap()
+                })
+                .unwrap();
+                assert_eq!(bits(&parts.terms), bits(&scored.terms));
+                assert_eq!(parts.qualifies, scored.qualifies);
+            }
+        });
+    }
+}
