@@ -568,6 +568,49 @@ fn planned_bytes_bound_what_the_fit_holds() {
     let _: Array3<f64> = fit.concentration;
 }
 
+/// The training rows `(labels, weights)` of `fit` (single counts `counts`) to be left out
+/// of its model.
+fn left_out_rows<'a>(
+    fit: &'a AodeFit,
+    counts: &'a CategoricalCounts,
+    (labels, weights): (ArrayView1<'a, i64>, ArrayView1<'a, f64>),
+    parent_smoothing: ParentSmoothing,
+) -> LeftOut<'a> {
+    LeftOut {
+        labels,
+        weights,
+        counts: counts.table.view(),
+        class_count: &counts.class_totals,
+        concentration: fit.concentration.view(),
+        pooled_concentration: fit.pooled_concentration.view(),
+        marginal_concentration: fit.marginal_concentration.view(),
+        parent_concentration: &fit.parent_concentration,
+        parent_smoothing,
+        replace_class_prior: false,
+    }
+}
+
+/// The left-out terms of `codes` (every feature a super-parent, of `cardinality`)
+/// corrected from their numbered cells, on 1 and 2 threads, are `expected`'s to the bit,
+/// with its qualification.
+fn assert_numbered_left_out_terms(
+    (codes, cardinality): (ArrayView2<i32>, &[usize]),
+    model: &AodeModel,
+    layout: &FeatureLayout,
+    left_out: LeftOut,
+    expected: &ParentTerms,
+) {
+    let numbering = numbered_cells(codes, cardinality, cardinality.len());
+    for threads in [1, 2] {
+        let numbered = with_threads(threads, || {
+            parent_terms(codes, model, layout, numbering.request(), Some(left_out)).unwrap()
+        })
+        .unwrap();
+        assert_eq!(bits(&numbered.terms), bits(&expected.terms));
+        assert_eq!(numbered.qualifies, expected.qualifies);
+    }
+}
+
 #[test]
 fn left_out_terms_change_only_counted_rows_and_not_with_the_threads() {
     // rows of weight 0 were never counted: leaving them out gives their in-sample terms;
@@ -588,18 +631,8 @@ fn left_out_terms_change_only_counted_rows_and_not_with_the_threads() {
             let weights: Array1<f64> = (0..codes.ncols())
                 .map(|r| if r % 3 == 0 { 0.0 } else { 1.0 })
                 .collect();
-            let left_out = LeftOut {
-                labels: labels.view(),
-                weights: weights.view(),
-                counts: counts.table.view(),
-                class_count: &counts.class_totals,
-                concentration: fit.concentration.view(),
-                pooled_concentration: fit.pooled_concentration.view(),
-                marginal_concentration: fit.marginal_concentration.view(),
-                parent_concentration: &fit.parent_concentration,
-                parent_smoothing: ParentSmoothing::Laplace,
-                replace_class_prior: false,
-            };
+            let rows = (labels.view(), weights.view());
+            let left_out = left_out_rows(fit, &counts, rows, ParentSmoothing::Laplace);
             let in_sample =
                 parent_terms(codes.view(), model, layout, CellRequest::None, None).unwrap();
             let with = |threads: usize, cells: bool| {
@@ -618,16 +651,8 @@ fn left_out_terms_change_only_counted_rows_and_not_with_the_threads() {
                 assert_eq!(bits(&with(threads, cells).terms), bits(&one.terms));
             }
             // corrected from the numbered cells' values instead of the scored rows' cells
-            let numbering = numbered_cells(codes.view(), &cardinality, cardinality.len());
-            for threads in [1, 2] {
-                let numbered = with_threads(threads, || {
-                    let request = numbering.request();
-                    parent_terms(codes.view(), model, layout, request, Some(left_out)).unwrap()
-                })
-                .unwrap();
-                assert_eq!(bits(&numbered.terms), bits(&one.terms));
-                assert_eq!(numbered.qualifies, one.qualifies);
-            }
+            let numbered = (codes.view(), &cardinality[..]);
+            assert_numbered_left_out_terms(numbered, model, layout, left_out, &one);
             let mut largest_change: f64 = 0.0;
             for r in 0..codes.ncols() {
                 for (a, b) in one
@@ -675,18 +700,8 @@ fn left_out_terms_from_per_cell_parts_are_those_of_the_scored_rows() {
             let weights = Array1::ones(codes.ncols());
             let counts =
                 count_categories(codes.view(), labels.view(), weights.view(), layout, 3).unwrap();
-            let left_out = LeftOut {
-                labels: labels.view(),
-                weights: weights.view(),
-                counts: counts.table.view(),
-                class_count: &counts.class_totals,
-                concentration: fit.concentration.view(),
-                pooled_concentration: fit.pooled_concentration.view(),
-                marginal_concentration: fit.marginal_concentration.view(),
-                parent_concentration: &fit.parent_concentration,
-                parent_smoothing: ParentSmoothing::Heb,
-                replace_class_prior: false,
-            };
+            let rows = (labels.view(), weights.view());
+            let left_out = left_out_rows(fit, &counts, rows, ParentSmoothing::Heb);
             assert!(fit.pooled_concentration.iter().all(|a| a.is_nan()));
             let scored = parent_terms(
                 codes.view(),
@@ -696,16 +711,8 @@ fn left_out_terms_from_per_cell_parts_are_those_of_the_scored_rows() {
                 Some(left_out),
             )
             .unwrap();
-            let numbering = numbered_cells(codes.view(), &cardinality, cardinality.len());
-            for threads in [1, 2] {
-                let parts = with_threads(threads, || {
-                    let request = numbering.request();
-                    parent_terms(codes.view(), model, layout, request, Some(left_out)).unwrap()
-                })
-                .unwrap();
-                assert_eq!(bits(&parts.terms), bits(&scored.terms));
-                assert_eq!(parts.qualifies, scored.qualifies);
-            }
+            let numbered = (codes.view(), &cardinality[..]);
+            assert_numbered_left_out_terms(numbered, model, layout, left_out, &scored);
         });
     }
 }
