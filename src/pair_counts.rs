@@ -54,6 +54,7 @@ use crate::error::{
     Result, ZeroBytes,
 };
 use crate::layout::FeatureLayout;
+use crate::parallel::split_by_bounds;
 
 /// Every unordered pair `(a, b)`, `a < b`, in table order (all features super-parents,
 /// no cap).
@@ -1367,22 +1368,6 @@ fn shape_error(error: ndarray::ShapeError) -> HebError {
     HebError::InvalidParameter(error.to_string())
 }
 
-/// `values` cut into one part per pair: pair p owns `(bounds[p + 1] - bounds[p]) * width`
-/// items from `bounds[p] * width` on (`bounds` rising from 0 to `values.len() / width`).
-fn split_by_pair<'v, T>(
-    mut values: &'v mut [T],
-    bounds: &[usize],
-    width: usize,
-) -> Vec<(usize, &'v mut [T])> {
-    let mut parts = Vec::with_capacity(bounds.len().saturating_sub(1));
-    for (p, bound) in bounds.windows(2).enumerate() {
-        let (part, rest) = std::mem::take(&mut values).split_at_mut((bound[1] - bound[0]) * width);
-        parts.push((p, part));
-        values = rest;
-    }
-    parts
-}
-
 /// What [`merge_pair_tables`] merges, row by row of the batch's pairs.
 struct RowMerge<'a, 'o, 'b> {
     old: PairTablesView<'o>,
@@ -1497,10 +1482,11 @@ impl RowMerge<'_, '_, '_> {
         let mut indices: Vec<i32> = untouched_zeros(room_cells, "AODE pair cells")?;
         let mut counts: Vec<T> = untouched_zeros(room_counts, "AODE pair counts")?;
         // each pair's row lengths, child values and counts, from the start of its region
-        let used: Vec<usize> = split_by_pair(&mut indptr[1..], self.rows, 1)
+        // each pair's part of the row lengths, child values and counts
+        let used: Vec<usize> = split_by_bounds(&mut indptr[1..], self.rows, 1)?
             .into_par_iter()
-            .zip(split_by_pair(&mut indices, &starts, 1))
-            .zip(split_by_pair(&mut counts, &starts, n_classes))
+            .zip(split_by_bounds(&mut indices, &starts, 1)?)
+            .zip(split_by_bounds(&mut counts, &starts, n_classes)?)
             .with_min_len(16)
             .map(|(((p, lengths), (_, indices)), (_, counts))| {
                 crate::interrupt::check()?;

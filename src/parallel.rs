@@ -152,6 +152,26 @@ pub fn with_threads<T: Send>(n_threads: usize, work: impl FnOnce() -> T + Send) 
     Ok(lease(n_threads)?.install(work))
 }
 
+/// `values` cut into one disjoint part per range, for writers in parallel: part `k` owns
+/// `(bounds[k + 1] - bounds[k]) * width` items from `bounds[k] * width` on (`bounds`
+/// rising from 0 to at most `values.len() / width`), returned as `(k, part)`.
+///
+/// # Errors
+/// [`HebError::Allocation`] for the list of parts.
+pub(crate) fn split_by_bounds<'v, T>(
+    mut values: &'v mut [T],
+    bounds: &[usize],
+    width: usize,
+) -> Result<Vec<(usize, &'v mut [T])>> {
+    let mut parts = crate::error::with_capacity(bounds.len().saturating_sub(1), "parts")?;
+    for (k, bound) in bounds.windows(2).enumerate() {
+        let (part, rest) = std::mem::take(&mut values).split_at_mut((bound[1] - bound[0]) * width);
+        parts.push((k, part));
+        values = rest;
+    }
+    Ok(parts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

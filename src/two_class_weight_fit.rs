@@ -289,7 +289,7 @@ impl TwoClassPass<'_> {
             1,
             cell_gradient,
             self.scales,
-        );
+        )?;
         interrupt::check()?;
         Ok(loss)
     }

@@ -39,6 +39,7 @@ use crate::error::{check_code_range, check_len, filled, with_capacity, zeroed, H
 use crate::interrupt;
 use crate::layout::FeatureLayout;
 use crate::lbfgs::{lane_dot, minimise, LbfgsResult, LbfgsSettings, VECTOR_CHUNK};
+use crate::parallel::split_by_bounds;
 
 /// Rows per parallel task (fixed: the reduction order must not depend on the threads).
 pub(crate) const ROW_CHUNK: usize = 1024;
@@ -251,34 +252,29 @@ pub fn cell_row_sums(
     }
     let n_cells = column_starts[column_starts.len() - 1];
     let mut sums = zeroed(n_cells * n_classes, "cell row sums")?;
-    let mut own_sums: Vec<(usize, &mut [f64])> = with_capacity(by_column.nrows(), "cell columns")?;
-    let mut rest = sums.as_mut_slice();
-    for k in 0..by_column.nrows() {
-        let (own, tail) = rest.split_at_mut((column_starts[k + 1] - column_starts[k]) * n_classes);
-        own_sums.push((k, own));
-        rest = tail;
-    }
-    own_sums.into_par_iter().for_each(|(k, own)| {
-        let column = by_column.row(k);
-        for (block, cells) in column
-            .axis_chunks_iter(Axis(0), interrupt::CHECK_EVERY)
-            .enumerate()
-        {
-            if interrupt::cancelled() {
-                return;
-            }
-            let first = block * interrupt::CHECK_EVERY;
-            for (i, &cell) in cells.iter().enumerate() {
-                if cell >= 0 {
-                    let at = (cell as usize - column_starts[k]) * n_classes;
-                    own[at..at + n_classes]
-                        .iter_mut()
-                        .zip(row_values.row(first + i))
-                        .for_each(|(sum, &value)| *sum += value);
+    split_by_bounds(&mut sums, column_starts, n_classes)?
+        .into_par_iter()
+        .for_each(|(k, own)| {
+            let column = by_column.row(k);
+            for (block, cells) in column
+                .axis_chunks_iter(Axis(0), interrupt::CHECK_EVERY)
+                .enumerate()
+            {
+                if interrupt::cancelled() {
+                    return;
+                }
+                let first = block * interrupt::CHECK_EVERY;
+                for (i, &cell) in cells.iter().enumerate() {
+                    if cell >= 0 {
+                        let at = (cell as usize - column_starts[k]) * n_classes;
+                        own[at..at + n_classes]
+                            .iter_mut()
+                            .zip(row_values.row(first + i))
+                            .for_each(|(sum, &value)| *sum += value);
+                    }
                 }
             }
-        }
-    });
+        });
     interrupt::check()?;
     Ok(sums)
 }
@@ -325,14 +321,8 @@ pub(crate) fn cell_residual_sums<const C: usize>(
     width: usize,
     gradient: &mut [f64],
     factors: &[f64],
-) {
-    let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(entries.n_columns());
-    let mut rest = gradient;
-    for k in 0..entries.n_columns() {
-        let (own, tail) = rest.split_at_mut((starts[k + 1] - starts[k]) * width);
-        slices.push((k, own));
-        rest = tail;
-    }
+) -> Result<()> {
+    let slices = split_by_bounds(gradient, &starts[..=entries.n_columns()], width)?;
     slices.into_par_iter().for_each(|(k, own)| {
         own.iter_mut().for_each(|g| *g = 0.0);
         let used = entries.in_column(k);
@@ -352,6 +342,7 @@ pub(crate) fn cell_residual_sums<const C: usize>(
         let own_factors = &factors[starts[k] * width..starts[k + 1] * width];
         own.iter_mut().zip(own_factors).for_each(|(g, &v)| *g *= v);
     });
+    Ok(())
 }
 
 /// The generative Naive Bayes model whose log-probabilities the weights multiply.
@@ -1041,7 +1032,7 @@ impl AodePass<'_> {
             n_classes,
             grad_d,
             values,
-        );
+        )?;
         interrupt::check()?;
         Ok(loss)
     }

@@ -32,6 +32,7 @@ use super::ParentSmoothing;
 use crate::counts::check_rows;
 use crate::error::{check_len, filled, with_capacity, zeroed, HebError, Result};
 use crate::layout::FeatureLayout;
+use crate::parallel::split_by_bounds;
 use crate::parent_prior::{class_mean, per_feature_class_counts};
 
 /// What scoring the training rows left out needs beyond the model: the rows' classes and
@@ -371,11 +372,11 @@ impl LeftOutTables<'_> {
                     }
                 }
             }
-            RowCells::Corrected {
+            RowCells::Corrected(CorrectedCells {
                 numbers,
                 values,
                 corrections,
-            } => {
+            }) => {
                 for j in (0..n_features).filter(|&j| j != i) {
                     let cell = numbers[[rank * n_features + j, r]];
                     if cell < 0 {
@@ -539,14 +540,7 @@ impl LeftOutTables<'_> {
             return Ok(None);
         }
         let mut corrections = filled(values.len(), f64::NAN, "left-out cell corrections")?;
-        let mut columns: Vec<(usize, &mut [f64])> =
-            with_capacity(column_starts.len(), "left-out cell corrections")?;
-        let mut rest = corrections.as_mut_slice();
-        for (k, pair) in column_starts.windows(2).enumerate() {
-            let (own, tail) = rest.split_at_mut((pair[1] - pair[0]) * nc);
-            columns.push((k, own));
-            rest = tail;
-        }
+        let columns = split_by_bounds(&mut corrections, column_starts, nc)?;
         columns.into_par_iter().for_each(|(k, own)| {
             let (rank, j) = (k / n_features, k % n_features);
             let i = super_parents[rank];
@@ -614,15 +608,7 @@ impl LeftOutTables<'_> {
                     ChunkCells::Scored(cells) => {
                         RowCells::Scored(&cells[(r * n_parents + rank) * block..][..block])
                     }
-                    ChunkCells::Numbered {
-                        numbers,
-                        values,
-                        corrections,
-                    } => RowCells::Corrected {
-                        numbers,
-                        values,
-                        corrections,
-                    },
+                    ChunkCells::Numbered(cells) => RowCells::Corrected(cells),
                 };
                 let qualifies = qualifies[r * n_parents + rank]
                     && self.parent_row(
@@ -654,22 +640,22 @@ impl LeftOutTables<'_> {
 pub(super) enum ChunkCells<'a> {
     /// The chunk's `(row, parent rank, feature, class)` cells as the scorer writes them.
     Scored(&'a [f64]),
-    /// Each row's numbered cell in each column, `numbers` (P F, S), the cells' `values`
-    /// `(cells, C)` and their parts left out ([`LeftOutTables::child_corrections`]).
-    Numbered {
-        numbers: ArrayView2<'a, i64>,
-        values: &'a [f64],
-        corrections: &'a [f64],
-    },
+    /// The rows' numbered cells and their parts left out.
+    Numbered(CorrectedCells<'a>),
+}
+
+/// Each row's numbered cell in each column, `numbers` (P F, S), the cells' `values`
+/// `(cells, C)` and their parts left out ([`LeftOutTables::child_corrections`]).
+#[derive(Clone, Copy)]
+pub(super) struct CorrectedCells<'a> {
+    pub(super) numbers: ArrayView2<'a, i64>,
+    pub(super) values: &'a [f64],
+    pub(super) corrections: &'a [f64],
 }
 
 /// One row's in-sample cells of one parent: its `(F, C)` block, or the numbered cells.
 #[derive(Clone, Copy)]
 enum RowCells<'a> {
     Scored(&'a [f64]),
-    Corrected {
-        numbers: ArrayView2<'a, i64>,
-        values: &'a [f64],
-        corrections: &'a [f64],
-    },
+    Corrected(CorrectedCells<'a>),
 }

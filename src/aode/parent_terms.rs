@@ -27,7 +27,7 @@
 use ndarray::{Array2, Array3, Array4, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::leave_one_out::{ChunkCells, LeftOut};
+use super::leave_one_out::{ChunkCells, CorrectedCells, LeftOut};
 use super::score::{prepare, rows_per_chunk, AodeModel, CellSink, NoCells};
 use crate::cell_numbers::{add_weighted_cells, cell_key, CellIndex};
 use crate::class_loops::by_class_count;
@@ -347,11 +347,13 @@ pub fn parent_terms(
             }
             if let Some(left_out) = &left_out {
                 let cells = match (&corrections, numbered) {
-                    (Some(corrections), Some((numbers, ..))) => ChunkCells::Numbered {
-                        numbers,
-                        values: &numbered_cells,
-                        corrections,
-                    },
+                    (Some(corrections), Some((numbers, ..))) => {
+                        ChunkCells::Numbered(CorrectedCells {
+                            numbers,
+                            values: &numbered_cells,
+                            corrections,
+                        })
+                    }
                     _ => ChunkCells::Scored(chunk_cells),
                 };
                 left_out.replace_terms(

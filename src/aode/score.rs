@@ -28,6 +28,7 @@ use crate::counts::check_codes;
 use crate::error::{check_len, filled, HebError, Result};
 use crate::layout::FeatureLayout;
 use crate::pair_counts::{CountSlice, PairTablesView};
+use crate::parallel::split_by_bounds;
 use crate::scoring;
 
 /// Everything the scorer reads, all fitted.
@@ -705,13 +706,7 @@ impl ScoringContext<'_, '_> {
             acc.copy_from_slice(parent_cells);
             if CELLS {
                 let own = &mut out[parent.parent * nc..(parent.parent + 1) * nc];
-                for ((cell, &lp), &prior) in own
-                    .iter_mut()
-                    .zip(parent_cells)
-                    .zip(self.model.class_log_prior)
-                {
-                    *cell = lp - prior;
-                }
+                write_parent_cell(own, parent_cells, self.model.class_log_prior);
             }
             let values = &parent.child_value[r * self.n_features..(r + 1) * self.n_features];
             for run in parent.readers {
@@ -836,7 +831,7 @@ impl ScoringContext<'_, '_> {
     /// no value of `j`. Columns in parallel.
     ///
     /// # Errors
-    /// [`HebError::Interrupted`].
+    /// [`HebError::Interrupted`] and [`HebError::Allocation`].
     pub(super) fn numbered_cell_values(
         &self,
         codes: ArrayView2<i32>,
@@ -844,13 +839,7 @@ impl ScoringContext<'_, '_> {
         values: &mut [f64],
     ) -> Result<()> {
         let (nc, n_features) = (self.n_classes, self.n_features);
-        let mut columns: Vec<(usize, &mut [f64])> = Vec::with_capacity(column_starts.len());
-        let mut rest = values;
-        for (k, pair) in column_starts.windows(2).enumerate() {
-            let (own, tail) = rest.split_at_mut((pair[1] - pair[0]) * nc);
-            columns.push((k, own));
-            rest = tail;
-        }
+        let columns = split_by_bounds(values, column_starts, nc)?;
         columns.into_par_iter().for_each(|(k, own)| {
             if crate::interrupt::cancelled() {
                 return;
@@ -967,13 +956,7 @@ impl ScoringContext<'_, '_> {
         let parent_column = self.starts[i] + u;
         let parent_cells = &self.parent_log_prob[parent_column * nc..(parent_column + 1) * nc];
         let Some(reader) = reader else {
-            for ((cell, &lp), &prior) in out
-                .iter_mut()
-                .zip(parent_cells)
-                .zip(self.model.class_log_prior)
-            {
-                *cell = lp - prior;
-            }
+            write_parent_cell(out, parent_cells, self.model.class_log_prior);
             return;
         };
         let j = match reader {
@@ -1004,6 +987,14 @@ pub(super) enum ChildReader<'a> {
     Table(&'a [f64], Lookup),
     /// A sparse pair.
     Sparse(&'a SparseChild),
+}
+
+/// A parent's own cell, `ln P(y, x_i) - ln pi_y` (`parent` less `class_log_prior`).
+#[inline(always)]
+fn write_parent_cell(out: &mut [f64], parent: &[f64], class_log_prior: &[f64]) {
+    for ((cell, &lp), &prior) in out.iter_mut().zip(parent).zip(class_log_prior) {
+        *cell = lp - prior;
+    }
 }
 
 /// A child's cell as `(a + b) - a`, `a = ln P(y, x_i)` (`parent`) and `b = ln P(x_j | y,
