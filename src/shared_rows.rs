@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::{check_len, filled, with_capacity, zeroed, HebError, Result};
 use crate::interrupt;
+use crate::parallel::split_by_bounds;
 use crate::weight_fit::check_cell_columns;
 
 /// The cells grouped by the rows that use them, each group kept in the column of its
@@ -49,23 +50,12 @@ pub fn group_cells_by_rows(
     // the last row of each cell: the only one of a cell one row uses
     let mut last_row = filled(n_cells, 0usize, "row-set rows")?;
     // each column's cells are its own range: the columns add into disjoint slices
-    let mut slices = Vec::with_capacity(n_columns);
-    let (mut hashes, mut counts, mut rows) = (
-        set_hash.as_mut_slice(),
-        count.as_mut_slice(),
-        last_row.as_mut_slice(),
-    );
-    for k in 0..n_columns {
-        let size = column_starts[k + 1] - column_starts[k];
-        let (hash_head, hash_tail) = hashes.split_at_mut(size);
-        let (count_head, count_tail) = counts.split_at_mut(size);
-        let (row_head, row_tail) = rows.split_at_mut(size);
-        slices.push((k, hash_head, count_head, row_head));
-        (hashes, counts, rows) = (hash_tail, count_tail, row_tail);
-    }
-    slices
+    let starts = &column_starts[..=n_columns];
+    split_by_bounds(&mut set_hash, starts, 1)?
         .into_par_iter()
-        .try_for_each(|(k, hashes, counts, rows)| {
+        .zip(split_by_bounds(&mut count, starts, 1)?)
+        .zip(split_by_bounds(&mut last_row, starts, 1)?)
+        .try_for_each(|(((k, hashes), (_, counts)), (_, rows))| {
             interrupt::check()?;
             let start = column_starts[k];
             for (row, &cell) in cells.column(k).iter().enumerate() {
