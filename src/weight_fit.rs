@@ -815,13 +815,7 @@ impl NaiveBayesPass<'_> {
         // pass 2: each feature sums its rows' residuals times the cell's log-probability
         // (plus the own-class shift) into its own cells, features in parallel, rows in order
         let residuals = &residuals;
-        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_features);
-        let mut rest = cell_gradient.as_mut_slice();
-        for f in 0..n_features {
-            let (head, tail) = rest.split_at_mut(layout.cardinality(f) * n_classes);
-            slices.push((f, head));
-            rest = tail;
-        }
+        let slices = split_by_bounds(cell_gradient.as_mut_slice(), layout.offsets(), n_classes)?;
         slices.into_par_iter().for_each(|(f, cells)| {
             cells.iter_mut().for_each(|g| *g = 0.0);
             let first = layout.columns(f).start * n_classes;
