@@ -991,13 +991,18 @@ def test_two_class_cell_weights_equal_the_general_fit(monkeypatch, cell_penalty)
     assert np.abs(two_class.cell_weights_).max() > 0.1
 
 
-def test_count_features_leave_each_row_out_by_its_sample_weight():
+@pytest.mark.parametrize("block_rows", [None, 7])
+def test_count_features_leave_each_row_out_by_its_sample_weight(monkeypatch, block_rows):
     """A training row's count of a value or pair is the total sample weight of the other
     training rows that share it (pandas' group sums less the row's own weight), a new
-    row's the total of all of them."""
+    row's the total of all of them; the same when the features are computed a few rows
+    at a time (``block_rows``)."""
     import pandas as pd
 
     from hebnb.aode import _count_features
+
+    if block_rows is not None:
+        monkeypatch.setattr(hebnb.aode, "_COUNT_FEATURE_ROWS", block_rows)
 
     X, y = _data(seed=2, n_rows=120)
     weights = np.random.default_rng(3).uniform(0.2, 3.0, len(y))

@@ -1365,9 +1365,15 @@ class _CountEncoding:
     scale: np.ndarray
 
     def standardised(self, raw: np.ndarray) -> np.ndarray:
-        """``(raw - center) * scale``: features constant over the training rows are 0."""
-        out: np.ndarray = (raw - self.center) * self.scale
-        return out
+        """``(raw - center) * scale``, written over ``raw`` (the features of
+        :func:`_count_features`): features constant over the training rows are 0."""
+        raw -= self.center
+        raw *= self.scale
+        return raw
+
+
+#: Rows per block of :func:`_count_features`' temporary arrays.
+_COUNT_FEATURE_ROWS = 8192
 
 
 def _count_features(
@@ -1375,13 +1381,20 @@ def _count_features(
 ) -> np.ndarray:
     """``ln(1 + n)`` of each row's cell in each column of ``cells`` (S, G) (-1: none,
     n = 0), n its count less ``own_weight`` (the row's own sample weight, for training
-    rows). A count within rounding of zero is zero."""
+    rows). A count within rounding of zero is zero. Computed in place, a block of rows
+    at a time, so that the only array of the size of the result is the result."""
     # cell -1 (none) reads the appended 0; less the row's own weight it is below the
     # threshold, so its feature is 0
-    total = np.append(cell_counts, 0.0)[cells]
-    others = total if own_weight is None else total - own_weight[:, None]
-    others = np.where(others > 1e-9 * np.maximum(total, 1.0), others, 0.0)
-    return np.log1p(others)
+    features: np.ndarray = np.append(cell_counts, 0.0)[cells]
+    for start in range(0, features.shape[0], _COUNT_FEATURE_ROWS):
+        block = features[start : start + _COUNT_FEATURE_ROWS]
+        threshold = np.maximum(block, 1.0)
+        threshold *= 1e-9
+        if own_weight is not None:
+            block -= own_weight[start : start + _COUNT_FEATURE_ROWS, None]
+        np.copyto(block, 0.0, where=~(block > threshold))
+        np.log1p(block, out=block)
+    return features
 
 
 @dataclasses.dataclass(frozen=True)
