@@ -222,6 +222,29 @@ def test_one_class_and_empty_file(tmp_path, capsys):
     assert "no rows" in capsys.readouterr().err
 
 
+def test_a_folder_given_as_data_is_named_a_folder(tmp_path, capsys):
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    assert main(["evaluate", str(folder), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder} is a folder, not a data file" in err and "--suite" in err
+
+
+@pytest.mark.parametrize("suite", [False, True])
+def test_unknown_columns_of_a_schema_name_the_schema(tmp_path, capsys, suite):
+    """The columns came from schema.json, not from --categorical (which --suite refuses)."""
+    folder = tmp_path / "suite" / "ds"
+    folder.mkdir(parents=True)
+    data = write_dataset(folder / "data.csv")
+    (folder / "schema.json").write_text('{"categorical": ["zzz"]}')
+    target = ["--suite", str(tmp_path / "suite")] if suite else [str(data)]
+    code = main(["evaluate", *target, "--no-progress", "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'schema.json'} names unknown columns: zzz" in err
+    assert "--categorical" not in err
+
+
 def test_missing_evaluate_extra_is_a_clear_error(tmp_path, capsys, monkeypatch):
     """scikit-learn 1.6 (the core's minimum) lacks KBinsDiscretizer(quantile_method=...),
     and tqdm comes with the evaluate extra: both are named before anything runs."""

@@ -104,6 +104,24 @@ def test_ece_bin_edges_are_closed_on_the_right():
     assert count[0] == 1
 
 
+@pytest.mark.parametrize("n_bins", [0, -1, 2.5, True, "10"])
+@pytest.mark.parametrize("metric", [reliability_bins, expected_calibration_error])
+def test_a_bin_count_that_is_not_a_positive_integer_is_refused(metric, n_bins):
+    """0 bins made one bin of every row (an ECE where there are no bins), -1 failed in
+    numpy's bincount."""
+    y, proba, classes = random_predictions(20, 3, seed=2)
+    with pytest.raises(ValueError, match="n_bins must be a positive integer"):
+        metric(y, proba, classes, n_bins)
+
+
+def test_one_bin_is_the_gap_between_mean_confidence_and_accuracy():
+    y, proba, classes = random_predictions(50, 3, seed=3)
+    confidence = proba.max(axis=1)
+    accuracy = np.mean(classes[proba.argmax(axis=1)] == y)
+    one = expected_calibration_error(y, proba, classes, np.int64(1))
+    assert one == pytest.approx(abs(accuracy - confidence.mean()), rel=1e-12)
+
+
 def test_all_metrics_names():
     y, proba, classes = random_predictions(50, 3, seed=1)
     assert set(all_metrics(y, proba, classes)) == {

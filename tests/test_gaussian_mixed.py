@@ -198,8 +198,12 @@ def test_mixed_equals_the_sum_of_its_parts():
     prior = np.log(counts + 1.0) - np.log(counts.sum() + 2.0)
     want = prior + sum(
         part.predict_joint_log_proba(X[cols]) - part.class_log_prior_
-        for part, cols in zip(parts, columns)
+        for part, cols in zip(parts[:2], columns[:2])
     )
+    # the token part's likelihood from its tables: tau sum_v x_v ln theta_cv, no prior
+    tokens = parts[2]
+    assert tokens.posterior_power_ != 1.0  # tempered: its joint scales its prior too
+    want += tokens.posterior_power_ * (X[columns[2]].to_numpy() @ tokens.feature_log_prob_.T)
     np.testing.assert_allclose(mixed.predict_joint_log_proba(X), want, rtol=1e-12)
     np.testing.assert_allclose(mixed.class_log_prior_, prior, rtol=1e-12)
     assert [cols for _, _, cols in mixed.models_] == [[0, 2, 6], [1, 3], [4, 5]]
@@ -280,6 +284,38 @@ def test_mixed_keeps_the_column_names_of_polars_and_arrow_tables(form):
         models=[("c", CategoricalNB(), ["colour", "code"]), ("g", GaussianNB(), ["size", "weight"])]
     ).fit(table, y)
     np.testing.assert_allclose(named.predict_proba(table), model.predict_proba(table), rtol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["polars", "pyarrow"])
+def test_an_integer_column_with_nulls_in_an_arrow_table_is_categorical(form):
+    """pandas' default conversion of an Arrow integer (or boolean) column with a null is
+    float64 with NaN: the automatic split sent it to GaussianNB, which refused the NaN.
+    It is categorical, as the same column in pandas' nullable Int64 is."""
+    pa = pytest.importorskip("pyarrow")
+    frame, y = mixed_frame()
+    codes = [None if i % 10 == 0 else int(c) for i, c in enumerate(frame["code"])]
+    flags = [None if i % 7 == 0 else f == "x" for i, f in enumerate(frame["flag"])]
+    nullable = pd.DataFrame(
+        {
+            "code": pd.array(codes, dtype="Int64"),
+            "flag": pd.array(flags, dtype="boolean"),
+            "size": frame["size"],
+        }
+    )
+    table = pa.table(
+        {"code": pa.array(codes, pa.int64()), "flag": pa.array(flags), "size": frame["size"]}
+    )
+    if form == "polars":
+        table = pytest.importorskip("polars").from_arrow(table)
+    model = MixedNB().fit(table, y)
+    assert [(name, cols) for name, _, cols in model.models_] == [
+        ("categorical", [0, 1]),
+        ("gaussian", [2]),
+    ]
+    expected = MixedNB().fit(nullable, y)
+    np.testing.assert_allclose(
+        model.predict_proba(table), expected.predict_proba(nullable), rtol=1e-12
+    )
 
 
 def test_the_group_models_parameters_are_nested_parameters():

@@ -98,6 +98,25 @@ def test_numbers_at_predict_for_a_feature_trained_on_other_values(estimator, sma
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("form", ["int64", "float64", "object"])
+def test_the_least_int64_is_one_category_as_an_int_and_as_a_float(estimator, small, form):
+    """-2**63 fits int64 and is exact in float64, so the float is the integer it equals
+    (as 1.0 is 1), like every other whole float of int64's range: the int and the float
+    are one category, at fit and at predict, whatever the array holds."""
+    X, y = small
+    values = np.where(X == 0, -(2**63), X).astype(np.int64)
+    model = estimator(handle_unknown="error").fit(values, y)
+    expected = estimator().fit(X, y).predict_proba(X)
+    mixed = values.astype(object)
+    mixed[::2] = values[::2].astype(np.float64).astype(object)  # floats and ints together
+    table = {"int64": values, "float64": values.astype(np.float64), "object": mixed}[form]
+    np.testing.assert_allclose(model.predict_proba(table), expected, rtol=1e-12)
+    refitted = estimator(handle_unknown="error").fit(table, y)
+    assert [c.size for c in refitted.categories_] == [3, 3]
+    np.testing.assert_allclose(refitted.predict_proba(values), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
 @pytest.mark.parametrize(
     "batch",
     [
@@ -198,6 +217,33 @@ def test_a_series_as_x_is_refused_as_one_dimensional(estimator, make, small):
     model = estimator().fit(X[:, :1], y)
     with pytest.raises(ValueError, match="got a 1D Series"):
         model.predict(make(X[:, 0]))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_a_one_dimensional_arrow_array_is_refused_as_one_dimensional(estimator, small):
+    """An Arrow array or chunked array is one column without its table: named so, where
+    pyarrow said "ArrowSchema describes non-struct type"."""
+    pa = pytest.importorskip("pyarrow")
+    X, y = small
+    for column in (pa.array(X[:, 0]), pa.chunked_array([X[:, 0]])):
+        with pytest.raises(ValueError, match=f"got a 1D {type(column).__name__}: pass pa.table"):
+            estimator().fit(column, y)
+    model = estimator().fit(X[:, :1], y)
+    with pytest.raises(ValueError, match="got a 1D ChunkedArray"):
+        model.predict(pa.chunked_array([X[:, 0]]))
+
+
+def test_an_arrow_stream_that_is_not_a_table_is_named(small):
+    """Any other object exporting a one-column Arrow stream of non-struct values."""
+    pa = pytest.importorskip("pyarrow")
+    X, y = small
+
+    class Stream:
+        def __arrow_c_stream__(self, requested_schema=None):
+            return pa.chunked_array([X[:, 0]]).__arrow_c_stream__(requested_schema)
+
+    with pytest.raises(ValueError, match="got a Stream whose Arrow stream is not a table"):
+        CategoricalNB().fit(Stream(), y)
 
 
 def test_half_precision_floats_are_categories_without_warnings(small):

@@ -332,8 +332,19 @@ def _split_table(X: Any) -> _Table:
         return _Table(columns, None, labels, _column_names(labels), X.height, floats)
     if module == "pyarrow" or (hasattr(X, "__arrow_c_stream__") and not isinstance(X, np.ndarray)):
         pa = _pyarrow("an Arrow table")
+        if isinstance(X, (pa.Array, pa.ChunkedArray)):
+            raise ValueError(
+                f"Expected a 2D table, got a 1D {type(X).__name__}: pass "
+                "pa.table({'name': array}) if it is a single feature"
+            )
         if not isinstance(X, (pa.Table, pa.RecordBatch)):
-            X = pa.table(X)
+            try:
+                X = pa.table(X)
+            except pa.ArrowInvalid as error:
+                raise ValueError(
+                    f"Expected a 2D table, got a {type(X).__name__} whose Arrow stream is "
+                    f"not a table of columns ({error})"
+                ) from error
         labels = list(X.column_names)
         columns = [("arrow", _chunked(X.column(i))) for i in range(X.num_columns)]
         floats = [pa.types.is_floating(X.schema.field(i).type) for i in range(X.num_columns)]
@@ -457,6 +468,11 @@ def _polars_column(series: Any, feature: int) -> ColumnSpec:
 _POLARS_STREAM_TYPES = {"String", "Categorical", "Enum", "Boolean", "Null"}
 
 
+def _fits_int64(whole: np.ndarray) -> bool:
+    """Whether every whole float fits int64, ``-2**63`` (exact in float64) included."""
+    return not whole.size or (float(whole.min()) >= -(2.0**63) and float(whole.max()) < 2.0**63)
+
+
 def _integer_values(
     column: np.ndarray, feature: int
 ) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -483,7 +499,7 @@ def _integer_values(
             f"feature {feature} holds floats with a fractional part, which are not "
             "categories: bin numeric columns first (e.g. sklearn's KBinsDiscretizer)"
         )
-    if present.size and float(np.abs(present).max()) >= 2.0**63:
+    if not _fits_int64(present):
         return None
     return np.where(missing, 0.0, column).astype(np.int64), (missing if missing.any() else None)
 
@@ -504,7 +520,7 @@ def _integer_block(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None
     if not np.all(np.isfinite(present)) or np.any(present != np.floor(present)):
         for f in range(X.shape[1]):
             _integer_values(X[:, f], f)  # raises, naming the first offending feature
-    if present.size and float(np.abs(present).max()) >= 2.0**63:
+    if not _fits_int64(present):
         return None
     block = np.where(missing, 0.0, values).astype(np.int64)
     return block, (missing if missing.any() else None)

@@ -10,6 +10,8 @@ probabilities, ties going to the lowest class index.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
@@ -139,6 +141,8 @@ def reliability_bins(
     accuracy : ndarray of shape (n_bins,)
         Fraction of those rows whose top-1 class is right (NaN for empty bins).
     """
+    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
     proba = np.asarray(proba, dtype=float)
     confidence = proba.max(axis=1)
     correct = predicted_index(proba) == _true_class_index(y_true, classes, proba)

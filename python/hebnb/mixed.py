@@ -53,6 +53,22 @@ def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
     return models
 
 
+def _nullable_dtype(arrow_type: Any) -> Any:
+    """pandas' nullable dtype of an Arrow integer or boolean column (None otherwise: the
+    default conversion). By default pandas makes such a column with a null float64, which
+    would send it to :class:`GaussianNB`."""
+    import pyarrow as pa
+
+    if pa.types.is_boolean(arrow_type):
+        return pd.BooleanDtype()
+    if pa.types.is_integer(arrow_type):
+        bits = arrow_type.bit_width
+        return pd.api.types.pandas_dtype(
+            f"UInt{bits}" if pa.types.is_unsigned_integer(arrow_type) else f"Int{bits}"
+        )
+    return None
+
+
 def check_table(X: Any) -> Any:
     """A DataFrame as it is, a polars DataFrame or pyarrow Table as a pandas DataFrame
     (its column names kept: recorded, checked at predict, and selectable by name),
@@ -60,7 +76,8 @@ def check_table(X: Any) -> Any:
     check their own columns); sparse input is refused."""
     module = type(X).__module__.partition(".")[0]
     if module in ("polars", "pyarrow") and hasattr(X, "to_pandas") and hasattr(X, "columns"):
-        X = X.to_pandas()
+        table = X.to_arrow() if module == "polars" else X
+        X = table.to_pandas(types_mapper=_nullable_dtype)
     if sp.issparse(X):
         raise TypeError(
             "MixedNB does not support sparse input: pass a DataFrame or a dense array "
@@ -88,7 +105,9 @@ class MixedNB(NaiveBayesClassifier):
         ln P(c, x) = ln pi_c + sum over groups g of ln P(x_g | c)
 
     where ``ln P(x_g | c)`` is the group model's joint log-likelihood minus its own class
-    prior. So the model equals the sum of its parts fitted separately. The group models
+    prior (for a :class:`MultinomialNB` group, its tempered likelihood
+    ``tau sum_v x_v ln theta_cv``: its joint less ``tau`` times its prior). So the model
+    equals the sum of its parts fitted separately. The group models
     are fitted with a uniform class prior (their ``fit_prior`` and ``class_prior`` are
     set so), which makes that difference exact.
 
@@ -311,7 +330,9 @@ class MixedNB(NaiveBayesClassifier):
                     "ignore", message="X (does not have valid|has) feature names"
                 )
                 part = estimator.predict_joint_log_proba(_safe_indexing(X, columns, axis=1))
-            joint += part - estimator.class_log_prior_
+            # a tempered part's joint holds its prior raised to its power too
+            power = getattr(estimator, "posterior_power_", 1.0)
+            joint += part - power * estimator.class_log_prior_
         return joint
 
     def __sklearn_tags__(self) -> Any:

@@ -100,7 +100,8 @@ fn classify<'a>(value: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Cell<'a>> {
             )));
         }
         // whole floats are the integers they equal (1.0 and 1 are one category)
-        return Ok(if v.abs() < 2f64.powi(63) {
+        // [-2^63, 2^63): the float range of int64, its least value exact
+        return Ok(if (-(2f64.powi(63))..2f64.powi(63)).contains(&v) {
             Cell::Key(Key::Int(v as i64))
         } else {
             Cell::Other

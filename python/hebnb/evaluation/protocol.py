@@ -85,6 +85,10 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         The file does not exist, is empty, or is neither CSV nor Parquet.
     """
     file = Path(path)
+    if file.is_dir():
+        raise DataError(
+            f"{file} is a folder, not a data file (a folder of dataset folders goes to --suite)"
+        )
     if not file.is_file():
         raise DataError(f"no such file: {file}")
     suffix = file.suffix.lower()
@@ -245,6 +249,7 @@ def plan_columns(
     *,
     max_distinct: int = 20,
     near_unique: float = 0.9,
+    named_by: str = "--categorical",
 ) -> ColumnPlan:
     """Decides, without looking at labels, which columns are binned, kept or dropped.
 
@@ -259,6 +264,9 @@ def plan_columns(
     near_unique : float, default=0.9
         Categorical columns with at least this many distinct values per non-missing row
         carry no class information that generalises (an ID per row): they are dropped.
+    named_by : str, default="--categorical"
+        Where ``categorical`` came from, for the error naming unknown columns (the
+        option, or a dataset's ``schema.json``).
 
     Raises
     ------
@@ -272,7 +280,7 @@ def plan_columns(
     elif categorical:
         unknown = [name for name in categorical if name not in X.columns]
         if unknown:
-            raise DataError(f"--categorical names unknown columns: {', '.join(unknown)}")
+            raise DataError(f"{named_by} names unknown columns: {', '.join(unknown)}")
         forced = set(categorical)
     plan = ColumnPlan()
     for name in X.columns:

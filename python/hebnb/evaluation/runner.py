@@ -150,8 +150,10 @@ def prepare_dataset(
         frame, folder = read_table(path), path.parent
         default_name = path.parent.name if path.stem == "data" else path.stem
     categorical = parse_categorical(categorical)
+    named_by = "--categorical"
     if categorical is None and folder is not None:
         categorical = parse_categorical(read_schema(folder).get("categorical"))
+        named_by = str(folder / "schema.json")
     X, y = split_target(frame, target)
     n_rows_total = X.shape[0]
     X, y = stratified_subsample(X, y, max_rows, seed)
@@ -166,7 +168,7 @@ def prepare_dataset(
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        plan = plan_columns(X, categorical)
+        plan = plan_columns(X, categorical, named_by=named_by)
     notes = [str(w.message) for w in caught]
     for note in notes:
         warn(f"{name or default_name}: {note}", UserWarning)
