@@ -25,6 +25,8 @@ y = np.array([0, 1, 0, 1])
         (X, np.zeros(4), None, "greater than one"),
         (X, np.array([0.0, 1.0, np.nan, 1.0]), None, "missing labels"),
         (X, np.array([0, 1, None, 1], dtype=object), None, "missing labels"),
+        (X, pd.to_datetime(["2020", None, "2020", "2021"]), None, "missing labels"),
+        (X, np.array([1, "NaT", 1, 2], dtype="timedelta64[D]"), None, "missing labels"),
         (X, y, np.array([1.0, -1.0, 1.0, 1.0]), "Negative values"),
         (X, y, np.array([1.0, np.nan, 1.0, 1.0]), "NaN or infinite"),
         (X, y, np.array([1.0, np.inf, 1.0, 1.0]), "NaN or infinite"),

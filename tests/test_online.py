@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hebnb import AODE, CategoricalNB
+from hebnb import AODE, CategoricalNB, MixedNB
 
 
 def _stream(seed=0, n_rows=1200, n_features=4):
@@ -166,6 +166,44 @@ def test_partial_fit_after_pickling_and_with_dataframes():
     np.testing.assert_allclose(model.predict_proba(frame), full.predict_proba(frame), atol=1e-10)
     with pytest.raises(ValueError, match="feature names"):
         model.partial_fit(frame.rename(columns={"f0": "g"}), y)
+
+
+def _read_only_copy(model, how, tmp_path):
+    """The model as a memory-mapped joblib file or pickle protocol-5 buffers load it:
+    its arrays read-only."""
+    if how == "joblib-mmap":
+        joblib = pytest.importorskip("joblib")
+        joblib.dump(model, tmp_path / "model.joblib")
+        return joblib.load(tmp_path / "model.joblib", mmap_mode="r")
+    buffers = []
+    data = pickle.dumps(model, protocol=5, buffer_callback=buffers.append)
+    return pickle.loads(data, buffers=[bytes(b.raw()) for b in buffers])
+
+
+@pytest.mark.parametrize("how", ["joblib-mmap", "pickle-buffers"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        CategoricalNB,
+        lambda: CategoricalNB(learning_rate=0.99),
+        AODE,
+        lambda: AODE(learning_rate=0.99),
+        lambda: MixedNB(models=[("c", CategoricalNB(), [0, 1, 2, 3])]),
+    ],
+)
+@pytest.mark.parametrize("start", ["fit", "partial_fit"])
+def test_a_model_loaded_read_only_streams_on(make, how, start, tmp_path):
+    """A batch added into read-only count tables raised "The given array is not
+    writeable": the stream takes its own copies and goes on as the model in memory."""
+    X, y = _stream(seed=5, n_rows=400)
+    X = np.where(pd.isna(X), -1, X).astype(np.int64)  # MixedNB: integer columns
+    model = getattr(make(), start)(X[:200], y[:200])
+    loaded = _read_only_copy(model, how, tmp_path)
+    # what the test is about: the loaded model's arrays are read-only
+    assert any(isinstance(v, np.ndarray) and not v.flags.writeable for v in vars(loaded).values())
+    loaded.partial_fit(X[200:], y[200:])
+    model.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.float64])

@@ -8,6 +8,7 @@ import inspect
 import os
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import check_param_validation
@@ -103,6 +104,7 @@ def test_thread_count_never_exceeds_the_cores():
     [
         ([0, 1, None], "missing labels"),
         ([0.0, 1.0, np.nan], "missing labels"),
+        (pd.to_datetime(["2020", "2021", None]), "missing labels"),
         # numpy made these the strings '0', '1', 'a', so the integer labels never matched
         ([0, 1, "a"], "mixes strings and numbers"),
         (np.array([0, 1, "a"], dtype=object), "cannot be ordered"),

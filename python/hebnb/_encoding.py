@@ -1231,8 +1231,9 @@ def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             f"Found input variables with inconsistent numbers of samples: X has {n_samples} "
             f"rows, y has {y.shape[0]}"
         )
-    if y.dtype.kind in "fcO" and np.any(pd.isna(y)):
-        raise ValueError("y contains missing labels (NaN or None): every row needs a class")
+    # NaT is missing too: a datetime or timedelta label column can hold it
+    if y.dtype.kind in "fcOMm" and np.any(pd.isna(y)):
+        raise ValueError("y contains missing labels (NaN, None or NaT): every row needs a class")
     if y.dtype.kind == "O":
         inferred = pd.api.types.infer_dtype(y, skipna=False)
         if inferred == "string":

@@ -87,8 +87,8 @@ def _declared_classes(classes: ArrayLike) -> np.ndarray:
     as_given = np.asarray(classes, dtype=object) if converted else values
     if converted and not all(isinstance(c, str) for c in as_given):
         raise ValueError(f"classes mixes strings and numbers: {as_given.tolist()!r}")
-    if values.dtype.kind in "fcO" and np.any(pd.isna(values)):
-        raise ValueError("classes contains missing labels (NaN or None)")
+    if values.dtype.kind in "fcOMm" and np.any(pd.isna(values)):
+        raise ValueError("classes contains missing labels (NaN, None or NaT)")
     numbers = ("integer", "boolean", "floating", "mixed-integer-float")
     if values.dtype.kind == "O" and pd.api.types.infer_dtype(values) in numbers:
         values = np.asarray(values.tolist())  # as encode_labels does for y

@@ -392,9 +392,15 @@ class CategoricalNB(CategoricalClassifier):
 
     def _growable_counts(self) -> list[np.ndarray]:
         """The per-feature ``(C, capacity)`` count tables of a stream (split from the flat
-        table of a ``fit`` the first time)."""
+        table of a ``fit`` the first time), the model's own writeable copies: a batch adds
+        into them in place, and a model loaded from a read-only memory map or from pickle
+        buffers holds read-only ones."""
         if "_feature_counts" not in self.__dict__:
-            self._feature_counts = [np.ascontiguousarray(t) for t in self._split(self._counts)]
+            self._feature_counts = [np.array(t, order="C") for t in self._split(self._counts)]
+        elif not all(t.flags.writeable for t in self._feature_counts):
+            self._feature_counts = [
+                t if t.flags.writeable else t.copy() for t in self._feature_counts
+            ]
         return self._feature_counts
 
     def _solve_deferred(self) -> None:
@@ -450,6 +456,8 @@ class CategoricalNB(CategoricalClassifier):
                 list(offsets),
                 np.broadcast_to(not_low_count[:, None], (n_classes, n_features)),
                 table,
+                concentration,
+                concentration_interval(self.concentration_bounds),
             )
         if self.feature_weighting == "sqrt-mi":
             information = _core.mutual_information(self._counts, offsets, threads)

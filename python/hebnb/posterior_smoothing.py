@@ -14,26 +14,46 @@ prior: the shrinkage fraction ``B = m / (N + m)``, the weight the predictive giv
 prior mean, is uniform on (0, 1) (Christiansen and Morris 1997; Daniels 1999). It is
 proper, has no parameter, and is invariant to the scale of the counts; in
 ``u = ln(m / N)`` its density is ``e^u / (1 + e^u)^2``, a standard logistic. The integral
-over ``u`` is a midpoint rule on a fixed grid (``u`` in [-14, 14], step 0.5): the
-integrand is smooth in ``u`` and the logistic tails beyond the grid hold less than
-``1e-6`` of the prior mass.
+over ``u`` is a midpoint rule on ``G = 56`` nodes. Where the posterior is wide (small
+data, the case this is for) they are a fixed grid, ``u`` in [-14, 14] in steps of 0.5:
+the integrand is smooth in ``u`` and the logistic tails beyond the grid hold less than
+``1e-6`` of the prior mass. With many rows the posterior narrows (its width in ``u``
+falls like one over the square root of the counts), and a grid of step 0.5 puts all of
+it on two or three nodes: on 60,000 rows of 200 values the predictive was off by up to
+12%. So where the Type-II ML maximiser ``m_hat`` is interior and the posterior's width
+``sigma`` (from the curvature of the log posterior at ``ln(m_hat / N)``, Laplace's
+approximation) is below the grid's step, the nodes are ``ln(m_hat / N) + sigma z`` with
+``z`` in [-13.75, 13.75] in steps of 0.5 instead (the prior moves the mode from
+``ln(m_hat / N)`` by at most ``sigma^2 / 2``); a node set whose ends do not fall far
+below the peak keeps the fixed grid. For a Gaussian-like integrand a midpoint rule's
+error falls like ``exp(-2 pi^2 sigma^2 / step^2)``: about 3e-9 at ``sigma = step``.
 
-The cost is two passes of ``G = 56`` grid points over the ``(C, sum K_f)`` count table,
-independent of the number of rows.
+The cost is three passes of ``G`` nodes over the ``(C, sum K_f)`` count table where some
+posterior is narrow, two otherwise, independent of the number of rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln, logsumexp, polygamma
 
 FloatArray = npt.NDArray[np.float64]
 
 #: The quadrature nodes in u = ln(m / N): midpoints of [-14, 14] in steps of 0.5.
 GRID = np.arange(-14.0, 14.0, 0.5) + 0.25
-#: ln of the uniform-shrinkage prior density in u (a standard logistic), at the nodes.
-LOG_PRIOR = GRID - 2.0 * np.logaddexp(0.0, GRID)
+#: The step of GRID: a posterior narrower than this gets nodes of its own.
+STEP = 0.5
+#: The nodes of a narrow posterior, in units of its width about its mode.
+NARROW_NODES = (np.arange(GRID.shape[0]) - (GRID.shape[0] - 1) / 2) * 0.5
+#: How far below its peak (in log density) a narrow posterior's end nodes must fall.
+TAIL_DROP = 20.0
+
+
+def _log_prior(u: FloatArray) -> FloatArray:
+    """ln of the uniform-shrinkage prior density in u (a standard logistic)."""
+    result: FloatArray = u - 2.0 * np.logaddexp(0.0, u)
+    return result
 
 
 def _feature_sums(table: FloatArray, offsets: list[int]) -> FloatArray:
@@ -56,6 +76,8 @@ def averaged_log_probability_table(
     offsets: list[int],
     averaged: npt.NDArray[np.bool_],
     plug_in_table: FloatArray,
+    concentration: FloatArray | None = None,
+    bounds: tuple[float, float] = (0.0, np.inf),
 ) -> FloatArray:
     """``ln theta`` ``(C, sum K_f)`` with the predictive averaged over the posterior of m.
 
@@ -72,12 +94,17 @@ def averaged_log_probability_table(
         ``plug_in_table`` entries (the low-count fallback m = K_f).
     plug_in_table : ndarray of shape (n_classes, sum K_f)
         ``ln theta`` at the plug-in concentrations.
+    concentration : ndarray of shape (n_classes, n_features), default=None
+        The Type-II ML maximisers ``m_hat``, where a narrow posterior gets its own nodes
+        (None: the fixed grid for every distribution).
+    bounds : (float, float)
+        The interval ``m_hat`` was searched in: a maximiser at an end is not the
+        evidence's peak.
 
     Returns
     -------
     ndarray of shape (n_classes, sum K_f)
     """
-    n_classes = counts.shape[0]
     sizes = np.diff(offsets)
     feature = np.repeat(np.arange(len(sizes)), sizes)
     totals = _feature_sums(counts, offsets)  # N[c, f]
@@ -91,10 +118,12 @@ def averaged_log_probability_table(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         log_mean = np.log(np.where(positive, mean, 1.0))
         log_counts = np.log(np.where(seen, counts, 1.0))
-        log_posterior = np.empty((GRID.shape[0], n_classes, len(sizes)))
-        for g, u in enumerate(GRID):
-            log_posterior[g] = (
-                _log_evidence(
+
+        def log_posterior_at(nodes: FloatArray) -> FloatArray:
+            """The log posterior (up to a constant per distribution) at nodes (G, C, F)."""
+            values = np.empty(nodes.shape)
+            for g, u in enumerate(nodes):
+                values[g] = _log_evidence(
                     counts,
                     totals,
                     mean,
@@ -105,16 +134,32 @@ def averaged_log_probability_table(
                     np.log(scale) + u,
                     offsets,
                     feature,
-                )
-                + LOG_PRIOR[g]
+                ) + _log_prior(u)
+            return values
+
+        nodes = np.broadcast_to(GRID[:, None, None], (GRID.shape[0], *totals.shape))
+        log_posterior = log_posterior_at(nodes)
+        if concentration is not None:
+            narrow_nodes = _narrow_nodes(
+                counts, totals, mean, seen, offsets, feature, concentration, bounds
             )
+            narrow = np.isfinite(narrow_nodes[0])
+            if narrow.any():
+                narrow_posterior = log_posterior_at(np.where(narrow, narrow_nodes, 0.0))
+                peak = narrow_posterior.max(axis=0)
+                # the nodes hold the whole posterior: both ends far below its peak
+                narrow &= np.isfinite(peak) & (
+                    np.maximum(narrow_posterior[0], narrow_posterior[-1]) < peak - TAIL_DROP
+                )
+                nodes = np.where(narrow, narrow_nodes, nodes)
+                log_posterior = np.where(narrow, narrow_posterior, log_posterior)
         normaliser = logsumexp(log_posterior, axis=0)
         log_weights = log_posterior - normaliser
         # ln theta = ln sum_g w_g (N_v + m_g mu_v) / (N + m_g), summed in log space: with
         # tiny means (a category weighted 1e-300 beside 1e20) the terms are subnormal
         # numbers, which keep only a few digits
         table = np.full(counts.shape, -np.inf)
-        for g, u in enumerate(GRID):
+        for g, u in enumerate(nodes):
             log_m = np.log(scale) + u
             log_numerator = np.where(
                 seen,
@@ -129,6 +174,42 @@ def averaged_log_probability_table(
     # largest float, where m = N e^u overflows) keeps its plug-in entries
     usable = averaged & np.isfinite(normaliser) & ~np.isnan(log_posterior).any(axis=0)
     return np.where(usable[:, feature], table, plug_in_table)
+
+
+def _narrow_nodes(
+    counts: FloatArray,
+    totals: FloatArray,
+    mean: FloatArray,
+    seen: npt.NDArray[np.bool_],
+    offsets: list[int],
+    feature: npt.NDArray[np.intp],
+    concentration: FloatArray,
+    bounds: tuple[float, float],
+) -> FloatArray:
+    """Nodes ``(G, C, F)`` in u about each posterior's mode ``ln(m_hat / N)``, spaced by
+    half its width, where the width (Laplace's approximation) is below ``STEP``; NaN
+    elsewhere (a maximiser at a bound, a wide posterior, a width not finite).
+
+    At an interior maximiser ``l'(m_hat) = 0``, so the log posterior's curvature in ``u``
+    is ``-m^2 l''(m)`` plus the logistic prior's ``-2 e^u / (1 + e^u)^2``, with
+    ``l''(m) = psi'(m) - psi'(N + m) + sum_v mu_v^2 [psi'(n_v + m mu_v) - psi'(m mu_v)]``.
+    """
+    m = concentration
+    low, high = bounds
+    u = np.log(m) - np.log(np.where(totals > 0, totals, 1.0))
+    pseudo = m[:, feature] * mean
+    cells = np.where(
+        seen,
+        mean * mean * (polygamma(1, counts + pseudo) - polygamma(1, np.where(seen, pseudo, 1.0))),
+        0.0,
+    )
+    second = polygamma(1, m) - polygamma(1, totals + m) + _feature_sums(cells, offsets)
+    curvature = -m * m * second + 2.0 * np.exp(u - 2.0 * np.logaddexp(0.0, u))
+    width = 1.0 / np.sqrt(curvature)
+    narrow = (totals > 0) & (m > low) & (m < high) & (curvature > 0) & (width < STEP)
+    narrow &= np.isfinite(u) & np.isfinite(width)
+    nodes = u + width * NARROW_NODES[:, None, None]
+    return np.where(narrow, nodes, np.nan)
 
 
 def _log_evidence(
