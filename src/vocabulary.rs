@@ -244,44 +244,12 @@ impl FeatureVocabulary {
         Ok(code)
     }
 
-    /// The code of `key` as a coded cell: its code, the new code when `grow`, else
-    /// [`UNKNOWN`].
-    ///
-    /// # Errors
-    /// As [`FeatureVocabulary::insert`].
-    #[inline]
-    pub fn code(&mut self, key: Key<'_>, grow: bool) -> Result<i32> {
-        match self.get(key) {
-            Some(code) => Ok(code as i32),
-            None if grow => Ok(self.insert_new(key)? as i32),
-            None => Ok(UNKNOWN),
-        }
-    }
-
     /// The code of `text` if it is a known string of at most `SHORT` bytes (the common
     /// cell of a column being scored): no error path, so the caller's loop stays in
     /// registers; None sends it the general way ([`FeatureVocabulary::code_str`]).
     #[inline(always)]
     pub fn known_short_str(&self, text: &str) -> Option<u32> {
         pack(text).and_then(|packed| self.get_packed(packed))
-    }
-
-    /// [`FeatureVocabulary::code`] of a string, the common cell of an object column, with
-    /// the lookup of a known short string inlined into the caller's loop.
-    ///
-    /// # Errors
-    /// As [`FeatureVocabulary::insert`].
-    #[inline]
-    pub fn code_str(&mut self, text: &str, grow: bool) -> Result<i32> {
-        let known = match pack(text) {
-            Some(packed) => self.get_packed(packed),
-            None => self.strs.get(text).copied(),
-        };
-        match known {
-            Some(code) => Ok(code as i32),
-            None if grow => Ok(self.insert_new(Key::Str(text))? as i32),
-            None => Ok(UNKNOWN),
-        }
     }
 
     /// Forgets every category from code `len` on (undoes the growth of a failed batch).
@@ -332,8 +300,113 @@ impl FeatureVocabulary {
         });
         order
     }
+}
 
-    /// Codes integers, `missing[s]` marking missing cells.
+/// How a coding pass meets its vocabulary: growing it (fitting: a value not yet known joins
+/// with the next code) or only reading it (scoring: such a value codes as [`UNKNOWN`]).
+/// Reading needs only a shared reference, so any number of threads can score with one
+/// vocabulary at once.
+pub trait Access {
+    /// The vocabulary coded against.
+    fn vocabulary(&self) -> &FeatureVocabulary;
+
+    /// Whether values not yet known join.
+    fn grows(&self) -> bool;
+
+    /// The coded cell of a value not in the vocabulary: its new code, or [`UNKNOWN`].
+    ///
+    /// # Errors
+    /// As [`FeatureVocabulary::insert`].
+    fn unseen(&mut self, key: Key<'_>) -> Result<i32>;
+
+    /// Room for `additional` more strings about to join (nothing to do when reading).
+    ///
+    /// # Errors
+    /// No memory for them.
+    fn reserve_strings(&mut self, additional: usize) -> Result<()>;
+}
+
+impl Access for &mut FeatureVocabulary {
+    #[inline(always)]
+    fn vocabulary(&self) -> &FeatureVocabulary {
+        self
+    }
+
+    #[inline(always)]
+    fn grows(&self) -> bool {
+        true
+    }
+
+    fn unseen(&mut self, key: Key<'_>) -> Result<i32> {
+        Ok(self.insert_new(key)? as i32)
+    }
+
+    fn reserve_strings(&mut self, additional: usize) -> Result<()> {
+        FeatureVocabulary::reserve_strings(self, additional)
+    }
+}
+
+impl Access for &FeatureVocabulary {
+    #[inline(always)]
+    fn vocabulary(&self) -> &FeatureVocabulary {
+        self
+    }
+
+    #[inline(always)]
+    fn grows(&self) -> bool {
+        false
+    }
+
+    fn unseen(&mut self, _key: Key<'_>) -> Result<i32> {
+        Ok(UNKNOWN)
+    }
+
+    fn reserve_strings(&mut self, _additional: usize) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Cells coded against one feature's vocabulary: `Coding(&mut vocabulary)` grows it,
+/// `Coding(&vocabulary)` only reads it ([`Access`]).
+pub struct Coding<A>(pub A);
+
+impl<A: Access> Coding<A> {
+    /// The vocabulary coded against.
+    #[inline(always)]
+    fn vocabulary(&self) -> &FeatureVocabulary {
+        self.0.vocabulary()
+    }
+
+    /// The code of `key` as a coded cell: its code, the new code when growing, else
+    /// [`UNKNOWN`].
+    ///
+    /// # Errors
+    /// As [`FeatureVocabulary::insert`].
+    #[inline]
+    pub fn code(&mut self, key: Key<'_>) -> Result<i32> {
+        match self.vocabulary().get(key) {
+            Some(code) => Ok(code as i32),
+            None => self.0.unseen(key),
+        }
+    }
+
+    /// [`Coding::code`] of a string, the common cell of an object column, with
+    /// the lookup of a known short string inlined into the caller's loop.
+    ///
+    /// # Errors
+    /// As [`FeatureVocabulary::insert`].
+    #[inline]
+    pub fn code_str(&mut self, text: &str) -> Result<i32> {
+        let known = match pack(text) {
+            Some(packed) => self.vocabulary().get_packed(packed),
+            None => self.vocabulary().strs.get(text).copied(),
+        };
+        match known {
+            Some(code) => Ok(code as i32),
+            None => self.0.unseen(Key::Str(text)),
+        }
+    }
+
     ///
     /// # Errors
     /// A mask of the wrong length; as [`FeatureVocabulary::insert`].
@@ -341,7 +414,6 @@ impl FeatureVocabulary {
         &mut self,
         values: impl ExactSizeIterator<Item = i64>,
         missing: Option<&[bool]>,
-        grow: bool,
     ) -> Result<Vec<i32>> {
         let n = values.len();
         if let Some(mask) = missing {
@@ -352,7 +424,7 @@ impl FeatureVocabulary {
             codes.push(if missing.is_some_and(|m| m[s]) {
                 MISSING
             } else {
-                self.code(Key::Int(v), grow)?
+                self.code(Key::Int(v))?
             });
         }
         Ok(codes)
@@ -370,7 +442,6 @@ impl FeatureVocabulary {
         data: &[u8],
         validity: Option<(&[u8], usize)>,
         positions: Option<&[i64]>,
-        grow: bool,
         name: &str,
     ) -> Result<Vec<i32>> {
         let n = offsets.len().saturating_sub(1);
@@ -390,32 +461,30 @@ impl FeatureVocabulary {
         }
         match positions {
             Some(positions) => {
-                if grow {
+                if self.0.grows() {
                     // the categories of a dictionary or pandas category column, all new
                     // on a first fit
-                    self.reserve_strings(positions.len())?;
+                    self.0.reserve_strings(positions.len())?;
                 }
                 self.encode_utf8_rows(
                     offsets,
                     data,
                     validity,
                     positions.iter().map(|&k| k as usize),
-                    grow,
                     name,
                 )
             }
-            None => self.encode_utf8_rows(offsets, data, validity, 0..n, grow, name),
+            None => self.encode_utf8_rows(offsets, data, validity, 0..n, name),
         }
     }
 
-    /// [`FeatureVocabulary::encode_utf8`] of the strings `rows` (checked to be in range).
+    /// [`Coding::encode_utf8`] of the strings `rows` (checked to be in range).
     fn encode_utf8_rows<O: Copy + TryInto<usize>>(
         &mut self,
         offsets: &[O],
         data: &[u8],
         validity: Option<(&[u8], usize)>,
         rows: impl ExactSizeIterator<Item = usize>,
-        grow: bool,
         name: &str,
     ) -> Result<Vec<i32>> {
         let mut codes = codes_buffer(rows.len())?;
@@ -432,7 +501,7 @@ impl FeatureVocabulary {
             let start: usize = offsets[s].try_into().map_err(|_| bad())?;
             let end: usize = offsets[s + 1].try_into().map_err(|_| bad())?;
             let bytes = data.get(start..end).ok_or_else(bad)?;
-            codes.push(self.code_utf8(bytes, data.get(start..start + 16), grow, name)?);
+            codes.push(self.code_utf8(bytes, data.get(start..start + 16), name)?);
         }
         Ok(codes)
     }
@@ -453,7 +522,6 @@ impl FeatureVocabulary {
         buffers: &[&[u8]],
         validity: Option<(&[u8], usize)>,
         positions: Option<&[i64]>,
-        grow: bool,
         name: &str,
     ) -> Result<Vec<i32>> {
         let bad =
@@ -489,7 +557,7 @@ impl FeatureVocabulary {
             let view = &views[VIEW * s..VIEW * (s + 1)];
             let len = usize::try_from(field(view, 0)).map_err(|_| bad("hold a negative length"))?;
             let code = if len <= INLINE_VIEW {
-                self.code_utf8(&view[4..4 + len], None, grow, name)?
+                self.code_utf8(&view[4..4 + len], None, name)?
             } else {
                 let buffer = usize::try_from(field(view, 8))
                     .ok()
@@ -501,14 +569,14 @@ impl FeatureVocabulary {
                     .checked_add(len)
                     .and_then(|end| buffer.get(start..end))
                     .ok_or_else(|| bad("point outside their data buffers"))?;
-                self.code_utf8(bytes, buffer.get(start..start + 16), grow, name)?
+                self.code_utf8(bytes, buffer.get(start..start + 16), name)?
             };
             codes.push(code);
         }
         Ok(codes)
     }
 
-    /// The coded cell of one string given as bytes (see [`FeatureVocabulary::code`]);
+    /// The coded cell of one string given as bytes (see [`Coding::code`]);
     /// `window`, when the buffer holds 16 bytes from the string's start, lets a short
     /// string be packed with one unaligned load instead of a copy.
     ///
@@ -519,13 +587,7 @@ impl FeatureVocabulary {
     /// # Errors
     /// Bytes that are not UTF-8; as [`FeatureVocabulary::insert`].
     #[inline]
-    pub fn code_utf8(
-        &mut self,
-        bytes: &[u8],
-        window: Option<&[u8]>,
-        grow: bool,
-        name: &str,
-    ) -> Result<i32> {
+    pub fn code_utf8(&mut self, bytes: &[u8], window: Option<&[u8]>, name: &str) -> Result<i32> {
         let not_utf8 =
             || HebError::InvalidParameter(format!("{name} holds text that is not UTF-8"));
         if bytes.len() <= SHORT {
@@ -533,21 +595,19 @@ impl FeatureVocabulary {
                 Some(window) => pack_window(window, bytes.len()),
                 None => pack_bytes(bytes),
             };
-            if let Some(code) = self.get_packed(packed) {
+            if let Some(code) = self.vocabulary().get_packed(packed) {
                 return Ok(code as i32);
             }
-            if !grow {
+            if !self.0.grows() {
                 return Ok(UNKNOWN);
             }
             let text = std::str::from_utf8(bytes).map_err(|_| not_utf8())?;
-            return Ok(self.insert_new(Key::Str(text))? as i32);
+            return self.0.unseen(Key::Str(text));
         }
         let text = std::str::from_utf8(bytes).map_err(|_| not_utf8())?;
-        self.code(Key::Str(text), grow)
+        self.code(Key::Str(text))
     }
-}
 
-impl FeatureVocabulary {
     /// Codes an Arrow array read through the C data interface
     /// ([`crate::arrow_columns`]). A dictionary column is coded through its dictionary:
     /// growing, the dictionary values the rows use join in order of first use (as the
@@ -557,20 +617,15 @@ impl FeatureVocabulary {
     /// # Errors
     /// An index outside the dictionary, a dictionary of dictionaries, an unsigned 64-bit
     /// value beyond int64 (the caller checks [`ArrowColumn::fits_int64`] first); as
-    /// [`FeatureVocabulary::encode_utf8`].
-    pub fn encode_arrow(
-        &mut self,
-        column: &ArrowColumn<'_>,
-        grow: bool,
-        name: &str,
-    ) -> Result<Vec<i32>> {
+    /// [`Coding::encode_utf8`].
+    pub fn encode_arrow(&mut self, column: &ArrowColumn<'_>, name: &str) -> Result<Vec<i32>> {
         let ArrowColumn::Dictionary {
             indices,
             validity,
             dictionary,
         } = column
         else {
-            return self.encode_arrow_rows(column, None, grow, name);
+            return self.encode_arrow_rows(column, None, name);
         };
         let (n, k) = (indices.len(), dictionary.len());
         // the dictionary index of every row, -1 where the row is missing
@@ -589,26 +644,26 @@ impl FeatureVocabulary {
                 index as i64
             });
         }
-        let mapped = if !grow && n < k {
+        let mapped = if !self.0.grows() && n < k {
             // a few rows: their values, not the whole dictionary
             let positions: Vec<i64> = rows.iter().map(|&r| r.max(0)).collect();
-            let mut codes = self.encode_arrow_rows(dictionary, Some(&positions), false, name)?;
+            let mut codes = self.encode_arrow_rows(dictionary, Some(&positions), name)?;
             for (code, &r) in codes.iter_mut().zip(&rows) {
                 if r < 0 {
                     *code = MISSING;
                 }
             }
             return Ok(codes);
-        } else if grow {
+        } else if self.0.grows() {
             let order = first_appearance(&rows, k)?;
             let mut mapped = vec![UNKNOWN; k];
-            let coded = self.encode_arrow_rows(dictionary, Some(&order), true, name)?;
+            let coded = self.encode_arrow_rows(dictionary, Some(&order), name)?;
             for (&index, code) in order.iter().zip(coded) {
                 mapped[index as usize] = code;
             }
             mapped
         } else {
-            self.encode_arrow_rows(dictionary, None, false, name)?
+            self.encode_arrow_rows(dictionary, None, name)?
         };
         let mut codes = codes_buffer(n)?;
         codes.extend(
@@ -624,7 +679,6 @@ impl FeatureVocabulary {
         &mut self,
         column: &ArrowColumn<'_>,
         positions: Option<&[i64]>,
-        grow: bool,
         name: &str,
     ) -> Result<Vec<i32>> {
         let n = column.len();
@@ -646,16 +700,16 @@ impl FeatureVocabulary {
                 data,
                 validity,
             } => match offsets {
-                Offsets::Small(o) => self.encode_utf8(o, data, *validity, positions, grow, name),
-                Offsets::Large(o) => self.encode_utf8(o, data, *validity, positions, grow, name),
+                Offsets::Small(o) => self.encode_utf8(o, data, *validity, positions, name),
+                Offsets::Large(o) => self.encode_utf8(o, data, *validity, positions, name),
             },
             ArrowColumn::Views {
                 views,
                 buffers,
                 validity,
-            } => self.encode_utf8_views(views, buffers, *validity, positions, grow, name),
+            } => self.encode_utf8_views(views, buffers, *validity, positions, name),
             ArrowColumn::Integers { values, validity } => {
-                self.code_each(count, row, *validity, grow, |s| {
+                self.code_each(count, row, *validity, |s| {
                     i64::try_from(values.get(s)).map(Key::Int).map_err(|_| {
                         HebError::InvalidParameter(format!(
                             "{name}: an unsigned integer beyond int64"
@@ -668,7 +722,7 @@ impl FeatureVocabulary {
                 bit_offset,
                 validity,
                 ..
-            } => self.code_each(count, row, *validity, grow, |s| {
+            } => self.code_each(count, row, *validity, |s| {
                 let bit = bit_offset + s;
                 Ok(Key::Bool(bits[bit / 8] & (1 << (bit % 8)) != 0))
             }),
@@ -685,9 +739,7 @@ impl FeatureVocabulary {
             ))),
         }
     }
-}
 
-impl FeatureVocabulary {
     /// Codes `count` values one by one: value `row(k)` is missing by `validity` or is
     /// `key(row(k))`.
     fn code_each<'k>(
@@ -695,7 +747,6 @@ impl FeatureVocabulary {
         count: usize,
         row: impl Fn(usize) -> Result<usize>,
         validity: Validity<'_>,
-        grow: bool,
         key: impl Fn(usize) -> Result<Key<'k>>,
     ) -> Result<Vec<i32>> {
         let mut codes = codes_buffer(count)?;
@@ -704,7 +755,7 @@ impl FeatureVocabulary {
             codes.push(if is_missing(validity, s) {
                 MISSING
             } else {
-                self.code(key(s)?, grow)?
+                self.code(key(s)?)?
             });
         }
         Ok(codes)
@@ -903,13 +954,13 @@ mod tests {
     #[test]
     fn codes_follow_first_appearance_and_types_stay_apart() {
         let mut v = FeatureVocabulary::default();
-        assert_eq!(v.code(Key::Str("b"), true).unwrap(), 0);
-        assert_eq!(v.code(Key::Int(1), true).unwrap(), 1);
-        assert_eq!(v.code(Key::Str("1"), true).unwrap(), 2);
-        assert_eq!(v.code(Key::Bool(true), true).unwrap(), 3);
-        assert_eq!(v.code(Key::Bytes(b"1"), true).unwrap(), 4);
-        assert_eq!(v.code(Key::Str("b"), true).unwrap(), 0);
-        assert_eq!(v.code(Key::Str("zz"), false).unwrap(), UNKNOWN);
+        assert_eq!(Coding(&mut v).code(Key::Str("b")).unwrap(), 0);
+        assert_eq!(Coding(&mut v).code(Key::Int(1)).unwrap(), 1);
+        assert_eq!(Coding(&mut v).code(Key::Str("1")).unwrap(), 2);
+        assert_eq!(Coding(&mut v).code(Key::Bool(true)).unwrap(), 3);
+        assert_eq!(Coding(&mut v).code(Key::Bytes(b"1")).unwrap(), 4);
+        assert_eq!(Coding(&mut v).code(Key::Str("b")).unwrap(), 0);
+        assert_eq!(Coding(&v).code(Key::Str("zz")).unwrap(), UNKNOWN);
         assert_eq!(v.len(), 5);
         // bool, int, str, bytes
         assert_eq!(v.sorted_order(), vec![3, 1, 2, 0, 4]);
@@ -927,13 +978,19 @@ mod tests {
         }
         let mut v = FeatureVocabulary::default();
         let data = b"ab\xffcd__________________";
-        assert_eq!(v.code_utf8(b"ab", Some(&data[..16]), true, "f").unwrap(), 0);
-        assert_eq!(v.code_utf8(b"ab", None, true, "f").unwrap(), 0);
-        assert!(v
-            .code_utf8(&data[..3], Some(&data[..16]), true, "f")
+        assert_eq!(
+            Coding(&mut v)
+                .code_utf8(b"ab", Some(&data[..16]), "f")
+                .unwrap(),
+            0
+        );
+        assert_eq!(Coding(&mut v).code_utf8(b"ab", None, "f").unwrap(), 0);
+        assert!(Coding(&mut v)
+            .code_utf8(&data[..3], Some(&data[..16]), "f")
             .is_err());
         assert_eq!(
-            v.code_utf8(&data[..3], Some(&data[..16]), false, "f")
+            Coding(&v)
+                .code_utf8(&data[..3], Some(&data[..16]), "f")
                 .unwrap(),
             UNKNOWN
         );
@@ -1012,41 +1069,29 @@ mod tests {
         // "é", "ab", null, "😀", "ab", "" (empty)
         let offsets: Vec<i32> = vec![0, 2, 4, 4, 8, 10, 10];
         let validity = [0b0011_1011_u8];
-        let codes = v
-            .encode_utf8(
-                &offsets,
-                data,
-                Some((&validity, 0)),
-                None,
-                true,
-                "feature 0",
-            )
+        let codes = Coding(&mut v)
+            .encode_utf8(&offsets, data, Some((&validity, 0)), None, "feature 0")
             .unwrap();
         assert_eq!(codes, vec![0, 1, MISSING, 2, 1, 3]);
         assert_eq!(v.get(Key::Str("")), Some(3));
         let bad: Vec<i32> = vec![0, 20];
-        assert!(v.encode_utf8(&bad, data, None, None, true, "f").is_err());
+        assert!(Coding(&mut v)
+            .encode_utf8(&bad, data, None, None, "f")
+            .is_err());
         let not_utf8 = [0xff_u8];
-        assert!(v
-            .encode_utf8(&[0_i64, 1], &not_utf8, None, None, true, "f")
+        assert!(Coding(&mut v)
+            .encode_utf8(&[0_i64, 1], &not_utf8, None, None, "f")
             .is_err());
         // chosen positions, in the order given: "😀" joins before "é" would have
         let mut w = FeatureVocabulary::default();
         let chosen = [3_i64, 2, 0, 3];
-        let codes = w
-            .encode_utf8(
-                &offsets,
-                data,
-                Some((&validity, 0)),
-                Some(&chosen),
-                true,
-                "f",
-            )
+        let codes = Coding(&mut w)
+            .encode_utf8(&offsets, data, Some((&validity, 0)), Some(&chosen), "f")
             .unwrap();
         assert_eq!(codes, vec![0, MISSING, 1, 0]);
         assert_eq!(w.get(Key::Str("\u{1F600}")), Some(0));
-        assert!(w
-            .encode_utf8(&offsets, data, None, Some(&[6]), true, "f")
+        assert!(Coding(&mut w)
+            .encode_utf8(&offsets, data, None, Some(&[6]), "f")
             .is_err());
     }
 
@@ -1084,8 +1129,8 @@ mod tests {
         }
         let validity = [0b0001_1111_u8];
         let mut v = FeatureVocabulary::default();
-        let codes = v
-            .encode_utf8_views(&views, &buffers, Some((&validity, 0)), None, true, "f")
+        let codes = Coding(&mut v)
+            .encode_utf8_views(&views, &buffers, Some((&validity, 0)), None, "f")
             .unwrap();
         assert_eq!(codes, vec![0, 1, 2, 3, 0, MISSING]);
         assert_eq!(v.get(Key::Str("another long string, é included")), Some(3));
@@ -1095,34 +1140,34 @@ mod tests {
         );
         // the same strings from offsets and data code alike
         let chosen = [3_i64, 0];
-        let picked = v
-            .encode_utf8_views(&views, &buffers, None, Some(&chosen), false, "f")
+        let picked = Coding(&v)
+            .encode_utf8_views(&views, &buffers, None, Some(&chosen), "f")
             .unwrap();
         assert_eq!(picked, vec![3, 0]);
         // broken views are errors, never a panic
         let mut w = FeatureVocabulary::default();
-        assert!(w
-            .encode_utf8_views(&views[..20], &buffers, None, None, true, "f")
+        assert!(Coding(&mut w)
+            .encode_utf8_views(&views[..20], &buffers, None, None, "f")
             .is_err());
         let outside = view(long, 2, 0);
-        assert!(w
-            .encode_utf8_views(&outside, &buffers, None, None, true, "f")
+        assert!(Coding(&mut w)
+            .encode_utf8_views(&outside, &buffers, None, None, "f")
             .is_err());
         let past_end = view(long, 0, 30);
-        assert!(w
-            .encode_utf8_views(&past_end, &buffers, None, None, true, "f")
+        assert!(Coding(&mut w)
+            .encode_utf8_views(&past_end, &buffers, None, None, "f")
             .is_err());
         let mut negative = view(b"x", 0, 0);
         negative[..4].copy_from_slice(&(-3_i32).to_le_bytes());
-        assert!(w
-            .encode_utf8_views(&negative, &buffers, None, None, true, "f")
+        assert!(Coding(&mut w)
+            .encode_utf8_views(&negative, &buffers, None, None, "f")
             .is_err());
         let not_utf8 = view(&[0xff, 0xfe], 0, 0);
-        assert!(w
-            .encode_utf8_views(&not_utf8, &buffers, None, None, true, "f")
+        assert!(Coding(&mut w)
+            .encode_utf8_views(&not_utf8, &buffers, None, None, "f")
             .is_err());
-        assert!(w
-            .encode_utf8_views(&views, &buffers, None, Some(&[6]), true, "f")
+        assert!(Coding(&mut w)
+            .encode_utf8_views(&views, &buffers, None, Some(&[6]), "f")
             .is_err());
     }
 
@@ -1152,15 +1197,16 @@ mod tests {
     #[test]
     fn integers_with_missing() {
         let mut v = FeatureVocabulary::default();
-        let codes = v
+        let codes = Coding(&mut v)
             .encode_ints(
                 [5_i64, 9, 5, 0].into_iter(),
                 Some(&[false, false, false, true]),
-                true,
             )
             .unwrap();
         assert_eq!(codes, vec![0, 1, 0, MISSING]);
-        let codes = v.encode_ints([9_i64, 4].into_iter(), None, false).unwrap();
+        let codes = Coding(&v)
+            .encode_ints([9_i64, 4].into_iter(), None)
+            .unwrap();
         assert_eq!(codes, vec![1, UNKNOWN]);
     }
 }

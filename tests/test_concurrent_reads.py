@@ -10,8 +10,10 @@ import pickle
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hebnb import AODE, CategoricalNB
@@ -163,3 +165,35 @@ def test_a_process_forked_during_an_update_refuses_its_copy_of_the_model():
         updater.join()
     assert set(outcomes) <= {0, 4}, outcomes
     assert 4 in outcomes  # some forks did land inside an update
+
+
+def _string_tables():
+    """One table of 6 string columns in each form whose coding releases the GIL or
+    reads the vocabulary column by column (not the integer block)."""
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(3)
+    values = {f"f{j}": rng.choice([f"s{k}" for k in range(50)], 40_000) for j in range(6)}
+    frame = pd.DataFrame(values)
+    forms = {"object": frame.astype(object), "pandas-str": frame.astype(pd.StringDtype("pyarrow"))}
+    forms["pyarrow"] = pa.Table.from_pandas(frame, preserve_index=False)
+    forms["pyarrow-views"] = pa.table(
+        {name: pa.array(column, pa.string_view()) for name, column in values.items()}
+    )
+    return forms, rng.integers(0, 3, 40_000)
+
+
+@pytest.mark.parametrize("form", ["object", "pandas-str", "pyarrow", "pyarrow-views"])
+@pytest.mark.parametrize("estimator", [CategoricalNB, AODE])
+def test_several_threads_score_string_columns_at_once(estimator, form):
+    """Scoring codes its rows against the vocabulary without changing it: several
+    threads may do so at once. The string coders took the vocabulary exclusively, so a
+    second thread scoring failed with "RuntimeError: Already borrowed" (Dask's threaded
+    scheduler scores the partitions of one model this way)."""
+    tables, y = _string_tables()
+    table = tables[form]
+    model = estimator().fit(table, y)
+    expected = model.predict_proba(table)
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(model.predict_proba, table) for _ in range(12)]
+        for future in futures:
+            np.testing.assert_array_equal(future.result(), expected)

@@ -18,7 +18,9 @@ use super::{matrix, run, to_py_err};
 use crate::arrow_columns::{read_column, ArrayStream, ArrowColumn};
 use crate::encoding::MISSING;
 use crate::error::{HebError, Result as CoreResult};
-use crate::vocabulary::{codes_buffer, FeatureParts, FeatureVocabulary, Key, FORMAT_VERSION};
+use crate::vocabulary::{
+    codes_buffer, Access, Coding, FeatureParts, FeatureVocabulary, Key, FORMAT_VERSION,
+};
 
 /// Per-feature maps from value to code that only grow (codes in order of first
 /// appearance). Build with the number of features.
@@ -126,22 +128,21 @@ impl OtherObjects<'_, '_> {
     /// or an object coded through its token. Kept out of line, so that the str cells'
     /// loop stays small.
     #[inline(never)]
-    fn code(
+    fn code<A: Access>(
         &self,
-        vocabulary: &mut FeatureVocabulary,
+        coding: &mut Coding<A>,
         value: &Bound<'_, PyAny>,
-        grow: bool,
         name: &str,
     ) -> PyResult<i32> {
         let mut cell = classify(value, name)?;
         if matches!(cell, Cell::Other) {
-            match self.token(value, grow, name)? {
+            match self.token(value, coding.0.grows(), name)? {
                 Some(token) => cell = Cell::Key(Key::Object(token)),
                 None => return Ok(crate::encoding::UNKNOWN),
             }
         }
         match cell {
-            Cell::Key(key) => vocabulary.code(key, grow).map_err(to_py_err),
+            Cell::Key(key) => coding.code(key).map_err(to_py_err),
             _ => Ok(MISSING),
         }
     }
@@ -178,124 +179,116 @@ impl Vocabulary {
             )))
         }
     }
+}
 
-    /// Codes of one column of Python objects of `feature` (see `encode_objects`); on an
-    /// error the caller rolls back what joined.
-    fn code_objects(
-        &mut self,
-        py: Python<'_>,
-        feature: usize,
-        values: ndarray::ArrayView1<'_, Py<PyAny>>,
-        grow: bool,
-        name: &str,
-    ) -> PyResult<Vec<i32>> {
-        let vocabulary = &mut self.features[feature];
-        let others = OtherObjects {
-            tokens: self.object_tokens[feature].bind(py),
-            objects: self.objects[feature].bind(py),
-        };
-        // an exact str (the common cell) is told by its type pointer, without the
-        // type-flags call of the general check
-        let mut code_cell = |value: &Bound<'_, PyAny>| match value.cast_exact::<PyString>() {
-            Ok(text) => vocabulary
-                .code_str(text_of(text, name)?, grow)
-                .map_err(to_py_err),
-            Err(_) => others.code(vocabulary, value, grow, name),
-        };
-        let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
-        // Equal strings are often one object (pandas' CSV reader shares them within a
-        // column): a direct-mapped cache from a str object's address to its code skips
-        // reading and hashing it again. The array holds every value for the whole call,
-        // so an address names one immutable string throughout. Where the first cells are
-        // distinct objects (one object a cell, as `astype(str)` makes them), the cache
-        // only costs: it is dropped after a trial.
-        let trial = if values.len() >= SEEN_MIN_ROWS {
-            SEEN_TRIAL
-        } else {
-            0
-        };
-        let mut seen = vec![(0_usize, 0_i32); if trial > 0 { SEEN_SLOTS } else { 0 }];
-        let mut hits = 0;
-        let mut through_cache = |value: &Bound<'_, PyAny>, hits: &mut usize| {
-            let address = value.as_ptr() as usize;
-            let slot = &mut seen[(address >> 4) & (SEEN_SLOTS - 1)];
-            if slot.0 == address {
-                *hits += 1;
-                return Ok(slot.1);
-            }
-            let code = code_cell(value)?;
-            if value.is_exact_instance_of::<PyString>() {
-                *slot = (address, code);
-            }
-            PyResult::Ok(code)
-        };
-        for value in values.iter().take(trial) {
+/// Codes of one column of Python objects (see `encode_objects`) against one feature's
+/// vocabulary (`coding`) and object dicts (`others`); on an error the caller rolls back
+/// what joined.
+fn code_objects<A: Access>(
+    py: Python<'_>,
+    coding: &mut Coding<A>,
+    others: &OtherObjects<'_, '_>,
+    values: ndarray::ArrayView1<'_, Py<PyAny>>,
+    name: &str,
+) -> PyResult<Vec<i32>> {
+    // an exact str (the common cell) is told by its type pointer, without the
+    // type-flags call of the general check
+    let mut code_cell = |value: &Bound<'_, PyAny>| match value.cast_exact::<PyString>() {
+        Ok(text) => coding.code_str(text_of(text, name)?).map_err(to_py_err),
+        Err(_) => others.code(coding, value, name),
+    };
+    let mut codes = codes_buffer(values.len()).map_err(to_py_err)?;
+    // Equal strings are often one object (pandas' CSV reader shares them within a
+    // column): a direct-mapped cache from a str object's address to its code skips
+    // reading and hashing it again. The array holds every value for the whole call,
+    // so an address names one immutable string throughout. Where the first cells are
+    // distinct objects (one object a cell, as `astype(str)` makes them), the cache
+    // only costs: it is dropped after a trial.
+    let trial = if values.len() >= SEEN_MIN_ROWS {
+        SEEN_TRIAL
+    } else {
+        0
+    };
+    let mut seen = vec![(0_usize, 0_i32); if trial > 0 { SEEN_SLOTS } else { 0 }];
+    let mut hits = 0;
+    let mut through_cache = |value: &Bound<'_, PyAny>, hits: &mut usize| {
+        let address = value.as_ptr() as usize;
+        let slot = &mut seen[(address >> 4) & (SEEN_SLOTS - 1)];
+        if slot.0 == address {
+            *hits += 1;
+            return Ok(slot.1);
+        }
+        let code = code_cell(value)?;
+        if value.is_exact_instance_of::<PyString>() {
+            *slot = (address, code);
+        }
+        PyResult::Ok(code)
+    };
+    for value in values.iter().take(trial) {
+        codes.push(through_cache(value.bind(py), &mut hits)?);
+    }
+    if trial > 0 && hits * 8 >= SEEN_TRIAL {
+        for value in values.iter().skip(trial) {
             codes.push(through_cache(value.bind(py), &mut hits)?);
         }
-        if trial > 0 && hits * 8 >= SEEN_TRIAL {
-            for value in values.iter().skip(trial) {
-                codes.push(through_cache(value.bind(py), &mut hits)?);
-            }
-        } else {
-            for value in values.iter().skip(trial) {
-                let value = value.bind(py);
-                // a known short str straight from the lookup, everything else the general
-                // way (written out here, not through `code_cell`: measured fewer
-                // instructions per cell)
-                let code = match value.cast_exact::<PyString>() {
-                    Ok(text) => {
-                        let text = text_of(text, name)?;
-                        match vocabulary.known_short_str(text) {
-                            Some(code) => code as i32,
-                            None => vocabulary.code_str(text, grow).map_err(to_py_err)?,
-                        }
+    } else {
+        for value in values.iter().skip(trial) {
+            let value = value.bind(py);
+            // a known short str straight from the lookup, everything else the general
+            // way (written out here, not through `code_cell`: measured fewer
+            // instructions per cell)
+            let code = match value.cast_exact::<PyString>() {
+                Ok(text) => {
+                    let text = text_of(text, name)?;
+                    match coding.0.vocabulary().known_short_str(text) {
+                        Some(code) => code as i32,
+                        None => coding.code_str(text).map_err(to_py_err)?,
                     }
-                    Err(_) => others.code(vocabulary, value, grow, name)?,
-                };
-                codes.push(code);
-            }
-        }
-        Ok(codes)
-    }
-
-    /// The codes of every array of `stream` (see `encode_arrow_stream`), by blocks of
-    /// `STREAM_BLOCK_ROWS` values coded without the GIL, Ctrl-C checked between blocks;
-    /// None for a type not read here. The caller rolls back on None or an error.
-    fn code_stream(
-        &mut self,
-        py: Python<'_>,
-        feature: usize,
-        stream: &mut ArrayStream,
-        grow: bool,
-        name: &str,
-    ) -> PyResult<Option<Vec<i32>>> {
-        let schema = stream.schema().map_err(to_py_err)?;
-        let mut codes: Vec<i32> = Vec::new();
-        while let Some(array) = stream.next_array().map_err(to_py_err)? {
-            // SAFETY: `schema` and `array` are owned here and released after their use
-            let column = unsafe { read_column(&schema.0, &array.0) }.map_err(to_py_err)?;
-            let Some(column) = column.filter(ArrowColumn::fits_int64) else {
-                return Ok(None);
+                }
+                Err(_) => others.code(coding, value, name)?,
             };
-            let n = column.len();
-            codes.try_reserve(n).map_err(|_| {
-                to_py_err(HebError::Allocation {
-                    what: "category codes",
-                    bytes: (codes.len() + n) as u128 * 4,
-                })
-            })?;
-            let vocabulary = &mut self.features[feature];
-            for start in (0..n).step_by(STREAM_BLOCK_ROWS) {
-                let block = column.slice(start, STREAM_BLOCK_ROWS.min(n - start));
-                let coded = without_gil(py, || vocabulary.encode_arrow(&block, grow, name))
-                    .map_err(to_py_err)?;
-                codes.extend_from_slice(&coded);
-                py.check_signals()?;
-            }
+            codes.push(code);
         }
-        Ok(Some(codes))
     }
+    Ok(codes)
+}
 
+/// The codes of every array of `stream` (see `encode_arrow_stream`) against one feature's
+/// vocabulary, by blocks of `STREAM_BLOCK_ROWS` values coded without the GIL, Ctrl-C
+/// checked between blocks; None for a type not read here. The caller rolls back on None
+/// or an error.
+fn code_stream<A: Access + Send>(
+    py: Python<'_>,
+    coding: &mut Coding<A>,
+    stream: &mut ArrayStream,
+    name: &str,
+) -> PyResult<Option<Vec<i32>>> {
+    let schema = stream.schema().map_err(to_py_err)?;
+    let mut codes: Vec<i32> = Vec::new();
+    while let Some(array) = stream.next_array().map_err(to_py_err)? {
+        // SAFETY: `schema` and `array` are owned here and released after their use
+        let column = unsafe { read_column(&schema.0, &array.0) }.map_err(to_py_err)?;
+        let Some(column) = column.filter(ArrowColumn::fits_int64) else {
+            return Ok(None);
+        };
+        let n = column.len();
+        codes.try_reserve(n).map_err(|_| {
+            to_py_err(HebError::Allocation {
+                what: "category codes",
+                bytes: (codes.len() + n) as u128 * 4,
+            })
+        })?;
+        for start in (0..n).step_by(STREAM_BLOCK_ROWS) {
+            let block = column.slice(start, STREAM_BLOCK_ROWS.min(n - start));
+            let coded = without_gil(py, || coding.encode_arrow(&block, name)).map_err(to_py_err)?;
+            codes.extend_from_slice(&coded);
+            py.check_signals()?;
+        }
+    }
+    Ok(Some(codes))
+}
+
+impl Vocabulary {
     fn lengths_now(&self, py: Python<'_>) -> Vec<(usize, usize)> {
         (0..self.features.len())
             .map(|f| (self.features[f].len(), self.objects[f].bind(py).len()))
@@ -339,6 +332,26 @@ impl Vocabulary {
 
 fn codes_to_array<'py>(py: Python<'py>, codes: Vec<i32>) -> Bound<'py, PyArray1<i32>> {
     codes.into_pyarray(py)
+}
+
+/// Runs `$body` with `$coding` a [`Coding`] of feature `$feature`'s vocabulary that grows
+/// it (an exclusive borrow of the `Vocabulary`) when `$grow`, else one that only reads it
+/// (a shared borrow: any number of threads may code at once, and a process forked while
+/// one does inherits no exclusive borrow).
+macro_rules! with_coding {
+    ($slf:expr, $feature:expr, $grow:expr, |$this:ident, $coding:ident| $body:expr) => {
+        if $grow {
+            let mut guard = $slf.borrow_mut();
+            let $this = &mut *guard;
+            let mut $coding = Coding(&mut $this.features[$feature]);
+            $body
+        } else {
+            let guard = $slf.borrow();
+            let $this = &*guard;
+            let mut $coding = Coding(&$this.features[$feature]);
+            $body
+        }
+    };
 }
 
 #[pymethods]
@@ -443,24 +456,22 @@ impl Vocabulary {
     /// Codes one integer column of feature `feature` (`missing` marks missing cells).
     #[pyo3(signature = (feature, values, missing, *, grow))]
     fn encode_ints<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         feature: usize,
         values: PyReadonlyArray1<'py, i64>,
         missing: Option<PyReadonlyArray1<'py, bool>>,
         grow: bool,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
-        self.check_feature(feature)?;
+        slf.borrow().check_feature(feature)?;
         let values = values.as_array();
         let mask = match &missing {
             Some(m) => Some(m.as_slice()?),
             None => None,
         };
-        let vocabulary = &mut self.features[feature];
-        let codes = vocabulary
-            .encode_ints(values.iter().copied(), mask, grow)
-            .map_err(to_py_err)?;
-        Ok(codes_to_array(py, codes))
+        let codes = with_coding!(slf, feature, grow, |_this, coding| coding
+            .encode_ints(values.iter().copied(), mask))
+        .map_err(to_py_err)?;
+        Ok(codes_to_array(slf.py(), codes))
     }
 
     /// Codes one Arrow string (or binary-as-text) array of feature `feature` from its
@@ -470,8 +481,7 @@ impl Vocabulary {
     #[pyo3(signature = (feature, offsets, data, validity, bit_offset, *, grow, name, positions=None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_utf8<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         feature: usize,
         offsets: &Bound<'py, PyAny>,
         data: PyReadonlyArray1<'py, u8>,
@@ -481,7 +491,8 @@ impl Vocabulary {
         name: &str,
         positions: Option<PyReadonlyArray1<'py, i64>>,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
-        self.check_feature(feature)?;
+        let py = slf.py();
+        slf.borrow().check_feature(feature)?;
         let data = data.as_slice()?;
         let validity = match &validity {
             Some(v) => Some((v.as_slice()?, bit_offset)),
@@ -491,19 +502,20 @@ impl Vocabulary {
             Some(p) => Some(p.as_slice()?),
             None => None,
         };
-        let vocabulary = &mut self.features[feature];
-        let codes = if let Ok(small) = offsets.extract::<PyReadonlyArray1<'py, i32>>() {
-            let small = small.as_slice()?;
-            without_gil(py, || {
-                vocabulary.encode_utf8(small, data, validity, positions, grow, name)
-            })
-        } else {
-            let large = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
-            let large = large.as_slice()?;
-            without_gil(py, || {
-                vocabulary.encode_utf8(large, data, validity, positions, grow, name)
-            })
-        }
+        let small = offsets.extract::<PyReadonlyArray1<'py, i32>>().ok();
+        let large = match small {
+            Some(_) => None,
+            None => Some(offsets.extract::<PyReadonlyArray1<'py, i64>>()?),
+        };
+        let small = small.as_ref().map(|o| o.as_slice()).transpose()?;
+        let large = large.as_ref().map(|o| o.as_slice()).transpose()?;
+        let codes = with_coding!(slf, feature, grow, |_this, coding| without_gil(py, || {
+            match (small, large) {
+                (Some(o), _) => coding.encode_utf8(o, data, validity, positions, name),
+                (None, Some(o)) => coding.encode_utf8(o, data, validity, positions, name),
+                (None, None) => unreachable!("one of the offsets was extracted"),
+            }
+        }))
         .map_err(to_py_err)?;
         Ok(codes_to_array(py, codes))
     }
@@ -515,8 +527,7 @@ impl Vocabulary {
     #[pyo3(signature = (feature, views, buffers, validity, bit_offset, *, grow, name, positions=None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_utf8_views<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         feature: usize,
         views: PyReadonlyArray1<'py, u8>,
         buffers: Vec<PyReadonlyArray1<'py, u8>>,
@@ -526,7 +537,8 @@ impl Vocabulary {
         name: &str,
         positions: Option<PyReadonlyArray1<'py, i64>>,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
-        self.check_feature(feature)?;
+        let py = slf.py();
+        slf.borrow().check_feature(feature)?;
         let views = views.as_slice()?;
         let buffers = buffers
             .iter()
@@ -540,10 +552,9 @@ impl Vocabulary {
             Some(p) => Some(p.as_slice()?),
             None => None,
         };
-        let vocabulary = &mut self.features[feature];
-        let codes = without_gil(py, || {
-            vocabulary.encode_utf8_views(views, &buffers, validity, positions, grow, name)
-        })
+        let codes = with_coding!(slf, feature, grow, |_this, coding| without_gil(py, || {
+            coding.encode_utf8_views(views, &buffers, validity, positions, name)
+        }))
         .map_err(to_py_err)?;
         Ok(codes_to_array(py, codes))
     }
@@ -557,14 +568,14 @@ impl Vocabulary {
     /// to read it another way.
     #[pyo3(signature = (feature, capsule, *, grow, name))]
     fn encode_arrow_stream<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         feature: usize,
         capsule: &Bound<'py, PyAny>,
         grow: bool,
         name: &str,
     ) -> PyResult<Option<Bound<'py, PyArray1<i32>>>> {
-        self.check_feature(feature)?;
+        let py = slf.py();
+        slf.borrow().check_feature(feature)?;
         let capsule = capsule
             .cast::<PyCapsule>()
             .map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
@@ -572,18 +583,17 @@ impl Vocabulary {
         // SAFETY: the capsule holds a live stream for as long as it lives (to the end of
         // this call); the capsule's destructor releases it
         let mut stream = unsafe { ArrayStream::new(pointer.as_ptr().cast()) }.map_err(to_py_err)?;
-        let mark = self.features[feature].len();
-        match self.code_stream(py, feature, &mut stream, grow, name) {
-            Ok(Some(codes)) => Ok(Some(codes_to_array(py, codes))),
-            Ok(None) => {
-                self.features[feature].truncate(mark);
-                Ok(None)
-            }
-            Err(error) => {
-                self.features[feature].truncate(mark);
-                Err(error)
-            }
+        let mark = slf.borrow().features[feature].len();
+        let coded = with_coding!(slf, feature, grow, |_this, coding| code_stream(
+            py,
+            &mut coding,
+            &mut stream,
+            name
+        ));
+        if grow && !matches!(coded, Ok(Some(_))) {
+            slf.borrow_mut().features[feature].truncate(mark);
         }
+        Ok(coded?.map(|codes| codes_to_array(py, codes)))
     }
 
     /// Codes one column of Python objects: str, bytes, bool, int, float (whole) and None
@@ -593,19 +603,29 @@ impl Vocabulary {
     /// in errors.
     #[pyo3(signature = (feature, values, *, grow, name))]
     fn encode_objects<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         feature: usize,
         values: PyReadonlyArray1<'py, Py<PyAny>>,
         grow: bool,
         name: &str,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
-        self.check_feature(feature)?;
-        let mark = self.lengths_now(py);
-        match self.code_objects(py, feature, values.as_array(), grow, name) {
+        let py = slf.py();
+        slf.borrow().check_feature(feature)?;
+        let mark = slf.borrow().lengths_now(py);
+        let values = values.as_array();
+        let coded = with_coding!(slf, feature, grow, |this, coding| {
+            let others = OtherObjects {
+                tokens: this.object_tokens[feature].bind(py),
+                objects: this.objects[feature].bind(py),
+            };
+            code_objects(py, &mut coding, &others, values, name)
+        });
+        match coded {
             Ok(codes) => Ok(codes_to_array(py, codes)),
             Err(error) => {
-                self.roll_back(py, &mark)?;
+                if grow {
+                    slf.borrow_mut().roll_back(py, &mark)?;
+                }
                 Err(error)
             }
         }
@@ -617,23 +637,29 @@ impl Vocabulary {
     /// `encode_objects`.
     #[pyo3(signature = (values, *, names))]
     fn encode_object_block<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         values: PyReadonlyArray2<'py, Py<PyAny>>,
         names: Vec<String>,
     ) -> PyResult<Bound<'py, PyArray2<i32>>> {
+        let py = slf.py();
+        let this = slf.borrow();
         let values = values.as_array();
         let (n_features, n_rows) = values.dim();
-        if n_features != self.features.len() || names.len() != n_features {
+        if n_features != this.features.len() || names.len() != n_features {
             return Err(PyValueError::new_err(format!(
                 "{n_features} object columns and {} names for a vocabulary of {} features",
                 names.len(),
-                self.features.len()
+                this.features.len()
             )));
         }
         let mut flat = codes_buffer(n_features * n_rows).map_err(to_py_err)?;
         for (f, name) in names.iter().enumerate() {
-            flat.extend(self.code_objects(py, f, values.row(f), false, name)?);
+            let others = OtherObjects {
+                tokens: this.object_tokens[f].bind(py),
+                objects: this.objects[f].bind(py),
+            };
+            let mut coding = Coding(&this.features[f]);
+            flat.extend(code_objects(py, &mut coding, &others, values.row(f), name)?);
         }
         matrix(py, (n_features, n_rows), flat)
     }
@@ -828,7 +854,7 @@ impl Vocabulary {
         let features: Vec<&mut FeatureVocabulary> = self.features.iter_mut().collect();
         let result = code_block(py, features, out, n_jobs, |f, vocabulary, rows, out| {
             code_int_cells(values, missing, (f, rows), out, |v| {
-                vocabulary.code(Key::Int(v), true)
+                Coding(&mut **vocabulary).code(Key::Int(v))
             })
         });
         if result.is_err() {
