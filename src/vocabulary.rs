@@ -205,9 +205,28 @@ impl FeatureVocabulary {
                 "a feature has more than {MAX_CATEGORIES} categories"
             )));
         }
+        let grown = self.values.len() + 1;
         self.values
             .try_reserve(1)
-            .map_err(|_| allocation_error(self.values.len() + 1))?;
+            .map_err(|_| allocation_error(grown))?;
+        // room in the value's map too: a map that cannot grow must be an error, never
+        // an abort of the process
+        let room = match key {
+            Key::Bool(_) => Ok(()),
+            Key::Int(_) => self.ints.try_reserve(1),
+            Key::Str(s) => match pack(s).map(tiny_key) {
+                Some(Some(_)) => self.tiny_strs.try_reserve(1),
+                Some(None) => self.short_strs.try_reserve(1),
+                None => self.strs.try_reserve(1),
+            },
+            Key::Bytes(_) => self.bytes.try_reserve(1),
+            Key::Object(_) => self.objects.try_reserve(1),
+        };
+        room.map_err(|_| HebError::Allocation {
+            what: "the categories of a feature",
+            // a map entry and a value per category, about
+            bytes: grown as u128 * 48,
+        })?;
         let code = self.values.len() as u32;
         let value = match key {
             Key::Bool(b) => {

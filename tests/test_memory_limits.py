@@ -195,6 +195,35 @@ def test_group_classifier_under_a_limit_raises_memory_error_or_works():
     assert set(outcome.values()) <= {"ok", "MemoryError"}, outcome
 
 
+@pytest.mark.parametrize("kind", ["declared", "observed", "strings"])
+def test_a_vocabulary_that_cannot_grow_raises_memory_error(kind):
+    """A feature's categories are hash maps in the core: growing one past the limit
+    aborted the interpreter ("memory allocation of 570425360 bytes failed", with 30
+    million declared categories under 2 GB) where the value list beside it had room."""
+    outcome = run_case(
+        f"""
+        n = 12_000_000
+        kind = {kind!r}
+        values = np.arange(n)
+        if kind == "strings":
+            values = values.astype(str).astype(object)
+        few = values[:4].reshape(-1, 1)
+        CategoricalNB().fit(few, [0, 1, 0, 1])  # imports warm
+        def fit():
+            if kind == "declared":
+                CategoricalNB(categories=[values]).fit(few, [0, 1, 0, 1])
+            else:
+                CategoricalNB().fit(values.reshape(-1, 1), np.arange(n) % 2)
+        results = {{}}
+        for margin in (64, 128, 192, 256, 384, 512, 768):
+            results[str(margin)] = under(margin, fit)
+        print(json.dumps(results))
+        """
+    )
+    assert set(outcome.values()) <= {"ok", "MemoryError"}, outcome
+    assert outcome["64"] == "MemoryError"  # the limit really bites
+
+
 def run_aode_case(n_rows: int, n_features: int, limit_gib: int, params: str) -> dict:
     """``AODE(**params).fit`` on unique values (every row its own category in every column)
     under an absolute address-space limit, as in issue 11; then predict a few rows."""
