@@ -190,6 +190,35 @@ def test_bools_and_infinities_are_not_numbers_here(estimator, params):
         estimator(**params).fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "estimator, params",
+    [
+        (CategoricalNB, {"alpha": 10**400}),
+        (CategoricalNB, {"min_count": -(10**400)}),
+        (AODE, {"max_joint_cells": 10**400}),
+    ],
+)
+def test_an_int_beyond_the_floats_is_refused_by_name(estimator, params):
+    """numpy's isfinite made such an int an object array and raised a TypeError that
+    named no parameter."""
+    with pytest.raises(InvalidParameterError, match=f"'{next(iter(params))}' parameter"):
+        estimator(**params).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "estimator, params, same",
+    [
+        (CategoricalNB, {"alpha": 2**64}, {"alpha": float(2**64)}),
+        (AODE, {"max_parents": 2**64}, {"max_parents": None}),
+        (AODE, {"max_parent_cardinality": 2**70}, {"max_parent_cardinality": None}),
+    ],
+)
+def test_an_int_beyond_64_bits_within_the_floats_is_a_number(estimator, params, same):
+    """Accepted as the same number would be as a float, or as no cap at all."""
+    model = estimator(**params).fit(X, y)
+    np.testing.assert_allclose(model.predict_proba(X), estimator(**same).fit(X, y).predict_proba(X))
+
+
 def test_the_group_classifier_checks_every_parameter():
     for params in (
         {"n_eb_iter": -1},

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, TypeVar, cast
@@ -52,9 +53,14 @@ class StrictInterval(Interval):
     """
 
     def is_satisfied_by(self, val: object) -> bool:
-        if not _is_number(val) or not np.isfinite(val):  # type: ignore[call-overload]
+        if not _is_number(val):
             return False
-        return bool(super().is_satisfied_by(val))
+        try:
+            # math, not numpy: numpy makes an int beyond 64 bits an object and fails
+            finite = math.isfinite(val)  # type: ignore[arg-type]
+        except OverflowError:  # an int beyond the floats: no meaningful parameter
+            return False
+        return finite and bool(super().is_satisfied_by(val))
 
     def __str__(self) -> str:
         described = str(super().__str__())
