@@ -45,6 +45,22 @@ def test_gaussian_equals_scikit_learn(weighted, var_smoothing):
     np.testing.assert_allclose(ours.predict_proba(X_test), ref.predict_proba(X_test), atol=1e-10)
 
 
+def test_a_row_whose_distances_overflow_for_every_class_is_refused():
+    """|x| ~ 1e200 squares to inf under every class: the row got probabilities of 0 each
+    (scikit-learn's gives NaN). One class overflowing alone is a probability of 0."""
+    X, y = continuous(seed=3)
+    model = GaussianNB().fit(X, y)
+    far = X[:3].copy()
+    far[1, 0] = 1e200
+    with pytest.raises(ValueError, match="in row 1: the posterior is not determined"):
+        model.predict_proba(far)
+    near = X[:3].copy()
+    near[1, 0] = 1e150  # finite squares: the nearest mean wins outright
+    proba = model.predict_proba(near)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert proba[1, np.argmax(model.theta_[:, 0])] == 1.0
+
+
 def test_gaussian_partial_fit_equals_scikit_learn():
     X, y = continuous(seed=3, n_rows=500)
     weights = np.random.default_rng(4).uniform(0.2, 2.0, size=500)

@@ -302,6 +302,20 @@ def test_bad_powers_are_errors():
             MultinomialNB(posterior_power=bad).fit(X, y)
 
 
+def test_a_power_that_overflows_every_score_of_a_row_is_refused_at_scoring():
+    """A huge fixed power sends every class's tempered score of a row to -inf: the row
+    got probabilities of 0 each (and predict the first class). A power that leaves one
+    class finite keeps the answer the untempered scores rank."""
+    X, y = token_data()
+    model = MultinomialNB(posterior_power=1e308).fit(X, y)
+    with pytest.raises(ValueError, match="posterior_power=1e.308 makes the scores overflow"):
+        model.predict_proba(X[:2])
+    sharp = MultinomialNB(posterior_power=1e6).fit(X, y)
+    untempered = MultinomialNB(posterior_power=1.0).fit(X, y)
+    np.testing.assert_array_equal(sharp.predict(X), untempered.predict(X))
+    np.testing.assert_allclose(sharp.predict_proba(X).sum(axis=1), 1.0)
+
+
 def test_a_long_stream_keeps_a_bounded_priority_sample_of_its_rows(monkeypatch):
     """Beyond KEPT_POWER_ROWS rows the model keeps a priority sample of the rows' scores:
     never more rows than that, each one the full rule keeps, standing for at least its

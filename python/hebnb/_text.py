@@ -51,6 +51,19 @@ class Batch:
     weights: FloatArray
 
 
+def check_no_overflow(joint: FloatArray, what: str) -> None:
+    """Refuses rows whose joint log-likelihood is -inf for every class through float64
+    overflow: their posterior is not determined, and scoring would give each class a
+    probability of 0 (as it does for a row no class can produce)."""
+    lost = np.flatnonzero(np.all(np.isneginf(joint), axis=1))
+    if lost.size:
+        more = f" (and {lost.size - 1} more)" if lost.size > 1 else ""
+        raise ValueError(
+            f"{what} overflow float64 for every class in row {lost[0]}{more}: the "
+            "posterior is not determined; rescale them"
+        )
+
+
 def training_batch(
     y: Any,
     n_rows: int,

@@ -14,6 +14,7 @@ from ._params import ClassProbabilities, StrictInterval, fit_context
 from ._text import (
     FloatArray,
     NaiveBayesClassifier,
+    check_no_overflow,
     empirical_class_log_prior,
     training_batch,
 )
@@ -244,6 +245,8 @@ class GaussianNB(NaiveBayesClassifier):
         joint = np.empty((X.shape[0], self.classes_.shape[0]))
         for i in range(self.classes_.shape[0]):
             normaliser = -0.5 * np.sum(np.log(2.0 * np.pi * var[i, :]))
-            distance = 0.5 * np.sum(((X - theta[i, :]) ** 2) / var[i, :], axis=1)
+            with np.errstate(over="ignore"):  # an overflow is refused below
+                distance = 0.5 * np.sum(((X - theta[i, :]) ** 2) / var[i, :], axis=1)
             joint[:, i] = self.class_log_prior_[i] + (normaliser - distance)
+        check_no_overflow(joint, "X holds values whose squared distances to the class means")
         return joint

@@ -27,6 +27,7 @@ from ._text import (
     FloatArray,
     NaiveBayesClassifier,
     check_counts,
+    check_no_overflow,
     checked_table_size,
     empirical_class_log_prior,
     training_batch,
@@ -546,7 +547,12 @@ class MultinomialNB(DiscreteNB):
         if self.posterior_power_ != 1.0:
             # the tempered joint, scaled in place: the (rows, classes) output, not the
             # (vocabulary, classes) table, is multiplied
-            joint *= self.posterior_power_
+            possible = ~np.all(np.isneginf(joint), axis=1)
+            with np.errstate(over="ignore"):  # an overflow is refused below
+                joint *= self.posterior_power_
+            check_no_overflow(
+                joint[possible], f"posterior_power={self.posterior_power_:g} makes the scores"
+            )
         return joint
 
 
