@@ -1404,3 +1404,21 @@ def test_rows_of_left_out_folds_keep_their_in_sample_terms():
     without_rare = np.flatnonzero(y != "rare")
     full = AODE(weighting="cll-value").fit(X[without_rare], y[without_rare])
     assert np.all(np.isfinite(full.cell_weights_))
+
+
+@pytest.mark.parametrize("params", [{}, {"count_features": True}, {"smoothing": "laplace"}])
+def test_predicting_with_cell_weights_leaves_the_model_unchanged(params):
+    """The cells' numbering for look-ups was built by the first predict and kept in the
+    model's __dict__ (scikit-learn's check_dict_unchanged failed); it is built by the fit
+    and by unpickling, and predictions are those of a model never predicted with."""
+    from sklearn.utils.estimator_checks import check_dict_unchanged
+
+    check_dict_unchanged("AODE", AODE(weighting="cll-value", **params))
+    rng = np.random.default_rng(11)
+    X, y = rng.integers(0, 4, size=(300, 4)), rng.integers(0, 2, size=300)
+    model = AODE(weighting="cll-value", **params).fit(X, y)
+    for fitted in (model, pickle.loads(pickle.dumps(model))):
+        before = dict(fitted.__dict__)
+        proba = fitted.predict_proba(X)
+        assert fitted.__dict__.keys() == before.keys()
+        np.testing.assert_array_equal(proba, model.predict_proba(X))

@@ -673,7 +673,9 @@ class AODE(CategoricalClassifier):
         self.cell_weights_ = fitted.cell_weights
         self.weighting_n_iter_ = fitted.n_iter
         self._cell_keys = column_keys
-        self.__dict__.pop("_cell_numbering", None)  # of the keys before
+        # ready for look-ups now: built by the first predict, it changed the model's
+        # __dict__ while predicting (scikit-learn's check_dict_unchanged)
+        self._cell_numbering = _cell_numbering(column_keys)
         if fitted.row_feature_weights.shape[0]:
             self.count_weights_ = fitted.row_feature_weights
 
@@ -1097,18 +1099,7 @@ class AODE(CategoricalClassifier):
         ):
             # the tables and the vocabulary of one state
             return cache_while_reading(self, functools.partial(self._pair_table, name))
-        if name == "_cell_numbering" and "_cell_keys" in state:
-            return cache_while_reading(self, self._kept_cell_numbering)
         return super().__getattr__(name)
-
-    def _kept_cell_numbering(self) -> _core.CellNumbering:
-        """The weighted cells' numbering ready for look-ups (``_cell_numbering``), built
-        from ``_cell_keys`` on first use and kept (called holding the cache lock): a
-        prediction then does not rebuild it, whatever its number of rows."""
-        numbering = self.__dict__.get("_cell_numbering")
-        if numbering is None:
-            numbering = self.__dict__["_cell_numbering"] = _cell_numbering(self._cell_keys)
-        return numbering
 
     def _pair_table(self, name: str) -> np.ndarray:
         """The public pair table ``name`` (one of ``_PAIR_VIEWS``), all of them set from
@@ -1143,7 +1134,7 @@ class AODE(CategoricalClassifier):
         state: dict[str, Any] = read_consistently(self, self._solved_state)
         for name in _PAIR_VIEWS:
             state.pop(name, None)  # recomputed from _pairs on first access
-        state.pop("_cell_numbering", None)  # likewise, from _cell_keys
+        state.pop("_cell_numbering", None)  # rebuilt from _cell_keys by __setstate__
         return state
 
     def _solved_state(self) -> dict[str, Any]:
@@ -1170,6 +1161,8 @@ class AODE(CategoricalClassifier):
             # pickled when the weights were always fitted on cross-fitted terms
             state = {**state, "weighting_rows": "cross-fitted"}
         super().__setstate__(state)
+        if "_cell_keys" in state:
+            self.__dict__["_cell_numbering"] = _cell_numbering(state["_cell_keys"])
 
     def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
         self._pairs = {key: tables[key] for key in _PAIR_KEYS}
