@@ -276,6 +276,28 @@ def test_mixed_bad_input():
         model.predict(X.drop(columns="size"))
 
 
+@pytest.mark.parametrize(
+    "names, message",
+    [
+        (["g", "g"], r"must be unique: \['g'\] repeat"),
+        (["fit_prior", "g"], r"\['fit_prior'\] are parameters of MixedNB"),
+        (["a__b", "g"], "must not contain '__'"),
+    ],
+)
+def test_mixed_refuses_names_that_would_address_the_wrong_object(names, message):
+    """Duplicate names made ``g__smoothing`` set one of the two groups only; a group
+    named like a parameter of MixedNB was what get_params gave for that parameter, and
+    set_params(fit_prior=False) replaced the group's model with False."""
+    X, y = mixed_frame()
+    models = [
+        (names[0], CategoricalNB(), ["colour"]),
+        (names[1], CategoricalNB(), ["code"]),
+    ]
+    for method in ("fit", "partial_fit"):
+        with pytest.raises(ValueError, match=message):
+            getattr(MixedNB(models=models), method)(X, y)
+
+
 @pytest.mark.parametrize("form", ["polars", "pyarrow"])
 def test_mixed_keeps_the_column_names_of_polars_and_arrow_tables(form):
     """A polars DataFrame or pyarrow Table became a bare array: no feature_names_in_, no

@@ -204,14 +204,15 @@ class MixedNB(NaiveBayesClassifier):
 
     def _resolve(self, X: Any) -> list[Part]:
         specs = default_models(X) if self.models is None else self.models
-        parts: list[Part] = []
-        taken: dict[int, str] = {}
         for spec in specs:
             if not (isinstance(spec, tuple) and len(spec) == 3 and isinstance(spec[0], str)):
                 raise ValueError(
                     f"each entry of models must be a (name, estimator, columns) tuple, got {spec!r}"
                 )
-            name, estimator, columns = spec
+        self._check_names([spec[0] for spec in specs])
+        parts: list[Part] = []
+        taken: dict[int, str] = {}
+        for name, estimator, columns in specs:
             if isinstance(estimator, ComplementNB) or not hasattr(
                 estimator, "predict_joint_log_proba"
             ):
@@ -237,6 +238,20 @@ class MixedNB(NaiveBayesClassifier):
         if not parts:
             raise ValueError("MixedNB has no columns to model: every model selects no column")
         return parts
+
+    def _check_names(self, names: list[str]) -> None:
+        """The group names address the groups' parameters (``name__param``), as
+        ``ColumnTransformer``'s do: unique, without ``__``, and not a parameter of
+        MixedNB (``get_params`` and ``set_params`` would reach the wrong object)."""
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"model names must be unique: {repeated!r} repeat")
+        clashing = sorted(set(names) & set(self.get_params(deep=False)))
+        if clashing:
+            raise ValueError(f"model names {clashing!r} are parameters of MixedNB: rename them")
+        nested = [name for name in names if "__" in name]
+        if nested:
+            raise ValueError(f"model names must not contain '__': got {nested!r}")
 
     @meta_fit_context
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> MixedNB:
