@@ -55,7 +55,11 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        The keys of ``alphas``, in their order.
+        The keys of ``alphas``, in their order (as bayesianbandits orders them, and the
+        columns of ``predict_proba``). scikit-learn's probability scorers
+        (``neg_log_loss``, ``roc_auc``) read the columns as the sorted labels: give
+        ``alphas`` in sorted order to score with them (a scorer otherwise pairs each
+        column with another class, silently).
     prior_ : ndarray of shape (n_classes,)
         The tuned prior concentrations alpha.
     feature_names_in_ : ndarray of shape (1,)
