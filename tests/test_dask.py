@@ -17,9 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+dask = pytest.importorskip("dask")
 dd = pytest.importorskip("dask.dataframe")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
+
+from sklearn.base import clone
 
 import hebnb.dask as hd
 from hebnb import (
@@ -472,6 +475,62 @@ def test_a_bad_partition_is_named(client):
         hd.fit(CategoricalNB(), X, y.repartition(npartitions=2))
     with pytest.raises(TypeError, match="Dask DataFrame"):
         hd.fit(CategoricalNB(), _whole(X_parts), y)
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (CategoricalNB(smoothing="laplace", concentration_estimate="posterior-average"), "needs"),
+        (AODE(count_features=True), "needs weighting='cll-value'"),
+    ],
+)
+def test_parameters_that_exclude_each_other_are_refused_before_any_task(model, message):
+    """Only the parameter constraints were checked: a combination a local fit refuses was
+    fitted (and its count_features or posterior average silently dropped)."""
+    X_parts, y_parts = _partitions()
+    X, y = _collections(X_parts, y_parts)
+    with pytest.raises(ValueError, match=message):
+        clone(model).fit(_whole(X_parts), _whole(y_parts))
+    with pytest.raises(ValueError, match=message):
+        hd.fit_graph(clone(model), X, y)  # building the graph, before any task runs
+
+
+def test_the_group_classifier_refuses_weights_that_sum_to_zero():
+    """Each partition may weigh nothing; the whole fit may not, as locally."""
+    groups = pd.DataFrame({"g": ["a", "b", "a", "c"] * 5})
+    labels = pd.Series(["s", "f"] * 10)
+    weights = pd.Series(np.zeros(20))
+    model = EmpiricalBayesDirichletClassifier({"s": 1.0, "f": 1.0})
+    with pytest.raises(ValueError, match="sums to zero"):
+        clone(model).fit(groups, labels, sample_weight=weights)
+    parts = [dd.from_pandas(c, npartitions=2) for c in (groups, labels, weights)]
+    with dask.config.set(scheduler="synchronous"), pytest.raises(ValueError, match="sums to zero"):
+        hd.fit(clone(model), *parts)
+    weights[3] = 1.0  # one partition weighs something: fitted
+    parts[2] = dd.from_pandas(weights, npartitions=2)
+    with dask.config.set(scheduler="synchronous"):
+        fitted = hd.fit(clone(model), *parts)
+    local = clone(model).fit(groups, labels, sample_weight=weights)
+    np.testing.assert_allclose(fitted.prior_, local.prior_)
+
+
+@pytest.mark.parametrize("unknown", ["X", "y"])
+def test_arrays_of_unknown_row_chunks_fit_whichever_is_unknown(unknown):
+    """X with unknown chunks beside y with known ones was refused as mismatched (the
+    known side was compared with X's NaN chunks), the other way round accepted."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"a": rng.integers(0, 4, 60), "b": rng.integers(0, 3, 60), "y": rng.integers(0, 2, 60)}
+    )
+    collection = dd.from_pandas(frame, npartitions=3)
+    X = collection[["a", "b"]].to_dask_array(lengths=True if unknown != "X" else None)
+    y = collection["y"].to_dask_array(lengths=True if unknown != "y" else None)
+    assert np.isnan(X.chunks[0][0]) == (unknown == "X")
+    with dask.config.set(scheduler="synchronous"):
+        fitted = hd.fit(CategoricalNB(), X, y)
+    local = CategoricalNB().fit(frame[["a", "b"]].to_numpy(), frame["y"].to_numpy())
+    rows = frame[["a", "b"]].to_numpy()
+    np.testing.assert_allclose(fitted.predict_proba(rows), local.predict_proba(rows), rtol=1e-12)
 
 
 def test_the_graph_has_named_tasks():

@@ -345,6 +345,14 @@ class AODE(CategoricalClassifier):
         self.cell_penalty = cell_penalty
         self.count_features = count_features
 
+    def _check_combinations(self) -> None:
+        """The checks ``_parameter_constraints`` cannot state: parameters that need
+        each other."""
+        if self.count_features and self.weighting != "cll-value":
+            raise ValueError(
+                f"count_features=True needs weighting='cll-value', got weighting={self.weighting!r}"
+            )
+
     @fit_context
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Counts categories and feature pairs, then smooths every child conditional.
@@ -360,10 +368,7 @@ class AODE(CategoricalClassifier):
         -------
         self
         """
-        if self.count_features and self.weighting != "cll-value":
-            raise ValueError(
-                f"count_features=True needs weighting='cll-value', got weighting={self.weighting!r}"
-            )
+        self._check_combinations()
         threads = n_threads(self.n_jobs)
         codes, labels, weights = self._fit_tables(X, y, sample_weight, threads)
         blas = weighting.blas_in_one_thread() if self.weighting else contextlib.nullcontext()
@@ -964,6 +969,7 @@ class AODE(CategoricalClassifier):
         first_call = "_encoder" not in self.__dict__
         if not first_call:  # _fit_context checks only the first call; set_params may not
             self._validate_params()
+        self._check_combinations()
         for name in self._weight_attributes:
             self.__dict__.pop(name, None)  # weights of an earlier fit no longer apply
         n_rows = n_rows_of(X)

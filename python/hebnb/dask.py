@@ -477,6 +477,7 @@ class GroupFamily(Family[GroupCounts]):
         return GroupCounts(a.n_rows + b.n_rows, groups, counts, rows, a.feature_names)
 
     def solve(self, state: GroupCounts) -> BaseEstimator:
+        _check_total(state.counts.sum(axis=0))
         model = clone(self.template)
         model._validate_params()
         model.classes_, model.prior_ = model._initial_prior()
@@ -739,7 +740,9 @@ def _aligned_blocks(X: Any, y: Any, sample_weight: Any) -> list[tuple[Any, Any, 
             + ("" if sample_weight is None else f", sample_weight has {len(w_blocks)}")
         )
     chunks = [c.chunks[0] for c in (X, y, sample_weight) if isinstance(c, da.Array)]
-    if any(not np.any(np.isnan(c)) and c != chunks[0] for c in chunks):
+    # unknown chunks (NaN) are compared partition by partition when the rows are read
+    known = [c for c in chunks if not np.any(np.isnan(c))]
+    if any(c != known[0] for c in known):
         raise ValueError(f"X, y and sample_weight must have the same row chunks, got {chunks}")
     return list(zip(x_blocks, y_blocks, w_blocks))
 
@@ -835,6 +838,9 @@ def _check_parameters(model: BaseEstimator) -> None:
     """The parameter checks of a local fit (``_parameter_constraints``), and a refusal of
     what a fit from count tables cannot give, before any task runs."""
     model._validate_params()
+    check_combinations = getattr(model, "_check_combinations", None)
+    if check_combinations is not None:  # parameters that exclude or need each other
+        check_combinations()
     weighting = getattr(model, "weighting", None)
     if weighting is not None:
         raise ValueError(
