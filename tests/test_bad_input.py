@@ -118,3 +118,25 @@ def test_ragged_rows_are_named(estimator):
     model = estimator().fit([[1, 2], [2, 1]], [0, 1])
     with pytest.raises(ValueError, match="rows of different lengths"):
         model.predict_proba([[1, 2], [2]])
+
+
+@pytest.mark.parametrize(
+    "declared, repeated",
+    [
+        ([0, 1, 2, 1], True),
+        ([0, 1, 2, 1.0], True),  # 1.0 is the integer 1
+        (["a", "b", "a"], True),
+        ([0, 1, 2, "1"], False),  # a string is another category
+        ([0, 1, 2, True], False),
+    ],
+)
+def test_declared_categories_that_repeat_a_value_are_refused(declared, repeated):
+    model = CategoricalNB(categories=[declared, [0, 1]])
+    X_declared = np.array([[0, 1], [1, 1], [2, 0], [0, 0]], dtype=object)
+    if declared[0] == "a":
+        X_declared[:, 0] = ["a", "b", "a", "b"]
+    if repeated:
+        with pytest.raises(ValueError, match=r"categories\[0\] holds duplicate values"):
+            model.fit(X_declared, y)
+    else:
+        assert model.fit(X_declared, y).n_categories_[0] == len(declared)

@@ -1078,16 +1078,27 @@ class CategoryEncoder:
                 f"categories has {len(declared)} lists but X has {table.n_features} features"
             )
         for f, values in enumerate(declared):
+            if isinstance(values, (list, tuple)):
+                # the values as given: numpy would make [0, 1, True] the ints [0, 1, 1]
+                # and [0, "a"] the strings ["0", "a"]
+                given = values
+                values = np.empty(len(given), dtype=object)
+                for k, value in enumerate(given):  # a tuple stays one value
+                    values[k] = value
             values = np.asarray(values, dtype=None)
             if values.dtype.kind == "U":
                 values = np.asarray(list(np.asarray(declared[f], dtype=object)), dtype=object)
             if values.ndim != 1:
                 raise ValueError(f"categories[{f}] must be a 1-D list of values")
             column = _array_column(values, f)
+            known = self.vocabulary.length(f)
             codes = _encode_column(self.vocabulary, f, column, True, _name(table, f))
             if np.any(codes < 0):
                 raise ValueError(f"categories[{f}] holds missing values (None or NaN)")
-            if np.unique(codes).size != codes.size:
+            # each new value took a new code: fewer new codes than values is a repeat
+            # (counted by the vocabulary, not by np.unique: that took seconds on millions
+            # of categories, deaf to Ctrl-C)
+            if self.vocabulary.length(f) - known != codes.size:
                 raise ValueError(f"categories[{f}] holds duplicate values")
             if column[0] == "ints" and not column[3]:
                 self.floats[f] = False
