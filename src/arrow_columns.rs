@@ -3,7 +3,7 @@
 //! without a Python object per value: the few array types a categorical column comes in
 //! (utf8, large_utf8, string_view, dictionary, integer and boolean arrays, with their
 //! validity bitmaps as missing values) become borrowed slices of the producer's buffers,
-//! which the vocabulary codes ([`crate::vocabulary::FeatureVocabulary::encode_arrow`]).
+//! which the vocabulary codes ([`crate::vocabulary::Coding::encode_arrow`]).
 //!
 //! This is a narrow reader, not a dependency on the `arrow` crates: it reads the two C
 //! structs the interface defines and six formats, and says "not read here" (`None`) for

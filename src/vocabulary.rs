@@ -265,7 +265,7 @@ impl FeatureVocabulary {
 
     /// The code of `text` if it is a known string of at most `SHORT` bytes (the common
     /// cell of a column being scored): no error path, so the caller's loop stays in
-    /// registers; None sends it the general way ([`FeatureVocabulary::code_str`]).
+    /// registers; None sends it the general way ([`Coding::code_str`]).
     #[inline(always)]
     pub fn known_short_str(&self, text: &str) -> Option<u32> {
         pack(text).and_then(|packed| self.get_packed(packed))

@@ -1353,26 +1353,25 @@ def test_array_likes_that_only_offer_their_array_fit_weights(weighting, cell_pen
     np.testing.assert_array_equal(model.predict_proba(X), expected)
 
 
-def test_the_cell_numbering_is_kept_between_predictions_and_not_pickled():
-    """The weighted cells' numbering is built on the first prediction and kept for the
-    next (a one-row prediction does not rebuild it); a pickle or copy leaves it out and
-    builds its own, and a new fit drops the old one."""
+def test_the_cell_numbering_is_built_by_the_fit_and_rebuilt_on_loading():
+    """The weighted cells' numbering is built by the fit and kept for every prediction (a
+    one-row prediction does not rebuild it); a pickle leaves it out and the load builds
+    its own, and a new fit builds a new one."""
     X, y = _data(seed=3, n_rows=400)
     model = AODE(weighting="cll-value").fit(X, y)
-    assert "_cell_numbering" not in model.__dict__
-    first = model.predict_proba(X)
     numbering = model.__dict__["_cell_numbering"]
+    first = model.predict_proba(X)
     np.testing.assert_array_equal(model.predict_proba(X[:5]), first[:5])
     assert model.__dict__["_cell_numbering"] is numbering
+    assert "_cell_numbering" not in model.__getstate__()
     restored = pickle.loads(pickle.dumps(model))
-    assert "_cell_numbering" not in restored.__dict__
+    assert restored.__dict__["_cell_numbering"] is not numbering
     np.testing.assert_array_equal(restored.predict_proba(X), first)
     np.testing.assert_array_equal(copy.deepcopy(model).predict_proba(X), first)
     model.fit(X[:300], y[:300])
-    assert model.__dict__.get("_cell_numbering") is None
+    assert model.__dict__["_cell_numbering"] is not numbering
     refitted = AODE(weighting="cll-value").fit(X[:300], y[:300])
     np.testing.assert_array_equal(model.predict_proba(X), refitted.predict_proba(X))
-    assert model.__dict__["_cell_numbering"] is not numbering
 
 
 def test_rows_of_left_out_folds_keep_their_in_sample_terms():
