@@ -132,6 +132,42 @@ def test_evaluate_suite_ranks_and_cd_diagrams(tmp_path):
     assert rewritten.read_text().split("## Datasets")[1] == report.split("## Datasets")[1]
 
 
+def test_names_that_read_as_numbers_or_missing_come_back_as_written(tmp_path):
+    """read_result read "007" as 7 and "NA" as missing, so a redrawn report renamed or
+    lost their reliability diagrams."""
+    out = evaluated_suite(tmp_path, ["NA", "007"], 60, "laplace,kt")
+    result = read_result(out)
+    for table in (result.folds, result.reliability, result.datasets):
+        assert sorted(set(table["dataset"])) == ["007", "NA"]
+    write_report(result, tmp_path / "again")
+    for name in ("007", "NA"):
+        assert_valid_png(tmp_path / "again" / "figures" / f"reliability-{name}.png")
+
+
+def test_a_second_run_into_the_same_folder_leaves_none_of_the_first(tmp_path):
+    """Ranks, CD diagrams and reliability diagrams of the first run (three datasets)
+    stayed beside the second's (one dataset, no ranks)."""
+    out = evaluated_suite(tmp_path, ["one", "two", "three"], 60, "laplace,kt,heb-m")
+    assert (out / "ranks-all.csv").exists()
+    data = tmp_path / "suite" / "one" / "data.csv"
+    code = main(["evaluate", str(data), "--methods", "laplace", "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert not list(out.glob("ranks-*.csv"))
+    assert sorted(p.name for p in (out / "figures").iterdir()) == ["reliability-one.png"]
+
+
+def test_a_dataset_folder_with_both_files_is_refused(tmp_path, capsys):
+    """data.csv and data.parquet in one folder were evaluated twice under one name."""
+    write_dataset(tmp_path / "suite" / "one" / "data.csv", n_rows=60)
+    write_dataset(tmp_path / "suite" / "two" / "data.csv", n_rows=60)
+    pd.read_csv(tmp_path / "suite" / "two" / "data.csv").to_parquet(
+        tmp_path / "suite" / "two" / "data.parquet"
+    )
+    code = main(["evaluate", "--suite", str(tmp_path / "suite"), "--no-progress"])
+    assert code == 2
+    assert "two: both data.csv and data.parquet in one dataset folder" in capsys.readouterr().err
+
+
 def test_datasets_whose_names_slug_alike_get_a_reliability_diagram_each(tmp_path):
     out = evaluated_suite(tmp_path, ["my data", "my-data"], 60, "laplace,kt")
     figures = sorted(path.name for path in (out / "figures").glob("reliability-*.png"))
@@ -167,6 +203,21 @@ def test_python_api_accepts_a_dataframe():
     result = evaluate(frame, target="label", methods=["laplace", "heb-u"], folds=4, progress=False)
     assert result.folds.shape[0] == 8
     assert result.datasets.loc[0, "dataset"] == "data"
+
+
+def test_python_api_accepts_integer_column_names():
+    """A categorical column of fractional values is turned into text with its integer
+    name (DataFrame.assign needs string names: a TypeError)."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            0: rng.choice([0.5, 1.5, 2.5], 60),
+            1: rng.choice(list("xyz"), 60),
+            2: rng.integers(0, 2, 60),
+        }
+    )
+    result = evaluate(frame, target=2, methods="laplace", folds=3, progress=False)
+    assert result.folds["error"].eq("").all() and result.folds.shape[0] == 3
 
 
 def test_metrics_do_not_depend_on_the_thread_count(tmp_path):

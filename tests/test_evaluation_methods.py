@@ -86,6 +86,10 @@ def test_labels_of_tuned_methods():
 
     assert resolve_method("lidstone:0.01").label == "Lidstone (alpha=0.01)"
     assert resolve_method("target-encoding:20").label == "TE (m=20)"
+    # two values never share a label (the report's tables are keyed by it: a method
+    # went missing from them)
+    assert resolve_method("lidstone:0.1000001").label == "Lidstone (alpha=0.1000001)"
+    assert resolve_method("lidstone:0.1").label == "Lidstone (alpha=0.1)"
 
 
 def test_discriminative_and_posterior_methods_build_their_estimators():

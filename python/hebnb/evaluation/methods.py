@@ -249,7 +249,9 @@ def resolve_method(name: str) -> Method:
             raise UnknownMethodError(f"method {name!r}: {value!r} is not a positive number")
         parameter = TUNABLE[base]
         template = METHODS[base]
-        label = template.label.split(" (")[0] + f" ({parameter}={number:g})"
+        # the shortest text that gives the number back: two values never share a label
+        shown = repr(number).removesuffix(".0")
+        label = template.label.split(" (")[0] + f" ({parameter}={shown})"
         return Method(name, label, template.estimator, {**template.params, parameter: number})
     raise UnknownMethodError(
         f"unknown method(s): {name}; known: {', '.join(METHODS)}, or {'/'.join(TUNABLE)}:VALUE"

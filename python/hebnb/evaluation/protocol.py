@@ -298,7 +298,11 @@ def plan_columns(
                 "numbers: flatten nested columns first"
             ) from None
         numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
-        id_like = pd.api.types.is_integer_dtype(column) and bool(ID_LIKE_NAME.search(str(name)))
+        # integers, or whole floats (an integer column with a blank cell reads as float)
+        whole = pd.api.types.is_integer_dtype(column) or (
+            pd.api.types.is_float_dtype(column) and _holds_whole_numbers(present)
+        )
+        id_like = whole and bool(ID_LIKE_NAME.search(str(name)))
         if numeric and n_distinct > max_distinct and name not in forced and not id_like:
             plan.binned.append(name)
         elif present.shape[0] > 10 and n_distinct >= near_unique * present.shape[0]:
@@ -310,6 +314,12 @@ def plan_columns(
     if not plan.kept:
         raise DataError("no feature column is left after dropping the unusable ones")
     return plan
+
+
+def _holds_whole_numbers(present: pd.Series) -> bool:
+    """Whether a float column's present values are all finite whole numbers."""
+    values = present.to_numpy(dtype=float)
+    return bool(np.all(np.isfinite(values)) and np.all(values == np.floor(values)))
 
 
 def whole_categories(X: pd.DataFrame, plan: ColumnPlan) -> pd.DataFrame:
@@ -330,7 +340,12 @@ def whole_categories(X: pd.DataFrame, plan: ColumnPlan) -> pd.DataFrame:
             continue
         text = np.array([None if np.isnan(v) else str(v) for v in values], dtype=object)
         changed[name] = pd.Series(text, index=X.index, dtype=object)
-    return X.assign(**changed) if changed else X
+    if not changed:
+        return X
+    X = X.copy()
+    for name, text in changed.items():  # assign(**changed) needs string column names
+        X[name] = text
+    return X
 
 
 class FoldBinner:

@@ -264,14 +264,22 @@ def read_result(folder: str | os.PathLike[str]) -> EvaluationResult:
     """An :class:`EvaluationResult` back from the CSV and JSON files :func:`write_report`
     wrote (to redraw figures or rewrite the report without refitting)."""
     folder = Path(folder)
+    # names as written: "NA" is a name, "007" is not the number 7
+    names = {"dataset": str, "method": str}
     folds = pd.read_csv(
-        folder / "folds.csv", dtype={"error": str}, keep_default_na=False, na_values=[""]
+        folder / "folds.csv",
+        dtype={"error": str, **names},
+        keep_default_na=False,
+        na_values=[""],
     )
     folds["error"] = folds["error"].astype(object).where(folds["error"].notna(), "")
+    reliability = pd.read_csv(
+        folder / "reliability.csv", dtype=names, keep_default_na=False, na_values=[""]
+    )
     return EvaluationResult(
         folds=folds,
-        reliability=pd.read_csv(folder / "reliability.csv"),
-        datasets=pd.read_csv(folder / "datasets.csv", keep_default_na=False),
+        reliability=reliability,
+        datasets=pd.read_csv(folder / "datasets.csv", dtype=names, keep_default_na=False),
         settings=json.loads((folder / "settings.json").read_text()),
     )
 
@@ -328,6 +336,10 @@ def write_report(
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    # what an earlier run into the same folder wrote and this one may not (ranks and
+    # CD diagrams of other methods, reliability diagrams of other datasets)
+    for stale in [*out.glob("ranks-*.csv"), *(out / "figures").glob("*.png")]:
+        stale.unlink()
     methods = result.settings["methods"]
     result.folds.to_csv(out / "folds.csv", index=False)
     result.reliability.to_csv(out / "reliability.csv", index=False)

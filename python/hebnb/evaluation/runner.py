@@ -435,7 +435,8 @@ def find_suite(directory: str | os.PathLike[str]) -> list[Path]:
     Raises
     ------
     DataError
-        The folder does not exist or holds no dataset.
+        The folder does not exist, holds no dataset, or a dataset folder holds both files
+        (one dataset per folder: it was evaluated twice under one name).
     """
     directory = Path(directory)
     if not directory.is_dir():
@@ -443,6 +444,13 @@ def find_suite(directory: str | os.PathLike[str]) -> list[Path]:
     paths = sorted([*directory.glob("*/data.csv"), *directory.glob("*/data.parquet")])
     if not paths:
         raise DataError(f"no */data.csv or */data.parquet below {directory}")
+    folders = [path.parent for path in paths]
+    twice = sorted({folder.name for folder in folders if folders.count(folder) > 1})
+    if twice:
+        raise DataError(
+            f"{', '.join(twice)}: both data.csv and data.parquet in one dataset folder; "
+            "keep one"
+        )
     return paths
 
 
