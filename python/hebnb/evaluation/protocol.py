@@ -343,8 +343,8 @@ def whole_categories(X: pd.DataFrame, plan: ColumnPlan) -> pd.DataFrame:
     if not changed:
         return X
     X = X.copy()
-    for name, text in changed.items():  # assign(**changed) needs string column names
-        X[name] = text
+    for name, series in changed.items():  # assign(**changed) needs string column names
+        X[name] = series
     return X
 
 

@@ -448,8 +448,7 @@ def find_suite(directory: str | os.PathLike[str]) -> list[Path]:
     twice = sorted({folder.name for folder in folders if folders.count(folder) > 1})
     if twice:
         raise DataError(
-            f"{', '.join(twice)}: both data.csv and data.parquet in one dataset folder; "
-            "keep one"
+            f"{', '.join(twice)}: both data.csv and data.parquet in one dataset folder; keep one"
         )
     return paths
 
