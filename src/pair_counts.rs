@@ -50,8 +50,8 @@ use rayon::prelude::*;
 
 use crate::counts::{check_rows, class_indices};
 use crate::error::{
-    check_code_range, check_len, code_out_of_range, untouched_zeros, with_capacity, HebError,
-    Result, ZeroBytes,
+    check_code_range, check_len, code_out_of_range, filled, untouched_zeros, with_capacity,
+    HebError, Result, ZeroBytes,
 };
 use crate::layout::FeatureLayout;
 use crate::parallel::split_by_bounds;
@@ -388,7 +388,8 @@ impl<'a> PairTablesView<'a> {
         // them all below), pairs in parallel, the first bad pair reported. Every call that
         // reads the tables checks them, so this is most of a small predict_proba's time.
         let bad = (0..self.n_pairs()).into_par_iter().find_first(|&p| {
-            let k_child = layout.cardinality(self.pair(p).1) as i32;
+            // compared in i64: a cardinality of 2^31 or more does not wrap
+            let k_child = layout.cardinality(self.pair(p).1) as i64;
             (offsets[p]..offsets[p + 1]).any(|row| {
                 let cells = &self.indices[self.indptr[row] as usize..self.indptr[row + 1] as usize];
                 let mut previous = -1;
@@ -397,7 +398,7 @@ impl<'a> PairTablesView<'a> {
                     rising &= v > previous;
                     previous = v;
                 }
-                !rising || previous >= k_child
+                !rising || i64::from(previous) >= k_child
             })
         });
         match bad.map(|p| self.pair(p)) {
@@ -551,15 +552,28 @@ struct WalkScratch {
     touched: Vec<i32>,
 }
 
+/// Lengthens `v` to `len` copies of `value` past its end, reserving fallibly.
+fn grow_to<T: Clone>(v: &mut Vec<T>, len: usize, value: T, what: &'static str) -> Result<()> {
+    v.try_reserve_exact(len - v.len())
+        .map_err(|_| HebError::Allocation {
+            what,
+            bytes: len as u128 * std::mem::size_of::<T>() as u128,
+        })?;
+    v.resize(len, value);
+    Ok(())
+}
+
 impl WalkScratch {
-    /// Room for a pair of `cells` counts and `k_child` child values.
-    fn prepare(&mut self, cells: usize, k_child: usize) {
+    /// Room for a pair of `cells` counts and `k_child` child values (sized by the input:
+    /// an allocation error, never an abort).
+    fn prepare(&mut self, cells: usize, k_child: usize) -> Result<()> {
         if self.counts.len() < cells {
-            self.counts.resize(cells, 0.0);
+            grow_to(&mut self.counts, cells, 0.0, "AODE pair counting scratch")?;
         }
         if self.group_of.len() < k_child {
-            self.group_of.resize(k_child, 0);
+            grow_to(&mut self.group_of, k_child, 0, "AODE pair counting scratch")?;
         }
+        Ok(())
     }
 
     /// A stamp no child value holds yet.
@@ -984,7 +998,7 @@ pub fn count_pairs(
         let (order, starts) = &grouped[a];
         let child_codes = codes.row(b);
         let walk = &mut scratch.walk;
-        walk.prepare(k_child * n_classes, k_child);
+        walk.prepare(k_child * n_classes, k_child)?;
         for u in 0..k_parent {
             let group = walk.next_group();
             for &row in &order[starts[u]..starts[u + 1]] {
@@ -1312,13 +1326,13 @@ pub fn merge_pair_tables(
     // old parent value of each new one (None: a new category)
     let old_value: Vec<Vec<Option<usize>>> = (0..n_features)
         .map(|f| {
-            let mut inverse = vec![None; layout.cardinality(f)];
+            let mut inverse = filled(layout.cardinality(f), None, "AODE category maps")?;
             for (u, &new) in new_codes[f].iter().enumerate() {
                 inverse[new] = Some(u);
             }
-            inverse
+            Ok(inverse)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let (old_rows, rows) = (old.row_offsets(old_layout)?, batch.row_offsets(layout)?);
     // whole counts stay whole (u32) when nothing fractional enters: the batch whole, the
     // old counts whole and undecayed (or none), and no cell beyond u32

@@ -237,3 +237,81 @@ def test_a_mark_of_another_vocabulary_is_refused_and_changes_nothing():
     codes = vocabulary.encode_objects(0, object_column((5, 6), (1, 2), (3, 4)), grow=True, name="f")
     np.testing.assert_array_equal(codes, [2, 0, 1])
     assert vocabulary.values(0) == [(1, 2), (3, 4), (5, 6)]
+
+
+def test_sizes_beyond_memory_are_memory_errors_under_an_address_space_limit():
+    """A vocabulary of 2**31 or 2**62 features, a pair counted with a child of 2**31
+    categories and a pair-table merge onto one: unchecked allocations that aborted the
+    interpreter ("memory allocation of 34359738368 bytes failed") or panicked ("capacity
+    overflow")."""
+    done = run_isolated(
+        """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+import numpy as np
+from hebnb import _core
+codes = np.array([[0, 1, 2, 0], [0, 1, 1, 2], [2, 0, 1, 1]], np.int32)
+labels = np.array([0, 1, 0, 1], np.int64)
+kw = dict(n_classes=2, capped=np.zeros((3, 3), bool), parents=np.ones(3, bool), n_jobs=1)
+old = _core.count_pairs(codes, labels, np.ones(4), offsets=[0, 3, 6, 9], **kw)
+calls = [
+    lambda: _core.Vocabulary(2**31),
+    lambda: _core.Vocabulary(2**62),
+    lambda: _core.count_pairs(codes, labels, np.ones(4), offsets=[0, 3, 6, 6 + 2**31], **kw),
+    lambda: _core.merge_pair_tables(
+        old, old, old_offsets=[0, 3, 6, 9], offsets=[0, 3, 6, 2**31 - 1],
+        new_codes=[[0, 1, 2]] * 3, decay=1.0, n_jobs=1,
+    ),
+]
+for call in calls:
+    try:
+        call()
+        print("ok")
+    except MemoryError:
+        print("MemoryError")
+"""
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["MemoryError"] * 4
+
+
+def test_a_vocabulary_used_while_it_codes_is_an_error_not_a_panic():
+    """A value's __hash__ calling back into the vocabulary that is coding it, and a
+    second thread growing it while a first one grows it without the GIL: explicit
+    borrows panicked ("Already mutably borrowed") where pyo3's own give a RuntimeError."""
+    import threading
+
+    vocabulary = _core.Vocabulary(2)
+
+    class CallsBack:
+        def __hash__(self):
+            vocabulary.encode_ints(0, np.array([1], np.int64), None, grow=False)
+            return 1
+
+        def __eq__(self, other):
+            return self is other
+
+    values = np.empty(1, dtype=object)
+    values[0] = CallsBack()
+    with pytest.raises(ValueError, match="Already (mutably )?borrowed"):
+        vocabulary.encode_objects(0, values, grow=True, name="f")
+    assert vocabulary.lengths() == [0, 0]  # nothing joined
+
+    n = 400_000
+    data = np.frombuffer(b"".join(b"%07d" % i for i in range(n)), np.uint8)
+    offsets = np.arange(0, 7 * n + 1, 7, dtype=np.int64)
+    errors: list[BaseException] = []
+
+    def grow_strings():
+        vocabulary.encode_utf8(1, offsets, data, None, 0, grow=True, name="f")
+
+    thread = threading.Thread(target=grow_strings)
+    thread.start()
+    while thread.is_alive():
+        try:
+            vocabulary.encode_ints(0, np.array([1], np.int64), None, grow=True)
+        except BaseException as error:  # noqa: BLE001 (a PanicException is not an Exception)
+            errors.append(error)
+    thread.join()
+    assert all(isinstance(error, RuntimeError) for error in errors), errors
+    assert vocabulary.length(1) == n

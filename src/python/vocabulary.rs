@@ -17,7 +17,7 @@ use super::finalizing::without_gil;
 use super::{matrix, run, to_py_err};
 use crate::arrow_columns::{read_column, ArrayStream, ArrowColumn};
 use crate::encoding::MISSING;
-use crate::error::{HebError, Result as CoreResult};
+use crate::error::{filled, with_capacity, HebError, Result as CoreResult};
 use crate::vocabulary::{
     codes_buffer, Access, Coding, FeatureParts, FeatureVocabulary, Key, FORMAT_VERSION,
 };
@@ -341,12 +341,12 @@ fn codes_to_array<'py>(py: Python<'py>, codes: Vec<i32>) -> Bound<'py, PyArray1<
 macro_rules! with_coding {
     ($slf:expr, $feature:expr, $grow:expr, |$this:ident, $coding:ident| $body:expr) => {
         if $grow {
-            let mut guard = $slf.borrow_mut();
+            let mut guard = $slf.try_borrow_mut()?;
             let $this = &mut *guard;
             let mut $coding = Coding(&mut $this.features[$feature]);
             $body
         } else {
-            let guard = $slf.borrow();
+            let guard = $slf.try_borrow()?;
             let $this = &*guard;
             let mut $coding = Coding(&$this.features[$feature]);
             $body
@@ -358,14 +358,21 @@ macro_rules! with_coding {
 impl Vocabulary {
     #[new]
     #[pyo3(signature = (n_features = 0))]
-    fn new(py: Python<'_>, n_features: usize) -> Self {
-        Vocabulary {
-            features: vec![FeatureVocabulary::default(); n_features],
-            object_tokens: (0..n_features).map(|_| PyDict::new(py).unbind()).collect(),
-            objects: (0..n_features)
-                .map(|_| PyList::empty(py).unbind())
-                .collect(),
+    fn new(py: Python<'_>, n_features: usize) -> PyResult<Self> {
+        // sized by the caller: refused as MemoryError, never an abort
+        let features =
+            filled(n_features, FeatureVocabulary::default(), "vocabularies").map_err(to_py_err)?;
+        let mut object_tokens = with_capacity(n_features, "vocabularies").map_err(to_py_err)?;
+        let mut objects = with_capacity(n_features, "vocabularies").map_err(to_py_err)?;
+        for _ in 0..n_features {
+            object_tokens.push(PyDict::new(py).unbind());
+            objects.push(PyList::empty(py).unbind());
         }
+        Ok(Vocabulary {
+            features,
+            object_tokens,
+            objects,
+        })
     }
 
     /// Number of features.
@@ -438,10 +445,10 @@ impl Vocabulary {
         }
         if grow {
             return slf
-                .borrow_mut()
+                .try_borrow_mut()?
                 .grow_int_block(py, values, missing, out, n_jobs);
         }
-        let this = slf.borrow();
+        let this = slf.try_borrow()?;
         this.check_block(values, missing)?;
         let features: Vec<&FeatureVocabulary> = this.features.iter().collect();
         code_block(py, features, out, n_jobs, |f, vocabulary, rows, out| {
@@ -462,7 +469,7 @@ impl Vocabulary {
         missing: Option<PyReadonlyArray1<'py, bool>>,
         grow: bool,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
-        slf.borrow().check_feature(feature)?;
+        slf.try_borrow()?.check_feature(feature)?;
         let values = values.as_array();
         let mask = match &missing {
             Some(m) => Some(m.as_slice()?),
@@ -492,7 +499,7 @@ impl Vocabulary {
         positions: Option<PyReadonlyArray1<'py, i64>>,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let py = slf.py();
-        slf.borrow().check_feature(feature)?;
+        slf.try_borrow()?.check_feature(feature)?;
         let data = data.as_slice()?;
         let validity = match &validity {
             Some(v) => Some((v.as_slice()?, bit_offset)),
@@ -538,7 +545,7 @@ impl Vocabulary {
         positions: Option<PyReadonlyArray1<'py, i64>>,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let py = slf.py();
-        slf.borrow().check_feature(feature)?;
+        slf.try_borrow()?.check_feature(feature)?;
         let views = views.as_slice()?;
         let buffers = buffers
             .iter()
@@ -575,7 +582,7 @@ impl Vocabulary {
         name: &str,
     ) -> PyResult<Option<Bound<'py, PyArray1<i32>>>> {
         let py = slf.py();
-        slf.borrow().check_feature(feature)?;
+        slf.try_borrow()?.check_feature(feature)?;
         let capsule = capsule
             .cast::<PyCapsule>()
             .map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
@@ -583,7 +590,7 @@ impl Vocabulary {
         // SAFETY: the capsule holds a live stream for as long as it lives (to the end of
         // this call); the capsule's destructor releases it
         let mut stream = unsafe { ArrayStream::new(pointer.as_ptr().cast()) }.map_err(to_py_err)?;
-        let mark = slf.borrow().features[feature].len();
+        let mark = slf.try_borrow()?.features[feature].len();
         let coded = with_coding!(slf, feature, grow, |_this, coding| code_stream(
             py,
             &mut coding,
@@ -591,7 +598,7 @@ impl Vocabulary {
             name
         ));
         if grow && !matches!(coded, Ok(Some(_))) {
-            slf.borrow_mut().features[feature].truncate(mark);
+            slf.try_borrow_mut()?.features[feature].truncate(mark);
         }
         Ok(coded?.map(|codes| codes_to_array(py, codes)))
     }
@@ -610,8 +617,8 @@ impl Vocabulary {
         name: &str,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let py = slf.py();
-        slf.borrow().check_feature(feature)?;
-        let mark = slf.borrow().lengths_now(py);
+        slf.try_borrow()?.check_feature(feature)?;
+        let mark = slf.try_borrow()?.lengths_now(py);
         let values = values.as_array();
         let coded = with_coding!(slf, feature, grow, |this, coding| {
             let others = OtherObjects {
@@ -624,7 +631,7 @@ impl Vocabulary {
             Ok(codes) => Ok(codes_to_array(py, codes)),
             Err(error) => {
                 if grow {
-                    slf.borrow_mut().roll_back(py, &mark)?;
+                    slf.try_borrow_mut()?.roll_back(py, &mark)?;
                 }
                 Err(error)
             }
@@ -642,7 +649,7 @@ impl Vocabulary {
         names: Vec<String>,
     ) -> PyResult<Bound<'py, PyArray2<i32>>> {
         let py = slf.py();
-        let this = slf.borrow();
+        let this = slf.try_borrow()?;
         let values = values.as_array();
         let (n_features, n_rows) = values.dim();
         if n_features != this.features.len() || names.len() != n_features {
