@@ -426,6 +426,7 @@ impl<A: Access> Coding<A> {
         }
     }
 
+    /// Codes integers, `missing[s]` marking missing cells.
     ///
     /// # Errors
     /// A mask of the wrong length; as [`FeatureVocabulary::insert`].
