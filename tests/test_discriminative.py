@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import threadpoolctl
 from scipy.optimize import check_grad, minimize
-from scipy.special import log_softmax
+from scipy.special import log_softmax, logsumexp
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import OneHotEncoder
@@ -331,3 +331,44 @@ def test_the_blas_limit_lasts_until_the_last_of_overlapping_fits_ends(monkeypatc
     with weighting.blas_in_one_thread():
         assert calls[-1] == "limit blas to 1"
     assert calls[-1] == "restore"
+
+
+@pytest.mark.parametrize("kind", ["cll-feature", "cll-value"])
+def test_the_preconditioner_is_the_hessian_diagonal_in_one_features_memory(kind):
+    """The L-BFGS preconditioner against its definition written out per cell, class and
+    feature; it kept every feature's (rows, classes) score terms at once (681 MB for
+    10,000 rows, 40 features and 200 classes): now one feature's at a time."""
+    import tracemalloc
+
+    from hebnb.weighting import _diagonal_curvature
+
+    rng = np.random.default_rng(12)
+    n_rows, n_features, n_classes, k = 4000, 30, 50, 6
+    codes = rng.integers(-1, k, size=(n_features, n_rows)).astype(np.int32)
+    offsets = list(range(0, k * n_features + 1, k))
+    tables = rng.dirichlet(np.ones(k), size=(n_features, n_classes))  # (F, C, K)
+    log_table = np.log(tables.transpose(0, 2, 1).reshape(n_features * k, n_classes))
+    prior = np.log(rng.dirichlet(np.ones(n_classes)))
+    weights = rng.uniform(0.5, 2.0, size=n_rows)
+    tracemalloc.start()
+    got = _diagonal_curvature(kind, codes, weights, log_table, prior, offsets)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 * n_rows * n_classes * 8  # a few (rows, classes) arrays, not F of them
+    # the definition: p from the generative scores; class and cell weights scale one
+    # class's term (s p (1 - p) g^2), a feature weight all its classes' (s Var_p(g))
+    g = np.where(codes[:, :, None] >= 0, log_table[np.array(offsets[:-1])[:, None] + codes], 0.0)
+    scores = prior + g.sum(axis=0)
+    p = np.exp(scores - logsumexp(scores, axis=1, keepdims=True))
+    spread = weights[:, None] * p * (1 - p)
+    expected = [spread.sum(axis=0) * prior**2]
+    mean = np.einsum("ic,fic->fi", p, g)
+    variance = np.einsum("ic,fic->fi", p, g**2) - mean**2
+    expected.append(np.maximum(variance, 0.0) @ weights)
+    if kind == "cll-value":
+        cells = np.zeros((n_features * k, n_classes))
+        for f in range(n_features):
+            for i in np.flatnonzero(codes[f] >= 0):
+                cells[offsets[f] + codes[f, i]] += spread[i]
+        expected.append((cells * log_table**2).ravel())
+    np.testing.assert_allclose(got, np.concatenate(expected), rtol=1e-9)

@@ -339,31 +339,40 @@ def _diagonal_curvature(
     n_classes = class_log_prior.shape[0]
     n_features = len(offsets) - 1
     n_rows = codes.shape[1]
-    terms = []
+
+    def term(f: int) -> FloatArray:
+        """Feature f's (rows, classes) score terms (0 where its value is missing):
+        gathered once per pass instead of kept, so that memory is one feature's, not
+        rows x features x classes (681 MB for 10,000 rows, 40 features, 200 classes)."""
+        present = codes[f] >= 0
+        values = np.zeros((n_rows, n_classes))
+        values[present] = log_table[offsets[f] + codes[f][present]]
+        return values
+
     scores = np.broadcast_to(class_log_prior, (n_rows, n_classes)).copy()
     for f in range(n_features):
-        present = codes[f] >= 0
-        term = np.zeros((n_rows, n_classes))
-        term[present] = log_table[offsets[f] + codes[f][present]]
-        scores += term
-        terms.append(term)
+        scores += term(f)
     probability = np.exp(scores - scores.max(axis=1, keepdims=True))
     probability /= probability.sum(axis=1, keepdims=True)
     spread = sample_weight[:, None] * probability * (1.0 - probability)
     class_curvature = spread.sum(axis=0) * class_log_prior**2
     feature_curvature = np.empty(n_features)
     cell_curvature = np.zeros_like(log_table)
-    for f, term in enumerate(terms):
-        mean = np.sum(probability * term, axis=1)
-        variance = np.sum(probability * term**2, axis=1) - mean**2
+    classes = np.arange(n_classes)
+    for f in range(n_features):
+        values = term(f)
+        mean = np.sum(probability * values, axis=1)
+        variance = np.sum(probability * values**2, axis=1) - mean**2
         feature_curvature[f] = float(sample_weight @ np.maximum(variance, 0.0))
         if kind == "cll-value":
             present = codes[f] >= 0
             k = offsets[f + 1] - offsets[f]
-            for c in range(n_classes):
-                cell_curvature[offsets[f] : offsets[f + 1], c] = np.bincount(
-                    codes[f][present], weights=spread[present, c], minlength=k
-                )
+            # every class in one bincount over (value, class) bins, each bin's rows
+            # added in row order (as one bincount per class adds them)
+            bins = (codes[f][present].astype(np.int64)[:, None] * n_classes + classes).ravel()
+            cell_curvature[offsets[f] : offsets[f + 1]] = np.bincount(
+                bins, weights=spread[present].ravel(), minlength=k * n_classes
+            ).reshape(k, n_classes)
     parts = [class_curvature, feature_curvature]
     if kind == "cll-value":
         parts.append((cell_curvature * log_table**2).ravel())
