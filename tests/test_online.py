@@ -308,3 +308,23 @@ def test_aode_cells_forgotten_to_zero_are_dropped():
     np.testing.assert_array_equal(online.pair_indices_, refit.pair_indices_)
     np.testing.assert_array_equal(online.pair_counts_, refit.pair_counts_)
     np.testing.assert_allclose(online.predict_proba(X), refit.predict_proba(X), atol=1e-10)
+
+
+@pytest.mark.parametrize("estimator", [CategoricalNB, AODE])
+def test_a_stream_keeps_the_categories_it_started_with(estimator):
+    """set_params(categories=...) between batches was ignored silently: a value outside
+    the new declaration joined, n_categories_ followed the old one. A changed declaration
+    is refused (the model as it was); the same one, given again, is not a change."""
+    X = np.array([[0, 0], [1, 1], [2, 2], [0, 1]])
+    y = [0, 1, 0, 1]
+    for first, then in (("auto", [[0, 1, 2, 3], [0, 1, 2]]), ([[0, 1, 2], [0, 1, 2]], "auto")):
+        model = estimator(categories=first).partial_fit(X, y)
+        before = model.predict_proba(X)
+        model.set_params(categories=then)
+        with pytest.raises(ValueError, match="categories changed since the first partial_fit"):
+            model.partial_fit(np.array([[0, 2]]), [0])
+        np.testing.assert_array_equal(model.predict_proba(X), before)
+    same = [np.array([0, 1, 2]), [0, 1, 2]]
+    model = estimator(categories=same).partial_fit(X, y)
+    model.set_params(categories=[[0, 1, 2], np.array([0, 1, 2])]).partial_fit(X[:1], y[:1])
+    assert model.n_categories_.tolist() == [3, 3]

@@ -547,6 +547,25 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
             order=self._code_order, categories=self.__dict__.get("categories", "auto")
         )
 
+    def _check_stream_categories(self) -> None:
+        """Refuses a later ``partial_fit`` batch after ``set_params(categories=...)``
+        changed the declaration: the vocabulary of the stream was built on the first
+        one (a change was ignored silently, undeclared values accepted)."""
+        declared = self._encoder.declared
+        now = self.__dict__.get("categories", "auto")
+        if isinstance(declared, str) or isinstance(now, str):
+            changed = not (isinstance(declared, str) and isinstance(now, str) and declared == now)
+        else:
+            changed = len(declared) != len(now) or any(
+                not np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
+                for a, b in zip(declared, now)
+            )
+        if changed:
+            raise ValueError(
+                "categories changed since the first partial_fit: a stream keeps the "
+                "categories it started with; fit again to declare others"
+            )
+
     def _training_data(
         self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None, threads: int
     ) -> tuple[CategoryEncoder, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -996,6 +996,7 @@ class AODE(CategoricalClassifier):
             )
             stream = _Stream(counts, pairs, tuple(offsets))
         else:
+            self._check_stream_categories()
             stream = self._stored_stream()
             encoder = self._encoder
             parents = self.__dict__["super_parents_"]

@@ -363,6 +363,7 @@ class CategoricalNB(CategoricalClassifier):
             check_table_size(n_classes, encoder.offsets[-1])
             tables, class_count, decay = [], np.zeros(n_classes), 1.0
         else:
+            self._check_stream_categories()
             encoder = self._encoder
             tables = self._growable_counts()  # split on the vocabulary before the batch
             mark = encoder.mark()
