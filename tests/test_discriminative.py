@@ -372,3 +372,21 @@ def test_the_preconditioner_is_the_hessian_diagonal_in_one_features_memory(kind)
                 cells[offsets[f] + codes[f, i]] += spread[i]
         expected.append((cells * log_table**2).ravel())
     np.testing.assert_allclose(got, np.concatenate(expected), rtol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["cll-feature", "cll-value"])
+@pytest.mark.parametrize("empty", [0, 1, 2])
+def test_a_feature_with_every_value_missing_weighs_nothing_wherever_it_is(kind, empty):
+    """A feature whose values are all missing has no category: the leave-one-out parts
+    summed the features' counts by reduceat, which read past the table for the last
+    feature (IndexError) and gave an earlier one its neighbour's sum. The weights are
+    those of the table without that feature."""
+    rng = np.random.default_rng(13)
+    X = rng.integers(0, 3, size=(80, 3)).astype(float)
+    y = (X[:, 0] + rng.integers(0, 2, 80) > 2).astype(int)
+    X[:, empty] = np.nan
+    model = CategoricalNB(weighting=kind).fit(X, y)
+    without = CategoricalNB(weighting=kind).fit(np.delete(X, empty, axis=1), y)
+    np.testing.assert_allclose(
+        model.predict_proba(X), without.predict_proba(np.delete(X, empty, axis=1)), rtol=1e-7
+    )

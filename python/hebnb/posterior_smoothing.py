@@ -56,7 +56,7 @@ def _log_prior(u: FloatArray) -> FloatArray:
     return result
 
 
-def _feature_sums(table: FloatArray, offsets: list[int]) -> FloatArray:
+def feature_sums(table: FloatArray, offsets: list[int]) -> FloatArray:
     """Per-feature sums of a ``(C, sum K_f)`` table: ``(C, F)`` (0 for an empty feature).
 
     Each feature's columns are summed on their own (not as differences of a running sum,
@@ -107,7 +107,7 @@ def averaged_log_probability_table(
     """
     sizes = np.diff(offsets)
     feature = np.repeat(np.arange(len(sizes)), sizes)
-    totals = _feature_sums(counts, offsets)  # N[c, f]
+    totals = feature_sums(counts, offsets)  # N[c, f]
     # m = N e^u, N itself however small (a weighted total below 1 included: clamping it
     # to 1 put the logistic on ln m, another prior); a feature never seen in a class has
     # a flat evidence, any scale
@@ -203,7 +203,7 @@ def _narrow_nodes(
         mean * mean * (polygamma(1, counts + pseudo) - polygamma(1, np.where(seen, pseudo, 1.0))),
         0.0,
     )
-    second = polygamma(1, m) - polygamma(1, totals + m) + _feature_sums(cells, offsets)
+    second = polygamma(1, m) - polygamma(1, totals + m) + feature_sums(cells, offsets)
     curvature = -m * m * second + 2.0 * np.exp(u - 2.0 * np.logaddexp(0.0, u))
     width = 1.0 / np.sqrt(curvature)
     narrow = (totals > 0) & (m > low) & (m < high) & (curvature > 0) & (width < STEP)
@@ -268,7 +268,7 @@ def _log_evidence(
     )
     whole = 0.5 * np.log1p(totals / m) - _stirling_remainder(total, np.log(total))
     whole += _stirling_remainder(m, log_m)
-    result: FloatArray = _feature_sums(cell, offsets) + whole
+    result: FloatArray = feature_sums(cell, offsets) + whole
     return result
 
 

@@ -55,6 +55,7 @@ from ._shared_rows import (
     merge_cells_sharing_rows,
 )
 from ._warnings import warn
+from .posterior_smoothing import feature_sums
 
 
 @functools.cache
@@ -311,7 +312,9 @@ def plug_in_parts(
     counts = np.asarray(counts, dtype=np.float64)
     feature = _feature_of_column(offsets)
     concentration = np.asarray(concentration, dtype=np.float64)[:, feature]
-    totals = np.add.reduceat(counts, offsets[:-1], axis=1) if counts.shape[1] else counts
+    # feature by feature: reduceat read past the end for a last feature with no category
+    # (one whose values are all missing) and gave an empty one its neighbour's sum
+    totals = feature_sums(counts, offsets)
     numerator = counts + concentration * np.asarray(prior_mean, dtype=np.float64)
     denominator = totals[:, feature] + concentration
     usable = np.isfinite(numerator) & np.isfinite(denominator)
