@@ -677,10 +677,12 @@ class AODE(CategoricalClassifier):
         self.parent_weights_ = fitted.parent_weights
         self.cell_weights_ = fitted.cell_weights
         self.weighting_n_iter_ = fitted.n_iter
+        if self.__dict__.get("_cell_keys") is not column_keys:
+            # ready for look-ups now (built by the first predict, it changed the model's
+            # __dict__ while predicting: scikit-learn's check_dict_unchanged), and once
+            # per set of keys (a cross-validation sets the same keys at every penalty)
+            self._cell_numbering = _cell_numbering(column_keys)
         self._cell_keys = column_keys
-        # ready for look-ups now: built by the first predict, it changed the model's
-        # __dict__ while predicting (scikit-learn's check_dict_unchanged)
-        self._cell_numbering = _cell_numbering(column_keys)
         if fitted.row_feature_weights.shape[0]:
             self.count_weights_ = fitted.row_feature_weights
 
