@@ -114,9 +114,21 @@ pub fn zeroed(len: usize, what: &'static str) -> Result<Vec<f64>> {
 /// A `Vec` of `len` copies of `value`, or [`HebError::Allocation`] when the memory
 /// cannot be had (instead of aborting the process).
 pub fn filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<Vec<T>> {
-    let mut v: Vec<T> = with_capacity(len, what)?;
-    v.resize(len, value);
+    let mut v = Vec::new();
+    grow_to(&mut v, len, value, what)?;
     Ok(v)
+}
+
+/// Lengthens `v` to `len` elements with copies of `value`, or [`HebError::Allocation`]
+/// when the memory cannot be had (instead of aborting the process).
+pub fn grow_to<T: Clone>(v: &mut Vec<T>, len: usize, value: T, what: &'static str) -> Result<()> {
+    v.try_reserve_exact(len.saturating_sub(v.len()))
+        .map_err(|_| HebError::Allocation {
+            what,
+            bytes: (len as u128) * (std::mem::size_of::<T>() as u128),
+        })?;
+    v.resize(len, value);
+    Ok(())
 }
 
 /// Element types whose all-zero bytes are a value (`0.0`, `0`, `false`), so that their

@@ -50,8 +50,8 @@ use rayon::prelude::*;
 
 use crate::counts::{check_rows, class_indices};
 use crate::error::{
-    check_code_range, check_len, code_out_of_range, filled, untouched_zeros, with_capacity,
-    HebError, Result, ZeroBytes,
+    check_code_range, check_len, code_out_of_range, filled, grow_to, untouched_zeros,
+    with_capacity, HebError, Result, ZeroBytes,
 };
 use crate::layout::FeatureLayout;
 use crate::parallel::split_by_bounds;
@@ -550,17 +550,6 @@ struct WalkScratch {
     group_of: Vec<u32>,
     group: u32,
     touched: Vec<i32>,
-}
-
-/// Lengthens `v` to `len` copies of `value` past its end, reserving fallibly.
-fn grow_to<T: Clone>(v: &mut Vec<T>, len: usize, value: T, what: &'static str) -> Result<()> {
-    v.try_reserve_exact(len - v.len())
-        .map_err(|_| HebError::Allocation {
-            what,
-            bytes: len as u128 * std::mem::size_of::<T>() as u128,
-        })?;
-    v.resize(len, value);
-    Ok(())
 }
 
 impl WalkScratch {

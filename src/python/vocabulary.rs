@@ -617,24 +617,28 @@ impl Vocabulary {
         name: &str,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let py = slf.py();
-        slf.try_borrow()?.check_feature(feature)?;
-        let mark = slf.try_borrow()?.lengths_now(py);
+        // what to roll back to, only where the call grows the vocabulary
+        let mark = {
+            let this = slf.try_borrow()?;
+            this.check_feature(feature)?;
+            grow.then(|| this.lengths_now(py))
+        };
         let values = values.as_array();
         let coded = with_coding!(slf, feature, grow, |this, coding| {
+            // the dicts beside the borrowed vocabulary (disjoint fields)
             let others = OtherObjects {
                 tokens: this.object_tokens[feature].bind(py),
                 objects: this.objects[feature].bind(py),
             };
             code_objects(py, &mut coding, &others, values, name)
         });
-        match coded {
-            Ok(codes) => Ok(codes_to_array(py, codes)),
-            Err(error) => {
-                if grow {
-                    slf.try_borrow_mut()?.roll_back(py, &mark)?;
-                }
+        match (coded, mark) {
+            (Ok(codes), _) => Ok(codes_to_array(py, codes)),
+            (Err(error), Some(mark)) => {
+                slf.try_borrow_mut()?.roll_back(py, &mark)?;
                 Err(error)
             }
+            (Err(error), None) => Err(error),
         }
     }
 
