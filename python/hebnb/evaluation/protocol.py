@@ -300,7 +300,8 @@ def plan_columns(
         numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
         # integers, or whole floats (an integer column with a blank cell reads as float)
         whole = pd.api.types.is_integer_dtype(column) or (
-            pd.api.types.is_float_dtype(column) and _holds_whole_numbers(present)
+            pd.api.types.is_float_dtype(column)
+            and _holds_whole_numbers(present.to_numpy(dtype=float))
         )
         id_like = whole and bool(ID_LIKE_NAME.search(str(name)))
         if numeric and n_distinct > max_distinct and name not in forced and not id_like:
@@ -316,10 +317,10 @@ def plan_columns(
     return plan
 
 
-def _holds_whole_numbers(present: pd.Series) -> bool:
-    """Whether a float column's present values are all finite whole numbers."""
-    values = present.to_numpy(dtype=float)
-    return bool(np.all(np.isfinite(values)) and np.all(values == np.floor(values)))
+def _holds_whole_numbers(present: np.ndarray) -> bool:
+    """Whether a float column's present (non-missing) values are all finite whole
+    numbers."""
+    return bool(np.all(np.isfinite(present)) and np.all(present == np.floor(present)))
 
 
 def whole_categories(X: pd.DataFrame, plan: ColumnPlan) -> pd.DataFrame:
@@ -335,8 +336,7 @@ def whole_categories(X: pd.DataFrame, plan: ColumnPlan) -> pd.DataFrame:
         if not pd.api.types.is_float_dtype(column):
             continue
         values = column.to_numpy(dtype=float, na_value=np.nan)
-        present = values[~np.isnan(values)]
-        if np.all(np.isfinite(present)) and np.all(present == np.floor(present)):
+        if _holds_whole_numbers(values[~np.isnan(values)]):
             continue
         text = np.array([None if np.isnan(v) else str(v) for v in values], dtype=object)
         changed[name] = pd.Series(text, index=X.index, dtype=object)
