@@ -12,7 +12,10 @@ of 50-value columns of ``aode_dense_tables.py`` (optional; predict_proba of 2,00
 and of 1 and 10 rows for the latency of small calls), ``AODE(weighting="cll-feature")``
 on the 2,000 x 400 ternary table (optional, fit only), and ``AODE(weighting="cll-value",
 smoothing="laplace")`` on optdigits (optional, needs the shared datasets; fitted once per
-round, predict_proba of the held-out third of the rows, and of 1 and 10 of them).
+round, predict_proba of the held-out third of the rows, and of 1 and 10 of them), and a
+400,000 x 8 table of 100,000 values per column (optional; 11 million stored cells; fitted
+once per round, predict_proba of 2,000 rows and of 1 and 10 rows: the latency of a small
+call on a large model).
 
 An earlier build is a directory holding an installed ``hebnb``, for example:
 
@@ -31,6 +34,8 @@ Then, from the repository root after ``maturin develop --release``:
         --rounds 3
     python benches/aode_versions.py --baseline /tmp/hebnb-baseline --no-amazon \
         --cell-weighted --rounds 3 --repeats 5
+    python benches/aode_versions.py --baseline /tmp/hebnb-baseline --no-amazon \
+        --high-cardinality --rounds 3
 """
 
 from __future__ import annotations
@@ -98,12 +103,24 @@ elif workload == "dense50":
         "Laplace AODE": AODE(smoothing="laplace", n_jobs=n_jobs),
         "HEB-AODE two-level": AODE(n_jobs=n_jobs),
     }}
+elif workload == "high-cardinality":
+    import numpy as np
+    rng = np.random.default_rng(0)
+    X, y = rng.integers(0, 100_000, size=(400_000, 8)), rng.integers(0, 2, size=400_000)
+    models = {{
+        "Laplace AODE": AODE(smoothing="laplace", n_jobs=n_jobs),
+        "HEB-AODE two-level": AODE(n_jobs=n_jobs),
+    }}
 else:
     from aode_wide import tree_bayes_net
     X, y = tree_bayes_net()
     models = {{"HEB-AODE two-level": AODE(prior="two-level", n_jobs=n_jobs)}}
 X_score = (
-    X_held if workload in ("amazon", "cell-weighted") else X[:2000] if workload == "dense50" else X
+    X_held
+    if workload in ("amazon", "cell-weighted")
+    else X[:2000]
+    if workload in ("dense50", "high-cardinality")
+    else X
 )
 out = {{}}
 for name, model in models.items():
@@ -124,7 +141,7 @@ for name, model in models.items():
         out[name + ", fit CPU"] = fit_cpu
     if predict:
         out[name + ", predict_proba"] = predict
-    if workload in ("dense50", "cell-weighted"):  # the latency of small calls
+    if workload in ("dense50", "cell-weighted", "high-cardinality"):  # small calls' latency
         for n_rows in (1, 10):
             latency = []
             for _ in range(20):
@@ -176,6 +193,12 @@ def main() -> None:
         help="also predict_proba of AODE(weighting='cll-value') on optdigits "
         "(needs the shared datasets)",
     )
+    parser.add_argument(
+        "--high-cardinality",
+        action="store_true",
+        help="also the 400,000 x 8 table of 100,000 values per column (fit once per round, "
+        "predict_proba of 2,000, 10 and 1 rows)",
+    )
     parser.add_argument("--no-amazon", action="store_true", help="skip the amazon fold")
     args = parser.parse_args()
 
@@ -186,6 +209,7 @@ def main() -> None:
     workloads += [("dense50", 1)] if args.dense50 else []
     workloads += [("weighted", 1)] if args.weighted else []
     workloads += [("cell-weighted", args.repeats)] if args.cell_weighted else []
+    workloads += [("high-cardinality", 1)] if args.high_cardinality else []
     builds = {"earlier": args.baseline, "this": None}
     times: dict[tuple[str, str, str], list[float]] = {}
     paths = {}

@@ -353,12 +353,25 @@ impl<'a> PairTablesView<'a> {
         Ok(())
     }
 
-    /// Checks the CSR against the layout and the number of classes.
+    /// Checks the CSR against the layout and the number of classes: its shape
+    /// ([`Self::check_shape`]) and every cell ([`Self::check_cells`]).
     ///
     /// # Errors
     /// [`HebError::ShapeMismatch`] or [`HebError::InvalidParameter`] when the arrays do
     /// not form valid tables for this layout.
     pub fn check(&self, layout: &FeatureLayout, n_classes: usize) -> Result<()> {
+        self.check_shape(layout, n_classes)?;
+        self.check_cells(layout)
+    }
+
+    /// Checks what costs O(pairs): the pair list, the lengths of the arrays, the ends
+    /// of the row pointers and the counts' layout. A scorer handed tables whose cells
+    /// were checked when they were made checks only this, so that scoring one row does
+    /// not cost a pass over the whole model.
+    ///
+    /// # Errors
+    /// [`HebError::ShapeMismatch`] or [`HebError::InvalidParameter`] as [`Self::check`].
+    pub fn check_shape(&self, layout: &FeatureLayout, n_classes: usize) -> Result<()> {
         self.check_pairs(layout.n_features())?;
         let offsets = self.row_offsets(layout)?;
         let n_rows = *offsets.last().unwrap_or(&0);
@@ -366,14 +379,7 @@ impl<'a> PairTablesView<'a> {
         let nnz = self.indices.len();
         check_len("pair table counts rows", nnz, self.counts.nrows())?;
         check_len("pair table counts columns", n_classes, self.counts.ncols())?;
-        let monotone = self.indptr[0] == 0
-            && self
-                .indptr
-                .iter()
-                .zip(self.indptr.iter().skip(1))
-                .all(|(a, b)| a <= b)
-            && self.indptr[n_rows] as usize == nnz;
-        if !monotone {
+        if self.indptr[0] != 0 || self.indptr[n_rows] as usize != nnz {
             return Err(HebError::InvalidParameter(
                 "pair table row pointers must rise from 0 to the number of cells".into(),
             ));
@@ -383,10 +389,25 @@ impl<'a> PairTablesView<'a> {
                 "pair table counts must be C-contiguous".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// Checks every row and cell (O(rows + cells)): row pointers that never fall, and
+    /// child values in range and strictly increasing within each row. Assumes
+    /// [`Self::check_shape`] passed.
+    ///
+    /// # Errors
+    /// [`HebError::InvalidParameter`] naming the first pair that fails.
+    pub fn check_cells(&self, layout: &FeatureLayout) -> Result<()> {
+        if !self.indptr.windows(2).all(|w| w[0] <= w[1]) {
+            return Err(HebError::InvalidParameter(
+                "pair table row pointers must rise from 0 to the number of cells".into(),
+            ));
+        }
+        let offsets = self.row_offsets(layout)?;
         // child values in range and strictly increasing within each row: one pass over
         // the cells (rising from -1 puts them all at 0 or above; the last below K_b puts
-        // them all below), pairs in parallel, the first bad pair reported. Every call that
-        // reads the tables checks them, so this is most of a small predict_proba's time.
+        // them all below), pairs in parallel, the first bad pair reported
         let bad = (0..self.n_pairs()).into_par_iter().find_first(|&p| {
             // compared in i64: a cardinality of 2^31 or more does not wrap
             let k_child = layout.cardinality(self.pair(p).1) as i64;

@@ -685,6 +685,74 @@ def test_pair_counts_of_another_type_are_a_value_error():
         )
 
 
+def _bad_cells(tables: dict, how: str) -> dict:
+    """A copy of pair tables with one fault of kind ``how`` among its cells."""
+    indptr, indices = tables["indptr"].copy(), tables["indices"].copy()
+    lengths = np.diff(indptr)
+    row = int(np.flatnonzero(lengths >= 2)[0])
+    first = int(indptr[row])
+    if how == "unsorted":
+        indices[first], indices[first + 1] = indices[first + 1], indices[first]
+    elif how == "out of range":
+        indices[first + 1] = 10_000  # above every child's cardinality
+    else:  # a row pointer that falls, the ends kept
+        indptr[row + 1] = indptr[row + 2] + 1
+    return {**tables, "indptr": indptr, "indices": indices}
+
+
+@pytest.mark.parametrize("how", ["unsorted", "out of range", "falling row pointers"])
+def test_pair_tables_with_bad_cells_are_refused_checked_scored_or_loaded(how):
+    """Bad cells are a ValueError from the check, from a score not told the cells were
+    checked, and from loading a pickle that holds them (which the scorers then trust)."""
+    from hebnb import _core
+
+    X, y = make_data(14)
+    model = AODE().fit(X, y)
+    codes, _ = model._encode(make_test_rows(14))
+    bad = _bad_cells(model._pairs, how)
+    message = "child values out of range or unsorted|row pointers must rise"
+    offsets, n_classes = list(model._encoder.offsets), model.classes_.shape[0]
+    _core.check_aode_pair_tables(model._pairs, offsets=offsets, n_classes=n_classes)
+    with pytest.raises(ValueError, match=message):
+        _core.check_aode_pair_tables(bad, offsets=offsets, n_classes=n_classes)
+    with pytest.raises(ValueError, match=message):
+        _core.aode_joint_log_likelihood(
+            codes, model._model, bad, offsets=offsets, min_parent_count=0.0, n_jobs=1
+        )
+    state = pickle.loads(pickle.dumps(model.__getstate__()))
+    AODE.__new__(AODE).__setstate__(state)  # the good tables load
+    with pytest.raises(ValueError, match=message):
+        AODE.__new__(AODE).__setstate__({**state, "_pairs": bad})
+
+
+def test_a_fitted_models_pair_tables_are_read_only():
+    """The scorers trust the pair tables checked when they were made or loaded, so the
+    model's own (which its public views can share) cannot be written, after a fit, a
+    partial_fit or a pickle, and the model scores as before an attempt to write."""
+    rng = np.random.default_rng(15)
+    # values first seen in sorted order: the public views are the stored tables
+    X = np.vstack([np.tile(np.arange(4.0), (3, 1)).T, rng.integers(0, 4, (300, 3))])
+    y = np.concatenate([[0, 1, 0, 1], rng.integers(0, 2, 300)])
+    weights = rng.uniform(0.5, 2.0, y.shape[0])  # float64 counts: no uint32 copy
+    fitted = AODE().fit(X, y, sample_weight=weights)
+    streamed = AODE().partial_fit(X[:100], y[:100], classes=[0, 1], sample_weight=weights[:100])
+    streamed.partial_fit(X[100:], y[100:], sample_weight=weights[100:])
+    for model in (fitted, streamed, pickle.loads(pickle.dumps(fitted))):
+        before = model.predict_proba(X)
+        stored = {key: table.copy() for key, table in model._pairs.items()}
+        assert all(not table.flags.writeable for table in model._pairs.values())
+        views = {"pair_features_": "pairs", "pair_indptr_": "indptr"}
+        views.update({"pair_indices_": "indices", "pair_counts_": "counts"})
+        for name, key in views.items():
+            view = getattr(model, name)
+            assert np.shares_memory(view, model._pairs[key])
+            with pytest.raises(ValueError, match="read-only"):
+                view[0] = view[0] + 1
+        for key, table in model._pairs.items():
+            np.testing.assert_array_equal(table, stored[key])
+        np.testing.assert_array_equal(model.predict_proba(X), before)
+
+
 def test_planned_pair_tables_take_the_stored_count_type():
     """The planned pair tables: per bounded cell, 4 + 8 C bytes for counting's blocks and
     4 + 4 C (uint32) or 4 + 8 C (float64) for the stored tables, as the weights decide."""

@@ -22,6 +22,7 @@ __all__ = [
     "aode_planned_bytes",
     "cell_row_sums",
     "cells_to_normalize",
+    "check_aode_pair_tables",
     "commit_state",
     "count_categories",
     "count_pairs",
@@ -358,7 +359,19 @@ def aode_joint_log_likelihood(
     offsets: list[int],
     min_parent_count: float,
     n_jobs: int,
-) -> npt.NDArray[np.float64]: ...
+    pair_cells_checked: bool = False,
+) -> npt.NDArray[np.float64]:
+    """AODE joint log-likelihood ``(S, C)`` of feature-major codes ``(F, S)``; with
+    ``pair_cells_checked`` the caller vouches that ``fit_aode`` or
+    ``check_aode_pair_tables`` accepted the pair tables and that they have not changed
+    since (only their shape is checked then, not every cell)."""
+
+def check_aode_pair_tables(
+    pair_tables: dict[str, Any], /, *, offsets: list[int], n_classes: int
+) -> None:
+    """Checks AODE pair tables against the layout and the number of classes, every cell
+    included; ValueError naming what is wrong."""
+
 def aode_parent_terms(
     codes: npt.NDArray[np.int32],
     model: dict[str, Any],
@@ -376,6 +389,7 @@ def aode_parent_terms(
     in_sample_terms: bool = True,
     cell_numbering: CellNumbering | None = None,
     cell_weights: npt.NDArray[np.float64] | None = None,
+    pair_cells_checked: bool = False,
 ) -> dict[str, npt.NDArray[Any]]:
     """``{"terms", "qualifies", "cells", "numbered_cells", "cell_sums"}``: every
     super-parent's term ``T_i`` ``(S, P, C)`` of feature-major codes ``(F, S)`` (the Naive

@@ -586,6 +586,7 @@ class AODE(CategoricalClassifier):
             left_out,
             numbered=(cells, starts, first_row),
             in_sample_terms=not held_out.all(),
+            pair_cells_checked=True,
         )
         cell_qualifies[:-1] = qualifies[first_row, column_of_cell // max(n_features, 1)]
         cell_values /= max(n_parents, 1)
@@ -769,7 +770,8 @@ class AODE(CategoricalClassifier):
         """What the core's parent terms and cells score with, in the order
         :func:`hebnb.weighting.aode_parent_terms` and ``aode_parent_cells`` take it after
         the codes: the model's tables, its pair tables, the feature offsets and
-        ``min_parent_count``."""
+        ``min_parent_count``. The pair tables' cells were checked when they were solved or
+        loaded, so the callers tell the core ``pair_cells_checked``."""
         return (
             self._model,
             self._pair_tables(),
@@ -803,6 +805,7 @@ class AODE(CategoricalClassifier):
                 *self._scorer_tables(),
                 threads,
                 batch_left_out,
+                pair_cells_checked=True,
             )
             yield rows, terms, qualifies, cells
 
@@ -829,6 +832,7 @@ class AODE(CategoricalClassifier):
                 *self._scorer_tables(),
                 threads,
                 cell_weights=(numbering, self.cell_weights_),
+                pair_cells_checked=True,
             )
             count_features = self._batch_count_features(keys[rows], numbering, threads)
             scores[rows] = self._batch_scores(terms, cell_sums, count_features)
@@ -928,7 +932,9 @@ class AODE(CategoricalClassifier):
     ) -> np.ndarray:
         """Each super-parent's one-dependence term ``T_i`` of coded rows, (S, P, C)
         (``left_out``: of the training rows, each left out; :meth:`_left_out_rows`)."""
-        return weighting.aode_parent_terms(codes, *self._scorer_tables(), threads, left_out)
+        return weighting.aode_parent_terms(
+            codes, *self._scorer_tables(), threads, left_out, pair_cells_checked=True
+        )
 
     @offered_if(learns_online)
     @atomic_update
@@ -1170,11 +1176,22 @@ class AODE(CategoricalClassifier):
             # pickled when the weights were always fitted on cross-fitted terms
             state = {**state, "weighting_rows": "cross-fitted"}
         super().__setstate__(state)
+        if "_pairs" in state:
+            # the scorers are told that the tables' cells were checked: a pickle's were not
+            # (checked as the base stored them: aligned)
+            _core.check_aode_pair_tables(
+                self._pairs,
+                offsets=list(self._encoder.offsets),
+                n_classes=int(self.classes_.shape[0]),
+            )
+            _read_only(self._pairs)
         if "_cell_keys" in state:
             self.__dict__["_cell_numbering"] = _cell_numbering(state["_cell_keys"])
 
     def _set_pair_tables(self, tables: dict[str, np.ndarray]) -> None:
-        self._pairs = {key: tables[key] for key in _PAIR_KEYS}
+        """Stores pair tables that the solve which follows checks (``fit_aode`` checks
+        every cell), read-only: the scorers are told their cells were checked."""
+        self._pairs = _read_only({key: tables[key] for key in _PAIR_KEYS})
         for name in _PAIR_VIEWS:
             self.__dict__.pop(name, None)
 
@@ -1299,7 +1316,16 @@ class AODE(CategoricalClassifier):
             offsets=self._encoder.offsets,
             min_parent_count=self._min_parent_count,
             n_jobs=threads,
+            pair_cells_checked=True,
         )
+
+
+def _read_only(tables: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The same arrays, made read-only: a model's pair tables are checked once, when they
+    are made or loaded, and must not change after (their public views share them)."""
+    for array in tables.values():
+        array.flags.writeable = False
+    return tables
 
 
 def _indexable(data: Any) -> Any:

@@ -421,6 +421,8 @@ def aode_parent_terms(
     min_parent_count: float,
     n_threads: int,
     left_out: dict[str, Any] | None = None,
+    *,
+    pair_cells_checked: bool = False,
 ) -> FloatArray:
     """Each super-parent's own term of the AODE score, shape (S, n_parents, C).
 
@@ -431,7 +433,10 @@ def aode_parent_terms(
     does not qualify (value missing, unseen or rarer than ``min_parent_count``) gets the
     scorer's Naive Bayes fallback as its ``T_i``. With ``left_out`` (the rows are the
     model's training rows: ``AODE._left_out_rows``) each row's terms are those of the
-    tables without its own counts (src/aode/leave_one_out.rs).
+    tables without its own counts (src/aode/leave_one_out.rs). With
+    ``pair_cells_checked`` the caller vouches that the fit (or
+    ``_core.check_aode_pair_tables``) checked ``pair_tables`` and that they have not
+    changed since: the call then checks their shape, not every cell.
     """
     terms: FloatArray = _core.aode_parent_terms(
         codes,
@@ -442,6 +447,7 @@ def aode_parent_terms(
         cells=False,
         n_jobs=n_threads,
         left_out=left_out,
+        pair_cells_checked=pair_cells_checked,
     )["terms"]
     return terms
 
@@ -457,6 +463,8 @@ def aode_parent_cells(
     numbered: tuple[npt.NDArray[np.int64], list[int], npt.NDArray[np.int64]] | None = None,
     cell_weights: tuple[_core.CellNumbering, FloatArray] | None = None,
     in_sample_terms: bool = True,
+    *,
+    pair_cells_checked: bool = False,
 ) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
     """The super-parents' terms (:func:`aode_parent_terms`, ``left_out`` as there) and
     the cells they add up, in one pass of the core. The cells and ``qualifies`` are the
@@ -470,7 +478,7 @@ def aode_parent_cells(
     column's sorted keys, as :func:`number_cells` numbers them) each row's weighted cells
     summed, ``sum w[cell] * (cell value / P)`` over the row's cells
     that have a weight, in column order: the cell part of the ``"cll-value"`` scores,
-    without the cells.
+    without the cells. ``pair_cells_checked`` as for :func:`aode_parent_terms`.
 
     Returns
     -------
@@ -512,6 +520,7 @@ def aode_parent_cells(
         cells=returned == "cells",
         n_jobs=n_threads,
         left_out=left_out,
+        pair_cells_checked=pair_cells_checked,
         **places,
     )
     return out["terms"], out["qualifies"], out[returned]

@@ -35,6 +35,12 @@ use crate::scoring;
 #[derive(Debug, Clone, Copy)]
 pub struct AodeModel<'a> {
     pub pair_tables: PairTablesView<'a>,
+    /// Whether the pair tables' cells are known good: checked when the tables were made
+    /// (the fit checks the tables it is given) or since ([`PairTablesView::check`]).
+    /// Then scoring checks only their shape, not every cell, so that a call costs what
+    /// it reads, not the size of the model. Unchecked cells cannot make scoring read
+    /// out of bounds, only answer wrongly or fail.
+    pub pair_cells_checked: bool,
     /// [`ChildTables::dense`](super::storage::ChildTables::dense).
     pub dense: &'a [f64],
     /// [`ChildTables::sparse`](super::storage::ChildTables::sparse), (rows, C + 1).
@@ -67,6 +73,8 @@ impl AodeFit {
     ) -> AodeModel<'a> {
         AodeModel {
             pair_tables,
+            // the fit checked the tables it was given
+            pair_cells_checked: true,
             dense: &self.child_tables.dense,
             sparse: self.child_tables.sparse.view(),
             child_mean: &self.child_mean,
@@ -166,7 +174,10 @@ pub(super) fn prepare(
     check_codes(codes, layout)?;
     let n_classes = model.class_log_prior.len();
     let n_features = layout.n_features();
-    model.pair_tables.check(layout, n_classes)?;
+    model.pair_tables.check_shape(layout, n_classes)?;
+    if !model.pair_cells_checked {
+        model.pair_tables.check_cells(layout)?;
+    }
     let width = layout.n_columns();
     model.structure.check(n_features)?;
     model.structure.check_stored(&model.pair_tables)?;

@@ -252,6 +252,71 @@ fn a_rows_score_does_not_depend_on_its_chunk_or_the_thread_count() {
 }
 
 #[test]
+fn checked_cells_score_the_same_and_unchecked_bad_cells_are_an_error() {
+    // 30-value features: sparse pairs whose cells the scorer searches
+    let cardinality = [3, 30, 12, 30];
+    let (codes, labels) = random_table(600, &cardinality, 12);
+    let layout = FeatureLayout::from_cardinalities(&cardinality);
+    let (capped, parents) = (vec![false; 16], vec![true; 4]);
+    let structure = Structure {
+        capped: &capped,
+        parents: &parents,
+    };
+    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
+    let fit = fit_all(
+        &pairs,
+        &counts,
+        &layout,
+        &structure,
+        &params(ChildSmoothing::HebTwoLevel, 10.0, 3),
+    );
+    // one child value out of range, and one cell fewer than the row pointers say
+    let mut bad_indices = pairs.indices.clone();
+    let last = bad_indices.len() - 1;
+    bad_indices[last] = 1_000;
+    let model = fit.model(pairs.view(), structure, 1.0);
+    assert!(model.pair_cells_checked, "a fit's own tables are checked");
+    let unchecked = AodeModel {
+        pair_cells_checked: false,
+        ..model
+    };
+    let checked = joint_log_likelihood(codes.view(), &model, &layout).unwrap();
+    let rechecked = joint_log_likelihood(codes.view(), &unchecked, &layout).unwrap();
+    assert_eq!(bits(&checked), bits(&rechecked));
+
+    // bad cells are found only when the cells are checked
+    let bad = PairTablesView {
+        indices: &bad_indices,
+        ..pairs.view()
+    };
+    let refused = joint_log_likelihood(
+        codes.view(),
+        &AodeModel {
+            pair_tables: bad,
+            ..unchecked
+        },
+        &layout,
+    );
+    assert!(
+        matches!(&refused, Err(HebError::InvalidParameter(m)) if m.contains("out of range")),
+        "{refused:?}"
+    );
+    // the shape is checked either way
+    let short = PairTablesView {
+        indices: &bad_indices[..last],
+        ..pairs.view()
+    };
+    for pair_cells_checked in [false, true] {
+        let model = AodeModel {
+            pair_tables: short,
+            pair_cells_checked,
+            ..model
+        };
+        assert!(joint_log_likelihood(codes.view(), &model, &layout).is_err());
+    }
+}
+
+#[test]
 fn parent_terms_by_hand_and_for_any_thread_count() {
     // one_pair_by_hand's model: row (0, 1) and a row whose x1 is missing
     let (codes, labels) = one_pair_table();

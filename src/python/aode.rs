@@ -373,14 +373,16 @@ impl<'py> ModelArrays<'py> {
         })
     }
 
-    /// The scorer's view.
+    /// The scorer's view; `pair_cells_checked` as [`aode::AodeModel::pair_cells_checked`].
     fn model(
         &self,
         layout: &FeatureLayout,
         min_parent_count: f64,
+        pair_cells_checked: bool,
     ) -> PyResult<aode::AodeModel<'_>> {
         Ok(aode::AodeModel {
             pair_tables: self.pair_tables.view()?,
+            pair_cells_checked,
             dense: self.dense.as_slice()?,
             sparse: self.sparse.as_array(),
             child_mean: self.child_mean.as_slice()?,
@@ -395,10 +397,31 @@ impl<'py> ModelArrays<'py> {
     }
 }
 
-/// AODE joint log-likelihood `(S, C)` of feature-major codes `(F, S)` (SPEC eq. 7), from
-/// the dict `fit_aode` returned and the pair tables it was fitted on.
+/// Checks AODE pair tables (as `count_pairs` returns them) against the feature layout and
+/// the number of classes, every cell included: what a scorer told `pair_cells_checked`
+/// relies on. Raises ValueError naming what is wrong.
 #[pyfunction]
-#[pyo3(signature = (codes, model, pair_tables, /, *, offsets, min_parent_count, n_jobs))]
+#[pyo3(signature = (pair_tables, /, *, offsets, n_classes))]
+pub(super) fn check_aode_pair_tables(
+    pair_tables: Bound<'_, PyDict>,
+    offsets: Vec<usize>,
+    n_classes: usize,
+) -> PyResult<()> {
+    let layout = layout(offsets)?;
+    let tables = PairArrays::from_dict(&pair_tables)?;
+    tables.view()?.check(&layout, n_classes).map_err(to_py_err)
+}
+
+/// AODE joint log-likelihood `(S, C)` of feature-major codes `(F, S)` (SPEC eq. 7), from
+/// the dict `fit_aode` returned and the pair tables it was fitted on. With
+/// `pair_cells_checked` the caller vouches that `fit_aode` or `check_aode_pair_tables`
+/// accepted those tables and that they have not changed since: only their shape is
+/// checked, not every cell (see `aode::AodeModel::pair_cells_checked`).
+#[pyfunction]
+#[pyo3(signature = (
+    codes, model, pair_tables, /, *, offsets, min_parent_count, n_jobs, pair_cells_checked=false
+))]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn aode_joint_log_likelihood<'py>(
     py: Python<'py>,
     codes: PyReadonlyArray2<'py, i32>,
@@ -407,10 +430,11 @@ pub(super) fn aode_joint_log_likelihood<'py>(
     offsets: Vec<usize>,
     min_parent_count: f64,
     n_jobs: usize,
+    pair_cells_checked: bool,
 ) -> PyResult<Bound<'py, numpy::PyArray2<f64>>> {
     let layout = layout(offsets)?;
     let arrays = ModelArrays::from_dicts(&model, &pair_tables)?;
-    let model = arrays.model(&layout, min_parent_count)?;
+    let model = arrays.model(&layout, min_parent_count, pair_cells_checked)?;
     let codes = codes.as_array();
     let joint = run(py, n_jobs, || {
         aode::joint_log_likelihood(codes, &model, &layout)
@@ -475,11 +499,12 @@ impl<'py> LeftOutArrays<'py> {
 /// `aode::parent_terms`. With `left_out` (`{"labels", "weights", "counts",
 /// "class_count", "parent_smoothing", "replace_class_prior"}`: the rows are the training
 /// rows) the terms are each row's without its own counts (`aode::LeftOut`).
+/// `pair_cells_checked` as for `aode_joint_log_likelihood`.
 #[pyfunction]
 #[pyo3(signature = (
     codes, model, pair_tables, /, *, offsets, min_parent_count, cells, n_jobs, left_out=None,
     cell_numbers=None, cell_column_starts=None, cell_first_rows=None, in_sample_terms=true,
-    cell_numbering=None, cell_weights=None,
+    cell_numbering=None, cell_weights=None, pair_cells_checked=false,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aode_parent_terms<'py>(
@@ -498,6 +523,7 @@ pub(super) fn aode_parent_terms<'py>(
     in_sample_terms: bool,
     cell_numbering: Option<Bound<'py, CellNumbering>>,
     cell_weights: Option<PyReadonlyArray2<'py, f64>>,
+    pair_cells_checked: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout(offsets)?;
     let left_out = left_out
@@ -505,7 +531,7 @@ pub(super) fn aode_parent_terms<'py>(
         .transpose()?;
     let left_out = left_out.as_ref().map(LeftOutArrays::view).transpose()?;
     let arrays = ModelArrays::from_dicts(&model, &pair_tables)?;
-    let model = arrays.model(&layout, min_parent_count)?;
+    let model = arrays.model(&layout, min_parent_count, pair_cells_checked)?;
     let codes = codes.as_array();
     let weighted = match (&cell_numbering, &cell_weights) {
         (None, None) => None,
@@ -563,6 +589,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(aode_planned_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aode, m)?)?;
     m.add_function(wrap_pyfunction!(aode_log_evidence, m)?)?;
+    m.add_function(wrap_pyfunction!(check_aode_pair_tables, m)?)?;
     m.add_function(wrap_pyfunction!(aode_joint_log_likelihood, m)?)?;
     m.add_function(wrap_pyfunction!(aode_parent_terms, m)?)?;
     Ok(())
