@@ -260,6 +260,44 @@ def test_mixed_partial_fit_equals_fit_and_pickles():
     assert not hasattr(fresh, "models_") and len(fresh.models) == 3
 
 
+def test_mixed_groups_that_forget_age_the_class_prior_alike():
+    """Groups forgetting at one rate: the stream equals one CategoricalNB over their
+    columns with that rate (class prior included); rates that differ are refused before
+    any group learns the batch."""
+    X, y = mixed_frame(seed=3, n_rows=600)
+    columns = ["colour", "code"]
+    models = [
+        ("first", CategoricalNB(learning_rate=0.995), ["colour"]),
+        ("second", CategoricalNB(learning_rate=0.995), ["code"]),
+    ]
+    mixed, single = MixedNB(models=models), CategoricalNB(learning_rate=0.995)
+    for start in range(0, 600, 150):
+        rows = slice(start, start + 150)
+        mixed.partial_fit(X.iloc[rows], y[rows], classes=[0, 1])
+        single.partial_fit(X.iloc[rows][columns], y[rows], classes=[0, 1])
+    np.testing.assert_allclose(mixed.class_count_, single.class_count_, rtol=1e-12)
+    assert mixed.class_count_.sum() < 150 + 450 * 0.995  # the old rows weigh less
+    np.testing.assert_allclose(
+        mixed.predict_proba(X),
+        single.predict_proba(X[columns]),
+        rtol=1e-10,
+    )
+
+    for unequal in (
+        [("c", CategoricalNB(learning_rate=0.9), ["colour"]), ("g", GaussianNB(), ["size"])],
+        [
+            ("a", CategoricalNB(learning_rate=0.9), ["colour"]),
+            ("b", CategoricalNB(learning_rate=0.8), ["code"]),
+        ],
+    ):
+        model = MixedNB(models=unequal)
+        with pytest.raises(ValueError, match="forget at one rate"):
+            model.partial_fit(X, y)
+        assert not hasattr(model, "models_")
+    # fit forgets nothing, so any rates fit
+    MixedNB(models=unequal).fit(X, y)
+
+
 def test_mixed_bad_input():
     X, y = mixed_frame()
     overlap = [("a", GaussianNB(), ["size"]), ("b", GaussianNB(), ["size", "weight"])]

@@ -97,6 +97,22 @@ def check_table(X: Any) -> Any:
     return array
 
 
+def _common_learning_rate(parts: list[Part]) -> float:
+    """The forgetting factor every group of a stream shares (1 for a group that does not
+    forget); ValueError naming the groups when they differ."""
+    rates = {
+        name: float(estimator.get_params().get("learning_rate", 1.0))
+        for name, estimator, _ in parts
+    }
+    if len(set(rates.values())) > 1:
+        raise ValueError(
+            "MixedNB.partial_fit needs every group to forget at one rate (its class prior "
+            f"ages with them; GaussianNB, MultinomialNB and BernoulliNB never forget), "
+            f"got learning_rate {rates}"
+        )
+    return next(iter(rates.values()))
+
+
 class MixedNB(NaiveBayesClassifier):
     """Naive Bayes over columns of different kinds: each group of columns is modelled by
     its own Naive Bayes model, and the per-group log-likelihoods are summed with one
@@ -291,6 +307,13 @@ class MixedNB(NaiveBayesClassifier):
     ) -> MixedNB:
         """Passes a batch to every group's ``partial_fit``.
 
+        Groups that forget (``CategoricalNB(learning_rate=gamma)``) are allowed when every
+        group forgets at the same rate: the class counts then age as theirs do (multiplied
+        by ``gamma ** n`` before a batch of n rows), so the model stays the sum of its
+        parts. Groups that forget at different rates, or a group that forgets beside one
+        that cannot (GaussianNB, MultinomialNB, BernoulliNB), are refused: no one class
+        prior fits both.
+
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
@@ -313,14 +336,16 @@ class MixedNB(NaiveBayesClassifier):
         check_class_prior(self.class_prior, declared.shape[0])
         weights = check_sample_weight(sample_weight, n_rows)
         parts = self._resolve(X) if first_call else self.models_
+        learning_rate = _common_learning_rate(parts)
         for _, estimator, columns in parts:
             estimator.partial_fit(
                 _safe_indexing(X, columns, axis=1), y, classes=declared, sample_weight=sample_weight
             )
         batch_count = np.bincount(labels, weights, minlength=declared.shape[0]).astype(np.float64)
-        self._finish(
-            parts, declared, batch_count if first_call else self.class_count_ + batch_count
-        )
+        if not first_call:
+            # the stored class counts age one step per new row, as the groups' counts do
+            batch_count += learning_rate**n_rows * self.class_count_
+        self._finish(parts, declared, batch_count)
         return self
 
     def _finish(self, parts: list[Part], classes: Any, class_count: FloatArray) -> None:
