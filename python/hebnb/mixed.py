@@ -341,11 +341,11 @@ class MixedNB(NaiveBayesClassifier):
             estimator.partial_fit(
                 _safe_indexing(X, columns, axis=1), y, classes=declared, sample_weight=sample_weight
             )
-        batch_count = np.bincount(labels, weights, minlength=declared.shape[0]).astype(np.float64)
+        class_count = np.bincount(labels, weights, minlength=declared.shape[0]).astype(np.float64)
         if not first_call:
             # the stored class counts age one step per new row, as the groups' counts do
-            batch_count += learning_rate**n_rows * self.class_count_
-        self._finish(parts, declared, batch_count)
+            class_count += learning_rate**n_rows * self.class_count_
+        self._finish(parts, declared, class_count)
         return self
 
     def _finish(self, parts: list[Part], classes: Any, class_count: FloatArray) -> None:
