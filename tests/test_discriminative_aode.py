@@ -561,6 +561,61 @@ def test_parent_weights_do_not_depend_on_n_jobs():
     np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
 
 
+@pytest.mark.parametrize("weighting", ["cll-feature", "cll-value"])
+def test_cross_fitted_folds_score_the_full_models_super_parents(weighting):
+    """With ``max_parents``, a fold's own choice of super-parents can differ from the full
+    model's; the fold models score the full model's, so that each weight is fitted on its
+    own feature's held-out terms: the cll-feature weights equal those fitted here on
+    terms of fold models with every feature a super-parent, the full model's columns
+    kept."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    X = np.column_stack(
+        [
+            np.where(rng.random(300) < 0.80, y, 1 - y),  # strong
+            np.where(rng.random(300) < 0.62, y, 1 - y),  # two near-tied weak features
+            np.where(rng.random(300) < 0.62, y, 1 - y),
+            rng.integers(0, 3, 300),  # noise
+        ]
+    )
+    model = AODE(max_parents=2, weighting=weighting, weighting_rows="cross-fitted").fit(X, y)
+    parents = np.flatnonzero(model.super_parents_)
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+    chosen = [np.flatnonzero(AODE(max_parents=2).fit(X[t], y[t]).super_parents_) for t, _ in folds]
+    assert any(not np.array_equal(c, parents) for c in chosen)  # the case in question
+    # every fold model the fit made scores the full model's super-parents
+    captured = []
+    original = AODE._cross_fitted_models
+
+    def capture(self, *args):
+        out = original(self, *args)
+        captured.extend(fold.super_parents_ for _, _, fold in out)
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AODE, "_cross_fitted_models", capture)
+        AODE(max_parents=2, weighting=weighting, weighting_rows="cross-fitted").fit(X, y)
+    assert len(captured) == 5
+    for fold_parents in captured:
+        np.testing.assert_array_equal(fold_parents, model.super_parents_)
+    if weighting == "cll-feature":
+        codes, threads = model._encode(X)
+        terms = model._parent_terms(codes, threads)
+        for train, held in folds:
+            fold = AODE().fit(X[train], y[train])
+            terms[held] = fold._parent_terms(fold._encode(X[held])[0], threads)[:, parents]
+        labels = np.searchsorted(model.classes_, y)
+        expected = hebnb.weighting.fit_parent_weights(
+            terms,
+            labels,
+            np.ones(300),
+            model.class_log_prior_,
+            penalty=hebnb.weighting.resolve_penalty(None),
+            tol=1e-4,
+        )
+        np.testing.assert_allclose(model.parent_weights_, expected.feature_weights, rtol=1e-12)
+
+
 def test_weighting_hides_partial_fit_and_is_dropped_by_a_plain_refit():
     X, y = _data(seed=3, n_rows=200)
     assert not hasattr(AODE(weighting="cll-feature"), "partial_fit")
@@ -1056,6 +1111,18 @@ def test_count_features_need_cell_weights_and_refits_drop_them():
     np.testing.assert_array_equal(
         model.predict_proba(X), AODE(weighting="cll-value").fit(X, y).predict_proba(X)
     )
+
+
+def test_set_params_of_count_features_changes_nothing_until_the_next_fit():
+    """The count weights were fitted jointly with the others: a fitted model scores with
+    them whatever ``count_features`` says now, as with every other parameter."""
+    X, y = _data(seed=5, n_rows=300)
+    model = AODE(weighting="cll-value", count_features=True).fit(X, y)
+    before = model.predict_proba(X)
+    model.set_params(count_features=False)
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+    model.fit(X, y)
+    assert not hasattr(model, "count_weights_")
 
 
 def test_count_features_do_not_depend_on_n_jobs_or_pickling():

@@ -541,9 +541,11 @@ class AODE(CategoricalClassifier):
             fold_weight = None if sample_weight is None else weights[train]
             if fold_weight is not None and not fold_weight.sum() > 0:
                 continue
-            model = clone(sub).fit(
-                _safe_indexing(X, train), _safe_indexing(y, train), sample_weight=fold_weight
-            )
+            model = clone(sub)
+            # the full model's super-parents (a fold's own choice by mutual information
+            # can differ), so that column r of the fold's terms is the same feature's
+            model._chosen_super_parents = self.super_parents_
+            model.fit(_safe_indexing(X, train), _safe_indexing(y, train), sample_weight=fold_weight)
             if np.array_equal(model.classes_, self.classes_):
                 models.append((held, _safe_indexing(X, held), model))
         return [(held, model._encode(X_held)[0], model) for held, X_held, model in models]
@@ -818,7 +820,8 @@ class AODE(CategoricalClassifier):
         numbering = self._cell_numbering
         n_rows = codes.shape[1]
         keys = np.empty((n_rows, 0), dtype=np.int64)
-        if self.count_features and getattr(self, "_count_encoding", None) is not None:
+        # the fitted count encoding, not the parameter: set_params does not change a fit
+        if getattr(self, "_count_encoding", None) is not None:
             parents = np.flatnonzero(self.super_parents_)
             cardinality = np.diff(self._encoder.offsets)
             keys = weighting.aode_cell_keys(codes, parents, cardinality, threads)
@@ -855,12 +858,11 @@ class AODE(CategoricalClassifier):
     def _batch_count_features(
         self, keys: np.ndarray, numbering: _core.CellNumbering, threads: int
     ) -> np.ndarray:
-        """``count_features``: the standardised count features (s, n_counted) of a batch
-        of rows whose cell keys are ``keys`` (s, P F), their cells found in ``numbering``
-        (the model's cells); else (s, 0)."""
-        counts: _CountEncoding | None = (
-            getattr(self, "_count_encoding", None) if self.count_features else None
-        )
+        """With a fitted count encoding (``count_features=True`` at the fit): the
+        standardised count features (s, n_counted) of a batch of rows whose cell keys are
+        ``keys`` (s, P F), their cells found in ``numbering`` (the model's cells); else
+        (s, 0)."""
+        counts: _CountEncoding | None = getattr(self, "_count_encoding", None)
         if counts is None:
             return np.zeros((keys.shape[0], 0))
         cells = numbering.cells(keys.T, [int(k) for k in counts.columns], n_jobs=threads)
@@ -1273,7 +1275,11 @@ class AODE(CategoricalClassifier):
         self, counts: np.ndarray, offsets: Sequence[int], threads: int
     ) -> np.ndarray:
         """Which features act as super-parents: all, or the ``max_parents`` with the
-        highest mutual information with the class (ties to the lower feature index)."""
+        highest mutual information with the class (ties to the lower feature index), or
+        those of ``_chosen_super_parents`` (a cross-fitting fold model: its full model's)."""
+        chosen = self.__dict__.get("_chosen_super_parents")
+        if chosen is not None:
+            return np.array(chosen, dtype=bool)
         n_features = len(offsets) - 1
         parents = np.ones(n_features, dtype=bool)
         if self.max_parents is not None and self.max_parents < n_features:
