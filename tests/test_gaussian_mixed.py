@@ -298,6 +298,27 @@ def test_mixed_groups_that_forget_age_the_class_prior_alike():
     MixedNB(models=unequal).fit(X, y)
 
 
+def test_mixed_group_parameters_set_mid_stream_apply_to_the_next_batch():
+    """set_params(name__param=...) between partial_fit calls reaches the group's next
+    batch, as a plain estimator's own set_params does; changing the groups is refused."""
+    X, y = mixed_frame(seed=4, n_rows=400)
+    tokens = ["tok_a", "tok_b"]
+    mixed = MixedNB(models=[("m", MultinomialNB(), tokens)])
+    plain = MultinomialNB(fit_prior=False)
+    for model, data in ((mixed, X), (plain, X[tokens])):
+        model.partial_fit(data.iloc[:200], y[:200], classes=[0, 1])
+        model.set_params(**{("m__" if model is mixed else "") + "smoothing": "laplace"})
+        model.partial_fit(data.iloc[200:], y[200:])
+    group = mixed.models_[0][1]
+    assert group.smoothing == "laplace"
+    np.testing.assert_array_equal(group.feature_log_prob_, plain.feature_log_prob_)
+    assert group.posterior_power_ == plain.posterior_power_
+
+    mixed.set_params(models=[("m", MultinomialNB(), ["tok_a"])])
+    with pytest.raises(ValueError, match="differ from those the stream began with"):
+        mixed.partial_fit(X.iloc[:10], y[:10])
+
+
 def test_mixed_bad_input():
     X, y = mixed_frame()
     overlap = [("a", GaussianNB(), ["size"]), ("b", GaussianNB(), ["size", "weight"])]

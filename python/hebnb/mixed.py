@@ -255,6 +255,24 @@ class MixedNB(NaiveBayesClassifier):
             raise ValueError("MixedNB has no columns to model: every model selects no column")
         return parts
 
+    def _stream_parts(self, X: Any) -> list[Part]:
+        """The stream's group models, given the groups' parameters set since the last
+        batch (``set_params(name__param=...)``, as an estimator's own parameters apply to
+        its next ``partial_fit``). A change of the groups themselves (their names, model
+        types or columns) is refused: the stream's counts belong to the groups it began
+        with. With ``models=None`` the groups are those of the first batch."""
+        if self.models is None:
+            return self.models_
+        wanted = self._resolve(X)
+        if [(n, type(e), c) for n, e, c in wanted] != [(n, type(e), c) for n, e, c in self.models_]:
+            raise ValueError(
+                "MixedNB's groups (names, model types or columns) differ from those the "
+                "stream began with: call fit to start a new one"
+            )
+        for (_, template, _), (_, part, _) in zip(wanted, self.models_):
+            part.set_params(**template.get_params(deep=False))
+        return self.models_
+
     def _check_names(self, names: list[str]) -> None:
         """The group names address the groups' parameters (``name__param``), as
         ``ColumnTransformer``'s do: unique, without ``__``, and not a parameter of
@@ -335,7 +353,7 @@ class MixedNB(NaiveBayesClassifier):
         declared, labels = batch_classes(y, n_rows, classes, None if first_call else self.classes_)
         check_class_prior(self.class_prior, declared.shape[0])
         weights = check_sample_weight(sample_weight, n_rows)
-        parts = self._resolve(X) if first_call else self.models_
+        parts = self._resolve(X) if first_call else self._stream_parts(X)
         learning_rate = _common_learning_rate(parts)
         for _, estimator, columns in parts:
             estimator.partial_fit(
