@@ -254,6 +254,29 @@ def test_a_suite_error_names_its_dataset(tmp_path, capsys, bad_csv, fragment):
     assert_one_error_line(status, lines, "broken: ", fragment)
 
 
+def test_datasets_are_named_as_methods_are(tmp_path, capsys):
+    """--datasets strips its names and drops empty items, as --methods does; naming none
+    is one error line."""
+    for name in ("good", "other"):
+        (tmp_path / "suite" / name).mkdir(parents=True)
+        (tmp_path / "suite" / name / "data.csv").write_text(GOOD_CSV)
+    suite = ("--suite", tmp_path / "suite")
+    status, lines, _ = evaluate(tmp_path, *suite, "--datasets", " good , ", capsys=capsys)
+    assert status == 0, lines
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert set(summary["dataset"]) == {"good"}
+    status, lines, _ = evaluate(tmp_path, *suite, "--datasets", " , ", capsys=capsys)
+    assert_one_error_line(status, lines, "--datasets names no dataset")
+
+
+def test_a_file_of_another_type_is_named_once(tmp_path, capsys):
+    data = tmp_path / "data.md"
+    data.write_text(GOOD_CSV)
+    status, lines, _ = evaluate(tmp_path, data, capsys=capsys)
+    assert_one_error_line(status, lines, "data.md: expected a .csv or .parquet file")
+    assert "cannot be read" not in lines[-1] and lines[-1].count("data.md") == 1
+
+
 def test_datasets_without_a_suite_is_one_error_line(tmp_path, capsys):
     data = tmp_path / "data.csv"
     data.write_text(GOOD_CSV)

@@ -116,6 +116,12 @@ class AODE(CategoricalClassifier):
         and, under ``"heb"``, the empirical-Bayes joint ``P(x_i) P(y | x_i)`` normalised
         over the values of ``x_i``.
     class_prior : array-like of shape (n_classes,), default=None
+    categories : "auto" or list of array-like, default="auto"
+        The categories of each feature, as in scikit-learn's ``OrdinalEncoder`` and
+        :class:`CategoricalNB`: "auto" learns them from the training data; a list gives
+        every feature's categories (distinct, no missing value), and a training value
+        outside them is a ``ValueError``. pandas ``category`` columns declare their
+        categories too.
     handle_unknown : {"ignore", "error"}, default="ignore"
     n_jobs : int, default=None
         Threads for counting, fitting and scoring (None: 1, -1: all cores). Results do

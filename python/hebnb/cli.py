@@ -163,7 +163,12 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
                 raise DataError("give either DATA or --suite DIR, not both")
             if args.categorical:
                 raise DataError("--categorical applies to one file; use schema.json with --suite")
-            datasets = args.datasets.split(",") if args.datasets else None
+            datasets = None
+            if args.datasets is not None:
+                # as --methods: names stripped, empty items dropped
+                datasets = [name.strip() for name in args.datasets.split(",") if name.strip()]
+                if not datasets:
+                    raise DataError(f"--datasets names no dataset: {args.datasets!r}")
             result = evaluate_suite(
                 args.suite,
                 args.target,

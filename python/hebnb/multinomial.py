@@ -328,7 +328,9 @@ _PARAMETERS_DOC = """
     alpha : float, default=1.0
         Pseudo-count per token of ``"lidstone"``.
     min_count : float, default=10
-        Classes with fewer (weighted) rows fall back to m = n_features (empirical Bayes).
+        Classes with fewer (weighted) rows fall back to m = n_features (empirical Bayes);
+        for ``ComplementNB``, whose distributions are those of the complements, the
+        complements with fewer rows (all the rows of the other classes).
     concentration_bounds : (float, float), default=(1e-2, 1e4)
         The interval the Type-II ML concentration is clamped to.
     fit_prior : bool, default=True

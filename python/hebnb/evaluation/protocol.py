@@ -92,14 +92,14 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     if not file.is_file():
         raise DataError(f"no such file: {file}")
     suffix = file.suffix.lower()
+    if suffix not in {".parquet", ".pq", ".csv", ".txt", ".gz"}:
+        raise DataError(f"{file}: expected a .csv or .parquet file")
     try:
         if suffix in {".parquet", ".pq"}:
             frame = pd.read_parquet(file)
-        elif suffix in {".csv", ".txt", ".gz"}:
+        else:
             # only empty cells are missing: "NA" or "None" can be real categories
             frame = pd.read_csv(file, keep_default_na=False, na_values=[""])
-        else:
-            raise DataError(f"{file}: expected a .csv or .parquet file")
     except pd.errors.EmptyDataError:
         raise DataError(f"{file} is empty") from None
     except UnicodeDecodeError as error:
