@@ -120,6 +120,16 @@ def test_ragged_rows_are_named(estimator):
         model.predict_proba([[1, 2], [2]])
 
 
+@pytest.mark.parametrize("estimator", [CategoricalNB, AODE])
+@pytest.mark.parametrize("one", ["auto", "abc", b"abc", 5])
+def test_a_declared_category_list_that_is_not_a_list_is_named(estimator, one):
+    """A string (such as "auto" for one feature) where a feature's list belongs was a
+    TypeError from numpy's iteration."""
+    X = np.array([[0, 1], [1, 0], [0, 0], [1, 1]])
+    with pytest.raises(ValueError, match=r"categories\[0\] must be a 1-D list of values"):
+        estimator(categories=[one, [0, 1]]).fit(X, [0, 1, 0, 1])
+
+
 @pytest.mark.parametrize(
     "declared, repeated",
     [

@@ -38,6 +38,24 @@ def test_uint64_beyond_int64_is_a_category_like_any_other(estimator, small):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_whole_floats_beyond_int64_are_the_integers_they_equal(estimator):
+    """1e19 is the integer 10**19, as 1.0 is 1: a float column, an object column of
+    Python ints and a mixed one give the same categories_, sorted by value, and the
+    same tables."""
+    y = [0, 1, 0, 1, 1]
+    floats = np.array([[-1e19], [5.0], [-1e19], [7.0], [np.nan]])
+    ints = np.array([[-(10**19)], [5], [-(10**19)], [7], [None]], dtype=object)
+    mixed = np.array([[-1e19], [5], [-(10**19)], [7.0], [None]], dtype=object)
+    models = [estimator().fit(X, y) for X in (floats, ints, mixed)]
+    for model in models:
+        assert model.categories_[0].tolist() == [-(10**19), 5, 7]
+        np.testing.assert_array_equal(model.predict_proba(floats), models[0].predict_proba(ints))
+    if estimator is CategoricalNB:
+        for model in models[1:]:
+            np.testing.assert_array_equal(model.category_count_[0], models[0].category_count_[0])
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
 @pytest.mark.parametrize(("dtype", "offset"), [("UInt8", 0), ("UInt64", 2**53), ("UInt64", 2**63)])
 def test_nullable_unsigned_columns_are_exact_integers(estimator, small, dtype, offset):
     """pandas' nullable unsigned columns keep every integer exact: 2**53 and 2**53 + 1

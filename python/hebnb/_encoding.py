@@ -402,6 +402,12 @@ def _array_column(column: np.ndarray, feature: int) -> ColumnSpec:
         # numpy gives ints for datetime64[ns] but datetime objects for coarser units, so one
         # date would be two categories: pandas' Timestamp / Timedelta are unit-free
         return ("objects", pd.Series(column).astype(object).to_numpy())
+    if column.dtype.kind == "f":
+        # whole floats beyond int64 (the others were ints above): the Python ints they
+        # equal, as an object column of those ints gives them (NaN stays missing)
+        whole = np.empty(column.shape[0], dtype=object)
+        whole[:] = [None if np.isnan(v) else int(v) for v in column.tolist()]
+        return ("objects", whole)
     return ("objects", column if column.dtype.kind == "O" else column.astype(object))
 
 
@@ -1078,6 +1084,12 @@ class CategoryEncoder:
                 f"categories has {len(declared)} lists but X has {table.n_features} features"
             )
         for f, values in enumerate(declared):
+            if isinstance(values, (str, bytes)):
+                # one string is a category, not a list of them ("auto" is for all features);
+                # a ValueError, as for any other bad parameter value
+                raise ValueError(  # noqa: TRY004
+                    f"categories[{f}] must be a 1-D list of values, got the string {values!r}"
+                )
             if isinstance(values, (list, tuple)):
                 # the values as given: numpy would make [0, 1, True] the ints [0, 1, 1]
                 # and [0, "a"] the strings ["0", "a"]
@@ -1188,9 +1200,13 @@ def _upgrade_state(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _type_rank(value: object) -> int:
+    """Where a category's type sorts: booleans, numbers (a whole float is the integer it
+    equals), strings, bytes, the rest."""
     if isinstance(value, (bool, np.bool_)):
         return 0
     if isinstance(value, (int, np.integer)):
+        return 1
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and value == int(value):
         return 1
     if isinstance(value, str):
         return 2

@@ -958,8 +958,9 @@ class AODE(CategoricalClassifier):
         ``learning_rate``); the child conditionals are re-smoothed when next used.
 
         With ``learning_rate=1`` any sequence of calls gives the model one ``fit`` on the
-        concatenated batches would give; new categories join the vocabulary
-        (``categories_`` stays sorted). The memory cap, if set, follows the grown
+        concatenated batches would give (a batch whose weights sum to zero is refused, as
+        scikit-learn refuses it); new categories join the vocabulary (``categories_``
+        stays sorted). The memory cap, if set, follows the grown
         cardinalities.
 
         A call costs the batch, not the model: the batch is encoded against the

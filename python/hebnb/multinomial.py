@@ -205,7 +205,8 @@ class DiscreteNB(NaiveBayesClassifier):
         """Adds a batch of rows to the counts and smooths again.
 
         Any sequence of calls gives the model one ``fit`` on the concatenated batches
-        gives. The number of features is fixed by the first call (a growing vocabulary is
+        gives (a batch whose weights sum to zero is refused, as scikit-learn refuses it).
+        The number of features is fixed by the first call (a growing vocabulary is
         the vectorizer's business, as in scikit-learn).
 
         Parameters

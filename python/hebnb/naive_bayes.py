@@ -327,7 +327,8 @@ class CategoricalNB(CategoricalClassifier):
         and re-smooths.
 
         With ``learning_rate=1`` any sequence of calls gives the model one ``fit`` on the
-        concatenated batches would give. Categories first seen in a later batch join the
+        concatenated batches would give (a batch whose weights sum to zero is refused, as
+        scikit-learn refuses it). Categories first seen in a later batch join the
         vocabulary (it only grows and stays sorted).
 
         Parameters
