@@ -51,12 +51,16 @@ MODELS = {
     "multinomial": MultinomialNB,
     "gaussian": GaussianNB,
     # parts updated one after the other, each in its own guarded update: an interrupt in
-    # the second leaves the first to be rolled back by MixedNB's
+    # the second leaves the first to be rolled back by MixedNB's (both forget, at the one
+    # rate MixedNB's class prior then ages at too)
     "mixed": lambda: MixedNB(
         models=[
             ("categorical", CategoricalNB(learning_rate=0.9), [0, 1]),
-            ("counts", MultinomialNB(), [2, 3]),
+            ("codes", CategoricalNB(learning_rate=0.9), [2, 3]),
         ]
+    ),
+    "mixed-counts": lambda: MixedNB(
+        models=[("categorical", CategoricalNB(), [0, 1]), ("counts", MultinomialNB(), [2, 3])]
     ),
 }
 
