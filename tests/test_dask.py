@@ -8,6 +8,7 @@ partition shows, an empty partition and partitions of unequal sizes."""
 
 from __future__ import annotations
 
+import copy
 import os
 import pickle
 import signal
@@ -512,6 +513,86 @@ def test_the_group_classifier_refuses_weights_that_sum_to_zero():
         fitted = hd.fit(clone(model), *parts)
     local = clone(model).fit(groups, labels, sample_weight=weights)
     np.testing.assert_allclose(fitted.prior_, local.prior_)
+
+
+def test_two_streams_and_two_fits_never_share_their_tasks(client):
+    """A stream's result depends on the model it starts from: two streams of equal
+    parameters over the same partitions, run at once, shared their task keys and the
+    second got the first's model. Two fits whose alphas differ only in order (so do
+    their classes_) shared theirs too, Dask's token sorting a dict."""
+    import threading
+
+    X_parts, y_parts = _partitions(seed=12)
+    X = dd.from_map(_slow(X_parts, 0.3), range(len(SIZES)), meta=X_parts[0].iloc[:0])
+    y = dd.from_map(_slow(y_parts, 0.0), range(len(SIZES)), meta=y_parts[0].iloc[:0])
+    classes = ["maybe", "no", "yes"]
+    warm = CategoricalNB().fit(_whole(X_parts)[:40], _whole(y_parts)[:40])
+    fresh = CategoricalNB()
+    expected = {"warm": copy.deepcopy(warm), "fresh": CategoricalNB()}
+    for model in expected.values():
+        for Xp, yp in zip(X_parts, y_parts):
+            if len(yp):
+                model.partial_fit(Xp, yp, classes=classes)
+    streams = [
+        threading.Thread(target=hd.partial_fit, args=(model, X, y, classes))
+        for model in (warm, fresh)
+    ]
+    for thread in streams:
+        thread.start()
+        time.sleep(0.1)
+    for thread in streams:
+        thread.join()
+    np.testing.assert_allclose(warm.class_count_, expected["warm"].class_count_)
+    np.testing.assert_allclose(fresh.class_count_, expected["fresh"].class_count_)
+
+    groups = pd.DataFrame({"g": ["a", "b", "a", "c"] * 5})
+    labels = pd.Series(["s", "f"] * 10)
+    parts = [dd.from_pandas(c, npartitions=2) for c in (groups, labels)]
+    orders = ({"s": 1.0, "f": 3.0}, {"f": 3.0, "s": 1.0})
+    fits = dask.compute(
+        *[hd.fit_graph(EmpiricalBayesDirichletClassifier(alphas), *parts) for alphas in orders]
+    )
+    for fitted, alphas in zip(fits, orders):
+        assert fitted.classes_.tolist() == list(alphas)
+
+
+def test_partitions_that_disagree_are_refused_as_a_local_fit_refuses_them(client):
+    """Columns named in another order (Dask's own check turned off), weights beside an
+    empty partition, a total weight beyond the limit only the whole set reaches, and
+    classes the group classifier's alphas do not name."""
+    X_parts, y_parts = _partitions(seed=13)
+    swapped = list(X_parts)
+    swapped[2] = X_parts[2][["size", "colour", "shape"]]
+    for model in (CategoricalNB(), AODE(), AODE(max_parents=2)):
+        with pytest.raises(ValueError, match="partitions name their columns differently"):
+            hd.fit(model, *_collections(swapped, y_parts))
+    X, y = _collections(X_parts, y_parts)
+    weights = [pd.Series(np.ones(n), index=part.index) for n, part in zip(SIZES, y_parts)]
+    weights[1] = pd.Series(np.ones(3))  # partition 1 holds no row
+    w = _dask(weights, weights[0].iloc[:0])
+    for call in (hd.fit, hd.partial_fit):
+        with pytest.raises(ValueError, match=r"partition 1 of 5: sample_weight.shape == \(3,\)"):
+            call(CategoricalNB(), X, y, sample_weight=w)
+    heavy = [pd.Series(np.full(n, 0.9e300 / 60), index=p.index) for n, p in zip(SIZES, y_parts)]
+    with pytest.raises(ValueError, match=r"beyond 1e\+300"):
+        CategoricalNB().fit(_whole(X_parts), _whole(y_parts), sample_weight=_whole(heavy))
+    with pytest.raises(ValueError, match=r"beyond 1e\+300"):
+        hd.fit(CategoricalNB(), X, y, sample_weight=_dask(heavy, heavy[0].iloc[:0]))
+    groups = dd.from_pandas(pd.DataFrame({"g": ["a", "b"] * 5}), npartitions=2)
+    labels = dd.from_pandas(pd.Series(["s", "f"] * 5), npartitions=2)
+    with pytest.raises(ValueError, match="must name the classes of alphas"):
+        hd.partial_fit(
+            EmpiricalBayesDirichletClassifier({"s": 1.0, "f": 1.0}), groups, labels, ["x", "y"]
+        )
+
+
+def test_split_every_is_any_integer_of_at_least_two():
+    X, y = _collections(*_partitions())
+    graph = hd.fit_graph(CategoricalNB(), X, y, split_every=np.int64(2))
+    assert len([k for k in graph.dask if str(k).startswith("hebnb-merge")]) == 6
+    for bad in (1, True, 2.0, "2"):
+        with pytest.raises(ValueError, match="split_every must be an integer >= 2"):
+            hd.fit_graph(CategoricalNB(), X, y, split_every=bad)
 
 
 @pytest.mark.parametrize("unknown", ["X", "y"])

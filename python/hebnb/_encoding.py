@@ -1326,12 +1326,18 @@ def check_sample_weight(
         total = weights.sum()
     if positive_total and not total > 0:
         raise ValueError("sample_weight sums to zero: at least one row needs positive weight")
+    check_weight_total(total)
+    return weights
+
+
+def check_weight_total(total: float) -> None:
+    """ValueError when the weights of a training set sum beyond :data:`MAX_TOTAL_WEIGHT`
+    (or to NaN)."""
     if not total <= MAX_TOTAL_WEIGHT:
         raise ValueError(
             f"sample_weight sums to {total:.3g}, beyond {MAX_TOTAL_WEIGHT:.0e}: counts that "
             "large overflow float64 sums; rescale the weights"
         )
-    return weights
 
 
 def check_table_size(n_classes: int, n_columns: int) -> None:

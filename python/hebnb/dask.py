@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import numbers
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -59,6 +61,7 @@ from ._encoding import (
     aligned_arrays,
     check_sample_weight,
     check_table_size,
+    check_weight_total,
     encode_labels,
 )
 from ._online import merge_pair_tables, n_rows_of
@@ -180,6 +183,17 @@ def _check_total(class_count: FloatArray) -> None:
     total = float(class_count.sum())
     if not total > 0:
         raise ValueError("sample_weight sums to zero: at least one row needs positive weight")
+    check_weight_total(total)  # each partition's was checked alone
+
+
+def _check_same_names(a: Any, b: Any) -> None:
+    """Partitions whose columns are named must name them alike, in the same order (their
+    counts are merged by position)."""
+    if a is not None and b is not None and list(a) != list(b):
+        raise ValueError(
+            f"partitions name their columns differently: {list(a)} and {list(b)} (their "
+            "counts would be merged by position)"
+        )
 
 
 class Family(Generic[State]):
@@ -261,6 +275,7 @@ class CategoricalFamily(Family[CategoricalCounts]):
             raise ValueError(
                 f"partitions have {encoder.n_features} and {b.encoder.n_features} features"
             )
+        _check_same_names(a.encoder.feature_names, b.encoder.feature_names)
         b_vocabulary_codes = []
         for f in range(encoder.n_features):
             values, _ = _by_code(b.encoder, f)
@@ -517,6 +532,7 @@ class TokenFamily(Family[TokenCounts]):
             raise ValueError(
                 f"X has {b.n_features} features in one partition and {a.n_features} in another"
             )
+        _check_same_names(a.feature_names, b.feature_names)
         classes = _union_classes(a.classes, b.classes)
         a_rows, b_rows = _class_rows(classes, a.classes), _class_rows(classes, b.classes)
         class_count = np.zeros(classes.shape[0])
@@ -592,11 +608,19 @@ def _aligned(part: Any) -> Any:
     return part
 
 
+def _empty_partition(X: Any, y: Any, sample_weight: Any, index: int, n_partitions: int) -> bool:
+    """Whether a partition holds no row; its weights must hold none either."""
+    if n_rows_of(X) == 0 and len(y) == 0:
+        _in_partition(index, n_partitions, lambda: _weights(sample_weight, 0))
+        return True
+    return False
+
+
 def _count_task(
     family: Family[Any], X: Any, y: Any, sample_weight: Any, index: int, n_partitions: int
 ) -> Any:
     """The count table of one partition (None for an empty one)."""
-    if n_rows_of(X) == 0 and len(y) == 0:
+    if _empty_partition(X, y, sample_weight, index, n_partitions):
         return None
     X, y, sample_weight = _aligned(X), _aligned(y), _aligned(sample_weight)
     return _in_partition(index, n_partitions, lambda: family.count(X, y, sample_weight))
@@ -747,6 +771,16 @@ def _aligned_blocks(X: Any, y: Any, sample_weight: Any) -> list[tuple[Any, Any, 
     return list(zip(x_blocks, y_blocks, w_blocks))
 
 
+def _key_params(estimator: BaseEstimator) -> list[tuple[str, Any]]:
+    """The estimator's parameters as a fit's task keys tell them apart: in order, a dict
+    as its items in order (Dask's token sorts a dict, and the group classifier's
+    ``alphas`` order is its ``classes_`` order)."""
+    return [
+        (name, list(value.items()) if isinstance(value, dict) else value)
+        for name, value in estimator.get_params(deep=False).items()
+    ]
+
+
 def fit_graph(
     estimator: BaseEstimator,
     X: Any,
@@ -760,12 +794,17 @@ def fit_graph(
     Use it to fit several models in one ``dask.compute``, or to watch the fit with
     ``distributed.progress``; :func:`fit` computes it.
     """
-    if not (isinstance(split_every, int) and split_every >= 2):
+    if not (
+        isinstance(split_every, numbers.Integral)
+        and not isinstance(split_every, bool)
+        and split_every >= 2
+    ):
         raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
+    split_every = int(split_every)
     family = _family(clone(estimator))
     _check_parameters(family.template)
     blocks = _aligned_blocks(X, y, sample_weight)
-    token = tokenize(type(estimator).__name__, estimator.get_params(), X, y, sample_weight)
+    token = tokenize(type(estimator).__name__, _key_params(estimator), X, y, sample_weight)
     family_node = _delayed(family, pure=True)
     count = _delayed(_count_task, pure=True)
     n = len(blocks)
@@ -917,16 +956,14 @@ def _partial_fit_task(
 ) -> BaseEstimator:
     """One step of a stream: ``model.partial_fit`` on one partition (a copy: the input
     of a task never changes, so a retried task gives the same result)."""
-    if n_rows_of(X) == 0 and len(y) == 0:
+    if _empty_partition(X, y, sample_weight, index, n_partitions):
         return model
     updated: Any = copy.deepcopy(model)
 
     def step() -> BaseEstimator:
-        # the group classifier's partial_fit takes no classes (alphas names them)
-        keywords = (
-            {} if isinstance(model, EmpiricalBayesDirichletClassifier) else {"classes": classes}
+        result: BaseEstimator = updated.partial_fit(
+            X, y, sample_weight=sample_weight, classes=classes
         )
-        result: BaseEstimator = updated.partial_fit(X, y, sample_weight=sample_weight, **keywords)
         return result
 
     return _in_partition(index, n_partitions, step)
@@ -958,7 +995,10 @@ ComplementNB
     """
     _family(estimator)
     blocks = _aligned_blocks(X, y, sample_weight)
-    token = tokenize(type(estimator).__name__, estimator.get_params(), X, y, sample_weight)
+    # the result depends on the model's state too, which has no cheap token: every
+    # stream gets keys of its own (two streams from equal parameters and data once
+    # shared their keys, so the second got the first's model)
+    token = tokenize(type(estimator).__name__, classes, X, y, sample_weight, uuid.uuid4().hex)
     step = _delayed(_partial_fit_task, pure=True)
     model: Any = _delayed(copy.deepcopy(estimator), pure=True)
     n = len(blocks)
