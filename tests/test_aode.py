@@ -725,6 +725,22 @@ def test_pair_tables_with_bad_cells_are_refused_checked_scored_or_loaded(how):
         AODE.__new__(AODE).__setstate__({**state, "_pairs": bad})
 
 
+@pytest.mark.parametrize(
+    ("key", "table"),
+    [
+        ("indices", lambda t: t.astype(np.int64)),
+        ("pairs", lambda t: t.ravel()),
+        ("indptr", lambda t: t.astype(np.float64)),
+    ],
+)
+def test_a_pickle_with_pair_tables_of_another_type_is_a_value_error_naming_them(key, table):
+    model = AODE().fit(*make_data(16))
+    state = model.__getstate__()
+    bad = {**state["_pairs"], key: table(state["_pairs"][key])}
+    with pytest.raises(ValueError, match=f'pair tables are invalid: "{key}": .*mismatch'):
+        AODE.__new__(AODE).__setstate__({**state, "_pairs": bad})
+
+
 def test_a_fitted_models_pair_tables_are_read_only():
     """The scorers trust the pair tables checked when they were made or loaded, so the
     model's own (which its public views can share) cannot be written, after a fit, a

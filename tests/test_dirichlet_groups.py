@@ -284,3 +284,28 @@ def test_the_grouping_columns_name_is_recorded_and_checked_as_scikit_learn_does(
     assert any("fitted without feature names" in str(w.message) for w in caught)
     # a refit on unnamed data forgets the name
     assert not hasattr(model.fit(frame.to_numpy(), labels), "feature_names_in_")
+
+
+def test_long_inputs_are_scored_a_chunk_of_rows_at_a_time(monkeypatch):
+    """predict_proba scored a whole batch at once (memory several times the output, and
+    Ctrl-C unanswered for seconds on tens of millions of rows): chunks of rows now, with
+    the probabilities of one pass."""
+    import hebnb._base
+
+    rng = np.random.default_rng(3)
+    groups = rng.choice(["a", "b", "c", "d"], size=500).astype(object)
+    labels = rng.choice(["s", "f"], size=500)
+    model = EmpiricalBayesDirichletClassifier({"s": 1.0, "f": 2.0}).fit(groups[:, None], labels)
+    rows = np.concatenate([groups, ["never"] * 7]).astype(object)[:, None]
+    whole = model.predict_proba(rows)
+    seen = []
+    scored = EmpiricalBayesDirichletClassifier._posterior_alphas
+
+    def spy(self, X):
+        seen.append(len(X))
+        return scored(self, X)
+
+    monkeypatch.setattr(hebnb._base, "PREDICT_CHUNK_CELLS", 64)
+    monkeypatch.setattr(EmpiricalBayesDirichletClassifier, "_posterior_alphas", spy)
+    np.testing.assert_array_equal(model.predict_proba(rows), whole)
+    assert max(seen) == 64 and sum(seen) == rows.shape[0]

@@ -206,6 +206,34 @@ def test_a_model_loaded_read_only_streams_on(make, how, start, tmp_path):
     np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        CategoricalNB,
+        lambda: CategoricalNB(learning_rate=0.99),
+        AODE,
+        lambda: MixedNB(models=[("c", CategoricalNB(), [0, 1, 2, 3])]),
+    ],
+)
+@pytest.mark.parametrize("start", ["fit", "partial_fit"])
+def test_a_model_loaded_from_its_own_pickle_buffers_streams_on_alone(make, start):
+    """Out-of-band pickle buffers loaded in the same process are the pickled model's
+    memory, writeable: a stream added its batch into the original's count tables too."""
+    X, y = _stream(seed=6, n_rows=400)
+    X = np.where(pd.isna(X), -1, X).astype(np.int64)  # MixedNB: integer columns
+    model = getattr(make(), start)(X[:200], y[:200])
+    before = model.predict_proba(X)
+    state = pickle.dumps(model)
+    buffers = []
+    data = pickle.dumps(model, protocol=5, buffer_callback=buffers.append)
+    loaded = pickle.loads(data, buffers=buffers)  # zero-copy: the original's memory
+    loaded.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+    assert pickle.dumps(model) == state
+    model.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
 @pytest.mark.parametrize("dtype", [np.int64, np.float64])
 def test_numeric_columns_grow_like_one_fit(dtype):
     rng = np.random.default_rng(7)

@@ -1188,11 +1188,14 @@ class AODE(CategoricalClassifier):
         if "_pairs" in state:
             # the scorers are told that the tables' cells were checked: a pickle's were not
             # (checked as the base stored them: aligned)
-            _core.check_aode_pair_tables(
-                self._pairs,
-                offsets=list(self._encoder.offsets),
-                n_classes=int(self.classes_.shape[0]),
-            )
+            try:
+                _core.check_aode_pair_tables(
+                    self._pairs,
+                    offsets=list(self._encoder.offsets),
+                    n_classes=int(self.classes_.shape[0]),
+                )
+            except (TypeError, KeyError) as error:  # arrays of another type or missing
+                raise ValueError(f"the pickled AODE's pair tables are invalid: {error}") from None
             _read_only(self._pairs)
         if "_cell_keys" in state:
             self.__dict__["_cell_numbering"] = _cell_numbering(state["_cell_keys"])

@@ -17,7 +17,7 @@ from sklearn.utils import Tags
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from . import _core
-from ._base import ThreadSafeModel, is_real, n_threads
+from ._base import ThreadSafeModel, is_real, n_threads, score_in_chunks
 from ._encoding import _array_column, _encode_column, _pandas_column, check_sample_weight
 from ._online import check_learning_rate
 from ._params import N_JOBS, PriorConcentrations, StrictInterval, fit_context
@@ -243,8 +243,12 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         """Posterior mean class probabilities of each row's group, shape (n_samples, n_classes).
 
         Groups never seen get the prior mean; before the first fit it raises
-        ``NotFittedError``.
+        ``NotFittedError``. Long inputs are scored a chunk of rows at a time (memory beyond
+        the output stays one chunk's, and Ctrl-C is answered between chunks).
         """
+        return score_in_chunks(X, self._posterior_mean)
+
+    def _posterior_mean(self, X: ArrayLike) -> np.ndarray:
         alphas = self._posterior_alphas(X)
         proba: np.ndarray = alphas / alphas.sum(axis=1, keepdims=True)
         return proba

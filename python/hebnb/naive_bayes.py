@@ -395,13 +395,15 @@ class CategoricalNB(CategoricalClassifier):
     def _growable_counts(self) -> list[np.ndarray]:
         """The per-feature ``(C, capacity)`` count tables of a stream (split from the flat
         table of a ``fit`` the first time), the model's own writeable copies: a batch adds
-        into them in place, and a model loaded from a read-only memory map or from pickle
-        buffers holds read-only ones."""
+        into them in place. A model loaded from a read-only memory map or from pickle
+        buffers holds read-only ones, and one loaded from out-of-band pickle buffers in the
+        same process holds the pickled model's memory: tables that are not writeable or do
+        not own their memory are copied once."""
         if "_feature_counts" not in self.__dict__:
             self._feature_counts = [np.array(t, order="C") for t in self._split(self._counts)]
-        elif not all(t.flags.writeable for t in self._feature_counts):
+        elif not all(_own_writeable(t) for t in self._feature_counts):
             self._feature_counts = [
-                t if t.flags.writeable else t.copy() for t in self._feature_counts
+                t if _own_writeable(t) else t.copy() for t in self._feature_counts
             ]
         return self._feature_counts
 
@@ -617,3 +619,8 @@ class CategoricalNB(CategoricalClassifier):
             codes, threads = self._encode(block)
             out[rows] = _core.posterior(codes, *self._scoring_tables(), log=log, n_jobs=threads)
         return out
+
+
+def _own_writeable(table: np.ndarray) -> bool:
+    """Whether a count table is the model's own to add into: writeable memory it owns."""
+    return bool(table.flags.writeable and table.flags.owndata)

@@ -2,7 +2,7 @@
 //! the one-call fit and the scorer. Tables travel as dicts of numpy arrays.
 
 use numpy::{IntoPyArray, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -37,7 +37,11 @@ fn item<'py, T: FromPyObjectOwned<'py>>(dict: &Bound<'py, PyDict>, key: &str) ->
     dict.get_item(key)?
         .ok_or_else(|| PyKeyError::new_err(format!("missing {key:?}")))?
         .extract::<T>()
-        .map_err(Into::into)
+        .map_err(|error| {
+            // named: "type mismatch" alone does not say which of a dozen arrays it was
+            let error: PyErr = error.into();
+            PyTypeError::new_err(format!("{key:?}: {}", error.value(dict.py())))
+        })
 }
 
 /// The class counts of a pair-table dict: `uint32` (whole counts) or `float64`.
