@@ -616,6 +616,27 @@ def test_cross_fitted_folds_score_the_full_models_super_parents(weighting):
         np.testing.assert_allclose(model.parent_weights_, expected.feature_weights, rtol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"weighting": "cll-feature"},
+        {"weighting": "cll-value"},
+        {"weighting": "cll-value", "smoothing": "laplace", "cell_penalty": "cv"},
+    ],
+)
+def test_rows_of_zero_weight_are_rows_dropped(params):
+    """scikit-learn's convention, which the unweighted model keeps: rows of weight zero
+    shaped the folds of the cross-fitting and of the cell penalty's cross-validation."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, size=(200, 4))
+    y = np.digitize(X[:, 0] + (X[:, 1] == 2) + rng.normal(0, 0.7, 200), [1.0, 2.2])
+    weights = (rng.random(200) > 0.3).astype(float)
+    kept = weights > 0
+    with_zeros = AODE(**params).fit(X, y, sample_weight=weights)
+    dropped = AODE(**params).fit(X[kept], y[kept])
+    np.testing.assert_allclose(with_zeros.predict_proba(X), dropped.predict_proba(X), atol=1e-12)
+
+
 def test_weighting_hides_partial_fit_and_is_dropped_by_a_plain_refit():
     X, y = _data(seed=3, n_rows=200)
     assert not hasattr(AODE(weighting="cll-feature"), "partial_fit")

@@ -524,21 +524,26 @@ class AODE(CategoricalClassifier):
     ) -> list[tuple[np.ndarray, np.ndarray, AODE]]:
         """``(held-out rows, their codes in the fold's model, the model fitted without
         them)`` per fold of a stratified split (``StratifiedKFold(5, shuffle=True,
-        random_state=0)``), leaving out the folds whose model lacks a class and those whose
-        training rows weigh nothing (the held rows of those keep their in-sample terms)."""
+        random_state=0)``) of the rows of positive weight, leaving out the folds whose
+        model lacks a class and those whose training rows weigh nothing (the held rows of
+        those keep their in-sample terms). Rows of zero weight take no part, as if they
+        were dropped (they keep their in-sample terms, which weigh nothing)."""
         from sklearn.base import clone
         from sklearn.model_selection import StratifiedKFold
 
         X, y = _indexable(X), _indexable(y)
-        n_rows = labels.shape[0]
-        counts = np.bincount(labels, minlength=self.classes_.shape[0])
-        n_folds = min(self._weighting_folds, int(counts[counts > 0].max()))
-        if n_rows < 2 * n_folds or n_folds < 2:
+        positive = np.flatnonzero(weights > 0)
+        counts = np.bincount(labels[positive], minlength=self.classes_.shape[0])
+        n_folds = min(self._weighting_folds, int(counts.max(initial=0)))
+        if positive.shape[0] < 2 * n_folds or n_folds < 2:
             return []
         splitter = StratifiedKFold(n_folds, shuffle=True, random_state=0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # classes with few rows
-            splits = list(splitter.split(np.zeros(n_rows), labels))
+            splits = [
+                (positive[train], positive[held])
+                for train, held in splitter.split(np.zeros(positive.shape[0]), labels[positive])
+            ]
         sub = clone(self).set_params(
             weighting=None, count_features=False, handle_unknown="ignore", n_jobs=self.n_jobs
         )
@@ -725,9 +730,11 @@ class AODE(CategoricalClassifier):
         from sklearn.model_selection import StratifiedKFold
 
         X, y = _indexable(X), _indexable(y)
-        counts = np.bincount(labels, minlength=self.classes_.shape[0])
-        scored = np.flatnonzero(counts[labels] >= weighting.CV_FOLDS)
-        always_trained = np.flatnonzero(counts[labels] < weighting.CV_FOLDS)
+        # rows of zero weight take no part, as if they were dropped
+        positive = weights > 0
+        counts = np.bincount(labels[positive], minlength=self.classes_.shape[0])
+        scored = np.flatnonzero(positive & (counts[labels] >= weighting.CV_FOLDS))
+        always_trained = np.flatnonzero(positive & (counts[labels] < weighting.CV_FOLDS))
         if scored.shape[0] == 0:
             return weighting.DEFAULT_CELL_PENALTY
         grid = weighting.CV_CELL_PENALTIES
