@@ -59,7 +59,10 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         columns of ``predict_proba``). scikit-learn's probability scorers
         (``neg_log_loss``, ``roc_auc``) read the columns as the sorted labels: give
         ``alphas`` in sorted order to score with them (a scorer otherwise pairs each
-        column with another class, silently).
+        column with another class, silently). The labels must be keys of ``alphas``, so
+        tools that recode ``y`` as 0..K-1 before fitting (``cross_val_predict(method=
+        "predict_proba")``, ``StackingClassifier``, ``OneVsRestClassifier``, ...) are
+        refused, as scikit-learn refuses them for a ``class_weight`` dict.
     prior_ : ndarray of shape (n_classes,)
         The tuned prior concentrations alpha.
     feature_names_in_ : ndarray of shape (1,)
