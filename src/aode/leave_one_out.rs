@@ -79,6 +79,20 @@ pub(super) struct LeftOutTables<'a> {
     /// sometimes-missing child) orientation read from a pair table, at `rank * M +
     /// missing_rank[j]` (None: capped, or the parent itself).
     pair_totals: Vec<Option<Vec<f64>>>,
+    /// Where each stored pair's CSR rows start (for reading a cell's exact counts).
+    row_offsets: Vec<usize>,
+}
+
+/// A numerator `S - w` rebuilt from a log-probability (`S = exp(ln P) D`) keeps fewer than
+/// about ten digits when `w` is most of `S` (a row whose weight is nearly all its cell's
+/// count): then the cell's exact count is read instead. With weights of 1e4 or more per
+/// row the rebuilt one was off by up to nats.
+const CANCELLATION: f64 = 1e-3;
+
+/// Whether `scaled - w` cancels beyond [`CANCELLATION`].
+#[inline]
+fn cancels(scaled: f64, w: f64) -> bool {
+    scaled - w < CANCELLATION * scaled
 }
 
 /// The log of a left-out numerator, kept above half its prior part against rounding (in
@@ -220,6 +234,7 @@ impl<'a> LeftOut<'a> {
             missing_rank,
             n_missing: missing.len(),
             pair_totals,
+            row_offsets,
         })
     }
 }
@@ -317,9 +332,12 @@ impl LeftOutTables<'_> {
                 if c == y {
                     let m = lo.marginal_concentration[[c, j]];
                     let total = self.present[[j, c]] + m;
-                    let scaled = log_probability[c].exp() * total;
-                    *slot += log_left(scaled - w, 0.5 * m * model.child_mean[column])
-                        - log_total(total - w, m);
+                    let prior = m * model.child_mean[column];
+                    let mut left = log_probability[c].exp() * total - w;
+                    if cancels(left + w, w) {
+                        left = (lo.counts[[c, column]] - w) + prior;
+                    }
+                    *slot += log_left(left, 0.5 * prior) - log_total(total - w, m);
                 } else {
                     *slot += log_probability[c];
                 }
@@ -415,6 +433,35 @@ impl LeftOutTables<'_> {
             .then_some((u, parent_column))
     }
 
+    /// The exact counts `N_{c,u,v}` (into `out`, C) of the cell that child `j = v` reads
+    /// under parent `i = u`: the pair table's cell (zero if unseen), or with `capped` the
+    /// Naive Bayes child's `N_{c,v}`.
+    fn cell_counts(
+        &self,
+        model: &AodeModel,
+        layout: &FeatureLayout,
+        (i, u): (usize, usize),
+        (j, v): (usize, usize),
+        capped: bool,
+        out: &mut [f64],
+    ) {
+        if capped {
+            let column = layout.columns(j).start + v;
+            for (c, slot) in out.iter_mut().enumerate() {
+                *slot = self.left_out.counts[[c, column]];
+            }
+            return;
+        }
+        out.fill(0.0);
+        let tables = &model.pair_tables;
+        let (a, b) = (i.min(j), i.max(j));
+        let p = tables.position(a, b).expect("modelled pairs are stored");
+        let (row, column) = if i == a { (u, v) } else { (v, u) };
+        if let Some(k) = tables.find(self.row_offsets[p], row, column as i32) {
+            tables.counts.add_cell(k, 1.0, out);
+        }
+    }
+
     /// What child `j` with value `v` adds to the left-out term of super-parent `rank`
     /// (feature `i`, value `u` in category column `parent_column`) of a row of class `y`
     /// and weight `w` whose in-sample cell is `cell` (C classes): into `part` (C; with one
@@ -470,9 +517,14 @@ impl LeftOutTables<'_> {
             part.copy_from_slice(cell);
             let (count, concentration) = count_and_concentration(y);
             let total = count + concentration;
-            let scaled = cell[y].exp() * total;
-            part[y] = log_left(scaled - w, 0.5 * concentration * child_mean)
-                - log_total(total - w, concentration);
+            let prior = concentration * child_mean;
+            let mut left = cell[y].exp() * total - w;
+            if cancels(left + w, w) {
+                let exact = &mut scratch[..nc];
+                self.cell_counts(model, layout, (i, u), (j, v), capped, exact);
+                left = (exact[y] - w) + prior;
+            }
+            part[y] = log_left(left, 0.5 * prior) - log_total(total - w, concentration);
         } else {
             let (scaled, rest) = scratch.split_at_mut(nc);
             let (total, m) = rest.split_at_mut(nc);
@@ -495,8 +547,21 @@ impl LeftOutTables<'_> {
             // at least a mu_v / (N_u - w + a) in exact arithmetic (the row's own count
             // is in N_{u,v}), kept above half of it against rounding
             let left_total = count_sum - w + pooled;
-            let after = ((before * (count_sum + pooled) - w) / left_total)
-                .max(0.5 * pooled * child_mean / left_total);
+            let floor = 0.5 * pooled * child_mean / left_total;
+            let pooled_numerator = before * (count_sum + pooled);
+            if cancels(scaled[y], w) || cancels(pooled_numerator, w) {
+                // the cell's exact counts N_{c,u,v} in place of the rebuilt ones
+                self.cell_counts(model, layout, (i, u), (j, v), false, scaled);
+                let pair_count: f64 = scaled.iter().sum();
+                let after = (((pair_count - w) + pooled * child_mean) / left_total).max(floor);
+                for c in 0..nc {
+                    let own = if c == y { w } else { 0.0 };
+                    part[c] = log_left((scaled[c] - own) + m[c] * after, 0.5 * m[c] * after)
+                        - log_total(total[c] - own, m[c]);
+                }
+                return true;
+            }
+            let after = ((pooled_numerator - w) / left_total).max(floor);
             for c in 0..nc {
                 let own = if c == y { w } else { 0.0 };
                 part[c] = log_left(
