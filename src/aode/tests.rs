@@ -46,6 +46,26 @@ fn fit_all(
     fit(single, pairs.view(), layout, structure, params).unwrap()
 }
 
+/// The pair tables and fit of a random table of `cardinality` (3 classes) under the
+/// structure `capped` / `parents`, with `smoothing` and `min_count`.
+fn fitted_random_table(
+    (codes, labels): (ArrayView2<i32>, ArrayView1<i64>),
+    layout: &FeatureLayout,
+    (capped, parents): (&[bool], &[bool]),
+    (smoothing, min_count): (ChildSmoothing, f64),
+) -> (PairTables, AodeFit) {
+    let structure = Structure { capped, parents };
+    let (pairs, counts) = statistics(codes, labels, layout, 3, &structure);
+    let fit = fit_all(
+        &pairs,
+        &counts,
+        layout,
+        &structure,
+        &params(smoothing, min_count, 3),
+    );
+    (pairs, fit)
+}
+
 /// Fits every pair of `codes` (no cap, every feature a super-parent, `min_count` 10) and
 /// hands the fit, its scorer's model and the layout to `check`.
 fn with_uncapped_model<R>(
@@ -258,18 +278,16 @@ fn checked_cells_score_the_same_and_unchecked_bad_cells_are_an_error() {
     let (codes, labels) = random_table(600, &cardinality, 12);
     let layout = FeatureLayout::from_cardinalities(&cardinality);
     let (capped, parents) = (vec![false; 16], vec![true; 4]);
+    let (pairs, fit) = fitted_random_table(
+        (codes.view(), labels.view()),
+        &layout,
+        (&capped, &parents),
+        (ChildSmoothing::HebTwoLevel, 10.0),
+    );
     let structure = Structure {
         capped: &capped,
         parents: &parents,
     };
-    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
-    let fit = fit_all(
-        &pairs,
-        &counts,
-        &layout,
-        &structure,
-        &params(ChildSmoothing::HebTwoLevel, 10.0, 3),
-    );
     // one child value out of range, and one cell fewer than the row pointers say
     let mut bad_indices = pairs.indices.clone();
     let last = bad_indices.len() - 1;
@@ -452,17 +470,11 @@ fn low_counts_fall_back_to_the_child_cardinality() {
     let (codes, labels) = random_table(200, &cardinality, 3);
     let layout = FeatureLayout::from_cardinalities(&cardinality);
     let (capped, parents) = ([false, false, true, false], [true; 2]);
-    let structure = Structure {
-        capped: &capped,
-        parents: &parents,
-    };
-    let (pairs, counts) = statistics(codes.view(), labels.view(), &layout, 3, &structure);
-    let fit = fit_all(
-        &pairs,
-        &counts,
+    let (_, fit) = fitted_random_table(
+        (codes.view(), labels.view()),
         &layout,
-        &structure,
-        &params(ChildSmoothing::HebPooled, 1e9, 3),
+        (&capped, &parents),
+        (ChildSmoothing::HebPooled, 1e9),
     );
     for c in 0..3 {
         assert_eq!(fit.concentration[[c, 0, 1]], 6.0);
