@@ -149,7 +149,7 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
         )
         return 2
     from .evaluation.methods import UnknownMethodError
-    from .evaluation.protocol import DataError, check_seed
+    from .evaluation.protocol import DataError, check_seed, comma_separated
     from .evaluation.runner import evaluate, evaluate_suite
 
     max_rows = None if args.max_rows == 0 else args.max_rows
@@ -165,8 +165,7 @@ def _run_evaluate(args: argparse.Namespace, argv: list[str]) -> int:
                 raise DataError("--categorical applies to one file; use schema.json with --suite")
             datasets = None
             if args.datasets is not None:
-                # as --methods: names stripped, empty items dropped
-                datasets = [name.strip() for name in args.datasets.split(",") if name.strip()]
+                datasets = comma_separated(args.datasets)  # as --methods
                 if not datasets:
                     raise DataError(f"--datasets names no dataset: {args.datasets!r}")
             result = evaluate_suite(

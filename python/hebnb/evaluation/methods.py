@@ -19,6 +19,7 @@ from ..aode import AODE
 from ..bernoulli import BernoulliNB
 from ..multinomial import ComplementNB, MultinomialNB
 from ..naive_bayes import CategoricalNB
+from .protocol import comma_separated
 
 
 class UnknownMethodError(ValueError):
@@ -267,7 +268,7 @@ def check_methods(names: str | Sequence[str]) -> list[str]:
         A name is not in :data:`METHODS` (the message lists the known ones).
     """
     if isinstance(names, str):
-        names = [name.strip() for name in names.split(",") if name.strip()]
+        names = comma_separated(names)
     unique = list(dict.fromkeys(names))
     if not unique:
         raise UnknownMethodError("no method given")

@@ -145,17 +145,19 @@ def read_schema(folder: str | os.PathLike[str]) -> dict[str, Any]:
     return schema
 
 
+def comma_separated(value: str) -> list[str]:
+    """The names of a comma-separated command-line list, stripped, empty items dropped
+    (``" a , b,"`` is ``["a", "b"]``)."""
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
 def parse_categorical(value: str | Sequence[str] | None) -> str | list[str] | None:
     """``--categorical`` as given on the command line (``all``, ``A,B,C`` or nothing), or
     a list of column names as ``schema.json`` holds it."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
-        return (
-            "all"
-            if value.strip().lower() == "all"
-            else [name.strip() for name in value.split(",") if name.strip()]
-        )
+        return "all" if value.strip().lower() == "all" else comma_separated(value)
     return list(value)
 
 
