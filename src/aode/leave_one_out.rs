@@ -333,10 +333,12 @@ impl LeftOutTables<'_> {
                     let m = lo.marginal_concentration[[c, j]];
                     let total = self.present[[j, c]] + m;
                     let prior = m * model.child_mean[column];
-                    let mut left = log_probability[c].exp() * total - w;
-                    if cancels(left + w, w) {
-                        left = (lo.counts[[c, column]] - w) + prior;
-                    }
+                    let scaled = log_probability[c].exp() * total;
+                    let left = if cancels(scaled, w) {
+                        (lo.counts[[c, column]] - w) + prior
+                    } else {
+                        scaled - w
+                    };
                     *slot += log_left(left, 0.5 * prior) - log_total(total - w, m);
                 } else {
                     *slot += log_probability[c];
@@ -518,12 +520,14 @@ impl LeftOutTables<'_> {
             let (count, concentration) = count_and_concentration(y);
             let total = count + concentration;
             let prior = concentration * child_mean;
-            let mut left = cell[y].exp() * total - w;
-            if cancels(left + w, w) {
+            let scaled = cell[y].exp() * total;
+            let left = if cancels(scaled, w) {
                 let exact = &mut scratch[..nc];
                 self.cell_counts(model, layout, (i, u), (j, v), capped, exact);
-                left = (exact[y] - w) + prior;
-            }
+                (exact[y] - w) + prior
+            } else {
+                scaled - w
+            };
             part[y] = log_left(left, 0.5 * prior) - log_total(total - w, concentration);
         } else {
             let (scaled, rest) = scratch.split_at_mut(nc);
