@@ -505,3 +505,47 @@ def test_a_part_that_refuses_a_batch_leaves_the_parts_before_it_unchanged():
         np.testing.assert_array_equal(mine, theirs)
     np.testing.assert_array_equal(online.class_count_, reference.class_count_)
     np.testing.assert_array_equal(online.predict_proba(X), reference.predict_proba(X))
+
+
+@pytest.mark.parametrize("form", ["polars", "pyarrow"])
+def test_an_arrow_dictionary_declares_no_categories_in_mixed(form):
+    """MixedNB read an Arrow dictionary (a polars Enum or Categorical) through pandas,
+    which made it a category column declaring every dictionary entry: an unused entry
+    became a category of the group's CategoricalNB, unlike the same table given to
+    CategoricalNB alone (README: an Arrow dictionary declares nothing)."""
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    values = np.array(list("abc"), dtype=object)[rng.integers(0, 3, 200)]
+    y = np.where(rng.random(200) < 0.8, 0, 1)
+    size = rng.normal(size=200)
+    if form == "polars":
+        pl = pytest.importorskip("polars")
+        table = pl.DataFrame(
+            {"x": pl.Series(values.tolist(), dtype=pl.Enum(["a", "b", "c", "unused"])), "z": size}
+        )
+    else:
+        dictionary = pa.array(["a", "b", "c", "unused"])
+        indices = pa.array([{"a": 0, "b": 1, "c": 2}[v] for v in values], pa.int32())
+        table = pa.table({"x": pa.DictionaryArray.from_arrays(indices, dictionary), "z": size})
+    groups = [("c", CategoricalNB(smoothing="laplace"), ["x"]), ("g", GaussianNB(), ["z"])]
+    model = MixedNB(models=groups).fit(table, y)
+    assert model.models_[0][1].categories_[0].tolist() == ["a", "b", "c"]
+    frame = pd.DataFrame({"x": values, "z": size})
+    expected = MixedNB(models=groups).fit(frame, y).predict_proba(frame)
+    np.testing.assert_array_equal(model.predict_proba(table), expected)
+
+
+def test_booleans_beside_numbers_in_a_list_of_rows_stay_booleans_in_mixed():
+    """A list of rows with a boolean column beside a float column became all floats in
+    numpy: the booleans were read as the numbers 0 and 1."""
+    rows = [[bool(i % 2), float(i % 7) / 3.0] for i in range(60)]
+    y = [(i % 2) ^ (i % 5 == 0) for i in range(60)]
+    objects = np.empty((60, 2), dtype=object)
+    objects[:] = rows
+    model = MixedNB().fit(rows, y)
+    expected = MixedNB().fit(objects, y)
+    assert [(name, cols) for name, _, cols in model.models_] == [
+        (name, cols) for name, _, cols in expected.models_
+    ]
+    assert model.models_[0][1].categories_[0].tolist() == [False, True]
+    np.testing.assert_array_equal(model.predict_proba(objects), expected.predict_proba(objects))

@@ -630,12 +630,13 @@ def test_large_predictions_go_by_blocks_with_the_same_numbers():
 
 @pytest.mark.parametrize("value, message", [(np.inf, "infinite"), (0.5, "fractional")])
 def test_dataframe_float_errors_name_the_feature(value, message):
-    """A non-categorical float in a DataFrame column names its feature (not "feature -1")."""
+    """A non-categorical float in a DataFrame column names its feature (not "feature -1")
+    and its column, as the other errors about a table's columns do."""
     X = pd.DataFrame({"a": [1, 2, 1, 2], "b": [1.0, value, 2.0, 1.0]})
-    with pytest.raises(ValueError, match=f"feature 1 holds .*{message}"):
+    with pytest.raises(ValueError, match=rf"feature 1 \(column 'b'\) holds .*{message}"):
         CategoricalNB().fit(X, [0, 1, 0, 1])
     pl = pytest.importorskip("polars")
-    with pytest.raises(ValueError, match=f"feature 1 holds .*{message}"):
+    with pytest.raises(ValueError, match=rf"feature 1 \(column 'b'\) holds .*{message}"):
         CategoricalNB().fit(pl.from_pandas(X), [0, 1, 0, 1])
 
 

@@ -295,3 +295,77 @@ def test_a_polars_type_arrow_cannot_hold_is_named():
     X = polars.DataFrame({"a": polars.Series([1, 2, 1, 2], dtype=polars.Int128)})
     with pytest.raises(TypeError, match="polars type Int128"):
         CategoricalNB().fit(X, [0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_python_dates_are_the_categories_arrow_dates_are(estimator):
+    """A pandas object column of ``datetime.date`` (what SQL readers and Arrow's
+    ``to_pylist`` give) coded its dates as ``date`` objects, and the same dates as an Arrow
+    ``date32`` column as Timestamps: a model fitted on one form found every value of the
+    other unknown. Both are Timestamps now."""
+    import datetime
+
+    pa = pytest.importorskip("pyarrow")
+    dates = [datetime.date(2020, 1, 1), datetime.date(2021, 6, 1), datetime.date(3000, 1, 1)]
+    column = [dates[i % 3] for i in range(60)]
+    y = np.array([int(i % 3 == 0) for i in range(60)])
+    frame = pd.DataFrame({"d": pd.Series(column, dtype=object)})
+    table = pa.table({"d": pa.array(column, pa.date32())})
+    from_frame = estimator(handle_unknown="error").fit(frame, y)
+    from_arrow = estimator(handle_unknown="error").fit(table, y)
+    assert from_frame.categories_[0].tolist() == from_arrow.categories_[0].tolist()
+    assert [type(c) for c in from_frame.categories_[0]] == [pd.Timestamp] * 3
+    expected = (
+        estimator().fit(np.arange(60)[:, None] % 3, y).predict_proba(np.arange(60)[:, None] % 3)
+    )
+    for model in (from_frame, from_arrow):
+        for X in (frame, table, frame.astype("date32[pyarrow]")):
+            np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_booleans_beside_numbers_in_a_list_of_rows_stay_booleans(estimator):
+    """numpy makes a list of rows mixing booleans and numbers an array of numbers, so
+    ``True`` became the category ``1``; the same rows as an object array or a DataFrame
+    keep ``True`` (README: ``1`` and ``True`` are different categories)."""
+    rows = [[bool(i % 2), i % 3, float(i % 4 == 0)] for i in range(60)]
+    y = [(i % 2) ^ (i % 5 == 0) for i in range(60)]
+    objects = np.empty((60, 3), dtype=object)
+    objects[:] = rows
+    from_list = estimator(handle_unknown="error").fit(rows, y)
+    from_objects = estimator(handle_unknown="error").fit(objects, y)
+    assert from_list.categories_[0].tolist() == [False, True]
+    assert [type(c) for c in from_list.categories_[0]] == [bool, bool]
+    for got, want in zip(from_list.categories_, from_objects.categories_, strict=True):
+        assert got.tolist() == want.tolist()
+    np.testing.assert_array_equal(
+        from_list.predict_proba(objects), from_objects.predict_proba(objects)
+    )
+    np.testing.assert_array_equal(
+        from_objects.predict_proba(rows), from_objects.predict_proba(objects)
+    )
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_decimals_are_the_numbers_they_equal(estimator, small):
+    """A decimal column (pyarrow's, polars', a database's) is numbers: a whole Decimal
+    was another category than the integer it equals, and a fractional one was accepted
+    where the same value as a float is refused."""
+    from decimal import Decimal
+
+    pa = pytest.importorskip("pyarrow")
+    X, y = small
+    decimals = pa.table({"a": pa.array([Decimal(int(v)) for v in X[:, 0]])})
+    model = estimator(handle_unknown="error").fit(decimals, y)
+    assert [type(c) for c in model.categories_[0].tolist()] == [int] * 3
+    expected = estimator().fit(X[:, :1], y).predict_proba(X[:, :1])
+    np.testing.assert_array_equal(model.predict_proba(pa.table({"a": X[:, 0]})), expected)
+    huge = np.array([[Decimal(2**70)], [Decimal(1)]] * 30, dtype=object)
+    as_ints = np.array([[2**70], [1]] * 30, dtype=object)
+    np.testing.assert_array_equal(
+        estimator().fit(huge, y).predict_proba(as_ints),
+        estimator().fit(as_ints, y).predict_proba(as_ints),
+    )
+    fractional = pa.table({"a": pa.array([Decimal("1.5"), Decimal(2)] * 30)})
+    with pytest.raises(ValueError, match=r"column 'a'.*fractional part"):
+        estimator().fit(fractional, y)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import cmath
 import dataclasses
+import datetime
 import itertools
 import numbers
 import os
@@ -96,6 +97,19 @@ def _normalize(value: object) -> object:
         isinstance(value, complex) and cmath.isnan(value)
     ):
         return None  # Decimal('NaN') and complex NaNs are missing, as for floats
+    if isinstance(value, Decimal):
+        # a number, as a float is: whole, the integer it equals (exactly, however large);
+        # otherwise the float, refused as a fractional or infinite float is
+        return (
+            int(value) if value.is_finite() and value == value.to_integral_value() else float(value)
+        )
+    if type(value) is datetime.date:  # exactly a date: a datetime is a date too
+        # the Timestamp an Arrow or numpy date becomes (see _encode_arrow), so that
+        # the same dates code alike in every form
+        try:
+            return pd.Timestamp(value)
+        except (ValueError, OverflowError):  # beyond the Timestamps this pandas holds
+            return value
     if isinstance(value, np.generic):
         if isinstance(value, np.datetime64):
             return None if np.isnat(value) else pd.Timestamp(value)
@@ -299,9 +313,15 @@ def _module_of(X: object) -> str:
     return type(X).__module__.split(".")[0]
 
 
-def _as_array(X: Any) -> np.ndarray:
-    """A list of rows as an array; rows of different lengths are named as such (numpy 2
-    speaks of an "inhomogeneous shape", numpy 1 makes an array of lists)."""
+def rows_as_array(X: Any) -> np.ndarray:
+    """A table given as a list of rows (anything not an array) as an array, each value
+    keeping its own type where numpy would merge them: rows mixing numbers and strings
+    (all strings in numpy) and booleans beside numbers (all numbers in numpy: ``True``
+    would become the category ``1``) become an object array. Rows of different lengths
+    are named as such (numpy 2 speaks of an "inhomogeneous shape", numpy 1 makes an
+    array of lists)."""
+    if isinstance(X, np.ndarray):
+        return X
     if isinstance(X, (list, tuple)):
         lengths = {len(row) for row in X if isinstance(row, (list, tuple, np.ndarray))}
         if len(lengths) > 1:
@@ -310,13 +330,36 @@ def _as_array(X: Any) -> np.ndarray:
                 "values): every row needs one value per feature (None or NaN where a value "
                 "is missing)"
             )
-    return np.asarray(X, dtype=None)
+    array = np.asarray(X, dtype=None)
+    if array.dtype.kind == "U" or (array.dtype.kind in "iuf" and _holds_booleans(X)):
+        array = np.asarray(X, dtype=object)
+    return array
+
+
+def _holds_booleans(X: Any) -> bool:
+    """Whether a list of rows (or of values) holds a Python or numpy boolean."""
+    if not isinstance(X, (list, tuple)):
+        return False
+    rows = (row if isinstance(row, (list, tuple)) else (row,) for row in X)
+    return any(isinstance(value, (bool, np.bool_)) for value in itertools.chain.from_iterable(rows))
+
+
+def _numbered(f: int, labels: list[Any]) -> str:
+    """How messages name feature ``f`` of a table with column labels."""
+    return f"feature {f} (column {labels[f]!r})"
+
+
+def _described(feature: int | str) -> str:
+    """How messages name a feature given by its number or by its name (:func:`_numbered`)."""
+    return feature if isinstance(feature, str) else f"feature {feature}"
 
 
 def _split_table(X: Any) -> _Table:
     if isinstance(X, pd.DataFrame):
         labels = X.columns.tolist()
-        columns = [_frame_column(array, f) for f, array in enumerate(_column_arrays(X))]
+        columns = [
+            _frame_column(array, _numbered(f, labels)) for f, array in enumerate(_column_arrays(X))
+        ]
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.shape[0], floats)
     module = _module_of(X)
@@ -327,7 +370,9 @@ def _split_table(X: Any) -> _Table:
         )
     if module == "polars" and hasattr(X, "get_columns"):
         labels = list(X.columns)
-        columns = [_polars_column(series, f) for f, series in enumerate(X.get_columns())]
+        columns = [
+            _polars_column(series, _numbered(f, labels)) for f, series in enumerate(X.get_columns())
+        ]
         floats = [_is_float(column) for column in columns]
         return _Table(columns, None, labels, _column_names(labels), X.height, floats)
     if module == "pyarrow" or (hasattr(X, "__arrow_c_stream__") and not isinstance(X, np.ndarray)):
@@ -351,10 +396,7 @@ def _split_table(X: Any) -> _Table:
         return _Table(columns, None, labels, _column_names(labels), X.num_rows, floats)
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: categorical features must be dense")
-    array = X if isinstance(X, np.ndarray) else _as_array(X)
-    if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
-        # mixed lists become strings in numpy: keep the Python values instead
-        array = np.asarray(X, dtype=object)
+    array = rows_as_array(X)
     if array.ndim != 2:
         raise ValueError(
             f"Expected 2D array, got {array.ndim}D array instead. Reshape your data either "
@@ -391,13 +433,14 @@ def _chunked(array: Any) -> Any:
     return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
 
 
-def _array_column(column: np.ndarray, feature: int) -> ColumnSpec:
-    """One column of a numpy array as a column spec (see ``_Table``)."""
+def _array_column(column: np.ndarray, feature: int | str) -> ColumnSpec:
+    """One column of a numpy array as a column spec (see ``_Table``); ``feature`` is
+    the feature's number, or its name in messages (:func:`_numbered`)."""
     integers = _integer_values(column, feature)
     if integers is not None:
         return ("ints", integers[0], integers[1], column.dtype.kind == "f")
     if column.dtype.kind not in "OUSTbmMiuf":  # (T: numpy 2's variable-width strings)
-        raise ValueError(f"feature {feature} has unsupported dtype {column.dtype}")
+        raise ValueError(f"{_described(feature)} has unsupported dtype {column.dtype}")
     if column.dtype.kind in "mM":
         # numpy gives ints for datetime64[ns] but datetime objects for coarser units, so one
         # date would be two categories: pandas' Timestamp / Timedelta are unit-free
@@ -416,7 +459,7 @@ def _pandas_column(series: pd.Series, feature: int) -> ColumnSpec:
     return _frame_column(series.array, feature)
 
 
-def _frame_column(array: Any, feature: int) -> ColumnSpec:
+def _frame_column(array: Any, feature: int | str) -> ColumnSpec:
     """One column array of a DataFrame (a numpy array or a pandas extension array, as
     ``_column_arrays`` gives them) as a column spec, without building a Series."""
     if isinstance(array, np.ndarray):
@@ -445,7 +488,7 @@ def _frame_column(array: Any, feature: int) -> ColumnSpec:
     return ("objects", array.to_numpy(dtype=np.object_, na_value=None))
 
 
-def _polars_column(series: Any, feature: int) -> ColumnSpec:
+def _polars_column(series: Any, feature: int | str) -> ColumnSpec:
     try:
         import pyarrow
     except ImportError:
@@ -465,7 +508,7 @@ def _polars_column(series: Any, feature: int) -> ColumnSpec:
         arrow = series.to_arrow() if newest is None else series.to_arrow(compat_level=newest())
     except (pyarrow.ArrowException, ValueError, TypeError) as error:  # (Int128, ...)
         raise TypeError(
-            f"feature {feature} has polars type {series.dtype}, which cannot be read: {error}"
+            f"{_described(feature)} has polars type {series.dtype}, which cannot be read: {error}"
         ) from None
     return ("arrow", _chunked(arrow))
 
@@ -480,7 +523,7 @@ def _fits_int64(whole: np.ndarray) -> bool:
 
 
 def _integer_values(
-    column: np.ndarray, feature: int
+    column: np.ndarray, feature: int | str
 ) -> tuple[np.ndarray, np.ndarray | None] | None:
     """``(int64 values, missing mask or None)`` of a numeric column, or None if not numeric.
 
@@ -499,10 +542,10 @@ def _integer_values(
     missing = np.isnan(column)
     present = column[~missing]
     if not np.all(np.isfinite(present)):
-        raise ValueError(f"feature {feature} holds infinite values, which are not categories")
+        raise ValueError(f"{_described(feature)} holds infinite values, which are not categories")
     if np.any(present != np.floor(present)):
         raise ValueError(
-            f"feature {feature} holds floats with a fractional part, which are not "
+            f"{_described(feature)} holds floats with a fractional part, which are not "
             "categories: bin numeric columns first (e.g. sklearn's KBinsDiscretizer)"
         )
     if not _fits_int64(present):
@@ -784,7 +827,7 @@ def _encode_arrow(
         return vocabulary.encode_ints(feature, values, nulls, grow=grow)
     if types.is_floating(kind):
         values = np.asarray(chunk.cast(pa.float64()).fill_null(np.nan), dtype=np.float64)
-        column = _array_column(values, feature)
+        column = _array_column(values, name)
         return _encode_column(vocabulary, feature, column, grow, name)
     if types.is_null(kind):
         return np.full(len(chunk), MISSING_CODE, dtype=np.int32)
@@ -1219,7 +1262,7 @@ def _name(table: _Table, f: int) -> str:
     """How errors name feature ``f``."""
     if table.labels is None:
         return f"feature {f}"
-    return f"feature {f} (column {table.labels[f]!r})"
+    return _numbered(f, table.labels)
 
 
 def _examples(table: _Table, f: int, where: np.ndarray) -> list[Any]:

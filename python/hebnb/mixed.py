@@ -13,7 +13,7 @@ from sklearn.utils._indexing import _get_column_indices, _safe_indexing
 from sklearn.utils.validation import check_array
 
 from ._base import check_class_prior, class_log_prior, validate_table
-from ._encoding import check_sample_weight, encode_labels
+from ._encoding import check_sample_weight, encode_labels, rows_as_array
 from ._online import batch_classes, n_rows_of
 from ._params import ClassProbabilities, meta_fit_context
 from ._text import FloatArray, NaiveBayesClassifier, check_finite_labels
@@ -78,6 +78,14 @@ def check_table(X: Any) -> Any:
     if module in ("polars", "pyarrow") and hasattr(X, "to_pandas") and hasattr(X, "columns"):
         table = X.to_arrow() if module == "polars" else X
         X = table.to_pandas(types_mapper=_nullable_dtype)
+        for name, field in zip(X.columns, table.schema, strict=True):
+            if isinstance(X[name].dtype, pd.CategoricalDtype) and str(field.type).startswith(
+                "dictionary"
+            ):
+                # an Arrow dictionary declares nothing (only the values in the rows count,
+                # as CategoricalNB reads it); a pandas category column declares its
+                # categories: keep only those the rows use
+                X[name] = X[name].cat.remove_unused_categories()
     if sp.issparse(X):
         raise TypeError(
             "MixedNB does not support sparse input: pass a DataFrame or a dense array "
@@ -89,12 +97,9 @@ def check_table(X: Any) -> Any:
                 f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required by MixedNB."
             )
         return X
-    array = check_array(X, dtype=None, ensure_all_finite=False)
-    if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
-        # rows mixing numbers and strings become all strings in numpy: keep each value's
-        # own type, so that float columns still go to GaussianNB
-        array = check_array(np.asarray(X, dtype=object), dtype=None, ensure_all_finite=False)
-    return array
+    # rows mixing numbers and strings (or booleans and numbers) keep each value's own
+    # type, so that float columns still go to GaussianNB and True stays a boolean
+    return check_array(rows_as_array(X), dtype=None, ensure_all_finite=False)
 
 
 def _common_learning_rate(parts: list[Part]) -> float:
