@@ -368,3 +368,27 @@ def test_priority_sampling_estimates_weighted_sums_without_bias():
     standard_error = estimates.std() / np.sqrt(estimates.shape[0])
     assert abs(estimates.mean() - full) < 4 * standard_error
     assert standard_error < 0.02 * full  # the check can tell a bias of a few percent
+
+
+def test_each_batch_of_a_long_stream_draws_its_own_priorities(monkeypatch):
+    """Once the sample was full, a batch's draws were seeded by the rows kept plus its
+    own: the same seed for every batch of one size, so row j of every batch drew the same
+    number and the sample collapsed onto a few positions of a batch. With batches sorted
+    by class that made the sample's class shares wrong (0.02 for a class of half the
+    rows). Every kept row now has its own priority, and the shares are estimated well."""
+    from hebnb import multinomial
+
+    monkeypatch.setattr(multinomial, "KEPT_POWER_ROWS", 200)
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 10)  # every batch: 10 rows of class 0, then 10 of class 1
+    rates = np.where(y[:, None] == 0, np.linspace(0.2, 1.0, 8), np.linspace(1.0, 0.2, 8))
+    model = MultinomialNB()
+    for _ in range(300):
+        model.partial_fit(rng.poisson(rates), y, classes=[0, 1])
+    kept = model._power_rows
+    assert kept.classes.shape[0] == 200
+    assert np.unique(kept.priorities).shape[0] == 200
+    weights = kept.estimate_weights()
+    share = weights[kept.classes == 0].sum() / weights.sum()
+    # 200 rows of a fair coin: a standard error of 0.035
+    assert abs(share - 0.5) < 0.15

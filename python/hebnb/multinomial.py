@@ -54,6 +54,12 @@ class LeaveOneOutRows:
     weights: FloatArray
     priorities: FloatArray | None = None
     threshold: float = 0.0
+    #: Rows of the stream so far, those dropped from the sample included (0: the rows
+    #: held, as in a model pickled before it was kept): what seeds a batch's draws.
+    rows_seen: int = 0
+
+    def _seen(self) -> int:
+        return max(self.rows_seen, self.classes.shape[0])
 
     def _prioritised(self, seed: int) -> FloatArray:
         if self.priorities is not None:
@@ -63,29 +69,32 @@ class LeaveOneOutRows:
         return priorities
 
     def followed_by(self, other: LeaveOneOutRows) -> LeaveOneOutRows:
-        """These rows, then ``other``'s (which have never been sampled)."""
-        n_rows = self.classes.shape[0]
+        """These rows, then ``other``'s (which have never been sampled). ``other``'s
+        draws are seeded by the rows of the stream up to its last: a number no other
+        batch of the stream has, so that each batch draws afresh (seeded by the rows
+        kept, every batch of one size once the sample was full drew the same numbers)."""
+        seen = self._seen() + other.classes.shape[0]
         priorities = None
         if self.priorities is not None:
-            priorities = np.concatenate(
-                [self.priorities, other._prioritised(n_rows + other.classes.shape[0])]
-            )
+            priorities = np.concatenate([self.priorities, other._prioritised(seen)])
         return LeaveOneOutRows(
             np.concatenate([self.shifted_joint, other.shifted_joint]),
             np.concatenate([self.classes, other.classes]),
             np.concatenate([self.weights, other.weights]),
             priorities,
             self.threshold,
+            seen,
         )
 
     def sampled(self, most: int) -> LeaveOneOutRows:
         """These rows, or, beyond ``most``, the ``most`` of the highest priorities (in
         their order), the others' largest priority joining ``threshold``. Priorities
-        are seeded by the number of rows, so a stream is sampled the same way every time."""
+        are seeded by the number of rows seen, so a stream is sampled the same way every
+        time."""
         n_rows = self.classes.shape[0]
         if n_rows <= most:
             return self
-        priorities = self._prioritised(n_rows)
+        priorities = self._prioritised(self._seen())
         order = np.argsort(-priorities, kind="stable")
         kept = np.sort(order[:most])
         return LeaveOneOutRows(
@@ -94,6 +103,7 @@ class LeaveOneOutRows:
             self.weights[kept],
             priorities[kept],
             max(self.threshold, float(priorities[order[most]])),
+            self._seen(),
         )
 
     def estimate_weights(self) -> FloatArray:
