@@ -316,6 +316,23 @@ def test_a_power_that_overflows_every_score_of_a_row_is_refused_at_scoring():
     np.testing.assert_allclose(sharp.predict_proba(X).sum(axis=1), 1.0)
 
 
+@pytest.mark.parametrize("smoothing", ["heb-u", "heb-m", "laplace"])
+@pytest.mark.parametrize("posterior_power", [1.0, "auto"])
+def test_counts_that_overflow_every_score_of_a_row_are_refused(smoothing, posterior_power):
+    """Untempered (or tempered by a power it does not need to overflow), a row of counts
+    near the float64 maximum overflowed to -inf under every class: its probabilities were
+    all 0 and predict gave the first class. Such a row is refused, as ComplementNB and a
+    tempered model refuse it; one overflowing row does not hide the others' answers."""
+    X, y = token_data()
+    model = MultinomialNB(smoothing=smoothing, posterior_power=posterior_power).fit(X, y)
+    huge = np.zeros((2, X.shape[1]))
+    huge[1, :3] = 1e308
+    for method in ("predict_proba", "predict", "predict_log_proba", "predict_joint_log_proba"):
+        with pytest.raises(ValueError, match="row 1: the posterior is not determined"):
+            getattr(model, method)(np.vstack([X[:1], huge[1:]]))
+    assert np.all(np.isfinite(model.predict_log_proba(X)))
+
+
 def test_a_long_stream_keeps_a_bounded_priority_sample_of_its_rows(monkeypatch):
     """Beyond KEPT_POWER_ROWS rows the model keeps a priority sample of the rows' scores:
     never more rows than that, each one the full rule keeps, standing for at least its

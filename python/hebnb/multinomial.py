@@ -557,15 +557,15 @@ class MultinomialNB(DiscreteNB):
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
         joint = self._score(X, self._log_probability_by_token, self.class_log_prior_)
+        # every token has a probability above 0 under every class, so only an overflow
+        # (counts near the float64 maximum) makes a row -inf for every class
+        check_no_overflow(joint, "the token counts make the scores")
         if self.posterior_power_ != 1.0:
             # the tempered joint, scaled in place: the (rows, classes) output, not the
             # (vocabulary, classes) table, is multiplied
-            possible = ~np.all(np.isneginf(joint), axis=1)
             with np.errstate(over="ignore"):  # an overflow is refused below
                 joint *= self.posterior_power_
-            check_no_overflow(
-                joint[possible], f"posterior_power={self.posterior_power_:g} makes the scores"
-            )
+            check_no_overflow(joint, f"posterior_power={self.posterior_power_:g} makes the scores")
         return joint
 
 
