@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -388,3 +389,125 @@ def test_help_names_every_method_whole_and_says_defaults_measures_and_exit_codes
     table = (Path(__file__).resolve().parents[1] / "docs" / "evaluation.md").read_text()
     assert len(options) > 10
     assert sorted(option for option in options if f"`{option}" not in table) == []
+
+
+def test_names_of_one_method_give_one_column_and_one_curve(tmp_path, monkeypatch):
+    """``lidstone,lidstone:0.1,lidstone:0.10,laplace`` fitted lidstone three times, and the
+    report's per-dataset tables and reliability diagrams, keyed by label, showed two
+    columns and curves for four methods."""
+    from hebnb.evaluation import report as report_module
+    from hebnb.evaluation.report import mean_std_table, method_labels, summarise
+
+    out = evaluated_suite(
+        tmp_path, ["one", "two"], 60, "lidstone,lidstone:0.1,lidstone:0.10,laplace"
+    )
+    result = read_result(out)
+    assert result.settings["methods"] == ["lidstone", "laplace"]
+    assert sorted(set(result.folds["method"])) == ["laplace", "lidstone"]
+    report = (out / "report.md").read_text()
+    for title in ("Accuracy", "Log-loss", "Top-1 ECE"):
+        header = report.split(f"### {title}\n\n")[1].splitlines()[0]
+        assert header == "| dataset | Lidstone (alpha=0.1) | Laplace (alpha=1) |"
+    # a result that holds two methods of one label (written before they were merged)
+    # keeps a column for each
+    twins = result.folds[result.folds["method"] == "lidstone"].assign(method="lidstone:0.1")
+    result.folds = pd.concat([result.folds, twins], ignore_index=True)
+    methods = ["lidstone", "lidstone:0.1", "laplace"]
+    labels = method_labels(methods)
+    assert len(set(labels.values())) == 3
+    table = mean_std_table(summarise(result), "accuracy", methods)
+    assert list(table.columns) == [labels[m] for m in methods]
+    assert table[labels["lidstone"]].tolist() == table[labels["lidstone:0.1"]].tolist()
+    bins = result.reliability
+    twins = bins[bins["method"] == "lidstone"].assign(method="lidstone:0.1")
+    result.reliability = pd.concat([bins, twins], ignore_index=True)
+    result.settings["methods"] = ["lidstone", "lidstone:0.1"]  # drawn: the first two
+    drawn = []
+    monkeypatch.setattr(
+        report_module, "plot_reliability", lambda curves, title, path: drawn.append(curves)
+    )
+    report_module.write_figures(result, {}, tmp_path / "figures")
+    assert [list(curves) for curves in drawn] == [[labels["lidstone"], labels["lidstone:0.1"]]] * 2
+
+
+def test_a_single_class_left_by_the_subsample_is_an_input_error(tmp_path, capsys):
+    """59 rows of A and one of B, --max-rows 10: the draw kept A alone, every fit failed,
+    exit code 1 (the documentation promises the one-class error, exit code 2)."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.integers(0, 3, 60), "b": rng.normal(size=60)})
+    frame["class"] = ["A"] * 59 + ["B"]
+    frame.to_csv(tmp_path / "rare.csv", index=False)
+    out = tmp_path / "out"
+    arguments = ["evaluate", str(tmp_path / "rare.csv"), "--methods", "laplace,heb-m"]
+    arguments += ["--folds", "3", "--seed", "0", "--no-progress", "--out", str(out)]
+    assert main([*arguments, "--max-rows", "10"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("hebnb evaluate: error: ") and "keeps 1 class of the 2" in error
+    assert not (out / "folds.csv").exists()
+
+
+def test_a_report_removes_only_what_an_earlier_report_wrote(tmp_path):
+    """write_report deleted every figures/*.png and ranks-*.csv of the folder, the user's
+    own files included."""
+    out = tmp_path / "results"
+    (out / "figures").mkdir(parents=True)
+    own = [out / "figures" / "my-architecture-diagram.png", out / "ranks-my-notes.csv"]
+    own += [out / "figures" / "cd-all-accuracy.png"]  # a name a report writes
+    for path in own:
+        path.write_text("mine")
+    (tmp_path / "outside.png").write_text("mine")
+    evaluated_suite(tmp_path, ["one", "two", "three"], 60, "laplace,kt,heb-m")
+    first = json.loads((out / "manifest.json").read_text())["files"]
+    assert "ranks-all.csv" in first and "figures/reliability-three.png" in first
+    assert "figures/cd-all-accuracy.png" in first  # overwritten, as any file of its name
+    assert {"folds.csv", "report.md", "settings.json"} <= set(first)
+    for path in own[:2]:
+        assert path.read_text() == "mine"
+    # a second run of one dataset removes the first run's ranks and figures, no other file
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["files"] += ["../outside.png", "figures/../../outside.png", "folds.csv.bak"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    data = tmp_path / "suite" / "one" / "data.csv"
+    code = main(["evaluate", str(data), "--methods", "laplace", "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert not list(out.glob("ranks-all*.csv"))
+    figures = sorted(path.name for path in (out / "figures").iterdir())
+    assert figures == ["my-architecture-diagram.png", "reliability-one.png"]
+    assert (out / "ranks-my-notes.csv").read_text() == "mine"
+    assert (tmp_path / "outside.png").read_text() == "mine"
+    second = json.loads((out / "manifest.json").read_text())["files"]
+    assert "figures/reliability-one.png" in second and "ranks-all.csv" not in second
+    # without a manifest (a folder of an older version) nothing is removed
+    (out / "manifest.json").unlink()
+    (out / "figures" / "reliability-stale.png").write_text("old")
+    evaluate_and_report = evaluate(data, methods="kt", folds=3, progress=False)
+    write_report(evaluate_and_report, out)
+    assert (out / "figures" / "reliability-stale.png").exists()
+
+
+def test_numpy_integer_settings_are_written_as_numbers(tmp_path):
+    """folds, seed and max_rows given as numpy integers were written as strings
+    (json.dumps(default=str)): read_result gave "3" for 3."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.integers(0, 3, 90), "class": rng.integers(0, 2, 90)})
+    result = evaluate(
+        frame,
+        methods="laplace",
+        folds=np.int64(3),
+        seed=np.uint32(7),
+        max_rows=np.int32(80),
+        progress=False,
+    )
+    write_report(result, tmp_path / "out")
+    written = json.loads((tmp_path / "out" / "settings.json").read_text())
+    assert {key: written[key] for key in ("folds", "seed", "max_rows")} == {
+        "folds": 3,
+        "seed": 7,
+        "max_rows": 80,
+    }
+    assert all(type(written[key]) is int for key in ("folds", "seed", "max_rows"))
+    back = read_result(tmp_path / "out")
+    assert back.settings == result.settings
+    assert "Protocol: stratified 3-fold cross-validation, seed 7, at most 80 rows" in (
+        (tmp_path / "out" / "report.md").read_text()
+    )

@@ -98,3 +98,45 @@ def test_discriminative_and_posterior_methods_build_their_estimators():
     assert make_estimator("laplace+cll-value").get_params()["smoothing"] == "laplace"
     posterior = make_estimator("heb-m-posterior").get_params()
     assert posterior["concentration_estimate"] == "posterior-average"
+
+
+def test_names_of_the_same_settings_are_one_method():
+    """``lidstone``, ``lidstone:0.1`` and ``lidstone:0.10`` were three methods fitted
+    alike under one label: the report's tables, keyed by label, showed one column for
+    the three."""
+    assert check_methods("lidstone,lidstone:0.1,lidstone:0.10,laplace") == [
+        "lidstone",
+        "laplace",
+    ]
+    assert check_methods(["m-estimate:2", "m-estimate", "m-estimate:2.0"]) == ["m-estimate:2"]
+    assert check_methods("target-encoding,target-encoding:10,mnb-lidstone:0.1,mnb-lidstone") == [
+        "target-encoding",
+        "mnb-lidstone:0.1",
+    ]
+    # other values stay methods of their own
+    assert check_methods("lidstone,lidstone:0.2,m-estimate:2.5") == [
+        "lidstone",
+        "lidstone:0.2",
+        "m-estimate:2.5",
+    ]
+
+
+def test_distinct_methods_never_share_a_label():
+    from hebnb.evaluation.methods import TUNABLE, resolve_method
+
+    names = [*METHODS]
+    for base in TUNABLE:
+        names += [f"{base}:{value}" for value in ("0.1", "0.10", "1", "2", "2.0", "10", "1e-3")]
+    kept = check_methods(names)
+    labels = [resolve_method(name).label for name in kept]
+    assert len(set(labels)) == len(labels), sorted(labels)
+    # and what check_methods merged are the names that fit the same estimator alike
+    for name in names:
+        method = resolve_method(name)
+        alike = [
+            other
+            for other in kept
+            if resolve_method(other).estimator == method.estimator
+            and resolve_method(other).params == method.params
+        ]
+        assert len(alike) == 1, (name, alike)

@@ -173,3 +173,102 @@ def test_non_finite_probabilities_and_empty_input_are_refused(metric):
         metric([0, 1], np.array([[np.inf, 0.0], [0.1, 0.9]]), [0, 1])
     with pytest.raises(ValueError, match="no rows"):
         metric([], np.empty((0, 2)), [0, 1])
+
+
+METRICS = [
+    accuracy,
+    f1_macro,
+    log_loss,
+    brier_score,
+    auc_ovr_macro,
+    expected_calibration_error,
+    reliability_bins,
+    all_metrics,
+]
+
+
+@pytest.mark.parametrize("metric", METRICS, ids=lambda metric: metric.__name__)
+def test_shapes_are_checked_before_anything_is_computed(metric):
+    """accuracy, the ECE and all_metrics took the argmax / max before the shape check:
+    numpy's AxisError for 1-D probabilities, "argmax of an empty sequence" for no
+    column; a scalar ``classes`` raised an IndexError while the message was built."""
+    with pytest.raises(ValueError, match=r"proba of shape \(2,\) needs one column per class"):
+        metric([0, 1], [0.2, 0.8], [0, 1])
+    with pytest.raises(ValueError, match=r"proba of shape \(2, 0\) needs one column per class"):
+        metric([0, 1], np.zeros((2, 0)), [0, 1])
+    with pytest.raises(ValueError, match=r"classes must be a one-dimensional array.*shape \(\)"):
+        metric([0, 1], [[0.5, 0.5], [0.5, 0.5]], 0)
+    with pytest.raises(ValueError, match=r"y_true must be a one-dimensional array"):
+        metric([[0], [1]], [[0.5, 0.5], [0.5, 0.5]], [0, 1])
+
+
+@pytest.mark.parametrize("metric", METRICS, ids=lambda metric: metric.__name__)
+def test_values_that_are_not_probabilities_are_refused(metric):
+    """Rows [1, 1] and [0.9, 0.9] gave a log-loss of 0.053 and an accuracy of 0.5, and
+    negative values were scored too."""
+    with pytest.raises(ValueError, match=r"outside \[0, 1\] \(from -0.5 to 1.5\)"):
+        metric([0, 1], [[-0.5, 1.5], [0.5, 0.5]], [0, 1])
+    with pytest.raises(ValueError, match="2 rows of proba do not sum to 1 .*sums to 2.0"):
+        metric([0, 1], [[1.0, 1.0], [0.9, 0.9]], [0, 1])
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e-12, 1e-9, 1e-8, 3e-8, 1e-7, 1e-4])
+def test_the_row_sum_tolerance_is_scikit_learns(offset):
+    """A row is refused exactly where scikit-learn's log_loss finds that the values do not
+    sum to one (it warns; here it is an error)."""
+    import warnings
+
+    y, proba, classes = random_predictions(40, 3, seed=8)
+    proba = proba.copy()
+    proba[5, 1] += offset  # one row sums to 1 + offset (the others to 1 within rounding)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sk.log_loss(y, proba, labels=classes)
+    scikit_learn_refuses = any("do not sum to one" in str(w.message) for w in caught)
+    assert scikit_learn_refuses == (offset > 2.5e-8)  # rtol sqrt(eps) + atol 1e-8
+    if scikit_learn_refuses:
+        with pytest.raises(ValueError, match="1 rows of proba do not sum to 1 .row 5 sums"):
+            log_loss(y, proba, classes)
+    else:
+        assert log_loss(y, proba, classes) == pytest.approx(sk.log_loss(y, proba, labels=classes))
+
+
+def reference_bin(confidence: float, n_bins: int) -> int:
+    """The bin of a top-1 confidence by the documented rule, one comparison at a time:
+    the first bin is [0, 1/n], bin b is (b/n, (b+1)/n] with b/n the double nearest it."""
+    return sum(confidence > k / n_bins for k in range(1, n_bins))
+
+
+@pytest.mark.parametrize("n_bins", [3, 7, 10, 20])
+def test_ece_bins_at_their_edges(n_bins):
+    """numpy.linspace(0, 1, 11) puts three edges one ulp above 0.3, 0.6 and 0.7, so a
+    confidence of 0.1 + 0.2 = 0.30000000000000004 (> 0.3) fell into (0.2, 0.3]."""
+    confidences = []
+    for k in range(1, n_bins + 1):
+        edge = k / n_bins
+        confidences += [np.nextafter(edge, 0.0), edge, np.nextafter(edge, 2.0)]
+    confidences += [0.1 + 0.2, 0.3, 0.6, 0.7, 3 * (1 / n_bins)]
+    confidences = np.array([c for c in confidences if 1 / 41 < c <= 1.0])
+    # one row per confidence: that value in column 0, the rest spread over 40 columns
+    proba = np.empty((confidences.shape[0], 41))
+    proba[:, 0] = confidences
+    proba[:, 1:] = ((1.0 - confidences) / 40)[:, None]
+    classes = np.arange(41)
+    y = np.where(np.arange(confidences.shape[0]) % 3 == 0, 1, 0)  # some wrong
+    expected_bin = np.array([reference_bin(c, n_bins) for c in confidences])
+    count, confidence, accuracy_in_bin = reliability_bins(y, proba, classes, n_bins)
+    assert count.tolist() == np.bincount(expected_bin, minlength=n_bins).tolist()
+    correct = y == 0
+    gaps = [
+        np.sum(expected_bin == b)
+        / len(y)
+        * abs(correct[expected_bin == b].mean() - confidences[expected_bin == b].mean())
+        for b in range(n_bins)
+        if np.any(expected_bin == b)
+    ]
+    ece = expected_calibration_error(y, proba, classes, n_bins)
+    assert ece == pytest.approx(sum(gaps), rel=1e-12, abs=1e-15)
+    for b in range(n_bins):
+        if np.any(expected_bin == b):
+            assert confidence[b] == pytest.approx(confidences[expected_bin == b].mean())
+            assert accuracy_in_bin[b] == pytest.approx(correct[expected_bin == b].mean())

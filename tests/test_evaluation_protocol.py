@@ -160,3 +160,78 @@ def test_an_id_column_with_a_blank_cell_is_still_an_id():
     assert "user_id" in plan.dropped and "user_id" not in plan.binned
     frame["user_id"] += 0.5  # not whole: a measurement, binned
     assert "user_id" in plan_columns(frame.drop(columns="class")).binned
+
+
+def test_datasets_that_share_a_name_are_refused_before_any_fit(monkeypatch):
+    """Two DataFrames both named "data" had their folds merged: summary.csv averaged six
+    "folds" of two datasets, reliability.csv held two sets of bins per method."""
+    from hebnb.evaluation import runner
+
+    rng = np.random.default_rng(0)
+
+    def frame():
+        table = pd.DataFrame({"a": rng.integers(0, 3, 60), "c": rng.integers(0, 4, 60)})
+        table["class"] = (table["a"] + rng.integers(0, 2, 60) > 1).astype(int)
+        return table
+
+    fits = []
+    build = runner.make_estimator
+    monkeypatch.setattr(
+        runner, "make_estimator", lambda name, **kw: fits.append(name) or build(name, **kw)
+    )
+    twins = [prepare_dataset(frame()), prepare_dataset(frame()), prepare_dataset(frame(), name="x")]
+    with pytest.raises(DataError, match="more than one dataset is named 'data'"):
+        runner.run_protocol(twins, "laplace,kt", folds=3, progress=False)
+    assert fits == []
+    twins[1].name = "y"
+    result = runner.run_protocol(twins, "laplace,kt", folds=3, progress=False)
+    assert result.folds.groupby(["dataset", "method"]).size().eq(3).all()
+    assert sorted(set(result.folds["dataset"])) == ["data", "x", "y"]
+
+
+def test_a_subsample_that_keeps_a_single_class_is_the_one_class_error():
+    """A class of one row cannot be stratified: the draw of --max-rows rows could keep
+    the other class alone, and every fit then failed (exit code 1, not the documented
+    one-class error)."""
+    from sklearn.model_selection import train_test_split
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.integers(0, 3, 60), "b": rng.normal(size=60)})
+    frame["class"] = ["A"] * 59 + ["B"]
+    X, y = split_target(frame, "class")
+    # the unstratified draw of 10 rows with seed 0 misses the one "B" row
+    _, _, y_drawn, _ = train_test_split(X, y, train_size=10, random_state=0)
+    assert set(y_drawn) == {"A"}
+    with pytest.raises(DataError, match="keeps 1 class of the 2; at least two are needed"):
+        stratified_subsample(X, y, 10, seed=0)
+    with pytest.raises(DataError, match="keeps 1 class of the 2"):
+        prepare_dataset(frame, max_rows=10, seed=0)
+    # a draw that keeps "B" is used as it is
+    seed = next(
+        s for s in range(200) if "B" in train_test_split(y, train_size=10, random_state=s)[0]
+    )
+    X_kept, y_kept = stratified_subsample(X, y, 10, seed=seed)
+    assert X_kept.shape[0] == 10 and set(y_kept) == {"A", "B"}
+
+
+def test_column_names_that_mix_strings_and_numbers_are_refused_up_front():
+    """The encoder refuses mixed names (as scikit-learn does) with a TypeError, which
+    aborted the run at its first fit."""
+    from hebnb.evaluation import evaluate
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"a": rng.integers(0, 3, 90), 1: rng.integers(0, 3, 90), "class": rng.integers(0, 2, 90)}
+    )
+    with pytest.raises(DataError, match="column names mix strings and other types .the int name 1"):
+        evaluate(frame, methods="laplace", folds=3, progress=False)
+    # string names, or none, are evaluated
+    for names in (["a", "b", "class"], [0, 1, 2]):
+        table = frame.set_axis(names, axis=1)
+        result = evaluate(table, target=names[2], methods="laplace", folds=3, progress=False)
+        assert result.folds["error"].eq("").all() and result.folds.shape[0] == 3
+    # a number-named column that is dropped (one value per row) leaves string names
+    frame[1] = np.arange(90).astype(str)
+    with pytest.warns(UserWarning, match="column 1 dropped"):
+        result = evaluate(frame, methods="laplace", folds=3, progress=False)
+    assert result.folds["error"].eq("").all()

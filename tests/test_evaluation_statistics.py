@@ -92,3 +92,57 @@ def test_a_method_that_failed_on_some_folds_of_a_dataset_leaves_it_out_of_the_ra
     table = mean_std_table(summary, "log_loss", ["a", "b"])
     assert table.iloc[0, 1] == "0.1000 ± 0.0100 (2 folds failed)"
     assert "failed" not in table.iloc[1, 1]
+
+
+def test_paired_wilcoxon_refuses_one_method_against_itself_and_unknown_methods():
+    """``paired_wilcoxon(scores, "a", "a")`` counted every dataset twice as a tie (12 ties
+    over 6 datasets) and gave p = NaN instead of saying that there is no pair."""
+    with pytest.raises(ValueError, match="compares two methods; got 'A' twice"):
+        paired_wilcoxon(SCORES, "A", "A", higher_is_better=True)
+    with pytest.raises(ValueError, match="no scores of 'Z'; the methods are: A, B, C"):
+        paired_wilcoxon(SCORES, "A", "Z", higher_is_better=True)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 1.5, -0.05, float("nan"), True, "0.05"])
+def test_a_significance_level_outside_zero_one_is_refused(alpha):
+    """alpha = 0 gave an infinite CD, 1 or more and NaN a NaN one; rank_analysis, which
+    leaves out the metrics an analysis is impossible for, dropped every metric."""
+    from hebnb.evaluation.report import rank_analysis
+
+    with pytest.raises(ValueError, match="alpha must be a number between 0 and 1"):
+        nemenyi_critical_difference(3, 10, alpha)
+    with pytest.raises(ValueError, match="alpha must be a number between 0 and 1"):
+        friedman_nemenyi(SCORES, higher_is_better=True, alpha=alpha)
+    summary = SCORES.stack().rename("accuracy").rename_axis(["dataset", "method"]).reset_index()
+    for metric in ("f1_macro", "log_loss", "brier", "auc_ovr", "ece"):
+        summary[metric] = summary["accuracy"]
+    summary["failed_folds"] = 0
+    assert set(rank_analysis(summary, ["A", "B", "C"], 0.05)) >= {"accuracy", "ece"}
+    with pytest.raises(ValueError, match="alpha must be a number between 0 and 1"):
+        rank_analysis(summary, ["A", "B", "C"], alpha)
+
+
+@pytest.mark.parametrize(
+    ("n_methods", "n_datasets", "message"),
+    [
+        (1, 10, "n_methods must be an integer of at least 2, got 1"),
+        (0, 10, "n_methods must be an integer of at least 2, got 0"),
+        (3, 0, "n_datasets must be an integer of at least 1, got 0"),
+        (3, -2, "n_datasets must be an integer of at least 1, got -2"),
+        (3.5, 10, "n_methods must be an integer"),
+    ],
+)
+def test_nemenyi_critical_difference_refuses_sizes_without_a_test(n_methods, n_datasets, message):
+    """One method gave NaN, no dataset a ZeroDivisionError."""
+    with pytest.raises(ValueError, match=message):
+        nemenyi_critical_difference(n_methods, n_datasets)
+
+
+@pytest.mark.parametrize(("n_methods", "q_alpha"), [(2, 1.960), (3, 2.343), (10, 3.164)])
+def test_the_smallest_sizes_give_demsars_critical_difference(n_methods, q_alpha):
+    # Demsar (2006), table 5(a): q_0.05; one dataset is the smallest N with a CD
+    for n_datasets in (1, np.int64(4)):
+        expected = q_alpha * np.sqrt(n_methods * (n_methods + 1) / (6.0 * n_datasets))
+        assert nemenyi_critical_difference(n_methods, n_datasets) == pytest.approx(
+            expected, rel=1e-3
+        )

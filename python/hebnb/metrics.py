@@ -4,8 +4,11 @@ Accuracy, macro F1, natural-log log-loss with probabilities clipped to [1e-15, 1
 multi-class Brier, macro one-vs-rest AUC and top-1 ECE with 10 equal-width bins whose
 first bin is [0, 0.1] and the others (lo, hi]. Every function takes the true labels, the
 probability matrix (one column per class) and ``classes``, the labels of those columns
-sorted as ``numpy.unique`` sorts them. The predicted class is the argmax of the
-probabilities, ties going to the lowest class index.
+sorted as ``numpy.unique`` sorts them, and checks them before computing anything (a
+ValueError says what is wrong): the rows must hold probabilities, values in [0, 1]
+summing to 1 within scikit-learn's ``log_loss`` tolerance. The predicted class is the
+argmax of the probabilities, ties going to the lowest class index. The ECE's inner bin
+edges are the doubles nearest k / 10.
 """
 
 from __future__ import annotations
@@ -27,38 +30,69 @@ HIGHER_IS_BETTER = {
 }
 
 
-def _true_class_index(y_true: ArrayLike, classes: ArrayLike, proba: np.ndarray) -> np.ndarray:
-    """Column of each row's true class, after checking that ``proba`` has one row per
-    label and one column per class, at least one row and only finite values, and that
-    ``classes`` is sorted and holds every label."""
-    classes, y_true = np.asarray(classes), np.asarray(y_true)
-    if proba.ndim != 2 or classes.ndim != 1 or proba.shape[1] != classes.shape[0]:
+#: How far a row of probabilities may sum from 1: scikit-learn's ``log_loss`` check,
+#: ``numpy.isclose(row_sum, 1, rtol=sqrt(eps))`` (with isclose's absolute 1e-8).
+ROW_SUM_RTOL = float(np.sqrt(np.finfo(float).eps))
+
+
+def _checked(
+    y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
+    """``proba`` as a float matrix and the column of each row's true class, after
+    checking everything the metrics assume, before any of them computes a thing.
+
+    ``classes`` must be one-dimensional, sorted, distinct and hold every label;
+    ``proba`` must have one row per label (at least one) and one column per class, and
+    hold probabilities: finite values in [0, 1] whose rows sum to 1 (as scikit-learn's
+    ``log_loss`` checks them; it only warns of the sums).
+    """
+    matrix, labels, truth = np.asarray(proba, dtype=float), np.asarray(classes), np.asarray(y_true)
+    if labels.ndim != 1:
         raise ValueError(
-            f"proba of shape {proba.shape} needs one column per class: {classes.shape[0]} "
+            f"classes must be a one-dimensional array of labels, got shape {labels.shape}"
+        )
+    if matrix.ndim != 2 or matrix.shape[1] != labels.shape[0]:
+        raise ValueError(
+            f"proba of shape {matrix.shape} needs one column per class: {labels.shape[0]} "
             "classes given"
         )
-    if y_true.ndim != 1 or y_true.shape[0] != proba.shape[0]:
-        raise ValueError(f"{y_true.shape[0]} labels for the {proba.shape[0]} rows of proba")
-    if classes.shape[0] == 0:
+    if truth.ndim != 1:
+        raise ValueError(
+            f"y_true must be a one-dimensional array of labels, got shape {truth.shape}"
+        )
+    if truth.shape[0] != matrix.shape[0]:
+        raise ValueError(f"{truth.shape[0]} labels for the {matrix.shape[0]} rows of proba")
+    if labels.shape[0] == 0:
         raise ValueError("classes is empty")
-    if proba.shape[0] == 0:
+    if matrix.shape[0] == 0:
         raise ValueError("no rows to score: proba and y_true are empty")
-    if not np.all(np.isfinite(proba)):
+    if not np.all(np.isfinite(matrix)):
         raise ValueError("proba holds NaN or infinite values")
-    if np.any(classes[1:] <= classes[:-1]):
+    if matrix.min() < 0.0 or matrix.max() > 1.0:
+        raise ValueError(
+            f"proba holds values outside [0, 1] (from {float(matrix.min())!r} to "
+            f"{float(matrix.max())!r}): it must hold probabilities"
+        )
+    sums = matrix.sum(axis=1)
+    off = ~np.isclose(sums, 1.0, rtol=ROW_SUM_RTOL)
+    if np.any(off):
+        raise ValueError(
+            f"{int(off.sum())} rows of proba do not sum to 1 (row {int(np.argmax(off))} sums "
+            f"to {float(sums[np.argmax(off)])!r}): it must hold probabilities"
+        )
+    if np.any(labels[1:] <= labels[:-1]):
         raise ValueError("classes must be distinct and sorted, as numpy.unique returns them")
-    index = np.searchsorted(classes, y_true)
-    index = np.clip(index, 0, classes.shape[0] - 1)
-    if not np.all(classes[index] == y_true):
+    index = np.searchsorted(labels, truth)
+    index = np.clip(index, 0, labels.shape[0] - 1)
+    if not np.all(labels[index] == truth):
         raise ValueError("y_true holds labels that are not in classes")
-    return index
+    return matrix, index
 
 
 def log_loss(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Mean negative natural log of the probability given to the true class."""
-    proba = np.asarray(proba, dtype=float)
-    index = _true_class_index(y_true, classes, proba)
-    p = np.clip(proba[np.arange(proba.shape[0]), index], 1e-15, 1.0)
+    matrix, index = _checked(y_true, proba, classes)
+    p = np.clip(matrix[np.arange(matrix.shape[0]), index], 1e-15, 1.0)
     return float(-np.mean(np.log(p)))
 
 
@@ -68,22 +102,25 @@ def brier_score(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> floa
     The paper's macro one-vs-rest Brier is this value divided by the number of classes,
     so on one dataset both variants rank methods identically.
     """
-    proba = np.asarray(proba, dtype=float)
-    onehot = np.zeros_like(proba)
-    onehot[np.arange(proba.shape[0]), _true_class_index(y_true, classes, proba)] = 1.0
-    return float(np.mean(np.sum((proba - onehot) ** 2, axis=1)))
+    matrix, index = _checked(y_true, proba, classes)
+    onehot = np.zeros_like(matrix)
+    onehot[np.arange(matrix.shape[0]), index] = 1.0
+    return float(np.mean(np.sum((matrix - onehot) ** 2, axis=1)))
 
 
 def predicted_index(proba: ArrayLike) -> np.ndarray:
     """Column of the largest probability per row (ties: the lowest index)."""
-    index: np.ndarray = np.argmax(np.asarray(proba, dtype=float), axis=1)
+    matrix = np.asarray(proba, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        raise ValueError(f"proba of shape {matrix.shape} needs rows of one column per class")
+    index: np.ndarray = np.argmax(matrix, axis=1)
     return index
 
 
 def accuracy(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     """Fraction of rows whose most probable class is the true class."""
-    proba = np.asarray(proba, dtype=float)
-    return float(np.mean(predicted_index(proba) == _true_class_index(y_true, classes, proba)))
+    matrix, truth = _checked(y_true, proba, classes)
+    return float(np.mean(predicted_index(matrix) == truth))
 
 
 def f1_macro(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
@@ -92,10 +129,9 @@ def f1_macro(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> float:
     The mean runs over the classes that occur in ``y_true`` or among the predictions
     (scikit-learn's ``f1_score(average="macro")`` without ``labels``).
     """
-    proba = np.asarray(proba, dtype=float)
-    truth = _true_class_index(y_true, classes, proba)
-    predicted = predicted_index(proba)
-    n_classes = np.asarray(classes).shape[0]
+    matrix, truth = _checked(y_true, proba, classes)
+    predicted = predicted_index(matrix)
+    n_classes = matrix.shape[1]
     true_positive = np.bincount(truth[truth == predicted], minlength=n_classes)
     actual = np.bincount(truth, minlength=n_classes)
     forecast = np.bincount(predicted, minlength=n_classes)
@@ -112,16 +148,15 @@ def auc_ovr_macro(y_true: ArrayLike, proba: ArrayLike, classes: ArrayLike) -> fl
     no class is left (a single class in ``y_true``). For two classes this equals the
     binary AUC of either column.
     """
-    proba = np.asarray(proba, dtype=float)
-    truth = _true_class_index(y_true, classes, proba)
+    matrix, truth = _checked(y_true, proba, classes)
     areas = []
-    for c in range(proba.shape[1]):
+    for c in range(matrix.shape[1]):
         positive = truth == c
         n_positive = int(positive.sum())
         n_negative = positive.shape[0] - n_positive
         if n_positive == 0 or n_negative == 0:
             continue
-        ranks = rankdata(proba[:, c])
+        ranks = rankdata(matrix[:, c])
         u = ranks[positive].sum() - n_positive * (n_positive + 1) / 2.0
         areas.append(u / (n_positive * n_negative))
     return float(np.mean(areas)) if areas else float("nan")
@@ -143,10 +178,14 @@ def reliability_bins(
     """
     if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
-    proba = np.asarray(proba, dtype=float)
-    confidence = proba.max(axis=1)
-    correct = predicted_index(proba) == _true_class_index(y_true, classes, proba)
-    bins = np.digitize(confidence, np.linspace(0.0, 1.0, n_bins + 1)[1:-1], right=True)
+    matrix, truth = _checked(y_true, proba, classes)
+    confidence = matrix.max(axis=1)
+    correct = predicted_index(matrix) == truth
+    # the inner edges k / n_bins, each the double nearest it: numpy.linspace(0, 1, 11)
+    # gives 3 * 0.1 = 0.30000000000000004 (and 0.6, 0.7 one ulp high), so confidences
+    # just above 0.3 fell into (0.2, 0.3]
+    edges = np.arange(1, n_bins) / n_bins
+    bins = np.digitize(confidence, edges, right=True)
     count = np.bincount(bins, minlength=n_bins).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_confidence = np.bincount(bins, weights=confidence, minlength=n_bins) / count

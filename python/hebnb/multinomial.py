@@ -59,7 +59,7 @@ class LeaveOneOutRows:
     rows_seen: int = 0
 
     def _seen(self) -> int:
-        return max(self.rows_seen, self.classes.shape[0])
+        return max(self.rows_seen, int(self.classes.shape[0]))
 
     def _prioritised(self, seed: int) -> FloatArray:
         if self.priorities is not None:

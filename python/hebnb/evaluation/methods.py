@@ -251,6 +251,7 @@ def resolve_method(name: str) -> Method:
         parameter = TUNABLE[base]
         template = METHODS[base]
         # the shortest text that gives the number back: two values never share a label
+        # (and the default's value is the default method: check_methods keeps one of them)
         shown = repr(number).removesuffix(".0")
         label = template.label.split(" (")[0] + f" ({parameter}={shown})"
         return Method(name, label, template.estimator, {**template.params, parameter: number})
@@ -259,8 +260,19 @@ def resolve_method(name: str) -> Method:
     )
 
 
+def settings_of(method: Method) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """What a method fits: its estimator and constructor arguments (``lidstone`` and
+    ``lidstone:0.10`` give the same)."""
+    return method.estimator, tuple(sorted(method.params.items()))
+
+
 def check_methods(names: str | Sequence[str]) -> list[str]:
     """Validates method names (a list or a comma-separated string); returns the list.
+
+    Names of one method are kept once, under the first of them: a name given twice, and
+    names that give the same settings (``lidstone``, ``lidstone:0.1`` and
+    ``lidstone:0.10``; ``m-estimate`` and ``m-estimate:2``), which would be fitted twice
+    and share a label in the report's tables and plots.
 
     Raises
     ------
@@ -280,9 +292,10 @@ def check_methods(names: str | Sequence[str]) -> list[str]:
             f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}, or "
             f"{'/'.join(TUNABLE)}:VALUE"
         )
-    for name in unique:
-        resolve_method(name)  # NAME:VALUE must carry a positive number
-    return unique
+    first_of_settings: dict[tuple[str, tuple[tuple[str, Any], ...]], str] = {}
+    for name in unique:  # NAME:VALUE must carry a positive number
+        first_of_settings.setdefault(settings_of(resolve_method(name)), name)
+    return list(first_of_settings.values())
 
 
 def make_estimator(name: str, **overrides: Any) -> CategoricalClassifier | NaiveBayesClassifier:

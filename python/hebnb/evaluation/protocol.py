@@ -203,7 +203,15 @@ def stratified_subsample(
     X: pd.DataFrame, y: np.ndarray, max_rows: int | None, seed: int
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """At most ``max_rows`` rows, drawn with the class proportions kept (where every
-    class can keep a row on both sides of the draw)."""
+    class can keep a row on both sides of the draw).
+
+    Raises
+    ------
+    DataError
+        ``max_rows`` is below the number of classes, or the draw keeps a single class
+        (a class of one row cannot be stratified, and a small draw can miss the others):
+        there is nothing to classify, as for a table of one class.
+    """
     check_seed(seed)
     if max_rows is None or X.shape[0] <= max_rows:
         return X, y
@@ -218,6 +226,12 @@ def stratified_subsample(
     X_kept, _, y_kept, _ = train_test_split(
         X, y, train_size=max_rows, stratify=stratify, random_state=seed
     )
+    n_kept = np.unique(y_kept).shape[0]
+    if n_kept < 2:
+        raise DataError(
+            f"the subsample of --max-rows {max_rows} rows keeps {n_kept} class of the "
+            f"{n_classes}; at least two are needed: raise --max-rows (0 keeps every row)"
+        )
     return X_kept.reset_index(drop=True), y_kept
 
 
@@ -274,7 +288,9 @@ def plan_columns(
     ------
     DataError
         A column named in ``categorical`` does not exist, a column holds nested values
-        (lists, dicts), or no column is left.
+        (lists, dicts), no column is left, or the names of the kept columns mix strings
+        and other types (the estimators take all-string names or no string name, as
+        scikit-learn does: every fit would fail).
     """
     forced = set()
     if categorical == "all":
@@ -316,6 +332,13 @@ def plan_columns(
         warn(f"column {name!r} dropped: {reason}", UserWarning)
     if not plan.kept:
         raise DataError("no feature column is left after dropping the unusable ones")
+    not_text = [name for name in plan.kept if not isinstance(name, str)]
+    if 0 < len(not_text) < len(plan.kept):
+        shown = ", ".join(f"the {type(name).__name__} name {name!r}" for name in not_text[:5])
+        raise DataError(
+            f"column names mix strings and other types ({shown}): name every column with a "
+            "string (frame.columns = frame.columns.astype(str)) or none"
+        )
     return plan
 
 

@@ -12,6 +12,9 @@ Files written into the output folder:
 - ``figures/reliability-<dataset>.png`` and ``figures/cd-<group>-<metric>.png``.
 - ``settings.json``: the arguments of the run (:func:`read_result` reads it all back).
 - ``report.md``: all of it in one page.
+- ``manifest.json``: the files above that this report wrote. A later report into the
+  same folder removes the rank tables and figures listed there that it does not write
+  again (other methods, datasets or groups); it never removes a file no report wrote.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +33,7 @@ from ..metrics import HIGHER_IS_BETTER
 from .methods import PAPER_SMOOTHERS, resolve_method
 from .plots import plot_critical_difference, plot_reliability
 from .runner import EvaluationResult
-from .statistics import FriedmanResult, friedman_nemenyi, paired_wilcoxon
+from .statistics import FriedmanResult, check_alpha, friedman_nemenyi, paired_wilcoxon
 
 METRIC_LABELS = {
     "accuracy": "Accuracy",
@@ -53,6 +57,12 @@ WILCOXON_PAIRS = (
     ("heb-m+gr", "heb-m"),
     ("heb-m-posterior", "heb-m"),
 )
+#: Where :func:`write_report` lists the files it wrote into the folder (paths relative to
+#: it, ``/``-separated).
+MANIFEST = "manifest.json"
+#: The written files whose names depend on the run (rank tables of the method groups,
+#: diagrams of the datasets and metrics): the only ones a later report may find stale.
+RUN_DEPENDENT = re.compile(r"ranks-[^/\\]+\.csv|figures/[^/\\]+\.png")
 
 
 def rank_groups(methods: Sequence[str]) -> dict[str, list[str]]:
@@ -108,7 +118,15 @@ def rank_analysis(
     summary: pd.DataFrame, methods: Sequence[str], alpha: float = 0.05
 ) -> dict[str, FriedmanResult]:
     """Metric -> :class:`FriedmanResult` over the datasets where every method ran on
-    every fold (needs two or more)."""
+    every fold (needs two or more).
+
+    Raises
+    ------
+    ValueError
+        ``alpha`` outside (0, 1) (checked first: the metrics whose analysis is
+        impossible, for too few datasets, are left out without one).
+    """
+    check_alpha(alpha)
     analyses: dict[str, FriedmanResult] = {}
     for metric in RANKED_METRICS:
         table = comparable_scores(summary, metric, methods)
@@ -180,8 +198,9 @@ def mean_std_table(summary: pd.DataFrame, metric: str, methods: Sequence[str]) -
     means = score_table(summary, metric, methods)
     stds = score_table(summary, f"{metric}_std", methods)
     failed = score_table(summary, "failed_folds", methods).fillna(0).astype(int)
+    labels = method_labels(list(means.columns))
     cells = {
-        _label(m): [
+        labels[m]: [
             ""
             if np.isnan(mean)
             else f"{mean:.4f} ± {std:.4f}" + (f" ({lost} folds failed)" if lost else "")
@@ -198,6 +217,18 @@ def _label(method: str) -> str:
         return resolve_method(method).label
     except ValueError:
         return method
+
+
+def method_labels(methods: Sequence[str]) -> dict[str, str]:
+    """Method -> how tables and plots show it: its label, followed by its name where two
+    of ``methods`` share a label (a result read back from a folder that an older
+    version wrote), so that no column or curve takes the place of another."""
+    labels = {method: _label(method) for method in methods}
+    shared = Counter(labels.values())
+    return {
+        method: f"{label} [{method}]" if shared[label] > 1 else label
+        for method, label in labels.items()
+    }
 
 
 def _markdown_table(frame: pd.DataFrame, float_format: str = "{:.4f}") -> str:
@@ -246,9 +277,10 @@ def write_figures(
     written: dict[str, Path] = {}
     methods = result.settings["methods"]
     shown = [m for m in RELIABILITY_METHODS if m in methods] or list(methods[:2])
+    labels = method_labels(shown)
     taken: set[str] = set()
     for dataset, bins in result.reliability.groupby("dataset", sort=False):
-        curves = {_label(method): bins[bins["method"] == method] for method in shown}
+        curves = {labels[method]: bins[bins["method"] == method] for method in shown}
         path = figures / f"reliability-{_unique_slug(str(dataset), taken)}.png"
         written[f"reliability {dataset}"] = plot_reliability(curves, str(dataset), path)
     for group, analyses in grouped_analyses.items():
@@ -333,18 +365,23 @@ def write_report(
     -------
     Path
         The markdown report.
+
+    Notes
+    -----
+    ``manifest.json`` lists the files written. The rank tables and figures that the
+    manifest of an earlier report into ``out`` lists and this one does not write again
+    (ranks and CD diagrams of other methods, reliability diagrams of other datasets) are
+    removed; no other file of ``out`` is touched.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    # what an earlier run into the same folder wrote and this one may not (ranks and
-    # CD diagrams of other methods, reliability diagrams of other datasets)
-    for stale in [*out.glob("ranks-*.csv"), *(out / "figures").glob("*.png")]:
-        stale.unlink()
+    earlier = listed_by_earlier_report(out)
     methods = result.settings["methods"]
+    written = ["folds.csv", "reliability.csv", "datasets.csv", "settings.json", "summary.csv"]
     result.folds.to_csv(out / "folds.csv", index=False)
     result.reliability.to_csv(out / "reliability.csv", index=False)
     result.datasets.to_csv(out / "datasets.csv", index=False)
-    (out / "settings.json").write_text(json.dumps(result.settings, indent=1, default=str))
+    (out / "settings.json").write_text(json.dumps(result.settings, indent=1, default=_json_value))
     summary = summarise(result)
     summary.to_csv(out / "summary.csv", index=False)
     grouped_analyses = {}
@@ -354,7 +391,9 @@ def write_report(
             if analyses:
                 grouped_analyses[group] = analyses
                 rank_frame(analyses).to_csv(out / f"ranks-{group}.csv")
+                written.append(f"ranks-{group}.csv")
     figures = write_figures(result, grouped_analyses, out / "figures")
+    written += [f"figures/{path.name}" for path in figures.values()]
 
     lines = ["# hebnb evaluation", ""]
     if command:
@@ -434,13 +473,49 @@ def write_report(
     lines.append("")
     report = out / "report.md"
     report.write_text("\n".join(lines))
+    written.append("report.md")
+    # compared without case: on a case-insensitive file system "reliability-A.png" of
+    # an earlier run is this run's "reliability-a.png"
+    again = {name.lower() for name in written}
+    for stale in sorted(name for name in earlier if name.lower() not in again):
+        if (out / stale).is_file():
+            (out / stale).unlink()
+    (out / MANIFEST).write_text(json.dumps({"files": sorted(written)}, indent=1))
     return report
 
 
+def listed_by_earlier_report(out: str | os.PathLike[str]) -> set[str]:
+    """The rank tables and figures (:data:`RUN_DEPENDENT`) that the ``manifest.json`` of
+    an earlier :func:`write_report` into ``out`` lists: none when there is no readable
+    manifest, so a folder's own files (a ``figures/diagram.png``, ``ranks-notes.csv``)
+    are never taken for a report's."""
+    try:
+        listed = json.loads((Path(out) / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    if not isinstance(listed, list):
+        return set()
+    return {name for name in listed if isinstance(name, str) and RUN_DEPENDENT.fullmatch(name)}
+
+
+def _json_value(value: object) -> object:
+    """A setting ``json`` cannot write as it is: a numpy number (``folds=numpy.int64(3)``)
+    as the number it is, so that :func:`read_result` gives it back, an array as a list,
+    anything else as its text."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
 __all__ = [
+    "MANIFEST",
     "FriedmanResult",
     "comparable_scores",
+    "listed_by_earlier_report",
     "mean_std_table",
+    "method_labels",
     "rank_analysis",
     "rank_frame",
     "rank_groups",

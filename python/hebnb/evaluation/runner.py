@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,10 +306,23 @@ def run_protocol(
         Show a tqdm bar over datasets x folds x methods.
     settings : dict, optional
         Recorded in the result.
+
+    Raises
+    ------
+    DataError
+        Two datasets share a name (their folds would be merged into one dataset's
+        results), or a dataset cannot be split into ``folds`` folds.
     """
     from tqdm.auto import tqdm  # the evaluate extra
 
     names = check_methods(methods)
+    datasets_named = Counter(dataset.name for dataset in datasets)
+    shared = [name for name, count in datasets_named.items() if count > 1]
+    if shared:
+        raise DataError(
+            f"more than one dataset is named {' or '.join(map(repr, shared))}: the results "
+            "are kept per dataset name, so give each its own (prepare_dataset(..., name=...))"
+        )
     try:
         n_threads(n_jobs)
     except ValueError as error:

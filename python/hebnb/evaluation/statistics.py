@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,8 +43,27 @@ def rank_table(scores: pd.DataFrame, higher_is_better: bool) -> pd.DataFrame:
     return table
 
 
+def check_alpha(alpha: float) -> float:
+    """The significance level as a float, or a ValueError when it is not a number in
+    (0, 1) (0 gave an infinite CD, 1 or more and NaN a NaN one)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be a number between 0 and 1 (exclusive), got {alpha!r}")
+    return float(alpha)
+
+
 def nemenyi_critical_difference(n_methods: int, n_datasets: int, alpha: float = 0.05) -> float:
-    """CD = q_alpha sqrt(k (k + 1) / (6 N)) of the Nemenyi test (Demsar 2006, eq. 5)."""
+    """CD = q_alpha sqrt(k (k + 1) / (6 N)) of the Nemenyi test (Demsar 2006, eq. 5).
+
+    Raises
+    ------
+    ValueError
+        Fewer than two methods (no pair to compare: NaN), fewer than one dataset (a
+        division by zero), or ``alpha`` outside (0, 1).
+    """
+    for name, value, least in (("n_methods", n_methods, 2), ("n_datasets", n_datasets, 1)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+            raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+    alpha = check_alpha(alpha)
     q_alpha = stats.studentized_range.ppf(1.0 - alpha, n_methods, np.inf) / np.sqrt(2.0)
     return float(q_alpha * np.sqrt(n_methods * (n_methods + 1) / (6.0 * n_datasets)))
 
@@ -90,8 +110,10 @@ def friedman_nemenyi(
     Raises
     ------
     ValueError
-        Fewer than two methods, or fewer than two datasets with complete scores.
+        Fewer than two methods, fewer than two datasets with complete scores, or
+        ``alpha`` outside (0, 1).
     """
+    alpha = check_alpha(alpha)
     blocks = complete_blocks(scores)
     n_datasets, n_methods = blocks.shape
     if n_methods < 2 or n_datasets < 2:
@@ -141,7 +163,22 @@ class WilcoxonResult:
 def paired_wilcoxon(
     scores: pd.DataFrame, first: str, second: str, higher_is_better: bool
 ) -> WilcoxonResult:
-    """Wins, losses and the Wilcoxon signed-rank p-value of two methods over datasets."""
+    """Wins, losses and the Wilcoxon signed-rank p-value of two methods over datasets.
+
+    Raises
+    ------
+    ValueError
+        ``first`` and ``second`` are the same method (every dataset a tie: nothing to
+        test), or one of them is not a column of ``scores``.
+    """
+    if first == second:
+        raise ValueError(f"paired_wilcoxon compares two methods; got {first!r} twice")
+    missing = [name for name in (first, second) if name not in scores.columns]
+    if missing:
+        raise ValueError(
+            f"no scores of {', '.join(map(repr, missing))}; the methods are: "
+            f"{', '.join(map(str, scores.columns))}"
+        )
     blocks = complete_blocks(scores[[first, second]])
     difference = blocks[first].to_numpy(dtype=float) - blocks[second].to_numpy(dtype=float)
     if not higher_is_better:
