@@ -40,8 +40,9 @@ struct ColumnKeys {
 /// parent's or the child's value is missing. What [`number_cells`] numbers.
 ///
 /// # Errors
-/// A parent outside the features, cardinalities of another length, and
-/// [`HebError::Allocation`].
+/// A parent outside the features, cardinalities of another length, a cardinality beyond
+/// the codes' range (2^31) or a code at or beyond its feature's cardinality (keys would
+/// leave their column's range and collide), and [`HebError::Allocation`].
 pub fn cell_keys(
     codes: ArrayView2<i32>,
     parents: &[usize],
@@ -53,6 +54,24 @@ pub fn cell_keys(
             "cell keys: {} cardinalities and super-parents {parents:?} for {n_features} \
              features",
             cardinality.len()
+        )));
+    }
+    // codes are i32, so a key u K_j + v stays below 2^62 when every K_j is at most 2^31
+    if let Some(j) = (0..n_features).find(|&j| cardinality[j] > 1 << 31) {
+        return Err(HebError::InvalidParameter(format!(
+            "cell keys: feature {j} has cardinality {}, beyond the codes' range 2^31",
+            cardinality[j]
+        )));
+    }
+    if let Some(j) = (0..n_features).find(|&j| {
+        codes
+            .row(j)
+            .iter()
+            .any(|&v| i64::from(v) >= cardinality[j] as i64)
+    }) {
+        return Err(HebError::InvalidParameter(format!(
+            "cell keys: feature {j} has a code at or beyond its cardinality {}",
+            cardinality[j]
         )));
     }
     let n_columns = parents.len() * n_features;

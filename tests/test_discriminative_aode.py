@@ -1196,6 +1196,11 @@ def test_cell_keys_are_the_parent_and_child_values_combined():
         hebnb.weighting.aode_cell_keys(codes, np.array([5]), cardinality)
     with pytest.raises(ValueError, match="cardinalities"):
         hebnb.weighting.aode_cell_keys(codes, parents, cardinality[:-1])
+    # a code beyond its cardinality, or keys beyond int64, would leave their column's range
+    with pytest.raises(ValueError, match="feature 0 has a code at or beyond its cardinality 2"):
+        hebnb.weighting.aode_cell_keys(codes, parents, cardinality - 1)
+    with pytest.raises(ValueError, match="feature 2 has cardinality 2147483649, beyond"):
+        hebnb.weighting.aode_cell_keys(codes, parents, [3, 1, 2**31 + 1, 7, 2])
 
 
 def test_cells_are_numbered_as_np_unique_numbers_each_column():
