@@ -296,38 +296,53 @@ impl EvidenceTerms {
             .map(|(k, &weight)| ((k + 1) as f64, weight))
     }
 
-    /// `m l'(m)` as the difference of its two increasing parts, `(A(m), B(m))`, for whole
-    /// counts and totals:
+    /// `m l'(m)` as the difference of its two increasing parts, `(A(m), B(m))`, for any
+    /// counts and totals. Each cell and document contributes `h_n(x) = x (ψ(x + n) - ψ(x))`
+    /// (`x = m mu` or `m`; for whole `n` the sum `sum_{j<n} x / (x + j)`), which rises
+    /// from 1 to `n` when `n > 1` and falls from 1 to `n` when `n < 1`: it is the slope of
+    /// the secant of `q^n` from `q = e^-t` to 1, averaged over `t`, and that slope grows
+    /// with `q` for convex `q^n`. So a cell's `h` goes to `A` and a document's to `B`, except
+    /// where they fall: such a term is `1 - (1 - h)`, its rising part `1 - h` on the other
+    /// side and the constant 1 on its own:
     ///
     /// ```text
-    /// A(m) = sum_cells sum_{j<n} m mu / (m mu + j)      B(m) = sum_docs sum_{j<N} m / (m + j)
+    /// A(m) = sum_{cells n >= 1} h_n(m mu) + sum_{cells n < 1} 1 + sum_{docs N < 1} (1 - h_N(m))
+    /// B(m) = sum_{docs N >= 1} h_N(m) + sum_{docs N < 1} 1 + sum_{cells n < 1} (1 - h_n(m mu))
     /// ```
     ///
-    /// Each summand grows with `m`, so on `[m_a, m_b]` the gradient lies between
-    /// `A(m_a) - B(m_b)` and `A(m_b) - B(m_a)`: an interval where that range excludes 0
-    /// holds no maximum, which lets the solver skip most of the interval unevaluated.
-    /// The bound holds when [`Self::has_whole_counts`].
+    /// On `[m_a, m_b]` the gradient then lies between `A(m_a) - B(m_b)` and
+    /// `A(m_b) - B(m_a)`: an interval where that range excludes 0 holds no maximum, which
+    /// lets the solver skip most of the interval unevaluated (fractional counts, from
+    /// sample weights or forgetting, included).
     pub fn increasing_parts(&self, m: f64) -> (f64, f64) {
-        let long_cells: f64 = self
-            .long_cells
-            .iter()
-            .map(|&(n, mu)| m * mu * digamma_difference(m * mu, n))
-            .sum();
+        let (mut rising, mut falling) = (0.0, 0.0);
+        for &(n, mu) in &self.long_cells {
+            let h = m * mu * digamma_difference(m * mu, n);
+            if n >= 1.0 {
+                rising += h;
+            } else {
+                rising += 1.0;
+                falling += 1.0 - h;
+            }
+        }
+        for &(total, k) in &self.long_totals {
+            let h = m * digamma_difference(m, total);
+            if total >= 1.0 {
+                falling += k * h;
+            } else {
+                falling += k;
+                rising += k * (1.0 - h);
+            }
+        }
         let cells = self.short_cells
-            + m * (pole_sum(&self.poles, m) + shared_pole_sum(&self.shared_poles, m))
-            + long_cells;
+            + m * (pole_sum(&self.poles, m) + shared_pole_sum(&self.shared_poles, m));
         let short_documents: f64 = self
             .short_document_steps()
             .map(|(k, weight)| weight * m / (m + k))
             .sum();
-        let long_documents: f64 = self
-            .long_totals
-            .iter()
-            .map(|&(total, k)| k * m * digamma_difference(m, total))
-            .sum();
         (
-            cells,
-            self.short_documents + short_documents + long_documents,
+            cells + rising,
+            self.short_documents + short_documents + falling,
         )
     }
 

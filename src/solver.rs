@@ -14,10 +14,10 @@
 //! from the sign of `f(t) = m l'(m)` (computed so that its sign is right even where
 //! `l'(m)` drowns in rounding):
 //!
-//! * with whole counts, by branch and bound: `f = A - B` with `A` and `B` increasing in
-//!   `m`, so an interval where `A(b) - B(a) < 0` or `A(a) - B(b) > 0` holds no maximum and
-//!   is skipped; the others are halved down to `SCAN_STEP`;
-//! * with fractional counts (sample weights, forgetting), by a scan of step `SCAN_STEP`.
+//! by branch and bound: `f = A - B` with `A` and `B` increasing in `m` (for whole and
+//! fractional counts alike: [`EvidenceTerms::increasing_parts`]), so an interval where
+//! `A(b) - B(a) < 0` or `A(a) - B(b) > 0` holds no maximum and is skipped; the others are
+//! halved down to `SCAN_STEP`.
 //!
 //! A local maximum and minimum closer together than the step (two sign changes between
 //! neighbouring points) would go unseen. Where `l` is flat (no counts, or one category)
@@ -276,8 +276,7 @@ fn log_start(start: f64) -> f64 {
 }
 
 /// The global maximum where the gradient may change sign several times: every local
-/// maximum is bracketed (branch and bound for whole counts, a scan otherwise) and refined,
-/// and the best candidate wins.
+/// maximum is bracketed (branch and bound) and refined, and the best candidate wins.
 pub(crate) fn maximise_by_search<E: Evidence>(
     terms: &E,
     settings: &SolverSettings,
@@ -285,11 +284,7 @@ pub(crate) fn maximise_by_search<E: Evidence>(
 ) -> Solution {
     let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
     let (lo_end, hi_end) = (lo_m.ln(), hi_m.ln());
-    let search = if terms.has_whole_counts() {
-        bracket_by_bounds(terms, lo_end, hi_end)
-    } else {
-        bracket_by_scan(terms, lo_end, hi_end)
-    };
+    let search = bracket_by_bounds(terms, lo_end, hi_end);
     let mut n_iter = search.n_evaluations;
     let mut candidates = Vec::new();
     if search.lower_end_is_maximum {
@@ -323,7 +318,9 @@ struct Brackets {
 }
 
 /// Signs of `m l'(m)` on a grid of step `SCAN_STEP` in `ln m`: every fall from + to -
-/// brackets a local maximum. Works for any counts.
+/// brackets a local maximum. The bound search's reference in the tests (it searched
+/// fractional counts before their increasing parts were known).
+#[cfg(test)]
 fn bracket_by_scan<E: Evidence>(terms: &E, lo: f64, hi: f64) -> Brackets {
     let n_steps = ((hi - lo) / SCAN_STEP).ceil().max(1.0) as usize;
     let grid = |k: usize| {
@@ -360,8 +357,8 @@ struct Probe {
     gradient: f64,
 }
 
-/// Branch and bound on `m l'(m) = A(m) - B(m)` with `A`, `B` increasing (whole counts,
-/// [`EvidenceTerms::increasing_parts`]): an interval `[a, b]` holds no maximum when
+/// Branch and bound on `m l'(m) = A(m) - B(m)` with `A`, `B` increasing
+/// ([`Evidence::increasing_parts`]): an interval `[a, b]` holds no maximum when
 /// `A(b) - B(a) < 0` (the gradient is negative throughout) or `A(a) - B(b) > 0`
 /// (positive throughout), so only intervals that may hold a sign change are halved, down
 /// to the scan's step, where a fall of the sign brackets a maximum as in the scan. Where
@@ -485,12 +482,18 @@ mod tests {
     /// Three documents sharing m (an AODE child over three parent values) whose evidence
     /// rises toward m_max but peaks higher near m = 1.
     fn bimodal_example() -> EvidenceTerms {
+        bimodal_scaled(1.0)
+    }
+
+    /// The bimodal example with every count multiplied by `factor` (fractional counts,
+    /// as sample weights give them).
+    fn bimodal_scaled(factor: f64) -> EvidenceTerms {
         let mean = [37.0 / 81.0, 44.0 / 81.0];
         let mut t = EvidenceTerms::new();
         for counts in [[17.0, 17.0], [2.0, 0.0], [4.0, 0.0]] {
-            t.add_document(counts.iter().sum());
+            t.add_document(factor * (counts[0] + counts[1]));
             for (&n, &mu) in counts.iter().zip(&mean) {
-                t.add_cell(n, mu);
+                t.add_cell(factor * n, mu);
             }
         }
         t.finish();
@@ -557,8 +560,12 @@ mod tests {
             single(&[25.0, 0.0, 0.0, 0.0], &[0.25; 4]),
         ];
         let (lo, hi) = (1e-2_f64.ln(), 1e4_f64.ln());
-        for terms in &cases {
-            assert!(terms.has_whole_counts());
+        let mut rng = Lcg(23);
+        let fractional: Vec<EvidenceTerms> = (0..300)
+            .map(|_| random_fractional_problem(&mut rng))
+            .chain([bimodal_scaled(0.9), bimodal_scaled(2.5)])
+            .collect();
+        for terms in cases.iter().chain(&fractional) {
             let (scan, bounds) = (
                 bracket_by_scan(terms, lo, hi),
                 bracket_by_bounds(terms, lo, hi),
@@ -576,7 +583,7 @@ mod tests {
     }
 
     #[test]
-    fn fractional_counts_are_searched_by_the_scan() {
+    fn fractional_counts_reach_the_brute_force_maximum() {
         let t = single(&[6.5, 0.25, 3.0, 1.0, 0.5], &[0.2; 5]);
         assert!(!t.has_whole_counts());
         let s = maximise_evidence(&t, &SolverSettings::default());
@@ -585,6 +592,51 @@ mod tests {
             (s.concentration - expected).abs() < 1e-6 * expected,
             "{s:?} vs {expected}"
         );
+        // multi-document fractional tables, bimodal ones among them: the global maximum
+        // of a fine grid, never a lower local one
+        let mut rng = Lcg(29);
+        let settings = SolverSettings::default();
+        let mut problems: Vec<EvidenceTerms> = (0..400)
+            .map(|_| random_fractional_problem(&mut rng))
+            .collect();
+        problems.push(bimodal_scaled(0.9));
+        for terms in &problems {
+            let s = maximise_evidence(terms, &settings);
+            let best_on_grid = (0..=4000)
+                .map(|k| (1e-2_f64.ln() + k as f64 * 1e6_f64.ln() / 4000.0).exp())
+                .map(|m| terms.log_evidence(m))
+                .fold(f64::NEG_INFINITY, f64::max);
+            let scale = best_on_grid.abs().max(1.0);
+            assert!(
+                s.log_evidence >= best_on_grid - 1e-9 * scale,
+                "{s:?} below the grid's {best_on_grid} for {terms:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn increasing_parts_rise_and_differ_by_the_gradient_for_any_counts() {
+        // cells and totals below 1 fall in m and change sides; above 1 they rise
+        let mut rng = Lcg(31);
+        for _ in 0..500 {
+            let terms = random_fractional_problem(&mut rng);
+            let grid: Vec<f64> = (0..=400)
+                .map(|k| (1e-3_f64.ln() + k as f64 * 1e8_f64.ln() / 400.0).exp())
+                .collect();
+            let parts: Vec<(f64, f64)> = grid.iter().map(|&m| terms.increasing_parts(m)).collect();
+            for (&m, &(rising, falling)) in grid.iter().zip(&parts) {
+                let f = terms.scaled_gradient(m);
+                assert!(
+                    (rising - falling - f).abs() <= 1e-9 * (rising + falling),
+                    "{rising} - {falling} vs {f} at {m} for {terms:?}"
+                );
+            }
+            for w in parts.windows(2) {
+                let tolerance = 1e-12 * (w[1].0 + w[1].1);
+                assert!(w[1].0 >= w[0].0 - tolerance, "A fell: {w:?} for {terms:?}");
+                assert!(w[1].1 >= w[0].1 - tolerance, "B fell: {w:?} for {terms:?}");
+            }
+        }
     }
 
     #[test]
@@ -685,6 +737,32 @@ mod tests {
                     0..=4 => 0.0,
                     5..=8 => (1 + rng.below(6)) as f64,
                     _ => (20 + rng.below(60)) as f64,
+                };
+                terms.add_cell(count, mu);
+                document += count;
+            }
+            terms.add_document(document);
+        }
+        terms.finish();
+        terms
+    }
+
+    /// A problem of [`random_problem`]'s shape with fractional counts (sample weights or
+    /// forgetting): some cells and documents below 1, some above.
+    fn random_fractional_problem(rng: &mut Lcg) -> EvidenceTerms {
+        let n_values = 2 + rng.below(7);
+        let weights: Vec<f64> = (0..n_values).map(|_| 0.05 + rng.uniform()).collect();
+        let total: f64 = weights.iter().sum();
+        let mean: Vec<f64> = weights.iter().map(|w| w / total).collect();
+        let scale = [0.01, 0.3, 0.9, 1.7][rng.below(4)] * (0.5 + rng.uniform());
+        let mut terms = EvidenceTerms::new();
+        for _ in 0..1 + rng.below(6) {
+            let mut document = 0.0;
+            for &mu in &mean {
+                let count = match rng.below(10) {
+                    0..=4 => 0.0,
+                    5..=8 => (1 + rng.below(6)) as f64 * scale,
+                    _ => (20 + rng.below(60)) as f64 * scale,
                 };
                 terms.add_cell(count, mu);
                 document += count;
