@@ -77,7 +77,7 @@ def quadrature_grid(largest_total: float) -> FloatArray:
 def narrow_offsets(n_nodes: int) -> FloatArray:
     """The ``n_nodes`` nodes of a narrow posterior, in units of its width about its mode:
     steps of 0.5 centred on 0 (as many as the fixed grid has, which they replace)."""
-    offsets: FloatArray = (np.arange(n_nodes) - (n_nodes - 1) / 2) * 0.5
+    offsets: FloatArray = (np.arange(n_nodes, dtype=np.float64) - (n_nodes - 1) / 2) * 0.5
     return offsets
 
 
