@@ -440,10 +440,19 @@ impl EvidenceTerms {
         shape_from_buckets(&bucket[..buckets], weight_at_zero, tail_area)
     }
 
-    /// Whether `l` is flat in `m`: no document, or every counted cell has prior mean 1
-    /// (a single category), where each document's terms cancel and `l = 0` for every `m`.
+    /// Whether `l` is flat in `m`: no document, every counted cell has prior mean 1 (a
+    /// single category), where each document's terms cancel and `l = 0` for every `m`, or
+    /// every document is one whole row, where `l = sum ln mu` of its cells for every `m`.
+    /// The solver then answers `m_min` (SPEC's rule for a flat evidence) rather than an end
+    /// its gradient's rounding would pick.
     pub fn is_flat(&self) -> bool {
-        self.is_empty() || self.every_mean_is_one
+        self.is_empty() || self.every_mean_is_one || self.every_document_is_one_row()
+    }
+
+    /// Whether every document's total is 1 and its one cell whole (then
+    /// `ln Γ(m) - ln Γ(1 + m) + ln Γ(1 + m mu) - ln Γ(m mu) = ln mu`).
+    fn every_document_is_one_row(&self) -> bool {
+        self.long_totals.is_empty() && self.long_cells.is_empty() && self.largest_short_total <= 1.0
     }
 
     /// `l(m)`, the log evidence.

@@ -640,6 +640,37 @@ mod tests {
     }
 
     #[test]
+    fn documents_of_one_row_each_give_the_lower_bound() {
+        // l(m) = sum ln mu of the rows' cells for every m: flat, whatever the gradient's
+        // rounding says (it picked m_max for some tables and m_min for others)
+        let mean = [0.2, 0.5, 0.3];
+        for rows in [vec![0], vec![1], vec![0, 2], vec![2, 2, 1, 0, 1]] {
+            let mut t = EvidenceTerms::new();
+            for &v in &rows {
+                t.add_document(1.0);
+                for (k, &mu) in mean.iter().enumerate() {
+                    t.add_cell(if k == v { 1.0 } else { 0.0 }, mu);
+                }
+            }
+            t.finish();
+            assert!(t.is_flat());
+            let expected: f64 = rows.iter().map(|&v| mean[v].ln()).sum();
+            for m in [1e-2, 1.0, 1e4] {
+                assert!(
+                    (t.log_evidence(m) - expected).abs() < 1e-12,
+                    "{rows:?} at {m}"
+                );
+            }
+            let s = maximise_evidence(&t, &SolverSettings::default());
+            assert_eq!((s.concentration, s.n_iter), (1e-2, 0), "{rows:?}");
+        }
+        // a document of two rows, or half rows, is not flat
+        let two = single(&[1.0, 1.0, 0.0], &mean);
+        let halves = single(&[0.5, 0.5, 0.0], &mean);
+        assert!(!two.is_flat() && !halves.is_flat());
+    }
+
+    #[test]
     fn a_single_category_gives_the_lower_bound() {
         // mean 1 on the only category: l(m) = 0 for every m
         for counts in [[5.0], [1.0]] {

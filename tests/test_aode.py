@@ -1150,3 +1150,13 @@ def test_tied_super_parents_do_not_depend_on_the_row_order():
         np.testing.assert_allclose(
             model.predict_proba(X), reference.predict_proba(X), rtol=1e-12, atol=1e-15
         )
+
+
+def test_a_flat_parent_evidence_gives_the_lower_bound():
+    """Each value of each super-parent seen in one row: the parent term's evidence is flat
+    in m (every document one row). It gave m_max for one feature and m_min for the other,
+    as its gradient's rounding fell; SPEC's m_min for both now."""
+    X = np.array([[12, np.nan], [18, 5], [np.nan, 4], [np.nan, 3], [np.nan, np.nan]])
+    y = np.array([1, 0, 2, 1, 1])
+    model = AODE(parent_smoothing="heb").fit(X, y)
+    np.testing.assert_array_equal(model.parent_concentration_, [1e-2, 1e-2])

@@ -106,6 +106,21 @@ def test_vertex_case_gives_the_lower_bound():
     assert model.concentration_[0, 0] == 1e-2
 
 
+@pytest.mark.parametrize("smoothing", ["heb-u", "heb-m"])
+def test_a_feature_seen_once_in_a_class_gives_the_lower_bound(smoothing):
+    """A class of ten rows with the feature present in one: l(m) = ln mu_v for every m, a
+    flat evidence. SPEC reports m_min where l is flat; the solver followed its gradient's
+    rounding instead and answered m_max (the prior mean, the row ignored) for heb-u and
+    m_min for heb-m. Both give m_min now, its evidence ln mu_v (numpy)."""
+    X = np.array([[0.0]] + [[np.nan]] * 9 + [[v] for v in (0, 1, 2, 1, 2, 0, 1, 2, 1, 2)])
+    y = np.array(["a"] * 10 + ["b"] * 10)
+    model = CategoricalNB(smoothing=smoothing).fit(X, y)
+    assert model.concentration_[0, 0] == 1e-2
+    assert model.n_iter_[0, 0] == 0
+    mean = model.prior_mean_[0][0] if smoothing == "heb-m" else 1.0 / 3.0
+    np.testing.assert_allclose(model.log_evidence_[0, 0], np.log(mean), rtol=1e-12)
+
+
 def test_no_overdispersion_gives_the_upper_bound():
     # both classes have counts exactly proportional to the pooled marginal
     values = np.array([0] * 20 + [1] * 10 + [2] * 10 + [0] * 40 + [1] * 20 + [2] * 20)
