@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from hebnb import AODE, CategoricalNB
+from hebnb import AODE, CategoricalNB, EmpiricalBayesDirichletClassifier, MixedNB
 
 X = np.array([[0, 1], [1, 1], [2, 0], [0, 0]])
 y = np.array([0, 1, 0, 1])
@@ -150,3 +150,44 @@ def test_declared_categories_that_repeat_a_value_are_refused(declared, repeated)
             model.fit(X_declared, y)
     else:
         assert model.fit(X_declared, y).n_categories_[0] == len(declared)
+
+
+def _lazy_frame():
+    polars = pytest.importorskip("polars")
+    return polars.DataFrame({"a": [0, 1, 2, 0]}).lazy()
+
+
+#: Not tables: numpy made each one object ("Expected 2D array, got 0D array").
+NOT_TABLES = {
+    "LazyFrame": (_lazy_frame, r"got a polars LazyFrame: call \.collect\(\) first"),
+    "dict": (lambda: {"a": [0, 1, 2, 0]}, r"got a dict: pass a DataFrame"),
+    "generator": (lambda: ([v] for v in [0, 1, 2, 0]), r"got a generator: pass a list of rows"),
+    "iterator": (lambda: iter([[0], [1], [2], [0]]), r"got a list_iterator: pass a list"),
+    "set": (lambda: {0, 1, 2}, r"got a set: pass a list of rows"),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_TABLES))
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        CategoricalNB,
+        AODE,
+        MixedNB,
+        lambda: EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}),
+    ],
+    ids=["CategoricalNB", "AODE", "MixedNB", "EmpiricalBayesDirichletClassifier"],
+)
+def test_what_is_no_table_is_named_with_what_to_pass(estimator, kind):
+    make, message = NOT_TABLES[kind]
+    with pytest.raises(TypeError, match=f"Expected a 2D table, {message}"):
+        estimator().fit(make(), y)
+    fitted = estimator().fit(X[:, :1], y)
+    with pytest.raises(TypeError, match=f"Expected a 2D table, {message}"):
+        fitted.predict(make())
+
+
+def test_arrays_keep_their_shape_messages():
+    """A scalar is still numpy's 0-D array (only what is no table at all is named)."""
+    with pytest.raises(ValueError, match="Expected 2D array, got 0D array"):
+        CategoricalNB().fit(5, [0])

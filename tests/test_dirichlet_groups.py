@@ -159,6 +159,39 @@ def test_bad_input():
             EmpiricalBayesDirichletClassifier(alphas).fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "alphas", [{(0,): 1.0, 1: 1.0}, {(0, 1): 1.0, (1, 0): 1.0}], ids=["tuple", "tuples"]
+)
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_a_class_key_that_is_not_a_scalar_is_refused_by_name(alphas, method):
+    """numpy read a tuple key as a row of labels: an "inhomogeneous shape" ValueError,
+    or 2-D classes and "Index data must be 1-dimensional"."""
+    y = np.empty(2, dtype=object)
+    y[:] = list(alphas)
+    model = EmpiricalBayesDirichletClassifier(alphas)
+    with pytest.raises(ValueError, match=r"keys of alphas .* must be scalars.* a tuple"):
+        getattr(model, method)([[1], [2]], y)
+
+
+def test_groups_lists_the_declared_categories_of_a_category_column_as_documented():
+    """A pandas ``category`` column declares its groups (as CategoricalNB reads it): the
+    unused ones are listed after those seen, with zero counts and the prior as their
+    posterior; the docstring said "the groups seen"."""
+    groups = pd.Categorical(["b", "a"] * 30, categories=["a", "never", "b"])
+    y = np.array([0, 1] * 30)
+    model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(pd.DataFrame({"g": groups}), y)
+    assert model.groups_.tolist() == ["b", "a", "never"]
+    np.testing.assert_array_equal(model.group_counts_[2], [0.0, 0.0])
+    np.testing.assert_allclose(
+        model.predict_proba(pd.DataFrame({"g": pd.Categorical(["never"])}))[0],
+        model.prior_ / model.prior_.sum(),
+    )
+    documented = EmpiricalBayesDirichletClassifier.__doc__.split("groups_ :")[1]
+    documented = " ".join(documented.split("group_counts_ :")[0].split())
+    assert "The groups seen" not in documented
+    assert "every category a pandas ``category`` column declares" in documented
+
+
 def test_pickling_keeps_the_groups_and_partial_fit_continues():
     X, y = _grouped_data(seed=11, n_groups=20, n_rows=400)
     model = EmpiricalBayesDirichletClassifier(ALPHAS).partial_fit(X[:200], y[:200])

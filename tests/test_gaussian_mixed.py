@@ -549,3 +549,77 @@ def test_booleans_beside_numbers_in_a_list_of_rows_stay_booleans_in_mixed():
     ]
     assert model.models_[0][1].categories_[0].tolist() == [False, True]
     np.testing.assert_array_equal(model.predict_proba(objects), expected.predict_proba(objects))
+
+
+def _object_rows(*columns):
+    rows = np.empty((len(columns[0]), len(columns)), dtype=object)
+    for j, column in enumerate(columns):
+        rows[:, j] = column
+    return rows
+
+
+@pytest.mark.parametrize("text", ["objects", "unicode"])
+def test_a_lone_surrogate_is_refused_by_its_column_in_mixed(text):
+    """The automatic split built a DataFrame, whose string inference (through pyarrow)
+    failed with UnicodeEncodeError; CategoricalNB would number the column within its
+    group (feature 0 here, column 1 of X)."""
+    strings = ["x", "\ud800", "y"] * 4
+    y = [0, 1, 0] * 4
+    floats = [1.5, 2.5, 0.5] * 4
+    X = _object_rows(floats, strings) if text == "objects" else np.array([strings]).T
+    column = 1 if text == "objects" else 0
+    with pytest.raises(ValueError, match=rf"column {column} holds a string that is not valid"):
+        MixedNB().fit(X, y)
+
+
+@pytest.mark.parametrize("dtype", ["V4", [("a", "i4"), ("b", "f8")]], ids=["void", "structured"])
+@pytest.mark.parametrize("form", ["array", "frame"])
+def test_void_and_structured_columns_are_refused_by_name_in_mixed(dtype, form):
+    """numpy's ``isnan`` failed on a void column ("ufunc 'isnan' not supported") and
+    pandas on a structured one ("Data must be 1-dimensional")."""
+    y = [0, 1, 0]
+    if form == "array":
+        X, named = np.zeros((3, 1), dtype=dtype), "0"
+    else:
+        X, named = pd.DataFrame({"v": [1.5, 2.5, 0.5], "r": np.zeros(3, dtype=dtype)}), "'r'"
+    with pytest.raises(ValueError, match=rf"column {named} has unsupported dtype"):
+        MixedNB().fit(X, y)
+    # named at predict time too, by a fitted model
+    fitted = MixedNB().fit(np.array([[1.5], [2.5], [0.5]]), y)
+    with pytest.raises(ValueError, match="column 0 has unsupported dtype"):
+        fitted.predict(np.zeros((3, 1), dtype=dtype))
+
+
+def test_a_polars_object_column_is_refused_in_mixed():
+    """Arrow holds a polars Object column as fixed_size_binary[8], the objects'
+    addresses: MixedNB modelled those bytes as categories, silently."""
+    pl = pytest.importorskip("polars")
+    pytest.importorskip("pyarrow")
+    X = pl.DataFrame({"o": pl.Series([(1,), (2,)] * 30, dtype=pl.Object), "v": [0.5] * 60})
+    with pytest.raises(TypeError, match="column 'o' has polars type Object"):
+        MixedNB().fit(X, [0, 1] * 30)
+
+
+def test_the_automatic_split_of_an_object_array_is_that_of_its_frame():
+    """The split reads an array's columns without pandas' string inference, and splits
+    them as before: floats (also among ints) to GaussianNB, all else to CategoricalNB."""
+    import datetime
+    from decimal import Decimal
+
+    n = 6
+    X = _object_rows(
+        ["a", None, "c"] * 2,
+        [1.5, 2.0, 2.5] * 2,
+        [1, 2.5, 3] * 2,
+        [None] * n,
+        [datetime.date(2020, 1, i + 1) for i in range(n)],
+        [Decimal(i) for i in range(n)],
+        ["a", 1, None, True, b"b", "c"],
+        [float(i % 3) for i in range(n)],
+    )
+    y = [0, 1] * 3
+    expected = [("categorical", [0, 3, 4, 5, 6]), ("gaussian", [1, 2, 7])]
+    split = [(name, columns) for name, _, columns in MixedNB().fit(X, y).models_]
+    assert split == expected
+    frame = pd.DataFrame(X, dtype=object)
+    assert [(name, c) for name, _, c in MixedNB().fit(frame, y).models_] == expected

@@ -290,6 +290,25 @@ def test_numpy_variable_width_strings_are_strings(estimator):
     np.testing.assert_array_equal(model.predict_proba(X.astype(strings)), expected.predict_proba(X))
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize(
+    "dtype, values",
+    [("Object", [(1,), (2,)]), ("List", [[1], [2]]), ("Struct", [{"a": 1}, {"a": 2}])],
+)
+def test_a_polars_type_that_is_not_categorical_is_named_by_its_polars_type(
+    estimator, dtype, values
+):
+    """polars exports an Object column to Arrow as fixed_size_binary[8] (the objects'
+    addresses), a type the user never used: the message named that Arrow type."""
+    polars = pytest.importorskip("polars")
+    pytest.importorskip("pyarrow")
+    series = polars.Series(values * 30, dtype=polars.Object if dtype == "Object" else None)
+    X = polars.DataFrame({"a": series})
+    with pytest.raises(TypeError, match=rf"column 'a'\) has polars type {dtype}") as error:
+        estimator().fit(X, [0, 1] * 30)
+    assert "Arrow type" not in str(error.value)
+
+
 def test_a_polars_type_arrow_cannot_hold_is_named():
     polars = pytest.importorskip("polars")
     X = polars.DataFrame({"a": polars.Series([1, 2, 1, 2], dtype=polars.Int128)})

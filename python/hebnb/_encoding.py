@@ -15,6 +15,8 @@ import datetime
 import itertools
 import numbers
 import os
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -313,6 +315,27 @@ def _module_of(X: object) -> str:
     return type(X).__module__.split(".")[0]
 
 
+def refuse_non_table(X: Any) -> None:
+    """Refuses, by what it is, an ``X`` that is no table at all, which numpy would take
+    as one object ("Expected 2D array, got 0D array"): a polars LazyFrame, a dict (or
+    any mapping), a set, or a generator (or any other one-pass iterator)."""
+    kind = type(X).__name__
+    if _module_of(X) == "polars" and hasattr(X, "collect"):
+        raise TypeError(
+            f"Expected a 2D table, got a polars {kind}: call .collect() first to pass its DataFrame"
+        )
+    if isinstance(X, Mapping):
+        raise TypeError(
+            f"Expected a 2D table, got a {kind}: pass a DataFrame (pandas.DataFrame(X) "
+            "for a dict of columns) or a 2-D array"
+        )
+    if isinstance(X, (Iterator, AbstractSet)):
+        raise TypeError(
+            f"Expected a 2D table, got a {kind}: pass a list of rows (list(X)), a "
+            "DataFrame or a 2-D array"
+        )
+
+
 def rows_as_array(X: Any) -> np.ndarray:
     """A table given as a list of rows (anything not an array) as an array, each value
     keeping its own type where numpy would merge them: rows mixing numbers and strings
@@ -396,6 +419,7 @@ def _split_table(X: Any) -> _Table:
         return _Table(columns, None, labels, _column_names(labels), X.num_rows, floats)
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: categorical features must be dense")
+    refuse_non_table(X)
     array = rows_as_array(X)
     if array.ndim != 2:
         raise ValueError(
@@ -510,6 +534,18 @@ def _polars_column(series: Any, feature: int | str) -> ColumnSpec:
         raise TypeError(
             f"{_described(feature)} has polars type {series.dtype}, which cannot be read: {error}"
         ) from None
+    if not _arrow_categorical(arrow.type):
+        # named by its polars type: the Arrow type polars exports it as (an Object column
+        # as fixed_size_binary[8], its objects' addresses) is not one the user chose
+        hint = (
+            " (X.to_pandas() makes it a pandas object column, read as its Python objects)"
+            if series.dtype == polars.Object
+            else ""
+        )
+        raise TypeError(
+            f"{_described(feature)} has polars type {series.dtype}, which is not categorical: "
+            f"{_CATEGORICAL_TYPES}{hint}"
+        )
     return ("arrow", _chunked(arrow))
 
 
@@ -835,13 +871,36 @@ def _encode_arrow(
         # the Timestamps numpy's datetime64 dates (and polars' without pyarrow) become,
         # not datetime.date objects, which would be other categories
         chunk = chunk.cast(pa.timestamp("ms"))
-    simple = types.is_boolean(kind) or types.is_binary(kind) or types.is_large_binary(kind)
-    if simple or types.is_binary_view(kind) or types.is_temporal(kind) or types.is_decimal(kind):
+    if _arrow_categorical(kind):  # booleans, binaries, the other temporals, decimals
         return _encode_column(vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name)
-    raise TypeError(
-        f"{name} has Arrow type {kind}, which is not categorical: categories are strings, "
-        "integers, booleans, dictionaries (categoricals) or whole floats"
+    raise TypeError(f"{name} has Arrow type {kind}, which is not categorical: {_CATEGORICAL_TYPES}")
+
+
+#: What messages say columns of categories may hold.
+_CATEGORICAL_TYPES = (
+    "categories are strings, integers, booleans, dictionaries (categoricals) or whole floats"
+)
+
+
+def _arrow_categorical(kind: Any) -> bool:
+    """Whether :func:`_encode_arrow` reads an Arrow array of type ``kind``."""
+    types = _pyarrow("Arrow columns").types
+    readable = (
+        types.is_dictionary,
+        types.is_string,
+        types.is_large_string,
+        types.is_string_view,
+        types.is_integer,
+        types.is_floating,
+        types.is_null,
+        types.is_boolean,
+        types.is_binary,
+        types.is_large_binary,
+        types.is_binary_view,
+        types.is_temporal,
+        types.is_decimal,
     )
+    return any(check(kind) for check in readable)
 
 
 def _arrow_take(array: Any, positions: np.ndarray) -> Any:

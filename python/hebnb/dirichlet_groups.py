@@ -18,7 +18,13 @@ from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from . import _core
 from ._base import ThreadSafeModel, is_real, n_threads, score_in_chunks
-from ._encoding import _array_column, _encode_column, _pandas_column, check_sample_weight
+from ._encoding import (
+    _array_column,
+    _encode_column,
+    _pandas_column,
+    check_sample_weight,
+    refuse_non_table,
+)
 from ._online import check_learning_rate
 from ._params import N_JOBS, PriorConcentrations, StrictInterval, fit_context
 
@@ -71,7 +77,10 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
     alphas_ : dict of {class label: float}
         ``prior_`` keyed by class (the constructor's ``alphas`` is left as given).
     groups_ : ndarray of shape (n_groups,)
-        The groups seen, in order of first appearance.
+        The groups, in order of first appearance: the values of the grouping column,
+        and every category a pandas ``category`` column declares, as for
+        :class:`CategoricalNB` (those no row of the batch holds come after the batch's
+        values). A group no row held has zero counts: its posterior is the prior.
     group_counts_ : ndarray of shape (n_groups, n_classes)
         The counts ``c_g``; the posterior of group g is ``prior_ + group_counts_[g]``.
     log_evidence_ : float
@@ -141,7 +150,10 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         self.n_jobs = n_jobs
 
     def _initial_prior(self) -> tuple[np.ndarray, np.ndarray]:
-        """The classes and prior concentrations of ``alphas`` (checked by ``_fit_context``)."""
+        """The classes and prior concentrations of ``alphas`` (checked by ``_fit_context``;
+        its keys, the class labels, are checked here to be scalars)."""
+        for key in self.alphas:
+            _check_class_key(key)
         prior = np.array([float(a) for a in self.alphas.values()])
         classes = np.empty(len(self.alphas), dtype=object)
         classes[:] = list(self.alphas.keys())
@@ -405,6 +417,21 @@ def dirichlet_draws(rng: np.random.Generator, alphas: np.ndarray, size: int) -> 
     return normalised
 
 
+def _check_class_key(key: Any) -> None:
+    """Refuses a key of ``alphas`` that is not a scalar class label: numpy reads a tuple
+    (or any sequence) as a row of labels, which failed with an "inhomogeneous shape"
+    ValueError or made the classes a 2-D array."""
+    try:
+        scalar = not isinstance(key, (tuple, list, np.ndarray)) and np.ndim(key) == 0
+    except (TypeError, ValueError):
+        scalar = False
+    if not scalar:
+        raise ValueError(
+            f"the keys of alphas are the class labels, which must be scalars (numbers, "
+            f"strings, ...): got the key {key!r}, a {type(key).__name__}"
+        )
+
+
 def _as_label_array(labels: np.ndarray) -> np.ndarray:
     """Class labels with a plain dtype when they share one (ints stay ints).
 
@@ -430,6 +457,7 @@ def _group_column(X: ArrayLike) -> tuple[tuple[Any, ...], int]:
         return _pandas_column(X.iloc[:, 0], 0), X.shape[0]
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError("sparse input is not supported: the grouping column must be dense")
+    refuse_non_table(X)
     array = np.asarray(X)
     if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
         array = np.asarray(X, dtype=object)

@@ -13,7 +13,7 @@ from sklearn.utils._indexing import _get_column_indices, _safe_indexing
 from sklearn.utils.validation import check_array
 
 from ._base import check_class_prior, class_log_prior, validate_table
-from ._encoding import check_sample_weight, encode_labels, rows_as_array
+from ._encoding import check_sample_weight, encode_labels, refuse_non_table, rows_as_array
 from ._online import batch_classes, n_rows_of
 from ._params import ClassProbabilities, meta_fit_context
 from ._text import FloatArray, NaiveBayesClassifier, check_finite_labels
@@ -40,8 +40,22 @@ def is_continuous(column: pd.Series) -> bool:
 def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
     """The automatic split: float columns -> :class:`GaussianNB`, every other column
     (integers, strings, booleans, categories, objects) -> :class:`CategoricalNB`."""
-    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
-    is_float = [is_continuous(frame.iloc[:, j]) for j in range(frame.shape[1])]
+    if isinstance(X, pd.DataFrame):
+        frame = X
+    else:
+        array = np.asarray(X)
+        _refuse_records(array.dtype, "column 0")
+        # object and string columns stay objects: pandas would infer its string dtype
+        # from them (through pyarrow, which fails on a lone surrogate), for the same split
+        text = array.dtype.kind in "OUST"
+        frame = pd.DataFrame(array, dtype=object if text else None)
+    is_float = []
+    for j in range(frame.shape[1]):
+        column = frame.iloc[:, j]
+        is_float.append(is_continuous(column))
+        if frame is not X and column.dtype == object and not is_float[-1]:
+            # CategoricalNB refuses it too, but numbered within its group of columns
+            _refuse_invalid_text(column, j)
     floats = [j for j, f in enumerate(is_float) if f]
     others = [j for j, f in enumerate(is_float) if not f]
     models: list[tuple[str, BaseEstimator, list[int]]] = []
@@ -51,6 +65,31 @@ def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
     if floats:
         models.append(("gaussian", GaussianNB(), floats))
     return models
+
+
+def _refuse_records(dtype: Any, column: str) -> None:
+    """Refuses a numpy void or structured dtype (raw bytes, or a record of fields), which
+    pandas cannot hold as one column ("Data must be 1-dimensional", or ``isnan`` failing
+    on it)."""
+    if isinstance(dtype, np.dtype) and dtype.kind == "V":
+        raise ValueError(
+            f"{column} has unsupported dtype {dtype} (raw bytes or a record of fields), "
+            "which is neither categorical nor continuous: give a structured array's fields "
+            "as columns of their own"
+        )
+
+
+def _refuse_invalid_text(column: pd.Series, j: int) -> None:
+    """Refuses an object column holding a string that is not valid Unicode (a lone
+    surrogate, which UTF-8 cannot encode), naming column ``j`` of ``X``."""
+    strings = [value for value in column.tolist() if isinstance(value, str)]
+    try:
+        "".join(strings).encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"column {j} holds a string that is not valid Unicode (a lone surrogate such as "
+            f"{error.object[error.start]!r}): categories must be encodable as UTF-8"
+        ) from None
 
 
 def _nullable_dtype(arrow_type: Any) -> Any:
@@ -73,9 +112,20 @@ def check_table(X: Any) -> Any:
     """A DataFrame as it is, a polars DataFrame or pyarrow Table as a pandas DataFrame
     (its column names kept: recorded, checked at predict, and selectable by name),
     anything else as a 2-D array (any dtype, missing values allowed: the group models
-    check their own columns); sparse input is refused."""
+    check their own columns); sparse input is refused, and so are columns of a numpy
+    void or structured dtype and polars ``Object`` columns (which Arrow holds as the
+    objects' addresses)."""
+    refuse_non_table(X)
     module = type(X).__module__.partition(".")[0]
     if module in ("polars", "pyarrow") and hasattr(X, "to_pandas") and hasattr(X, "columns"):
+        if module == "polars":
+            for name, dtype in X.schema.items():
+                if dtype.base_type().__name__ == "Object":
+                    raise TypeError(
+                        f"column {name!r} has polars type Object, which MixedNB cannot "
+                        "read: pass X.to_pandas() (a pandas object column of its Python "
+                        "objects), or cast the column"
+                    )
         table = X.to_arrow() if module == "polars" else X
         X = table.to_pandas(types_mapper=_nullable_dtype)
         for name, field in zip(X.columns, table.schema, strict=True):
@@ -96,10 +146,14 @@ def check_table(X: Any) -> Any:
             raise ValueError(
                 f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required by MixedNB."
             )
+        for label, dtype in zip(X.columns, X.dtypes, strict=True):
+            _refuse_records(dtype, f"column {label!r}")
         return X
     # rows mixing numbers and strings (or booleans and numbers) keep each value's own
     # type, so that float columns still go to GaussianNB and True stays a boolean
-    return check_array(rows_as_array(X), dtype=None, ensure_all_finite=False)
+    array = check_array(rows_as_array(X), dtype=None, ensure_all_finite=False)
+    _refuse_records(array.dtype, "column 0")
+    return array
 
 
 def _common_learning_rate(parts: list[Part]) -> float:
