@@ -280,7 +280,7 @@ impl EvidenceTerms {
     }
 
     /// Whether every count and document total is a whole number (no fractional weights),
-    /// where [`Self::increasing_parts`] bounds the gradient.
+    /// where the poles prove the gradient's shape ([`Self::gradient_shape`]).
     pub fn has_whole_counts(&self) -> bool {
         let whole = |v: f64| v.fract() == 0.0;
         self.long_cells.iter().all(|&(n, _)| whole(n))

@@ -170,10 +170,6 @@ impl Evidence for SmallEvidence {
         self.n_documents == 0 || self.every_mean_is_one
     }
 
-    fn has_whole_counts(&self) -> bool {
-        true
-    }
-
     fn log_evidence(&self, m: f64) -> f64 {
         self.staircases().log_evidence(m)
     }

@@ -12,16 +12,15 @@
 //! largest evidence wins; an end where the gradient points out of the interval (`m_min`:
 //! all mass on one value; `m_max`: no over-dispersion) is a candidate too. Brackets come
 //! from the sign of `f(t) = m l'(m)` (computed so that its sign is right even where
-//! `l'(m)` drowns in rounding):
-//!
-//! by branch and bound: `f = A - B` with `A` and `B` increasing in `m` (for whole and
-//! fractional counts alike: [`EvidenceTerms::increasing_parts`]), so an interval where
-//! `A(b) - B(a) < 0` or `A(a) - B(b) > 0` holds no maximum and is skipped; the others are
-//! halved down to `SCAN_STEP`.
+//! `l'(m)` drowns in rounding), by branch and bound: `f = A - B` with `A` and `B`
+//! increasing in `m` (for whole and fractional counts alike:
+//! [`EvidenceTerms::increasing_parts`]), so an interval where `A(b) - B(a) < 0` or
+//! `A(a) - B(b) > 0` holds no maximum and is skipped; the others are halved down to
+//! `SCAN_STEP`.
 //!
 //! A local maximum and minimum closer together than the step (two sign changes between
-//! neighbouring points) would go unseen. Where `l` is flat (no counts, or one category)
-//! the answer is `m_min`.
+//! neighbouring points) would go unseen. Where `l` is flat (no counts, one category, or
+//! every document one row) the answer is `m_min`.
 
 use crate::error::{HebError, Result};
 use crate::evidence::{EvidenceTerms, GradientShape};
@@ -32,24 +31,19 @@ use crate::evidence::{EvidenceTerms, GradientShape};
 pub trait Evidence {
     /// Whether `l` is flat in `m` (then `m_min` is the answer).
     fn is_flat(&self) -> bool;
-    /// Whether every count is whole (the bound search of [`Evidence::increasing_parts`] holds).
-    fn has_whole_counts(&self) -> bool;
     /// `l(m)`.
     fn log_evidence(&self, m: f64) -> f64;
     /// `m l'(m)` with its sign right for any `m`.
     fn scaled_gradient(&self, m: f64) -> f64;
     /// `(m l'(m), l''(m))`.
     fn scaled_gradient_and_curvature(&self, m: f64) -> (f64, f64);
-    /// `(A(m), B(m))`, both increasing in `m`, with `m l'(m) = A - B` (whole counts).
+    /// `(A(m), B(m))`, both increasing in `m`, with `m l'(m) = A - B`.
     fn increasing_parts(&self, m: f64) -> (f64, f64);
 }
 
 impl Evidence for EvidenceTerms {
     fn is_flat(&self) -> bool {
         EvidenceTerms::is_flat(self)
-    }
-    fn has_whole_counts(&self) -> bool {
-        EvidenceTerms::has_whole_counts(self)
     }
     fn log_evidence(&self, m: f64) -> f64 {
         EvidenceTerms::log_evidence(self, m)

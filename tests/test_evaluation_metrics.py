@@ -233,6 +233,28 @@ def test_the_row_sum_tolerance_is_scikit_learns(offset):
         assert log_loss(y, proba, classes) == pytest.approx(sk.log_loss(y, proba, labels=classes))
 
 
+def test_float32_probabilities_are_checked_at_float32_precision():
+    """A float32 softmax over ten classes sums to 1 within float32's rounding (1e-7), which
+    float64's tolerance (1.5e-8) refused on most rows; scikit-learn takes the tolerance
+    from the probabilities' own dtype and scores them, and so does this module."""
+    import warnings
+
+    rng = np.random.default_rng(4)
+    scores = rng.normal(size=(500, 10)).astype(np.float32)
+    proba = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    classes = np.arange(10)
+    y = rng.integers(0, 10, 500)
+    assert not np.allclose(proba.astype(np.float64).sum(axis=1), 1.0, rtol=1.5e-8, atol=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scikit-learn does not find the sums off either
+        expected = sk.log_loss(y, proba, labels=classes)
+    assert log_loss(y, proba, classes) == pytest.approx(expected, rel=1e-6)
+    off = proba.copy()
+    off[3, 0] += np.float32(1e-2)
+    with pytest.raises(ValueError, match="row 3 sums"):
+        log_loss(y, off, classes)
+
+
 def reference_bin(confidence: float, n_bins: int) -> int:
     """The bin of a top-1 confidence by the documented rule, one comparison at a time:
     the first bin is [0, 1/n], bin b is (b/n, (b+1)/n] with b/n the double nearest it."""

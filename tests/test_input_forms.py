@@ -385,6 +385,10 @@ def test_decimals_are_the_numbers_they_equal(estimator, small):
         estimator().fit(huge, y).predict_proba(as_ints),
         estimator().fit(as_ints, y).predict_proba(as_ints),
     )
+    # beyond the floats' range a whole Decimal stays a Decimal (int() of 1E+3000000 would
+    # take minutes); within it, the integer it equals
+    beyond = np.array([[Decimal("1E+400")], [Decimal("1E+300")]] * 30, dtype=object)
+    assert estimator().fit(beyond, y).categories_[0].tolist() == [10**300, Decimal("1E+400")]
     fractional = pa.table({"a": pa.array([Decimal("1.5"), Decimal(2)] * 30)})
     with pytest.raises(ValueError, match=r"column 'a'.*fractional part"):
         estimator().fit(fractional, y)

@@ -199,7 +199,10 @@ def _mpmath_averaged_log_table(counts, mean, offsets):
     mpmath = pytest.importorskip("mpmath")
     from hebnb.posterior_smoothing import quadrature_grid
 
-    grid = quadrature_grid(float(max(counts[:, a:b].sum() for a, b in itertools.pairwise(offsets))))
+    # the largest (class, feature) total, as the module sizes its grid
+    grid = quadrature_grid(
+        float(max(counts[:, a:b].sum(axis=1).max() for a, b in itertools.pairwise(offsets)))
+    )
 
     with mpmath.workdps(60):
         out = np.empty(counts.shape)
@@ -296,3 +299,52 @@ def test_a_large_class_on_one_value_averages_over_the_whole_posterior(n_rows):
     counts = model.category_count_[0][0]
     expected = _averaged_predictive(counts, model.prior_mean_[0])
     np.testing.assert_allclose(np.exp(model.feature_log_prob_[0][0]), expected, rtol=1e-4)
+
+
+@pytest.mark.parametrize("total", [1e8, 1e12, 1e16, 1e20])
+def test_log_evidence_keeps_its_digits_where_counts_follow_the_mean(total):
+    """Counts within a few standard deviations of the mean, and large: each cell's small-m
+    term was a difference of two numbers of size n |r| (r = ln(N mu / n)) that cancel to
+    O(r^2), off by about N eps nats (1 nat at N = 1e16). Differences between nodes
+    against the exact log evidence in 60-digit arithmetic."""
+    mpmath = pytest.importorskip("mpmath")
+    from hebnb.posterior_smoothing import _log_evidence
+
+    rng = np.random.default_rng(int(np.log10(total)))
+    mean = np.array([0.2, 0.3, 0.5])
+    counts = (total * mean * (1 + 3 * rng.normal(size=3) / np.sqrt(total)))[None, :]
+    totals = counts.sum(axis=1, keepdims=True)
+    feature = np.zeros(3, dtype=np.intp)
+    means = mean[None, :]
+    nodes = np.arange(-6.0, 0.01, 0.5)
+    values = [
+        _log_evidence(
+            counts,
+            totals,
+            means,
+            np.log(means),
+            np.log(counts),
+            means > 0,
+            counts > 0,
+            np.log(totals) + u,
+            [0, 3],
+            feature,
+            u=np.full(totals.shape, u),
+        )[0, 0]
+        for u in nodes
+    ]
+    with mpmath.workdps(60):
+        n = [mpmath.mpf(float(v)) for v in counts[0]]
+        mu = [mpmath.mpf(float(v)) for v in mean]
+        N = sum(n)
+
+        def exact(u):
+            m = mpmath.mpf(float(totals[0, 0])) * mpmath.exp(mpmath.mpf(float(u)))
+            value = mpmath.loggamma(m) - mpmath.loggamma(N + m)
+            for n_v, mu_v in zip(n, mu):
+                value += mpmath.loggamma(n_v + m * mu_v) - mpmath.loggamma(m * mu_v)
+            return value
+
+        reference = [exact(u) for u in nodes]
+        expected = [float(v - reference[-1]) for v in reference]
+    np.testing.assert_allclose(np.array(values) - values[-1], expected, rtol=0, atol=1e-6)

@@ -30,9 +30,14 @@ HIGHER_IS_BETTER = {
 }
 
 
-#: How far a row of probabilities may sum from 1: scikit-learn's ``log_loss`` check,
-#: ``numpy.isclose(row_sum, 1, rtol=sqrt(eps))`` (with isclose's absolute 1e-8).
-ROW_SUM_RTOL = float(np.sqrt(np.finfo(float).eps))
+def row_sum_rtol(proba: np.ndarray) -> float:
+    """How far a row of probabilities may sum from 1: scikit-learn's ``log_loss`` check,
+    ``numpy.isclose(row_sum, 1, rtol=sqrt(eps))`` (with isclose's absolute 1e-8), ``eps``
+    that of ``proba``'s own floating dtype (float32 probabilities sum to 1 within
+    float32's rounding), float64's otherwise."""
+    dtype = getattr(proba, "dtype", None)
+    floating = dtype is not None and np.issubdtype(dtype, np.floating)
+    return float(np.sqrt(np.finfo(dtype if floating else np.float64).eps))
 
 
 def _checked(
@@ -46,6 +51,7 @@ def _checked(
     hold probabilities: finite values in [0, 1] whose rows sum to 1 (as scikit-learn's
     ``log_loss`` checks them; it only warns of the sums).
     """
+    rtol = row_sum_rtol(np.asarray(proba))
     matrix, labels, truth = np.asarray(proba, dtype=float), np.asarray(classes), np.asarray(y_true)
     if labels.ndim != 1:
         raise ValueError(
@@ -74,7 +80,7 @@ def _checked(
             f"{float(matrix.max())!r}): it must hold probabilities"
         )
     sums = matrix.sum(axis=1)
-    off = ~np.isclose(sums, 1.0, rtol=ROW_SUM_RTOL)
+    off = ~np.isclose(sums, 1.0, rtol=rtol)
     if np.any(off):
         raise ValueError(
             f"{int(off.sum())} rows of proba do not sum to 1 (row {int(np.argmax(off))} sums "

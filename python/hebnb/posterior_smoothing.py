@@ -320,6 +320,15 @@ def _log_evidence(
     )
     shrink = np.logaddexp(0.0, u_cell + r) - np.logaddexp(0.0, u_cell)  # ln((1+a/n)/(1+m/N))
     seen_at_small_m = (counts + pseudo_exact) * shrink - pseudo_exact * r
+    # near the mean (|r| < 1) those two terms, each of size n |r|, cancel to O(r^2): the
+    # same difference as n [(1 + x) h(q) - x g(r)], x = e^u, q = x (e^r - 1) / (1 + x),
+    # g(r) = 1 + e^r (r - 1) = sum_k (k - 1) r^k / k!, whose terms do not cancel
+    near = normal & (np.abs(r) < 1.0)
+    r_near = np.where(near, r, 0.0)
+    x = np.exp(np.minimum(u_cell, 0.0))
+    q = x * np.expm1(r_near) / (1.0 + x)
+    g = np.where(np.abs(r_near) < 0.1, _g_series(r_near), 1.0 + np.exp(r_near) * (r_near - 1.0))
+    seen_at_small_m = np.where(near, counts * ((1.0 + x) * _h(q) - x * g), seen_at_small_m)
     small_m = u_cell <= 0.0
     unseen = -pseudo_exact * np.logaddexp(0.0, -u_cell)
     cell = np.where(
@@ -335,7 +344,8 @@ def _log_evidence(
         0.0,
     )
     # ln(1 + N / m) in u: m itself underflows to 0 for tiny totals far down the grid
-    whole = 0.5 * np.logaddexp(0.0, -u) - _stirling_remainder(total, np.log(total))
+    whole = np.where(totals > 0, 0.5 * np.logaddexp(0.0, -u), 0.0)
+    whole -= _stirling_remainder(total, np.log(total))
     whole += _stirling_remainder(m, log_m)
     result: FloatArray = feature_sums(cell, offsets) + whole
     return result
@@ -359,6 +369,17 @@ def _seen_limit(
         d = np.where(large | (n_mu <= 0), 0.0, (counts - n_mu) / np.where(n_mu > 0, n_mu, 1.0))
     limit: FloatArray = np.where(large, counts * log_ratio - (counts - n_mu), n_mu * _h(d))
     return limit
+
+
+def _g_series(r: FloatArray) -> FloatArray:
+    """``1 + e^r (r - 1) = sum_{k >= 2} (k - 1) r^k / k!`` by its series, for ``|r| < 0.1``
+    (the terms beyond ``r^9`` are below 1e-13 of the sum)."""
+    coefficients = [1 / 2, 1 / 3, 1 / 8, 1 / 30, 1 / 144, 1 / 840, 1 / 5760, 1 / 45360]
+    series = np.zeros_like(r)
+    for coefficient in reversed(coefficients):
+        series = r * (coefficient + series)
+    result: FloatArray = r * series
+    return result
 
 
 def _h(d: FloatArray) -> FloatArray:
