@@ -750,36 +750,25 @@ mod tests {
     /// A multi-document problem like an AODE child: a few documents over a shared mean,
     /// sparse small counts with the odd large one (long cells and long totals).
     fn random_problem(rng: &mut Lcg) -> EvidenceTerms {
-        let n_values = 2 + rng.below(7);
-        let weights: Vec<f64> = (0..n_values).map(|_| 0.05 + rng.uniform()).collect();
-        let total: f64 = weights.iter().sum();
-        let mean: Vec<f64> = weights.iter().map(|w| w / total).collect();
-        let mut terms = EvidenceTerms::new();
-        for _ in 0..1 + rng.below(6) {
-            let mut document = 0.0;
-            for &mu in &mean {
-                let count = match rng.below(10) {
-                    0..=4 => 0.0,
-                    5..=8 => (1 + rng.below(6)) as f64,
-                    _ => (20 + rng.below(60)) as f64,
-                };
-                terms.add_cell(count, mu);
-                document += count;
-            }
-            terms.add_document(document);
-        }
-        terms.finish();
-        terms
+        random_problem_scaled(rng, |_| 1.0)
     }
 
     /// A problem of [`random_problem`]'s shape with fractional counts (sample weights or
     /// forgetting): some cells and documents below 1, some above.
     fn random_fractional_problem(rng: &mut Lcg) -> EvidenceTerms {
+        random_problem_scaled(rng, |rng| {
+            [0.01, 0.3, 0.9, 1.7][rng.below(4)] * (0.5 + rng.uniform())
+        })
+    }
+
+    /// [`random_problem`]'s table with every count multiplied by what `scale` draws
+    /// (after the mean, so that a scale of 1 drawing nothing gives its sequence).
+    fn random_problem_scaled(rng: &mut Lcg, scale: impl FnOnce(&mut Lcg) -> f64) -> EvidenceTerms {
         let n_values = 2 + rng.below(7);
         let weights: Vec<f64> = (0..n_values).map(|_| 0.05 + rng.uniform()).collect();
         let total: f64 = weights.iter().sum();
         let mean: Vec<f64> = weights.iter().map(|w| w / total).collect();
-        let scale = [0.01, 0.3, 0.9, 1.7][rng.below(4)] * (0.5 + rng.uniform());
+        let scale = scale(rng);
         let mut terms = EvidenceTerms::new();
         for _ in 0..1 + rng.below(6) {
             let mut document = 0.0;

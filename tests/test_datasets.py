@@ -47,7 +47,7 @@ def test_value_weights_beyond_memory_name_max_cardinality(monkeypatch):
     must fit in memory: beyond, numpy failed with an allocation error naming nothing."""
     from hebnb import datasets
 
-    monkeypatch.setattr(datasets, "_memory_budget_bytes", lambda: 2**20)
+    monkeypatch.setattr(datasets, "memory_budget_bytes", lambda: 2**20)
     with pytest.raises(ValueError, match=r"max_cardinality=100000 value weights need"):
         make_high_cardinality(10, 2, max_cardinality=100_000)
     make_high_cardinality(10, 2, max_cardinality=1_000)  # 32 KB

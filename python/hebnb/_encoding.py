@@ -14,7 +14,6 @@ import dataclasses
 import datetime
 import itertools
 import numbers
-import os
 from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -27,23 +26,8 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core
+from ._memory import memory_budget_bytes
 from ._warnings import warn
-
-
-def memory_budget_bytes() -> int:
-    """The memory this process may use: installed memory (16 GiB where the platform
-    does not say), or less where an address-space limit (``ulimit -v``) is set."""
-    try:
-        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        physical = 16 * 2**30
-    try:
-        import resource
-
-        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError):
-        limit = -1
-    return physical if limit < 0 else min(physical, limit)
 
 
 def aligned_arrays(value: Any) -> Any:

@@ -32,7 +32,8 @@ from ._base import (
     read_consistently,
     solve_pending,
 )
-from ._encoding import check_sample_weight, check_table_size, memory_budget_bytes
+from ._encoding import check_sample_weight, check_table_size
+from ._memory import memory_budget_bytes
 from ._online import (
     batch_classes,
     grow_columns,

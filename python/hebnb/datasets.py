@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from numbers import Integral, Real
 
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils import check_random_state
 
+from ._memory import memory_budget_bytes
 from ._params import StrictInterval, validated_arguments
 
 #: Whole numbers of at least 1 (not bools), and finite reals of at least 0.
@@ -26,29 +26,11 @@ MAX_CARDINALITY = 2**31 - 1
 MAX_CLASS_DISPERSION = 50.0
 
 
-def _memory_budget_bytes() -> int:
-    """The memory this process may use: installed memory (16 GiB where the platform does
-    not say), or less where an address-space limit (``ulimit -v``) is set. (As
-    ``hebnb._encoding.memory_budget_bytes``; this module imports only pure-Python helpers,
-    so that benchmarks can load it beside any build.)"""
-    try:
-        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        physical = 16 * 2**30
-    try:
-        import resource
-
-        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError):
-        limit = -1
-    return physical if limit < 0 else min(physical, limit)
-
-
 def _check_memory(what: str, n_bytes: int) -> None:
     """Refuses, naming the parameters ``what`` describes, arrays of ``n_bytes`` beyond the
     memory this process may use (numpy would fail with "array is too big", "Maximum
     allowed dimension exceeded" or an allocation error that names no parameter)."""
-    budget = _memory_budget_bytes()
+    budget = memory_budget_bytes()
     if n_bytes > budget:
         raise ValueError(
             f"{what} need about {n_bytes / 2**30:.3g} GiB, beyond the "
