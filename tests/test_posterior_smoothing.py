@@ -308,7 +308,7 @@ def test_log_evidence_keeps_its_digits_where_counts_follow_the_mean(total):
     O(r^2), off by about N eps nats (1 nat at N = 1e16). Differences between nodes
     against the exact log evidence in 60-digit arithmetic."""
     mpmath = pytest.importorskip("mpmath")
-    from hebnb.posterior_smoothing import _log_evidence
+    from hebnb.posterior_smoothing import _cell_terms, _log_evidence
 
     rng = np.random.default_rng(int(np.log10(total)))
     mean = np.array([0.2, 0.3, 0.5])
@@ -317,6 +317,7 @@ def test_log_evidence_keeps_its_digits_where_counts_follow_the_mean(total):
     feature = np.zeros(3, dtype=np.intp)
     means = mean[None, :]
     nodes = np.arange(-6.0, 0.01, 0.5)
+    cells = _cell_terms(counts, totals, means, np.log(means), np.log(counts), counts > 0, feature)
     values = [
         _log_evidence(
             counts,
@@ -330,6 +331,7 @@ def test_log_evidence_keeps_its_digits_where_counts_follow_the_mean(total):
             [0, 3],
             feature,
             u=np.full(totals.shape, u),
+            cells=cells,
         )[0, 0]
         for u in nodes
     ]
