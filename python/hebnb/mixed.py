@@ -39,12 +39,12 @@ def is_continuous(column: pd.Series) -> bool:
 
 def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
     """The automatic split: float columns -> :class:`GaussianNB`, every other column
-    (integers, strings, booleans, categories, objects) -> :class:`CategoricalNB`."""
+    (integers, strings, booleans, categories, objects) -> :class:`CategoricalNB`. ``X``
+    has passed :func:`check_table` (void and structured columns refused)."""
     if isinstance(X, pd.DataFrame):
         frame = X
     else:
         array = np.asarray(X)
-        _refuse_records(array.dtype, "column 0")
         # object and string columns stay objects: pandas would infer its string dtype
         # from them (through pyarrow, which fails on a lone surrogate), for the same split
         text = array.dtype.kind in "OUST"
