@@ -19,6 +19,13 @@ from hebnb.evaluation.report import read_result
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.fixture(autouse=True)
+def run_in_a_folder_of_its_own(tmp_path, monkeypatch):
+    """Calls that leave ``--out`` to its default ("results", relative) write into the test's
+    own folder, never into the checkout the tests run from."""
+    monkeypatch.chdir(tmp_path)
+
+
 def write_dataset(path, n_rows: int = 150, seed: int = 0):
     """A small mixed table: a numeric column to bin, two categorical ones, three classes."""
     rng = np.random.default_rng(seed)

@@ -19,6 +19,13 @@ from hebnb.metrics import all_metrics
 pytest.importorskip("matplotlib")
 
 
+@pytest.fixture(autouse=True)
+def run_in_a_folder_of_its_own(tmp_path, monkeypatch):
+    """Calls that leave ``--out`` to its default ("results", relative) write into the test's
+    own folder, never into the checkout the tests run from."""
+    monkeypatch.chdir(tmp_path)
+
+
 def text_frame(n_rows=120, seed=0):
     rng = np.random.default_rng(seed)
     words = {
