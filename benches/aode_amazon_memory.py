@@ -10,6 +10,7 @@ predicting. Run from the repository root after ``maturin develop --release``:
 
 from __future__ import annotations
 
+import argparse
 import resource
 
 import numpy as np
@@ -23,6 +24,8 @@ def peak_mb() -> float:
 
 
 def main() -> None:
+    # no options: --help says what the script does instead of running it
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     from hebnb import AODE
 
     imported = peak_mb()

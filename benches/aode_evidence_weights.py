@@ -22,6 +22,7 @@ HEB-AODE, uncapped, with and without them:
 
 from __future__ import annotations
 
+import argparse
 import itertools
 from pathlib import Path
 
@@ -66,6 +67,8 @@ class WeightedAODE(hebnb.aode.AODE):
 
 
 def main() -> None:
+    # no options: --help says what the script does instead of running it
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     ESTIMATORS["WeightedAODE"] = WeightedAODE  # where the evaluation looks estimators up
     METHODS["two-level"] = Method("two-level", "HEB-AODE two-level", "AODE", EQ8)
     for weighting in ["bma", "per-row"]:

@@ -17,6 +17,7 @@ parent term (and the EB one capped):
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from aode_datasets import EQ8, METRICS, cached_folds, compare, markdown, table
@@ -25,6 +26,8 @@ from hebnb.evaluation.methods import METHODS, Method
 
 
 def main() -> None:
+    # no options: --help says what the script does instead of running it
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     METHODS["two-level"] = Method("two-level", "HEB-AODE two-level", "AODE", EQ8)
     METHODS["two-level-eb-parent"] = Method(
         "two-level-eb-parent", "HEB-AODE two-level, EB parent", "AODE", {"parent_smoothing": "heb"}
