@@ -28,6 +28,7 @@ from sklearn.base import clone
 import hebnb.dask as hd
 from hebnb import (
     AODE,
+    BernoulliNB,
     CategoricalNB,
     ComplementNB,
     EmpiricalBayesDirichletClassifier,
@@ -310,7 +311,13 @@ def test_dirichlet_groups_fit_is_the_local_fit(client):
 
 @pytest.mark.parametrize(
     "model",
-    [MultinomialNB(posterior_power=0.4), MultinomialNB(smoothing="laplace"), ComplementNB()],
+    [
+        MultinomialNB(posterior_power=0.4),
+        MultinomialNB(smoothing="laplace"),
+        ComplementNB(),
+        BernoulliNB(),
+        BernoulliNB(smoothing="laplace", binarize=0.5),
+    ],
 )
 def test_token_models_fit_is_the_local_fit(client, model):
     rng = np.random.default_rng(7)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pandas as pd
 import pytest
 
 from hebnb.cli import main
-from hebnb.evaluation import evaluate, evaluate_suite, write_report
+from hebnb.evaluation import evaluate, evaluate_suite, prepare_dataset, write_report
 from hebnb.evaluation.report import read_result
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -162,6 +163,23 @@ def test_a_second_run_into_the_same_folder_leaves_none_of_the_first(tmp_path):
     assert code == 0
     assert not list(out.glob("ranks-*.csv"))
     assert sorted(p.name for p in (out / "figures").iterdir()) == ["reliability-one.png"]
+
+
+def test_a_data_file_named_relative_to_the_working_directory_takes_its_folder_name(
+    tmp_path, monkeypatch
+):
+    """``hebnb evaluate data.csv`` run in the dataset's folder named the dataset ""."""
+    write_dataset(tmp_path / "weather" / "data.csv", n_rows=60)
+    monkeypatch.chdir(tmp_path / "weather")
+    out = tmp_path / "out"
+    code = main(
+        ["evaluate", "data.csv", "--methods", "laplace", "--out", str(out), "--no-progress"]
+    )
+    assert code == 0
+    assert pd.read_csv(out / "datasets.csv")["dataset"].tolist() == ["weather"]
+    assert (out / "figures" / "reliability-weather.png").exists()
+    monkeypatch.chdir(tmp_path / "weather" / "..")
+    assert prepare_dataset(os.path.join("weather", "..", "weather", "data.csv")).name == "weather"
 
 
 def test_a_dataset_folder_with_both_files_is_refused(tmp_path, capsys):

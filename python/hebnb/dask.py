@@ -27,8 +27,8 @@ partitions in order, each step on the worker holding that partition (the model t
 to the data).
 
 Supported: :class:`~hebnb.CategoricalNB`, :class:`~hebnb.AODE`,
-:class:`~hebnb.EmpiricalBayesDirichletClassifier`, :class:`~hebnb.MultinomialNB` and
-:class:`~hebnb.ComplementNB`. Needs the ``dask`` extra (``pip install '.[dask]'`` from a checkout).
+:class:`~hebnb.EmpiricalBayesDirichletClassifier`, :class:`~hebnb.MultinomialNB`,
+:class:`~hebnb.ComplementNB` and :class:`~hebnb.BernoulliNB`. Needs the ``dask`` extra (``pip install '.[dask]'`` from a checkout).
 """
 
 from __future__ import annotations
@@ -512,7 +512,8 @@ class GroupFamily(Family[GroupCounts]):
 
 
 class TokenFamily(Family[TokenCounts]):
-    """MultinomialNB and ComplementNB: a fixed vocabulary, tables merged by class."""
+    """MultinomialNB, ComplementNB and BernoulliNB: a fixed vocabulary, tables merged by
+    class."""
 
     def count(self, X: Any, y: Any, sample_weight: Any) -> TokenCounts:
         model = clone(self.template)
@@ -578,7 +579,7 @@ def _family(estimator: BaseEstimator) -> Family[Any]:
         return TokenFamily(estimator)
     raise TypeError(
         "hebnb.dask fits CategoricalNB, AODE, EmpiricalBayesDirichletClassifier, "
-        f"MultinomialNB and ComplementNB, not {type(estimator).__name__}"
+        f"MultinomialNB, ComplementNB and BernoulliNB, not {type(estimator).__name__}"
     )
 
 

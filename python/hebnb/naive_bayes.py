@@ -161,8 +161,9 @@ class CategoricalNB(CategoricalClassifier):
         shape of the evidence certified from the counts, decided without one).
     converged_ : ndarray of shape (n_classes, n_features)
     feature_weights_ : ndarray of shape (n_features,)
-        The weight of each feature's term in the score (all ones without weighting; the
-        learned weights with ``weighting="cll-feature"``).
+        The weight of each feature's term in the score: all ones without weighting, the
+        sqrt-MI weights with ``feature_weighting="sqrt-mi"``, the learned ``w[f]`` with
+        ``weighting="cll-feature"`` or ``"cll-value"``.
     class_weights_ : ndarray of shape (n_classes,)
         With ``weighting``: the learned weight of each class's log prior.
     value_weights_ : list of ndarray of shape (n_classes, n_categories_[f])

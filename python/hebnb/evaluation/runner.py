@@ -149,7 +149,10 @@ def prepare_dataset(
     else:
         path = Path(data)
         frame, folder = read_table(path), path.parent
-        default_name = path.parent.name if path.stem == "data" else path.stem
+        # made absolute first: the folder of a bare "data.csv" is the working directory
+        # (whose name ``Path("data.csv").parent.name``, "", is not)
+        named_folder = Path(os.path.abspath(path)).parent.name
+        default_name = named_folder if path.stem == "data" else path.stem
     categorical = parse_categorical(categorical)
     named_by = "--categorical"
     if categorical is None and folder is not None:
