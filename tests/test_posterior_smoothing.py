@@ -73,6 +73,24 @@ def test_table_is_the_posterior_average_of_the_predictive(smoothing):
             np.testing.assert_allclose(np.exp(model.feature_log_prob_[f][c]), expected, rtol=2e-3)
 
 
+@pytest.mark.parametrize("smoothing", ["heb-m", "heb-u"])
+def test_many_categories_mostly_unseen_or_seen_alike_average_as_each_cell_alone(smoothing):
+    """High cardinality: many of a class's cells unseen, most seen ones holding one or two
+    rows. The table evaluates each distinct (count, mean) once and the unseen cells
+    through their summed mean; every category's probability is still the integral over m
+    of its own predictive."""
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.zipf(1.6, size=90) % 40, rng.integers(0, 2, size=90)])
+    y = rng.integers(0, 2, size=90)
+    model = CategoricalNB(smoothing=smoothing, concentration_estimate="posterior-average")
+    model.fit(X, y)
+    counts = model.category_count_[0]
+    assert (counts == 0).sum() > counts.size / 4 and (counts == 1).sum() > 8
+    for c in range(2):
+        expected = _averaged_predictive(counts[c], model.prior_mean_[0])
+        np.testing.assert_allclose(np.exp(model.feature_log_prob_[0][c]), expected, rtol=2e-3)
+
+
 @pytest.mark.parametrize("weight", [0.2, 0.01])
 def test_weighted_totals_below_one_average_under_the_same_prior(weight):
     """A class's weighted total of a feature below 1 (a feature mostly missing in the
@@ -308,28 +326,20 @@ def test_log_evidence_keeps_its_digits_where_counts_follow_the_mean(total):
     O(r^2), off by about N eps nats (1 nat at N = 1e16). Differences between nodes
     against the exact log evidence in 60-digit arithmetic."""
     mpmath = pytest.importorskip("mpmath")
-    from hebnb.posterior_smoothing import _cell_terms, _log_evidence
+    from hebnb.posterior_smoothing import _log_evidence, _seen_cells
 
     rng = np.random.default_rng(int(np.log10(total)))
     mean = np.array([0.2, 0.3, 0.5])
     counts = (total * mean * (1 + 3 * rng.normal(size=3) / np.sqrt(total)))[None, :]
     totals = counts.sum(axis=1, keepdims=True)
     feature = np.zeros(3, dtype=np.intp)
-    means = mean[None, :]
     nodes = np.arange(-6.0, 0.01, 0.5)
-    cells = _cell_terms(counts, totals, means, np.log(means), np.log(counts), counts > 0, feature)
+    cells, _ = _seen_cells(counts, counts > 0, mean, np.log(mean), feature, totals)
     values = [
         _log_evidence(
-            counts,
             totals,
-            means,
-            np.log(means),
-            np.log(counts),
-            means > 0,
-            counts > 0,
+            np.zeros(totals.shape),  # no unseen category
             np.log(totals) + u,
-            [0, 3],
-            feature,
             u=np.full(totals.shape, u),
             cells=cells,
         )[0, 0]

@@ -35,8 +35,10 @@ below the peak keeps the fixed grid. For a Gaussian-like integrand a midpoint ru
 error falls like ``exp(-2 pi^2 sigma^2 / step^2)``: about 3e-9 at ``sigma = step``.
 
 The cost is three passes of the nodes (56, and two more per factor e of the largest
-total) over the ``(C, sum K_f)`` count table where some posterior is narrow, two
-otherwise, independent of the number of rows.
+total) where some posterior is narrow, two otherwise, each over the distinct seen cells
+(one entry per class, feature, count and mean; the unseen categories of a distribution
+enter through their summed mean), independent of the number of rows. On
+high-cardinality features that is far fewer than the ``C sum K_f`` cells of the table.
 """
 
 from __future__ import annotations
@@ -134,6 +136,14 @@ def averaged_log_probability_table(
     Returns
     -------
     ndarray of shape (n_classes, sum K_f)
+
+    Notes
+    -----
+    Only the seen cells are evaluated node by node, each distinct (class, feature, count,
+    mean) once: an unseen category's evidence term and predictive are its mean times a
+    factor of its (class, feature), so the unseen ones enter through their summed mean.
+    On high-cardinality features most cells are unseen and most seen ones hold one or two
+    rows, so the cost follows the distinct counts, not ``C sum K_f``.
     """
     sizes = np.diff(offsets)
     feature = np.repeat(np.arange(len(sizes)), sizes)
@@ -142,31 +152,19 @@ def averaged_log_probability_table(
     # to 1 put the logistic on ln m, another prior); a feature never seen in a class has
     # a flat evidence, any scale
     scale = np.where(totals > 0, totals, 1.0)
-    mean = np.broadcast_to(prior_mean, counts.shape)
-    positive = mean > 0  # a zero-mean category carries no evidence and stays -inf
+    positive = prior_mean > 0  # a zero-mean category carries no evidence and stays -inf
     seen = (counts > 0) & positive
+    unseen_mean = feature_sums(np.where(seen | ~positive, 0.0, prior_mean), offsets)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        log_mean = np.log(np.where(positive, mean, 1.0))
-        log_counts = np.log(np.where(seen, counts, 1.0))
-        cells = _cell_terms(counts, totals, mean, log_mean, log_counts, seen, feature)
+        log_mean = np.log(np.where(positive, prior_mean, 1.0))
+        cells, where_seen = _seen_cells(counts, seen, prior_mean, log_mean, feature, totals)
 
         def log_posterior_at(nodes: FloatArray) -> FloatArray:
             """The log posterior (up to a constant per distribution) at nodes (G, C, F)."""
             values = np.empty(nodes.shape)
             for g, u in enumerate(nodes):
                 values[g] = _log_evidence(
-                    counts,
-                    totals,
-                    mean,
-                    log_mean,
-                    log_counts,
-                    positive,
-                    seen,
-                    np.log(scale) + u,
-                    offsets,
-                    feature,
-                    u=u,
-                    cells=cells,
+                    totals, unseen_mean, np.log(scale) + u, u=u, cells=cells
                 ) + _log_prior(u)
             return values
 
@@ -174,9 +172,7 @@ def averaged_log_probability_table(
         nodes = np.broadcast_to(grid[:, None, None], (grid.shape[0], *totals.shape))
         log_posterior = log_posterior_at(nodes)
         if concentration is not None:
-            narrow_nodes = _narrow_nodes(
-                counts, totals, mean, seen, offsets, feature, concentration, bounds, grid.shape[0]
-            )
+            narrow_nodes = _narrow_nodes(cells, totals, concentration, bounds, grid.shape[0])
             narrow = np.isfinite(narrow_nodes[0])
             if narrow.any():
                 narrow_posterior = log_posterior_at(np.where(narrow, narrow_nodes, 0.0))
@@ -191,32 +187,33 @@ def averaged_log_probability_table(
         log_weights = log_posterior - normaliser
         # ln theta = ln sum_g w_g (N_v + m_g mu_v) / (N + m_g), summed in log space: with
         # tiny means (a category weighted 1e-300 beside 1e20) the terms are subnormal
-        # numbers, which keep only a few digits
-        table = np.full(counts.shape, -np.inf)
+        # numbers, which keep only a few digits. An unseen category's is
+        # ln mu_v + ln sum_g w_g m_g / (N + m_g): the second term once per distribution.
+        seen_table = np.full(cells.at.shape, -np.inf)
+        unseen_factor = np.full(totals.shape, -np.inf)
+        log_totals = np.log(np.where(totals > 0, totals, 0.0))
         for g, u in enumerate(nodes):
             log_m = np.log(scale) + u
-            log_numerator = np.where(
-                seen,
-                np.logaddexp(log_counts, log_m[:, feature] + log_mean),
-                np.where(positive, log_m[:, feature] + log_mean, -np.inf),
+            log_total = np.logaddexp(log_totals, log_m)
+            flat_log_m = log_m.ravel()[cells.at]
+            log_numerator = np.logaddexp(cells.log_counts, flat_log_m + cells.log_mean)
+            seen_table = np.logaddexp(
+                seen_table,
+                log_weights[g].ravel()[cells.at] + log_numerator - log_total.ravel()[cells.at],
             )
-            log_total = np.logaddexp(np.log(np.where(totals > 0, totals, 0.0)), log_m)
-            table = np.logaddexp(
-                table, log_weights[g][:, feature] + log_numerator - log_total[:, feature]
-            )
+            unseen_factor = np.logaddexp(unseen_factor, log_weights[g] + log_m - log_total)
+        table = np.where(positive, unseen_factor[:, feature] + log_mean, -np.inf)
+        table[where_seen] = seen_table[cells.inverse]
     # a (class, feature) whose posterior cannot be normalised in float64 (counts near the
     # largest float, where m = N e^u overflows) keeps its plug-in entries
     usable = averaged & np.isfinite(normaliser) & ~np.isnan(log_posterior).any(axis=0)
-    return np.where(usable[:, feature], table, plug_in_table)
+    result: FloatArray = np.where(usable[:, feature], table, plug_in_table)
+    return result
 
 
 def _narrow_nodes(
-    counts: FloatArray,
+    cells: _SeenCells,
     totals: FloatArray,
-    mean: FloatArray,
-    seen: npt.NDArray[np.bool_],
-    offsets: list[int],
-    feature: npt.NDArray[np.intp],
     concentration: FloatArray,
     bounds: tuple[float, float],
     n_nodes: int,
@@ -227,18 +224,15 @@ def _narrow_nodes(
 
     At an interior maximiser ``l'(m_hat) = 0``, so the log posterior's curvature in ``u``
     is ``-m^2 l''(m)`` plus the logistic prior's ``-2 e^u / (1 + e^u)^2``, with
-    ``l''(m) = psi'(m) - psi'(N + m) + sum_v mu_v^2 [psi'(n_v + m mu_v) - psi'(m mu_v)]``.
+    ``l''(m) = psi'(m) - psi'(N + m) + sum_v mu_v^2 [psi'(n_v + m mu_v) - psi'(m mu_v)]``
+    (the sum over seen categories: an unseen one's term is 0).
     """
     m = concentration
     low, high = bounds
     u = np.log(m) - np.log(np.where(totals > 0, totals, 1.0))
-    pseudo = m[:, feature] * mean
-    cells = np.where(
-        seen,
-        mean * mean * (polygamma(1, counts + pseudo) - polygamma(1, np.where(seen, pseudo, 1.0))),
-        0.0,
-    )
-    second = polygamma(1, m) - polygamma(1, totals + m) + feature_sums(cells, offsets)
+    pseudo = m.ravel()[cells.at] * cells.mean
+    terms = cells.mean * cells.mean * (polygamma(1, cells.counts + pseudo) - polygamma(1, pseudo))
+    second = polygamma(1, m) - polygamma(1, totals + m) + cells.summed(terms, m.shape)
     curvature = -m * m * second + 2.0 * np.exp(u - 2.0 * np.logaddexp(0.0, u))
     width = 1.0 / np.sqrt(curvature)
     narrow = (totals > 0) & (m > low) & (m < high) & (curvature > 0) & (width < STEP)
@@ -248,24 +242,18 @@ def _narrow_nodes(
 
 
 def _log_evidence(
-    counts: FloatArray,
     totals: FloatArray,
-    mean: FloatArray,
-    log_mean: FloatArray,
-    log_counts: FloatArray,
-    positive: npt.NDArray[np.bool_],
-    seen: npt.NDArray[np.bool_],
+    unseen_mean: FloatArray,
     log_m: FloatArray,
-    offsets: list[int],
-    feature: npt.NDArray[np.intp],
     *,
     u: FloatArray,
-    cells: _CellTerms,
+    cells: _SeenCells,
 ) -> FloatArray:
     """The log evidence ``(C, F)`` at ``m = exp(log_m)`` (``u = ln(m / N)``, given as
-    well: exact where ``log_m - ln N`` would round; ``cells``: what does not depend on
-    m, :func:`_cell_terms`), up to a constant per (class,
-    feature) that does not depend on m, computed without cancellation at any scale.
+    well: exact where ``log_m - ln N`` would round; ``cells``: the seen cells and what of
+    them does not depend on m, :func:`_seen_cells`; ``unseen_mean``: the summed mean of
+    each distribution's unseen categories), up to a constant per (class, feature) that
+    does not depend on m, computed without cancellation at any scale.
 
     The evidence ``ln G(m) - ln G(N + m) + sum_v [ln G(n_v + a_v) - ln G(a_v)]``
     (``a_v = m mu_v``) is a difference of numbers of size ``N ln N``: in float64 its
@@ -287,37 +275,38 @@ def _log_evidence(
     equal value, weights that summed beyond 1). For ``m <= N`` a seen cell's difference
     is ``(n_v + a_v) (ln(1 + e^(u + r)) - ln(1 + e^u)) - a_v r`` with ``r = ln(N mu_v /
     n_v)`` and ``a_v = N mu_v e^u``, small with ``m``; an unseen cell's is
-    ``-a_v ln(1 + e^-u)`` for any m. Both are written in ``u`` and ``r``, not in ``ln m``
-    and ``ln n_v`` (of size ``ln N``), whose rounding, times ``a_v``, was of order 1e-3
-    at ``N = 1e20``.
+    ``-a_v ln(1 + e^-u)`` for any m, so the unseen cells of a distribution add
+    ``-N e^u ln(1 + e^-u)`` times their summed mean. Both are written in ``u`` and ``r``,
+    not in ``ln m`` and ``ln n_v`` (of size ``ln N``), whose rounding, times ``a_v``, was
+    of order 1e-3 at ``N = 1e20``.
     """
     m = np.exp(log_m)
     total = totals + m  # T
+    at, counts, mean = cells.at, cells.counts, cells.mean
     n_mu = cells.n_mu
-    log_pseudo = log_m[:, feature] + log_mean  # ln a_v
+    cell_total = total.ravel()[at]
+    log_pseudo = log_m.ravel()[at] + cells.log_mean  # ln a_v
     pseudo = np.exp(log_pseudo)
-    log_sum = np.logaddexp(log_pseudo, log_counts)  # ln(n_v + a_v) where seen
-    # ln(1 + d_v) = ln(n_v + a_v) - ln(T mu_v); an unseen category has d_v = -N / T
-    log_ratio = log_sum - np.log(total)[:, feature] - log_mean
-    large = seen & (log_ratio > np.log(2.0))
-    d = np.where(
-        seen & ~large, (counts - n_mu) / (total[:, feature] * mean), (-totals / total)[:, feature]
-    )
+    log_sum = np.logaddexp(log_pseudo, cells.log_counts)  # ln(n_v + a_v)
+    # ln(1 + d_v) = ln(n_v + a_v) - ln(T mu_v)
+    log_ratio = log_sum - np.log(cell_total) - cells.log_mean
+    large = log_ratio > np.log(2.0)
+    d = np.where(large, 0.0, (counts - n_mu) / (cell_total * mean))
     # T mu_v h(d_v) = (n_v + a_v) ln(1 + d_v) - (n_v - N mu_v): that form where d_v > 1
     # (T mu_v may underflow there), the series-safe h elsewhere
-    seen_at_large_m = (
+    at_large_m = (
         np.where(
             large,
             np.exp(log_sum) * log_ratio - (counts - n_mu),
-            total[:, feature] * mean * _h(np.where(large, 0.0, d)),
+            cell_total * mean * _h(d),
         )
         - cells.seen_limit
     )
-    u_cell = u[:, feature]
+    u_cell = u.ravel()[at]
     pseudo_exact = n_mu * np.exp(u_cell)  # a_v = m mu_v = N mu_v e^u
     r, normal = cells.mean_ratio, cells.normal
     shrink = np.logaddexp(0.0, u_cell + r) - np.logaddexp(0.0, u_cell)  # ln((1+a/n)/(1+m/N))
-    seen_at_small_m = (counts + pseudo_exact) * shrink - pseudo_exact * r
+    at_small_m = (counts + pseudo_exact) * shrink - pseudo_exact * r
     # near the mean (|r| < 1) those two terms, each of size n |r|, cancel to O(r^2): the
     # same difference as n [(1 + x) h(q) - x g(r)], x = e^u, q = x (e^r - 1) / (1 + x),
     # g(r) = 1 + e^r (r - 1) = sum_k (k - 1) r^k / k!, whose terms do not cancel
@@ -326,71 +315,106 @@ def _log_evidence(
     x = np.exp(np.minimum(u_cell, 0.0))
     q = x * np.expm1(r_near) / (1.0 + x)
     g = np.where(np.abs(r_near) < 0.1, _g_series(r_near), 1.0 + np.exp(r_near) * (r_near - 1.0))
-    seen_at_small_m = np.where(near, counts * ((1.0 + x) * _h(q) - x * g), seen_at_small_m)
-    small_m = u_cell <= 0.0
-    unseen = -pseudo_exact * np.logaddexp(0.0, -u_cell)
-    cell = np.where(
-        seen,
-        np.where(small_m, seen_at_small_m, seen_at_large_m),
-        np.where(positive, unseen, 0.0),
-    )
-    cell += np.where(
-        seen,
+    at_small_m = np.where(near, counts * ((1.0 + x) * _h(q) - x * g), at_small_m)
+    cell = np.where(u_cell <= 0.0, at_small_m, at_large_m)
+    cell += (
         -0.5 * (log_sum - log_pseudo)
         + _stirling_remainder(pseudo + counts, log_sum)
-        - _stirling_remainder(pseudo, log_pseudo),
-        0.0,
+        - _stirling_remainder(pseudo, log_pseudo)
     )
+    unseen = -totals * unseen_mean * np.exp(u) * np.logaddexp(0.0, -u)
     # ln(1 + N / m) in u: m itself underflows to 0 for tiny totals far down the grid
     whole = np.where(totals > 0, 0.5 * np.logaddexp(0.0, -u), 0.0)
     whole -= _stirling_remainder(total, np.log(total))
     whole += _stirling_remainder(m, log_m)
-    result: FloatArray = feature_sums(cell, offsets) + whole
+    result: FloatArray = cells.summed(cell, totals.shape) + unseen + whole
     return result
 
 
 @dataclass(frozen=True)
-class _CellTerms:
-    """What :func:`_log_evidence` reads of each cell that does not depend on m, computed
-    once per table rather than at every node."""
+class _SeenCells:
+    """The seen cells of a table (positive count and mean), one entry per distinct
+    (class, feature, count, mean), with what :func:`_log_evidence` reads of them that
+    does not depend on m, computed once per table rather than at every node."""
 
+    #: The flat (class, feature) index ``c F + f`` of each entry.
+    at: npt.NDArray[np.intp]
+    #: How many cells the entry stands for.
+    repeats: FloatArray
+    #: ``n_v``, ``mu_v`` and their logarithms.
+    counts: FloatArray
+    mean: FloatArray
+    log_counts: FloatArray
+    log_mean: FloatArray
     #: ``N mu_v``.
     n_mu: FloatArray
-    #: ``r = ln(N mu_v / n_v)`` of a seen cell (0 elsewhere).
+    #: ``r = ln(N mu_v / n_v)``.
     mean_ratio: FloatArray
-    #: Seen cells whose ratio ``N mu_v / n_v`` is a normal number (``r`` from it, not logs).
+    #: Entries whose ratio ``N mu_v / n_v`` is a normal number (``r`` from it, not logs).
     normal: npt.NDArray[np.bool_]
-    #: A seen cell's ``T mu_v h(d_v)`` at ``m -> 0``: ``N mu_v h(n_v / (N mu_v) - 1)``, in
+    #: ``T mu_v h(d_v)`` at ``m -> 0``: ``N mu_v h(n_v / (N mu_v) - 1)``, in
     #: :func:`_log_evidence`'s two forms (the series-safe ``h`` where ``n_v <= 2 N mu_v``,
-    #: ``n_v ln(n_v / (N mu_v)) - (n_v - N mu_v)`` beyond); any value for unseen cells.
+    #: ``n_v ln(n_v / (N mu_v)) - (n_v - N mu_v)`` beyond).
     seen_limit: FloatArray
+    #: For each seen cell (in ``np.nonzero`` order), its entry.
+    inverse: npt.NDArray[np.intp]
+
+    def summed(self, values: FloatArray, shape: tuple[int, ...]) -> FloatArray:
+        """``values`` of the entries summed over the cells of each (class, feature)."""
+        size = int(np.prod(shape))
+        sums = np.bincount(self.at, self.repeats * values, minlength=size)
+        result: FloatArray = sums.astype(np.float64, copy=False).reshape(shape)
+        return result
 
 
-def _cell_terms(
+def _seen_cells(
     counts: FloatArray,
-    totals: FloatArray,
-    mean: FloatArray,
-    log_mean: FloatArray,
-    log_counts: FloatArray,
     seen: npt.NDArray[np.bool_],
+    prior_mean: FloatArray,
+    log_mean: FloatArray,
     feature: npt.NDArray[np.intp],
-) -> _CellTerms:
-    """The :class:`_CellTerms` of a table."""
-    n_mu = totals[:, feature] * mean
-    log_totals = np.log(np.where(totals > 0, totals, 1.0))[:, feature]
+    totals: FloatArray,
+) -> tuple[_SeenCells, tuple[npt.NDArray[np.intp], ...]]:
+    """The :class:`_SeenCells` of a table, and where its seen cells are (``np.nonzero``)."""
+    where_seen = np.nonzero(seen)
+    classes, columns = where_seen
+    at = classes * totals.shape[1] + feature[columns]
+    keys = np.column_stack([at.astype(np.float64), counts[where_seen], prior_mean[columns]])
+    distinct, first, inverse, repeats = np.unique(
+        keys, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    at, columns = at[first], columns[first]
+    cell_counts, mean = distinct[:, 1], distinct[:, 2]
+    log_counts, cell_log_mean = np.log(cell_counts), log_mean[columns]
+    cell_totals = totals.ravel()[at]
+    n_mu = cell_totals * mean
+    log_totals = np.log(cell_totals)
     # r from the ratio itself where it is a normal number, else in logs
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        ratio = n_mu / np.where(seen, counts, 1.0)
-    normal = seen & np.isfinite(ratio) & (ratio > np.finfo(np.float64).tiny)
+        ratio = n_mu / cell_counts
+    normal = np.isfinite(ratio) & (ratio > np.finfo(np.float64).tiny)
     mean_ratio = np.where(
-        normal, np.log(np.where(normal, ratio, 1.0)), log_totals + log_mean - log_counts
+        normal, np.log(np.where(normal, ratio, 1.0)), log_totals + cell_log_mean - log_counts
     )
-    log_ratio = log_counts - log_totals - log_mean
+    log_ratio = log_counts - log_totals - cell_log_mean
     large = log_ratio > np.log(2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.where(large | (n_mu <= 0), 0.0, (counts - n_mu) / np.where(n_mu > 0, n_mu, 1.0))
-    seen_limit = np.where(large, counts * log_ratio - (counts - n_mu), n_mu * _h(d))
-    return _CellTerms(n_mu, mean_ratio, normal, seen_limit)
+        d = np.where(large | (n_mu <= 0), 0.0, (cell_counts - n_mu) / np.where(n_mu > 0, n_mu, 1.0))
+    seen_limit = np.where(large, cell_counts * log_ratio - (cell_counts - n_mu), n_mu * _h(d))
+    cells = _SeenCells(
+        at=at,
+        repeats=repeats.astype(np.float64),
+        counts=cell_counts,
+        mean=mean,
+        log_counts=log_counts,
+        log_mean=cell_log_mean,
+        n_mu=n_mu,
+        mean_ratio=mean_ratio,
+        normal=normal,
+        seen_limit=seen_limit,
+        inverse=inverse.reshape(-1),
+    )
+    return cells, where_seen
 
 
 def _g_series(r: FloatArray) -> FloatArray:
