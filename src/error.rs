@@ -52,7 +52,7 @@ impl fmt::Display for HebError {
             HebError::InvalidParameter(message) => write!(f, "{message}"),
             HebError::Allocation { what, bytes } => write!(
                 f,
-                "cannot allocate {bytes} bytes for {what}: the cardinality is beyond what memory allows"
+                "cannot allocate {bytes} bytes for {what}: beyond what memory allows"
             ),
             HebError::ThreadPool(message) => write!(f, "cannot start the thread pool: {message}"),
             HebError::Interrupted => write!(f, "interrupted"),
@@ -191,6 +191,22 @@ pub fn entries(rows: usize, columns: usize, what: &'static str) -> Result<usize>
         what,
         bytes: rows as u128 * columns as u128 * 8,
     })
+}
+
+/// A `shape` table whose entries are `entry((row, column))`, filled row by row, or
+/// [`HebError::Allocation`] when the memory cannot be had (instead of aborting the
+/// process, as `Array2::from_shape_fn` would).
+pub fn table_from_fn<T>(
+    shape: (usize, usize),
+    what: &'static str,
+    mut entry: impl FnMut((usize, usize)) -> T,
+) -> Result<ndarray::Array2<T>> {
+    let mut flat = with_capacity(entries(shape.0, shape.1, what)?, what)?;
+    for row in 0..shape.0 {
+        flat.extend((0..shape.1).map(|column| entry((row, column))));
+    }
+    ndarray::Array2::from_shape_vec(shape, flat)
+        .map_err(|e| HebError::InvalidParameter(e.to_string()))
 }
 
 /// An empty `Vec` with room for `len` items, or [`HebError::Allocation`].

@@ -25,7 +25,7 @@
 use ndarray::{Array2, ArrayView2};
 use rustc_hash::FxHashMap;
 
-use crate::error::{check_len, HebError, Result};
+use crate::error::{check_len, entries, table_from_fn, with_capacity, HebError, Result};
 use crate::layout::FeatureLayout;
 use crate::naive_bayes::{
     fit_concentrations, log_probability_table, prior_mean, ConcentrationFit, PriorMean,
@@ -92,12 +92,13 @@ fn smooth(
                     "alpha must be a finite real > 0, got {alpha}"
                 )));
             }
-            let m = Array2::from_shape_fn(shape, |(_, f)| alpha * layout.cardinality(f) as f64);
             (
-                m,
-                Array2::from_elem(shape, f64::NAN),
-                Array2::zeros(shape),
-                Array2::from_elem(shape, true),
+                table_from_fn(shape, "concentrations", |(_, f)| {
+                    alpha * layout.cardinality(f) as f64
+                })?,
+                table_from_fn(shape, "log evidences", |_| f64::NAN)?,
+                table_from_fn(shape, "solver steps", |_| 0)?,
+                table_from_fn(shape, "convergence flags", |_| true)?,
             )
         }
         Smoothing::EmpiricalBayes {
@@ -201,7 +202,10 @@ fn fit_distinct_pairs(
     // distinct (under min_count, counts, means) -> slot; per slot its group and index
     let mut slots: FxHashMap<(bool, [u64; 4]), usize> = FxHashMap::default();
     let mut groups: [Vec<[f64; 4]>; 2] = [Vec::new(), Vec::new()];
-    let mut where_solved = Vec::with_capacity(n_classes * n_features);
+    let mut where_solved = with_capacity(
+        entries(n_classes, n_features, "distinct distributions")?,
+        "distinct distributions",
+    )?;
     for c in 0..n_classes {
         let below = class_rows[c] < min_count;
         for f in 0..n_features {
@@ -242,10 +246,10 @@ fn fit_distinct_pairs(
         .collect::<Result<Vec<_>>>()?;
     let shape = (n_classes, n_features);
     Ok(ConcentrationFit {
-        concentration: scattered(shape, &where_solved, &solved, |fit| &fit.concentration),
-        log_evidence: scattered(shape, &where_solved, &solved, |fit| &fit.log_evidence),
-        n_iter: scattered(shape, &where_solved, &solved, |fit| &fit.n_iter),
-        converged: scattered(shape, &where_solved, &solved, |fit| &fit.converged),
+        concentration: scattered(shape, &where_solved, &solved, |fit| &fit.concentration)?,
+        log_evidence: scattered(shape, &where_solved, &solved, |fit| &fit.log_evidence)?,
+        n_iter: scattered(shape, &where_solved, &solved, |fit| &fit.n_iter)?,
+        converged: scattered(shape, &where_solved, &solved, |fit| &fit.converged)?,
     })
 }
 
@@ -256,8 +260,8 @@ fn scattered<T: Copy>(
     where_solved: &[(usize, usize)],
     solved: &[ConcentrationFit],
     table: impl Fn(&ConcentrationFit) -> &Array2<T>,
-) -> Array2<T> {
-    Array2::from_shape_fn(shape, |(c, f)| {
+) -> Result<Array2<T>> {
+    table_from_fn(shape, "solver diagnostics", |(c, f)| {
         let (group, slot) = where_solved[c * shape.1 + f];
         table(&solved[group])[[0, slot]]
     })
@@ -292,14 +296,15 @@ pub fn fit_binary_features(
 ) -> Result<BinaryFit> {
     let (n_classes, n_features) = present.dim();
     check_len("class totals (one per class)", n_classes, class_rows.len())?;
-    let mut table = Array2::zeros((n_classes, 2 * n_features));
-    for c in 0..n_classes {
-        for f in 0..n_features {
-            let on = present[[c, f]];
-            table[[c, 2 * f]] = (class_rows[c] - on).max(0.0);
-            table[[c, 2 * f + 1]] = on;
+    let width = entries(n_features, 2, "absent and present counts")?;
+    let table = table_from_fn((n_classes, width), "absent and present counts", |(c, j)| {
+        let on = present[[c, j / 2]];
+        if j % 2 == 0 {
+            (class_rows[c] - on).max(0.0)
+        } else {
+            on
         }
-    }
+    })?;
     let layout = FeatureLayout::from_cardinalities(&vec![2; n_features]);
     let smoothed = smooth(
         table.view(),
@@ -310,18 +315,21 @@ pub fn fit_binary_features(
         Solve::DistinctPairs,
     )?;
     let log = &smoothed.log_probability;
-    let log_absent = Array2::from_shape_fn((n_classes, n_features), |(c, f)| log[[c, 2 * f]]);
-    let log_present = Array2::from_shape_fn((n_classes, n_features), |(c, f)| log[[c, 2 * f + 1]]);
+    let shape = (n_classes, n_features);
+    let log_absent = table_from_fn(shape, "absent log-probabilities", |(c, f)| log[[c, 2 * f]])?;
+    let log_present = table_from_fn(shape, "present log-probabilities", |(c, f)| {
+        log[[c, 2 * f + 1]]
+    })?;
     let skipped: Vec<bool> = (0..n_features)
         .map(|f| smoothed.prior_mean[2 * f] == 0.0 || smoothed.prior_mean[2 * f + 1] == 0.0)
         .collect();
-    let score_table = Array2::from_shape_fn((n_features, n_classes), |(f, c)| {
+    let score_table = table_from_fn((n_features, n_classes), "score table", |(f, c)| {
         if skipped[f] {
             0.0
         } else {
             log_present[[c, f]] - log_absent[[c, f]]
         }
-    });
+    })?;
     let absent_sum = (0..n_classes)
         .map(|c| {
             (0..n_features)

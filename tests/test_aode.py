@@ -918,7 +918,7 @@ def test_same_predict_errors_and_memory_limit_as_categorical_nb(monkeypatch):
             parents=np.ones(2, dtype=bool),
             n_jobs=1,
         )
-    monkeypatch.setattr(_encoding, "MAX_TABLE_CELLS", 10)
+    monkeypatch.setattr(_encoding, "memory_budget_bytes", lambda: 10 * 8 * _encoding.TABLE_COPIES)
     with pytest.raises(MemoryError, match="beyond what memory allows"):
         AODE().fit(np.arange(12).reshape(-1, 1), np.arange(12) % 2)
 

@@ -83,7 +83,7 @@ def test_predict_checks_features_and_fitting():
 def test_cardinality_beyond_memory_is_a_memory_error(monkeypatch):
     from hebnb import _encoding
 
-    monkeypatch.setattr(_encoding, "MAX_TABLE_CELLS", 10)
+    monkeypatch.setattr(_encoding, "memory_budget_bytes", lambda: 10 * 8 * _encoding.TABLE_COPIES)
     with pytest.raises(MemoryError, match="beyond what memory allows"):
         CategoricalNB().fit(np.arange(12).reshape(-1, 1), np.arange(12) % 2)
 
@@ -100,10 +100,12 @@ def test_core_rejects_bad_codes_with_value_error():
 
 
 def test_table_larger_than_the_machine_is_refused_before_allocation():
-    from hebnb._encoding import MAX_TABLE_CELLS
+    from hebnb._encoding import TABLE_COPIES
+    from hebnb._memory import memory_budget_bytes
 
     n_categories = 400_000
-    n_classes = MAX_TABLE_CELLS // n_categories + 1  # one class too many for this machine
+    # one class too many for this machine
+    n_classes = memory_budget_bytes() // (8 * TABLE_COPIES) // n_categories + 1
     X = np.arange(n_categories).reshape(-1, 1)
     y = np.arange(n_categories) % n_classes
     with pytest.raises(MemoryError, match="beyond what memory allows"):

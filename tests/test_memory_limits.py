@@ -281,3 +281,33 @@ def test_aode_on_unique_values_under_a_limit_raises_memory_error_or_works(
         assert outcome["stored pairs"] == 0 and outcome["row pointers"] == 8, outcome
         n_categories = n_rows * n_features
         assert outcome["kept"] <= 100 * n_categories, outcome
+
+
+@pytest.mark.parametrize("smoothing", ["heb-m", "laplace"])
+def test_bernoulli_tables_beyond_memory_raise_memory_error(smoothing):
+    """BernoulliNB holds about a dozen (classes x features) tables at its peak: tables
+    that passed a four-copy guard aborted the interpreter in the core's infallible
+    allocations ("memory allocation of 240000000 bytes failed")."""
+    outcome = run_case(
+        f"""
+        import scipy.sparse as sp
+        from hebnb import BernoulliNB
+
+        n_classes, n_features, n_rows = 100, 100_000, 2_000
+        columns = rng.integers(0, n_features, n_rows * 20)
+        X = sp.csr_matrix(
+            (np.ones(n_rows * 20), (np.repeat(np.arange(n_rows), 20), columns)),
+            shape=(n_rows, n_features),
+        )
+        y = np.arange(n_rows) % n_classes
+        BernoulliNB(smoothing={smoothing!r}).fit(X[:200], y[:200])  # imports and pools warm
+        results = {{}}
+        for margin in (64, 256, 512, 1024, 4096):
+            results[str(margin)] = under(
+                margin, lambda: BernoulliNB(smoothing={smoothing!r}).fit(X, y)
+            )
+        print(json.dumps(results))
+        """
+    )
+    assert set(outcome.values()) <= {"ok", "MemoryError"}
+    assert outcome["64"] == "MemoryError" and outcome["4096"] == "ok"

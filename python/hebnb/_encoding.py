@@ -53,10 +53,10 @@ def aligned_arrays(value: Any) -> Any:
     return value
 
 
-#: Largest (classes x categories) table one fit may build before refusing with
-#: MemoryError: a fit holds about four float64 copies of it (counts, log-probabilities,
-#: their transpose, a temporary), so a quarter of the memory budget in 8-byte cells.
-MAX_TABLE_CELLS = memory_budget_bytes() // 32
+#: How many float64 copies of its (classes x categories) table a fit holds at its peak
+#: (counts, log-probabilities, their transpose, a temporary): the largest table is that
+#: share of the memory budget (:func:`check_table_size`).
+TABLE_COPIES = 4
 
 
 #: Largest total sample weight of one batch. Counts are summed again (over classes, values
@@ -1449,11 +1449,17 @@ def check_weight_total(total: float) -> None:
         )
 
 
-def check_table_size(n_classes: int, n_columns: int) -> None:
-    """Refuses with MemoryError a (classes x categories) table beyond ``MAX_TABLE_CELLS``."""
+def check_table_size(
+    n_classes: int, n_columns: int, *, copies: int = TABLE_COPIES, columns: str = "categories"
+) -> None:
+    """Refuses with MemoryError a (classes x ``columns``) table of which a fit holds
+    ``copies`` float64 copies at its peak, when they exceed the memory budget (read at
+    each call, so that a limit set after import counts)."""
     cells = n_classes * n_columns
-    if cells > MAX_TABLE_CELLS:
+    limit = memory_budget_bytes() // (8 * copies)
+    if cells > limit:
         raise MemoryError(
-            f"{n_classes} classes x {n_columns} categories = {cells} table cells is beyond "
-            f"what memory allows (limit {MAX_TABLE_CELLS}): the cardinality is too high"
+            f"{n_classes} classes x {n_columns} {columns} = {cells} table cells is beyond "
+            f"what memory allows (limit {limit}, as a fit holds {copies} copies): too many "
+            f"{columns} for this machine"
         )

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import ThreadSafeModel, check_class_prior, class_log_prior, n_threads, validate_table
-from ._encoding import check_sample_weight, check_table_size, encode_labels
+from ._encoding import TABLE_COPIES, check_sample_weight, check_table_size, encode_labels
 from ._online import batch_classes
 
 FloatArray = npt.NDArray[np.float64]
@@ -245,6 +245,7 @@ class NaiveBayesClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         return predicted
 
 
-def checked_table_size(n_classes: int, n_columns: int) -> None:
-    """A MemoryError before allocating a (classes x columns) table beyond memory."""
-    check_table_size(n_classes, n_columns)
+def checked_table_size(n_classes: int, n_columns: int, *, copies: int = TABLE_COPIES) -> None:
+    """A MemoryError before allocating a (classes x columns) table beyond memory, of
+    which the fit holds ``copies`` copies at its peak."""
+    check_table_size(n_classes, n_columns, copies=copies, columns="columns")

@@ -104,6 +104,12 @@ class BernoulliNB(DiscreteNB):
         self.class_prior = class_prior
         self.n_jobs = n_jobs
 
+    #: The fit's (classes x features) float64 tables at its peak: the (absent, present)
+    #: count table and its log-probabilities (two each), the four per-distribution
+    #: diagnostics, the present and absent log-probabilities, the score table, and the
+    #: index of the distinct distributions solved once (about two more).
+    _TABLE_COPIES = 13
+
     def _check_X(self, X: Any, *, reset: bool) -> CountMatrix:
         threshold = None if self.binarize is None else float(self.binarize)
         matrix = check_counts(self, X, reset=reset, binary_threshold=threshold, canonical=True)

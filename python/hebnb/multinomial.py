@@ -13,6 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
 from ._base import concentration_interval
+from ._encoding import TABLE_COPIES
 from ._params import (
     N_JOBS,
     ClassProbabilities,
@@ -164,8 +165,11 @@ class DiscreteNB(NaiveBayesClassifier):
     def _check_X(self, X: Any, *, reset: bool) -> CountMatrix:
         return check_counts(self, X, reset=reset, non_negative=True)
 
+    #: How many (classes x columns) float64 tables the fit holds at its peak.
+    _TABLE_COPIES = TABLE_COPIES
+
     def _count(self, matrix: CountMatrix, batch: Batch) -> tuple[FloatArray, FloatArray]:
-        checked_table_size(batch.classes.shape[0], matrix.n_columns)
+        checked_table_size(batch.classes.shape[0], matrix.n_columns, copies=self._TABLE_COPIES)
         return _core.count_tokens(
             matrix.indptr,
             matrix.indices,
