@@ -16,7 +16,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import ThreadSafeModel, check_class_prior, class_log_prior, n_threads, validate_table
+from ._base import (
+    PREDICT_CHUNK_CELLS,
+    ThreadSafeModel,
+    check_class_prior,
+    class_log_prior,
+    n_threads,
+    score_in_chunks,
+    validate_table,
+)
 from ._encoding import TABLE_COPIES, check_sample_weight, check_table_size, encode_labels
 from ._online import batch_classes
 
@@ -190,9 +198,7 @@ def check_counts(
     if sparse_input:
         check_sparse_structure(X)
     if not sparse_input:
-        if binary_threshold is not None:
-            X = X > binary_threshold
-        X = sp.csr_matrix(X.astype(np.float64, copy=False))
+        X = dense_as_csr(X, binary_threshold)
     elif binary_threshold is not None and binary_threshold < 0:
         raise ValueError(
             f"binarize={binary_threshold} < 0 on a sparse matrix would mark every absent "
@@ -202,6 +208,37 @@ def check_counts(
         X = X.copy()
         X.sum_duplicates()
     return CountMatrix(X, sparse_input=sparse_input)
+
+
+def dense_as_csr(X: npt.NDArray[Any], binary_threshold: float | None = None) -> sp.csr_matrix:
+    """A dense array's non-zeros (its indicator ``X > binary_threshold`` when given) as a
+    CSR matrix of float64 values and int32 indices (int64 beyond 2^31 non-zeros), made
+    block of rows by block: beside the input and the result, memory holds one block's
+    temporaries, where converting the whole array went through a float64 copy and
+    scipy's COO form (two int64 indices per non-zero)."""
+    n_rows, n_columns = X.shape
+    step = max(1, PREDICT_CHUNK_CELLS // max(1, n_columns))
+    blocks = range(0, n_rows, step)
+
+    def present(start: int) -> npt.NDArray[np.bool_]:
+        block = X[start : start + step]
+        return block > binary_threshold if binary_threshold is not None else block != 0
+
+    row_counts = np.empty(n_rows, dtype=np.int64)
+    for start in blocks:
+        row_counts[start : start + step] = present(start).sum(axis=1)
+    n_stored = int(row_counts.sum())
+    index_type = np.int32 if max(n_stored, n_columns) < 2**31 else np.int64
+    indptr = np.zeros(n_rows + 1, dtype=index_type)
+    np.cumsum(row_counts, out=indptr[1:])
+    indices = np.empty(n_stored, dtype=index_type)
+    data = np.empty(n_stored, dtype=np.float64)
+    for start in blocks:
+        mask = present(start)
+        span = slice(indptr[start], indptr[min(start + step, n_rows)])
+        indices[span] = np.nonzero(mask)[1]
+        data[span] = 1.0 if binary_threshold is not None else X[start : start + step][mask]
+    return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_columns))
 
 
 class NaiveBayesClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
@@ -227,7 +264,9 @@ class NaiveBayesClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes), columns in the order of ``classes_``.
         """
         check_is_fitted(self)
-        return self._joint_log_likelihood(X)
+        # a long dense array scored by blocks of rows: memory beyond the output is one
+        # block's conversion, not one of the whole array
+        return score_in_chunks(X, self._joint_log_likelihood)
 
     def predict_log_proba(self, X: Any) -> FloatArray:
         """Log posterior class probabilities, shape (n_samples, n_classes)."""
