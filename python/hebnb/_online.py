@@ -137,9 +137,11 @@ def undo_of_added_counts(
 ) -> Callable[[], None]:
     """What puts ``tables`` back as they are now after ``_core.add_counts`` adds the batch
     ``codes (F, S)`` / ``labels`` into them in place: the cells the batch touches, saved
-    (O(batch)), or, when forgetting ages every count, the whole tables. Saved before any
-    change, so an undo restores the exact values, duplicates in the batch included."""
-    if decay != 1.0:
+    (one number per row and feature), or the whole tables where they are the smaller (a
+    long batch of low-cardinality features) or where forgetting ages every count. Saved
+    before any change, so an undo restores the exact values, duplicates in the batch
+    included."""
+    if decay != 1.0 or sum(table.size for table in tables) <= codes.size:
         whole = [table.copy() for table in tables]
 
         def restore_tables() -> None:
