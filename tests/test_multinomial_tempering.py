@@ -409,3 +409,53 @@ def test_each_batch_of_a_long_stream_draws_its_own_priorities(monkeypatch):
     share = weights[kept.classes == 0].sum() / weights.sum()
     # 200 rows of a fair coin: a standard error of 0.035
     assert abs(share - 0.5) < 0.15
+
+
+def test_a_stream_fits_its_power_when_it_is_read(monkeypatch):
+    """``partial_fit`` refitted the power on every kept row at every call: a stream of
+    small batches took time quadratic in its rows (then 60-350 ms a call). The power is
+    now fitted when first read, and equals the power of a stream read after every batch,
+    before and after the kept rows become a sample."""
+    from hebnb import multinomial
+
+    monkeypatch.setattr(multinomial, "KEPT_POWER_ROWS", 150)
+    X, y = token_data(seed=11, n_rows=400)
+    read_each_time, read_once = MultinomialNB(), MultinomialNB()
+    powers = []
+    for start in range(0, 400, 25):
+        batch = slice(start, start + 25)
+        read_each_time.partial_fit(X[batch], y[batch], classes=[0, 1, 2])
+        read_once.partial_fit(X[batch], y[batch], classes=[0, 1, 2])
+        # (a stream's first batch is a fit: fitted at once)
+        assert ("posterior_power_" in vars(read_once)) == (start == 0)
+        powers.append(read_each_time.posterior_power_)
+        assert "posterior_power_" in vars(read_each_time)
+    assert len(set(powers)) > 5  # the power moved along the stream
+    assert read_once.posterior_power_ == powers[-1]
+    assert read_once.leave_one_out_log_loss_ == read_each_time.leave_one_out_log_loss_
+    np.testing.assert_array_equal(read_once.predict_proba(X), read_each_time.predict_proba(X))
+    # a fixed power set between batches drops what was left to fit
+    read_once.partial_fit(X[:25], y[:25])
+    read_once.set_params(posterior_power=0.5).partial_fit(X[25:50], y[25:50])
+    assert read_once.posterior_power_ == 0.5 and "_power_rows_to_fit" not in vars(read_once)
+
+
+def test_the_sample_keeps_the_rows_a_stable_sort_of_the_priorities_keeps():
+    """The kept rows are found in O(rows) (a partition, not a sort): the same rows and
+    threshold as the highest priorities of a stable sort, ties at the cut included."""
+    from hebnb.multinomial import LeaveOneOutRows
+
+    rng = np.random.default_rng(4)
+    for trial in range(200):
+        n, most = int(rng.integers(2, 300)), int(rng.integers(1, 200))
+        priorities = rng.choice([0.5, 1.0, 2.0, 3.0], size=n) if trial % 2 else rng.random(n)
+        rows = LeaveOneOutRows(
+            rng.normal(size=(n, 2)), np.zeros(n, dtype=np.int64), np.ones(n), priorities
+        )
+        sample = rows.sampled(most)
+        if n <= most:
+            assert sample is rows
+            continue
+        order = np.argsort(-priorities, kind="stable")
+        np.testing.assert_array_equal(sample.priorities, priorities[np.sort(order[:most])])
+        assert sample.threshold == priorities[order[most]]

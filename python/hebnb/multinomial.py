@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar, Literal
@@ -12,7 +13,7 @@ import numpy.typing as npt
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
-from ._base import concentration_interval
+from ._base import cache_while_reading, concentration_interval
 from ._encoding import TABLE_COPIES
 from ._params import (
     N_JOBS,
@@ -96,14 +97,19 @@ class LeaveOneOutRows:
         if n_rows <= most:
             return self
         priorities = self._prioritised(self._seen())
-        order = np.argsort(-priorities, kind="stable")
-        kept = np.sort(order[:most])
+        # the largest priority dropped: the (most + 1)-th largest, found in O(rows); rows
+        # above it are kept, and of the rows equal to it the first ones, as a stable sort
+        # of the priorities (highest first) would keep them
+        dropped = float(np.partition(priorities, n_rows - most - 1)[n_rows - most - 1])
+        above = np.flatnonzero(priorities > dropped)
+        ties = np.flatnonzero(priorities == dropped)[: most - above.shape[0]]
+        kept = np.sort(np.concatenate([above, ties]))
         return LeaveOneOutRows(
             self.shifted_joint[kept],
             self.classes[kept],
             self.weights[kept],
             priorities[kept],
-            max(self.threshold, float(priorities[order[most]])),
+            max(self.threshold, dropped),
             self._seen(),
         )
 
@@ -518,9 +524,21 @@ class MultinomialNB(DiscreteNB):
         kept (a sample of :data:`KEPT_POWER_ROWS` of them beyond that), so that
         ``partial_fit`` adds the next batch's rows to them. Until a row has been dropped
         the likelihood is that of every row; from then on, the sample's estimate."""
+        self._keep_power_rows(rows)
+        self._fit_kept_power()
+
+    def _keep_power_rows(self, rows: LeaveOneOutRows) -> None:
+        """Keeps ``rows`` (or their sample) for the next batch, and those the power is to
+        be fitted on (:meth:`_fit_power`), which :meth:`_fit_kept_power` fits."""
         kept = rows.sampled(KEPT_POWER_ROWS)
         self._power_rows = kept
-        scored = rows if rows.threshold == 0.0 else kept
+        self._power_rows_to_fit = rows if rows.threshold == 0.0 else kept
+        for name in self._POWER_ATTRIBUTES:
+            self.__dict__.pop(name, None)
+
+    def _fit_kept_power(self) -> None:
+        """Fits the power on the rows :meth:`_keep_power_rows` left for it."""
+        scored = self.__dict__["_power_rows_to_fit"]
         fit = _core.fit_posterior_power(
             scored.shifted_joint,
             scored.classes,
@@ -528,6 +546,25 @@ class MultinomialNB(DiscreteNB):
             n_jobs=self._threads(),
         )
         self._set_power(float(fit["power"]), float(fit["log_loss"]))
+        del self._power_rows_to_fit
+
+    #: What ``partial_fit`` leaves to be fitted when it is first read: the power of each
+    #: batch refitted on every row seen costs O(rows kept x classes), which a stream of
+    #: small batches paid at every call (a quadratic stream, then 60-350 ms a call).
+    _POWER_ATTRIBUTES = ("posterior_power_", "leave_one_out_log_loss_")
+
+    def __getattr__(self, name: str) -> Any:
+        # only called when ordinary lookup fails: the power a partial_fit left unfitted
+        if name in self._POWER_ATTRIBUTES and "_power_rows_to_fit" in self.__dict__:
+            return cache_while_reading(self, functools.partial(self._fitted_power, name))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _fitted_power(self, name: str) -> Any:
+        """``name`` of the fitted power (called holding the model's cache lock: another
+        reader may have fitted it meanwhile)."""
+        if "_power_rows_to_fit" in self.__dict__:
+            self._fit_kept_power()
+        return self.__dict__[name]
 
     def _fit_rows(self, matrix: CountMatrix, batch: Batch, *, after: bool) -> None:
         """The leave-one-out posterior power of the rows seen (see the class notes):
@@ -535,6 +572,7 @@ class MultinomialNB(DiscreteNB):
         batches."""
         if self._fixed_power() is not None:
             self.__dict__.pop("_power_rows", None)
+            self.__dict__.pop("_power_rows_to_fit", None)
             return
         rows = self._leave_one_out_rows(matrix, batch)
         earlier = self.__dict__.get("_power_rows") if after else None
@@ -548,7 +586,10 @@ class MultinomialNB(DiscreteNB):
                 "Call fit to fit it on every row",
                 UserWarning,
             )
-        self._fit_power(rows)
+        if after:
+            self._keep_power_rows(rows)  # fitted when first read
+        else:
+            self._fit_power(rows)
 
     def _solve(self) -> None:
         fit = self._fit_token_distributions(complement=False, normalise=False)
