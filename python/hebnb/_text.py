@@ -63,7 +63,7 @@ def check_no_overflow(joint: FloatArray, what: str) -> None:
     """Refuses rows whose joint log-likelihood is -inf for every class through float64
     overflow: their posterior is not determined, and scoring would give each class a
     probability of 0 (as it does for a row no class can produce)."""
-    lost = np.flatnonzero(np.all(np.isneginf(joint), axis=1))
+    lost = np.flatnonzero(np.isneginf(joint.max(axis=1, initial=-np.inf)))
     if lost.size:
         more = f" (and {lost.size - 1} more)" if lost.size > 1 else ""
         raise ValueError(

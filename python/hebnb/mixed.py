@@ -49,11 +49,19 @@ def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
         # from them (through pyarrow, which fails on a lone surrogate), for the same split
         text = array.dtype.kind in "OUST"
         frame = pd.DataFrame(array, dtype=object if text else None)
-    is_float = []
-    for j in range(frame.shape[1]):
+    # decided from the dtypes, the float columns' emptiness in one pass: a Series per
+    # column cost about 0.1 ms each (1.6 s of a 20,000-column fit)
+    dtypes = list(frame.dtypes)
+    is_float = [pd.api.types.is_float_dtype(dtype) for dtype in dtypes]
+    floating = [j for j, f in enumerate(is_float) if f]
+    if floating:
+        empty = frame.iloc[:, floating].isna().all(axis=0).to_numpy()
+        for j, nothing in zip(floating, empty):
+            is_float[j] = not nothing
+    for j in (j for j, dtype in enumerate(dtypes) if dtype == object):
         column = frame.iloc[:, j]
-        is_float.append(is_continuous(column))
-        if frame is not X and column.dtype == object and not is_float[-1]:
+        is_float[j] = is_continuous(column)
+        if frame is not X and not is_float[j]:
             # CategoricalNB refuses it too, but numbered within its group of columns
             _refuse_invalid_text(column, j)
     floats = [j for j, f in enumerate(is_float) if f]
