@@ -33,15 +33,23 @@ pub enum PriorMean {
 /// Under the pooled marginal a category never counted (declared, or seen only with
 /// weight 0) has mean 0; a feature with no counted value at all falls back to uniform.
 pub fn prior_mean(counts: ArrayView2<f64>, layout: &FeatureLayout, kind: PriorMean) -> Vec<f64> {
+    // the pooled counts of every column in one pass over the rows (a column's own walk
+    // strides through the whole table)
     let mut mean = vec![0.0; layout.n_columns()];
+    if kind == PriorMean::PooledMarginal {
+        for row in counts.rows() {
+            for (pooled, &n) in mean.iter_mut().zip(row.iter()) {
+                *pooled += n;
+            }
+        }
+    }
     for f in 0..layout.n_features() {
         let columns = layout.columns(f);
         let uniform = 1.0 / layout.cardinality(f).max(1) as f64;
-        let marginal: Vec<f64> = columns.clone().map(|j| counts.column(j).sum()).collect();
-        let total: f64 = marginal.iter().sum();
-        for (slot, pooled) in mean[columns].iter_mut().zip(marginal) {
+        let total: f64 = mean[columns.clone()].iter().sum();
+        for slot in &mut mean[columns] {
             *slot = match kind {
-                PriorMean::PooledMarginal if total > 0.0 => pooled / total,
+                PriorMean::PooledMarginal if total > 0.0 => *slot / total,
                 _ => uniform,
             };
         }
