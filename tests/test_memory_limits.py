@@ -361,3 +361,28 @@ def test_a_long_categorical_batch_keeps_no_journal_larger_than_its_tables():
         """
     )
     assert outcome == {"partial_fit": "ok", "equal": True}
+
+
+def test_scoring_many_classes_needs_its_output_and_a_chunk():
+    """Rows were scored in chunks sized by the features alone: with 4 features a chunk
+    was 262,144 rows, and with 500 classes AODE's scores and posteriors of 120,000 rows
+    needed 920 MB beside their 480 MB output. Chunks now shrink with the classes too."""
+    outcome = run_case(
+        """
+        n_classes = 500
+        X = rng.integers(0, 4, size=(20_000, 4))
+        y = np.arange(20_000) % n_classes
+        from hebnb import AODE
+
+        model = AODE(smoothing="laplace", parent_smoothing="laplace").fit(X, y)
+        rows = np.broadcast_to(X[:1], (120_000, 4))  # output 480 MB
+        expected = model.predict_proba(X[:1])[0]
+
+        def scores():
+            proba = model.predict_proba(rows)
+            assert np.allclose(proba[-1], expected)
+
+        print(json.dumps({"predict": under(480 + 150, scores)}))
+        """
+    )
+    assert outcome == {"predict": "ok"}

@@ -419,29 +419,34 @@ class ThreadSafeModel:
         super().__setstate__(aligned_arrays(state))  # type: ignore[misc]
 
 
-#: Cells (rows x features) scored per chunk by ``predict*``: a chunk's codes and scores
-#: stay a few MiB, so predicting a long table needs its output and little more.
+#: Cells (rows x the larger of features and classes) scored per chunk by ``predict*``: a
+#: chunk's codes and scores stay a few MiB, so predicting a long table needs its output
+#: and little more.
 PREDICT_CHUNK_CELLS = 1 << 20
 
 
-def _rows_in_chunks(X: Any) -> tuple[int | None, Any]:
+def _rows_in_chunks(X: Any, output_width: int = 0) -> tuple[int | None, Any]:
     """``(n_rows, [(start, part of X), ...])`` for an array or DataFrame long enough to
-    split by rows, else ``(None, None)`` (score it whole)."""
+    split by rows (``output_width``: the columns of a row's output, classes for scores),
+    else ``(None, None)`` (score it whole)."""
     shape = getattr(X, "shape", None)
     if not (isinstance(X, (np.ndarray, pd.DataFrame)) and shape is not None and len(shape) == 2):
         return None, None
     n_rows, n_features = shape
-    step = max(1, PREDICT_CHUNK_CELLS // max(1, n_features))
+    step = max(1, PREDICT_CHUNK_CELLS // max(1, n_features, output_width))
     if n_rows <= step:
         return None, None
     take = (lambda a, b: X.iloc[a:b]) if isinstance(X, pd.DataFrame) else (lambda a, b: X[a:b])
     return n_rows, ((start, take(start, start + step)) for start in range(0, n_rows, step))
 
 
-def score_in_chunks(X: Any, score: Callable[[Any], np.ndarray]) -> np.ndarray:
-    """``score(X)`` (one row of output per row of ``X``) computed chunk by chunk of rows
-    into one preallocated output: memory beyond the output stays one chunk's worth."""
-    n_rows, chunks = _rows_in_chunks(X)
+def score_in_chunks(
+    X: Any, score: Callable[[Any], np.ndarray], *, output_width: int = 0
+) -> np.ndarray:
+    """``score(X)`` (one row of output per row of ``X``, ``output_width`` columns of it,
+    or one) computed chunk by chunk of rows into one preallocated output: memory beyond
+    the output stays one chunk's worth, whether features or classes are many."""
+    n_rows, chunks = _rows_in_chunks(X, output_width)
     if chunks is None:
         return score(X)
     out: np.ndarray | None = None
@@ -620,14 +625,16 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes), columns in the order of ``classes_``.
         """
         check_is_fitted(self)
-        return score_in_chunks(X, self._joint_log_likelihood)
+        return score_in_chunks(X, self._joint_log_likelihood, output_width=len(self.classes_))
 
     def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Log posterior class probabilities, shape (n_samples, n_classes)."""
         check_is_fitted(self)
         threads = n_threads(self.n_jobs)
         return score_in_chunks(
-            X, lambda part: _core.log_posterior(self._joint_log_likelihood(part), threads)
+            X,
+            lambda part: _core.log_posterior(self._joint_log_likelihood(part), threads),
+            output_width=len(self.classes_),
         )
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
@@ -639,7 +646,11 @@ class CategoricalClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Most probable class of each row (ties go to the first class in ``classes_``)."""
         check_is_fitted(self)
-        best = score_in_chunks(X, lambda part: np.argmax(self._joint_log_likelihood(part), axis=1))
+        best = score_in_chunks(
+            X,
+            lambda part: np.argmax(self._joint_log_likelihood(part), axis=1),
+            output_width=len(self.classes_),
+        )
         predicted: np.ndarray = self.classes_[best]
         return predicted
 

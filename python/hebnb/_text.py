@@ -266,7 +266,7 @@ class NaiveBayesClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         # a long dense array scored by blocks of rows: memory beyond the output is one
         # block's conversion, not one of the whole array
-        return score_in_chunks(X, self._joint_log_likelihood)
+        return score_in_chunks(X, self._joint_log_likelihood, output_width=len(self.classes_))
 
     def predict_log_proba(self, X: Any) -> FloatArray:
         """Log posterior class probabilities, shape (n_samples, n_classes)."""

@@ -261,7 +261,8 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         ``NotFittedError``. Long inputs are scored a chunk of rows at a time (memory beyond
         the output stays one chunk's, and Ctrl-C is answered between chunks).
         """
-        return score_in_chunks(X, self._posterior_mean)
+        width = len(self.__dict__.get("classes_", ()))
+        return score_in_chunks(X, self._posterior_mean, output_width=width)
 
     def _posterior_mean(self, X: ArrayLike) -> np.ndarray:
         alphas = self._posterior_alphas(X)
