@@ -386,3 +386,27 @@ def test_scoring_many_classes_needs_its_output_and_a_chunk():
         """
     )
     assert outcome == {"predict": "ok"}
+
+
+def test_gaussian_float32_is_not_copied_to_float64():
+    """GaussianNB made a float64 copy of a float32 table to fit it (2x the table, plus
+    the variance's temporary of that size) and of the whole input to score it. It now
+    reads float32 as it is, with the numbers of a float64 copy."""
+    outcome = run_case(
+        """
+        from hebnb import GaussianNB
+
+        X = rng.standard_normal((200_000, 250), dtype=np.float32)  # 200 MB
+        y = rng.integers(0, 5, 200_000)
+        reference = GaussianNB().fit(X[:20_000].astype(np.float64), y[:20_000])
+        small = GaussianNB().fit(X[:20_000], y[:20_000])
+        results = {"same": bool(
+            np.array_equal(small.var_, reference.var_)
+            and np.array_equal(small.predict_proba(X[:50]), reference.predict_proba(X[:50]))
+        )}
+        results["fit"] = under(300, lambda: GaussianNB().fit(X, y))
+        results["predict"] = under(100, lambda: small.predict_proba(X))
+        print(json.dumps(results))
+        """
+    )
+    assert outcome == {"same": True, "fit": "ok", "predict": "ok"}

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ._base import validate_table
+from ._base import PREDICT_CHUNK_CELLS, validate_table
 from ._params import ClassProbabilities, StrictInterval, fit_context
 from ._text import (
     FloatArray,
@@ -18,6 +18,23 @@ from ._text import (
     empirical_class_log_prior,
     training_batch,
 )
+
+#: The dtypes the Gaussian model reads as they are: others become float64.
+FLOAT_DTYPES = [np.float64, np.float32]
+
+
+def column_variances(X: npt.NDArray[Any]) -> FloatArray:
+    """``np.var(X, axis=0)`` in float64, a block of columns at a time: each column's
+    sums run over its rows in the same order, so the numbers are those of one call, but
+    the temporary ``X - mean`` is a block's, not a float64 copy of the whole table."""
+    n_rows, n_columns = X.shape
+    step = max(1, PREDICT_CHUNK_CELLS // max(1, n_rows))
+    variances = np.empty(n_columns)
+    for start in range(0, n_columns, step):
+        variances[start : start + step] = np.var(
+            X[:, start : start + step], axis=0, dtype=np.float64
+        )
+    return variances
 
 
 def merged_moments(
@@ -191,7 +208,9 @@ class GaussianNB(NaiveBayesClassifier):
     def _update(
         self, X: Any, y: Any, sample_weight: Any, *, classes: Any, first_call: bool, partial: bool
     ) -> GaussianNB:
-        X = validate_table(self, X, reset=first_call, dtype=np.float64)
+        # float32 stays float32 (no float64 copy of the whole table): the moments are
+        # taken in float64, class by class, with the same numbers as from a float64 copy
+        X = validate_table(self, X, reset=first_call, dtype=FLOAT_DTYPES)
         fitted = None if first_call else self.classes_
         batch = training_batch(
             y,
@@ -203,7 +222,7 @@ class GaussianNB(NaiveBayesClassifier):
             class_prior=self.class_prior,
         )
         n_classes, n_features = batch.classes.shape[0], X.shape[1]
-        epsilon = float(self.var_smoothing) * float(np.var(X, axis=0).max())
+        epsilon = float(self.var_smoothing) * float(column_variances(X).max(initial=0.0))
         if first_call:
             theta = np.zeros((n_classes, n_features))
             var = np.zeros((n_classes, n_features))
@@ -217,7 +236,11 @@ class GaussianNB(NaiveBayesClassifier):
         for i in np.unique(batch.labels):
             rows = batch.labels == i
             theta[i], var[i], n_new = merged_moments(
-                class_count[i], theta[i], var[i], X[rows], batch.weights[rows] if weighted else None
+                class_count[i],
+                theta[i],
+                var[i],
+                X[rows].astype(np.float64, copy=False),
+                batch.weights[rows] if weighted else None,
             )
             class_count[i] += n_new
         var += epsilon
@@ -233,7 +256,8 @@ class GaussianNB(NaiveBayesClassifier):
         return self
 
     def _joint_log_likelihood(self, X: Any) -> FloatArray:
-        X = validate_table(self, X, reset=False, dtype=np.float64)
+        # float32 rows meet float64 means: the differences are float64 either way
+        X = validate_table(self, X, reset=False, dtype=FLOAT_DTYPES)
         check_variances(self.var_, self.class_count_, self.classes_)
         theta, var = self.theta_, self.var_
         unseen = self.class_count_ == 0
