@@ -108,6 +108,31 @@ pub(super) fn run<T: Send>(
     })
 }
 
+/// Most rows a scoring call runs on the calling thread (one chunk of the scoring kernels)
+/// and most table entries it reads there (rows x features x classes, about a millisecond):
+/// handing a tiny job to a pool thread and waiting for it costs more than the job (a
+/// context switch, far more on a loaded machine). The kernels then see one chunk and run
+/// it in the same order of operations as in the pool, so the result is the same bit for
+/// bit; a call this small ends long before Ctrl-C would need answering.
+pub(super) const INLINE_ROWS: usize = 2048;
+/// See [`INLINE_ROWS`].
+pub(super) const INLINE_ENTRIES: usize = 1 << 20;
+
+/// [`run`], or `work` on the calling thread where it scores at most [`INLINE_ROWS`] rows
+/// reading at most [`INLINE_ENTRIES`] table entries.
+pub(super) fn run_scoring<T: Send>(
+    py: Python<'_>,
+    n_jobs: usize,
+    (n_rows, entries): (usize, usize),
+    work: impl FnOnce() -> crate::error::Result<T> + Send,
+) -> PyResult<T> {
+    if n_rows <= INLINE_ROWS && entries <= INLINE_ENTRIES {
+        work().map_err(to_py_err)
+    } else {
+        run(py, n_jobs, work)
+    }
+}
+
 pub(super) type Array1Py<'py> = Bound<'py, PyArray1<f64>>;
 pub(super) type Array2Py<'py> = Bound<'py, PyArray2<f64>>;
 /// The compiled core of hebnb.

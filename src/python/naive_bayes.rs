@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::{layout, run, to_py_err, Array1Py, Array2Py};
+use super::{layout, run, run_scoring, to_py_err, Array1Py, Array2Py};
 use crate::counts::count_categories as count_kernel;
 use crate::layout::FeatureLayout;
 use crate::mutual_information::mutual_information as mutual_information_kernel;
@@ -164,8 +164,14 @@ impl<'a> ScoringInputs<'a> {
     }
 
     /// Number of rows to score.
-    pub(super) fn n_rows(&self) -> usize {
-        self.codes.ncols()
+    /// Rows, and the table entries scoring them reads (rows x features x classes).
+    pub(super) fn size(&self) -> (usize, usize) {
+        let (n_features, n_rows) = self.codes.dim();
+        let n_classes = self.class_log_prior.len();
+        (
+            n_rows,
+            n_rows.saturating_mul(n_features).saturating_mul(n_classes),
+        )
     }
 
     /// The joint log-likelihood `(S, C)` (SPEC eq. 1).
@@ -199,7 +205,7 @@ pub(super) fn joint_log_likelihood<'py>(
         &feature_weights,
         offsets,
     )?;
-    let joint = run(py, n_jobs, || inputs.joint_log_likelihood())?;
+    let joint = run_scoring(py, n_jobs, inputs.size(), || inputs.joint_log_likelihood())?;
     Ok(joint.into_pyarray(py))
 }
 
@@ -211,7 +217,8 @@ pub(super) fn log_posterior<'py>(
     n_jobs: usize,
 ) -> PyResult<Array2Py<'py>> {
     let joint = joint.as_array();
-    let out = run(py, n_jobs, || scoring::log_posterior(joint))?;
+    let size = (joint.nrows(), joint.len());
+    let out = run_scoring(py, n_jobs, size, || scoring::log_posterior(joint))?;
     Ok(out.into_pyarray(py))
 }
 

@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{matrix, row_major, run, to_py_err, Array1Py, Array2Py};
+use super::{matrix, row_major, run, run_scoring, to_py_err, Array1Py, Array2Py};
 use crate::counts::class_indices;
 use crate::multinomial::{self, SmoothedFit, Smoothing};
 use crate::naive_bayes::PriorMean;
@@ -194,7 +194,8 @@ pub(super) fn score_rows<'py>(
     }
     let table = row_major(&table, "score table")?;
     let counted = values(binarize)?;
-    let joint = run(py, n_jobs, || {
+    let size = (matrix.n_rows, matrix.data.len().saturating_mul(bias.len()));
+    let joint = run_scoring(py, n_jobs, size, || {
         sparse_rows::score_rows(&matrix, table, bias, counted)
     })?;
     Ok(joint.into_pyarray(py))
