@@ -410,3 +410,27 @@ def test_gaussian_float32_is_not_copied_to_float64():
         """
     )
     assert outcome == {"same": True, "fit": "ok", "predict": "ok"}
+
+
+@pytest.mark.parametrize("model", ["MultinomialNB", "GaussianNB", "MixedNB"])
+def test_probabilities_of_many_classes_need_their_output_and_a_chunk(model):
+    """The count, Gaussian and mixed models took the log-posteriors of all rows from a
+    whole joint table and exponentiated them into a third: three times the output."""
+    outcome = run_case(
+        f"""
+        from hebnb import {model} as Model
+
+        n_rows, n_classes = 100_000, 300  # output: 229 MB
+        X = rng.integers(0, 5, size=(n_rows, 3)).astype(np.float64)
+        y = np.arange(n_rows) % n_classes
+        model = Model().fit(X[:20_000], y[:20_000])
+        expected = model.predict_proba(X[-2:])
+
+        def scores():
+            proba = model.predict_proba(X)
+            assert np.array_equal(proba[-2:], expected)
+
+        print(json.dumps({{"predict_proba": under(229 + 200, scores)}}))
+        """
+    )
+    assert outcome == {"predict_proba": "ok"}

@@ -270,12 +270,21 @@ class NaiveBayesClassifier(ThreadSafeModel, ClassifierMixin, BaseEstimator):
 
     def predict_log_proba(self, X: Any) -> FloatArray:
         """Log posterior class probabilities, shape (n_samples, n_classes)."""
-        joint = np.ascontiguousarray(self.predict_joint_log_proba(X), dtype=np.float64)
-        return _core.log_posterior(joint, self._threads())
+        check_is_fitted(self)
+        threads = self._threads()
+
+        def log_posterior(part: Any) -> FloatArray:
+            joint = np.ascontiguousarray(self._joint_log_likelihood(part), dtype=np.float64)
+            return _core.log_posterior(joint, threads)
+
+        # chunk by chunk: beside the output, memory holds one chunk's scores
+        return score_in_chunks(X, log_posterior, output_width=len(self.classes_))
 
     def predict_proba(self, X: Any) -> FloatArray:
         """Posterior class probabilities, shape (n_samples, n_classes); rows sum to 1."""
-        return np.exp(self.predict_log_proba(X))
+        log_proba = self.predict_log_proba(X)
+        proba: FloatArray = np.exp(log_proba, out=log_proba)
+        return proba
 
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """Most probable class of each row (ties go to the first class in ``classes_``)."""
