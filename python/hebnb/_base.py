@@ -421,7 +421,8 @@ class ThreadSafeModel:
 
 #: Cells (rows x the larger of features and classes) scored per chunk by ``predict*``: a
 #: chunk's codes and scores stay a few MiB, so predicting a long table needs its output
-#: and little more.
+#: and little more. Also the block size of the fits' passes over a dense table
+#: (``_text.dense_as_csr``, ``gaussian.column_variances``).
 PREDICT_CHUNK_CELLS = 1 << 20
 
 

@@ -163,7 +163,6 @@ impl<'a> ScoringInputs<'a> {
         })
     }
 
-    /// Number of rows to score.
     /// Rows, and the table entries scoring them reads (rows x features x classes).
     pub(super) fn size(&self) -> (usize, usize) {
         let (n_features, n_rows) = self.codes.dim();
