@@ -425,6 +425,7 @@ def test_probabilities_of_many_classes_need_their_output_and_a_chunk(model):
         y = np.arange(n_rows) % n_classes
         model = Model().fit(X[:20_000], y[:20_000])
         expected = model.predict_proba(X[-2:])
+        model.predict_proba(X[:5_000])  # threads and their allocator arenas made before the limit
 
         def scores():
             proba = model.predict_proba(X)
