@@ -1084,6 +1084,7 @@ pub fn count_pairs(
         pair_list,
         wanted.iter().map(|&(a, _)| layout.cardinality(a)).sum(),
         whole,
+        wanted.iter().map(cell_bound).sum(),
     )?;
     // the blocks are kept from group to group: freed, their memory went back to the
     // system and was faulted in again by the next group (half of counting's page
@@ -1110,7 +1111,7 @@ pub fn count_pairs(
             .par_iter_mut()
             .zip(wanted[first..last].par_chunks(run_length))
             .try_for_each_init(ThreadScratch::default, count_run)?;
-        assembled.append(&blocks[..n_runs], n_classes)?;
+        assembled.append(&blocks[..n_runs], n_classes, bound)?;
         first = last;
     }
     assembled.finish(n_classes)
@@ -1131,30 +1132,42 @@ fn flat_pairs(pairs: &[(usize, usize)]) -> Result<Vec<i32>> {
 }
 
 /// The first `extra` elements of `vector`'s spare capacity, reserved fallibly; the
-/// caller writes them all, then extends the length.
-fn spare<T>(vector: &mut Vec<T>, extra: usize) -> Result<&mut [MaybeUninit<T>]> {
-    vector
-        .try_reserve(extra)
-        .map_err(|_| reserve_error(std::mem::size_of::<T>() * (vector.len() + extra)))?;
+/// caller writes them all, then extends the length. When the vector must grow it grows
+/// to `expected` elements (the caller's forecast of its final length) or by half, which
+/// ever is more: each growth copies the whole vector on one thread, so a good forecast
+/// means one copy. If that much cannot be reserved, only `extra` more is.
+fn spare<T>(vector: &mut Vec<T>, extra: usize, expected: usize) -> Result<&mut [MaybeUninit<T>]> {
+    let needed = vector.len() + extra;
+    if needed > vector.capacity() {
+        let grown = needed
+            .max(expected)
+            .max(vector.capacity() + vector.capacity() / 2);
+        if vector.try_reserve_exact(grown - vector.len()).is_err() {
+            vector
+                .try_reserve_exact(extra)
+                .map_err(|_| reserve_error(std::mem::size_of::<T>() * needed))?;
+        }
+    }
     Ok(&mut vector.spare_capacity_mut()[..extra])
 }
 
 /// Appends the blocks of consecutive pairs to a CSR's `indptr`, `indices` and `counts`
-/// (`convert`ed). The three grow by doubling (grown by each group's exact size, they were
-/// copied once per group), and each block is copied into its own part of them in
-/// parallel.
+/// (`convert`ed), growing them toward `expected_cells` cells in all ([`spare`]; grown by
+/// each group's exact size, they were copied once per group), and copies each block into
+/// its own part of them in parallel.
 fn append_blocks<T: Send>(
     (indptr, indices, counts): (&mut Vec<i64>, &mut Vec<i32>, &mut Vec<T>),
     blocks: &[PairBlock],
-    n_classes: usize,
+    (n_classes, expected_cells): (usize, usize),
     convert: impl Fn(f64) -> T + Sync,
 ) -> Result<()> {
     let new_rows: usize = blocks.iter().map(|b| b.row_lengths.len()).sum();
     let nnz: usize = blocks.iter().map(|b| b.indices.len()).sum();
     let mut cells_before = indptr.last().copied().unwrap_or(0);
-    let mut rows = spare(indptr, new_rows)?;
-    let mut new_indices = spare(indices, nnz)?;
-    let mut new_counts = spare(counts, nnz * n_classes)?;
+    // (indptr was reserved whole: its length is known before counting)
+    let mut rows = spare(indptr, new_rows, 0)?;
+    let mut new_indices = spare(indices, nnz, expected_cells)?;
+    let mut new_counts = spare(counts, nnz * n_classes, expected_cells * n_classes)?;
     // each block's parts of the new memory, in order
     let mut placed = with_capacity(blocks.len(), "AODE pair tables")?;
     for block in blocks {
@@ -1171,7 +1184,6 @@ fn append_blocks<T: Send>(
     assert!(rows.is_empty() && new_indices.is_empty() && new_counts.is_empty());
     placed
         .into_par_iter()
-        .with_min_len(64)
         .for_each(|(block, first, rows, indices, counts)| {
             let mut end = first;
             for (row, &length) in rows.iter_mut().zip(&block.row_lengths) {
@@ -1207,6 +1219,10 @@ struct Assembled {
     indptr: Vec<i64>,
     indices: Vec<i32>,
     counts: CountBuffer,
+    /// The bound `sum min(S, K_a K_b)` on the cells of all pairs, and of those appended:
+    /// the cells counted so far, scaled by their ratio, forecast the final size.
+    cell_bound_total: usize,
+    cell_bound_appended: usize,
 }
 
 fn reserve_error(bytes: usize) -> HebError {
@@ -1217,7 +1233,12 @@ fn reserve_error(bytes: usize) -> HebError {
 }
 
 impl Assembled {
-    fn new(pairs: Vec<i32>, n_table_rows: usize, whole: bool) -> Result<Self> {
+    fn new(
+        pairs: Vec<i32>,
+        n_table_rows: usize,
+        whole: bool,
+        cell_bound_total: usize,
+    ) -> Result<Self> {
         let mut indptr = Vec::new();
         indptr
             .try_reserve_exact(n_table_rows + 1)
@@ -1232,22 +1253,34 @@ impl Assembled {
             } else {
                 CountBuffer::Float(Vec::new())
             },
+            cell_bound_total,
+            cell_bound_appended: 0,
         })
     }
 
-    /// Appends the blocks of consecutive pairs ([`append_blocks`]). Whole
-    /// counts are converted to `u32` exactly (the caller chose `whole` so that they fit).
-    fn append(&mut self, blocks: &[PairBlock], n_classes: usize) -> Result<()> {
+    /// Appends the blocks of consecutive pairs ([`append_blocks`]) whose cells are at
+    /// most `cell_bound`. Whole counts are converted to `u32` exactly (the caller chose
+    /// `whole` so that they fit).
+    fn append(&mut self, blocks: &[PairBlock], n_classes: usize, cell_bound: usize) -> Result<()> {
+        self.cell_bound_appended += cell_bound;
+        let cells = self.indices.len() + blocks.iter().map(|b| b.indices.len()).sum::<usize>();
+        // the final size if the pairs to come fill their bound as those so far did, with
+        // a sixteenth more (a shortfall costs one more copy; an excess is given back by
+        // `finish`), never beyond the bound
+        let fill = cells as f64 / self.cell_bound_appended.max(1) as f64;
+        let expected = (1.0625 * fill * self.cell_bound_total as f64)
+            .min(self.cell_bound_total as f64) as usize;
         let (indptr, indices) = (&mut self.indptr, &mut self.indices);
+        let sizes = (n_classes, expected);
         match &mut self.counts {
             CountBuffer::Whole(counts) => {
-                append_blocks((indptr, indices, counts), blocks, n_classes, |n| {
+                append_blocks((indptr, indices, counts), blocks, sizes, |n| {
                     debug_assert!(n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64);
                     n as u32
                 })
             }
             CountBuffer::Float(counts) => {
-                append_blocks((indptr, indices, counts), blocks, n_classes, |n| n)
+                append_blocks((indptr, indices, counts), blocks, sizes, |n| n)
             }
         }
     }
@@ -1878,6 +1911,7 @@ mod tests {
         let offsets = view.row_offsets(&layout).unwrap();
         assert_eq!(view.pair_list().collect::<Vec<_>>(), wanted);
         let n_rows = codes.ncols();
+        let counts = t.counts.to_f64();
         for (p, &(a, b)) in wanted.iter().enumerate() {
             let (k_a, k_b) = (cardinality[a], cardinality[b]);
             let mut tally = vec![0.0; k_a * k_b * n_classes];
@@ -1893,7 +1927,7 @@ mod tests {
                     let at = (u * k_b + v) * n_classes;
                     let cell = &tally[at..at + n_classes];
                     match view.find(offsets[p], u, v as i32) {
-                        Some(k) => assert_eq!(t.counts.to_f64().row(k).to_vec(), cell.to_vec()),
+                        Some(k) => assert_eq!(counts.row(k).to_vec(), cell.to_vec()),
                         None => assert!(
                             cell.iter().all(|&n| n == 0.0),
                             "{n_rows} rows, pair {p} cell ({u}, {v})"
@@ -1967,6 +2001,28 @@ mod tests {
         for kernel in runnable {
             bitsets.popcount = kernel;
             assert_eq!(count_all(&bitsets), expected, "{kernel:?}");
+        }
+    }
+
+    #[test]
+    fn tables_grown_over_several_groups_match_a_tally() {
+        // 3,000 rows and 30 features, 435 pairs of up to 3,000 cells each (about five
+        // groups): features declared with 100 values of which 3 occur fill little of
+        // their bound, features of 60 values nearly all of it. Sparse features first,
+        // the forecast of the tables' final size falls short and they grow again; dense
+        // first, it overshoots and the excess is given back.
+        let n_rows = 3000;
+        for sparse_first in [true, false] {
+            let sparse = |f: usize| (f < 15) == sparse_first;
+            let cardinality: Vec<usize> =
+                (0..30).map(|f| if sparse(f) { 100 } else { 60 }).collect();
+            let mut rng = Lcg(if sparse_first { 31 } else { 32 });
+            let codes = Array2::from_shape_fn((30, n_rows), |(f, _)| {
+                rng.below(if sparse(f) { 3 } else { 60 }) as i32
+            });
+            let labels = Array1::from_shape_fn(n_rows, |_| rng.below(2) as i64);
+            let weights = Array1::from_elem(n_rows, 1.0);
+            assert_counts_match_a_tally(&(codes, labels, weights), &cardinality, 2, &pairs(30));
         }
     }
 
