@@ -103,3 +103,19 @@ def test_partial_fit_takes_the_classes_alphas_names():
         with pytest.raises(ValueError, match="must name the classes of alphas"):
             model.partial_fit(groups, labels, classes=other)
         assert not hasattr(model, "group_counts_")
+
+
+def test_missing_labels_and_complex_groups_get_scikit_learn_messages():
+    # the messages scikit-learn's own estimators give (its check_requires_y_none and
+    # check_complex_data, which cannot run here: they feed several columns)
+    X = np.array([[0], [1], [0], [2]])
+    y = np.array([0, 1, 0, 1])
+    model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0})
+    for update in (model.fit, model.partial_fit):
+        with pytest.raises(ValueError, match="requires y to be passed, but the target y is None"):
+            update(X, None)
+        with pytest.raises(ValueError, match="Complex data not supported"):
+            update(X.astype(complex), y)
+    fitted = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(X, y)
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        fitted.predict_proba(X.astype(complex))

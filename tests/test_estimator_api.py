@@ -26,7 +26,18 @@ CONTINUOUS_ONLY_CHECKS = {
 
 
 @parametrize_with_checks(
-    [CategoricalNB(), CategoricalNB(smoothing="laplace")],
+    [
+        CategoricalNB(),
+        CategoricalNB(smoothing="laplace"),
+        CategoricalNB(feature_weighting="sqrt-mi"),
+        CategoricalNB(concentration_estimate="posterior-average"),
+        CategoricalNB(weighting="cll-feature"),
+        CategoricalNB(weighting="cll-value"),
+        AODE(),
+        AODE(smoothing="laplace"),
+        AODE(weighting="cll-feature"),
+        AODE(smoothing="laplace", count_features=True, weighting="cll-value"),
+    ],
     expected_failed_checks=lambda estimator: CONTINUOUS_ONLY_CHECKS,
 )
 def test_scikit_learn_conformance(estimator, check):

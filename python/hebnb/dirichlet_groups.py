@@ -462,6 +462,8 @@ def _group_column(X: ArrayLike) -> tuple[tuple[Any, ...], int]:
     array = np.asarray(X)
     if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
         array = np.asarray(X, dtype=object)
+    if array.dtype.kind == "c":
+        raise ValueError("Complex data not supported")
     if array.ndim != 2 or array.shape[1] != 1:
         raise ValueError(
             f"X must have shape (n_samples, 1), one grouping column; got shape {array.shape}"
@@ -473,6 +475,10 @@ def _group_column(X: ArrayLike) -> tuple[tuple[Any, ...], int]:
 
 def _label_indices(y: ArrayLike, classes: np.ndarray, n_rows: int) -> np.ndarray:
     """The index in ``classes`` of every label; ValueError for a label not among them."""
+    if y is None:
+        raise ValueError(
+            "EmpiricalBayesDirichletClassifier requires y to be passed, but the target y is None"
+        )
     labels = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
     if labels.ndim != 1 or labels.shape[0] != n_rows:
         raise ValueError(f"y must have shape ({n_rows},), got {labels.shape}")
