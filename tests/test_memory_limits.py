@@ -163,6 +163,7 @@ def test_predicting_a_long_broadcast_view_needs_only_its_output():
         long_view = np.broadcast_to(X[:1], (n_rows, 4))  # table would be 4 times that
         huge_view = np.broadcast_to(X[:1], (100_000_000, 4))  # output alone: 1.6 GB
         expected = model.predict_proba(X[:1])
+        model.predict_proba(long_view[:5000])  # threads and their allocator arenas made first
         results = {}
 
         def long_rows():
@@ -329,6 +330,7 @@ def test_dense_token_counts_are_not_copied_whole(model):
         y = np.arange(n_rows) % 3
         small = Model().fit(X[:1000], y[:1000])
         expected = small.predict_proba(X[:3])
+        small.predict_proba(X[:5000])  # threads and their allocator arenas made before the limit
         results = {{}}
 
         def scores():
@@ -377,6 +379,7 @@ def test_scoring_many_classes_needs_its_output_and_a_chunk():
         model = AODE(smoothing="laplace", parent_smoothing="laplace").fit(X, y)
         rows = np.broadcast_to(X[:1], (120_000, 4))  # output 480 MB
         expected = model.predict_proba(X[:1])[0]
+        model.predict_proba(rows[:5000])  # threads and their allocator arenas made first
 
         def scores():
             proba = model.predict_proba(rows)
@@ -404,6 +407,7 @@ def test_gaussian_float32_is_not_copied_to_float64():
             np.array_equal(small.var_, reference.var_)
             and np.array_equal(small.predict_proba(X[:50]), reference.predict_proba(X[:50]))
         )}
+        small.predict_proba(X[:5000])  # threads and their allocator arenas made first
         results["fit"] = under(300, lambda: GaussianNB().fit(X, y))
         results["predict"] = under(100, lambda: small.predict_proba(X))
         print(json.dumps(results))
