@@ -252,14 +252,13 @@ GROUP_CHECKS = {
 GROUP_CHECKS.update(
     {
         # the classes are the keys of alphas, so any other label is refused by name
-        "check_complex_data": "labels outside alphas are refused as such",
         "check_classifiers_regression_target": "labels outside alphas are refused as such",
         "check_fit2d_1feature": "labels outside alphas are refused as such",
         # alphas declares every class, so one label in the data is a valid fit
         "check_classifiers_one_label": "alphas declares the classes; one observed is fine",
         "check_classifiers_one_label_sample_weights": "alphas declares the classes",
-        # bayesianbandits' partial_fit(X, y, sample_weight): the classes are alphas' keys
-        "check_estimators_partial_fit_n_features": "partial_fit takes no classes=",
+        # the classes are alphas' keys: classes= must name them, and the check's differ
+        "check_estimators_partial_fit_n_features": "classes= must name alphas' keys",
     }
 )
 

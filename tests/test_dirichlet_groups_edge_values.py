@@ -105,6 +105,22 @@ def test_partial_fit_takes_the_classes_alphas_names():
         assert not hasattr(model, "group_counts_")
 
 
+def test_partial_fit_takes_classes_and_weights_only_by_keyword():
+    """A third positional argument is classes to scikit-learn (partial_fit(X, y,
+    np.unique(y)) in its examples) and weights to bayesianbandits: on a two-row batch the
+    classes [0, 1] were read as weights, dropping a row without a word."""
+    X, y = np.array([["a"], ["b"]]), np.array([0, 1])
+    model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0})
+    with pytest.raises(TypeError, match="positional"):
+        model.partial_fit(X, y, [0, 1])
+    assert not hasattr(model, "group_counts_")
+    by_name = model.partial_fit(X, y, classes=[0, 1]).group_counts_
+    np.testing.assert_array_equal(by_name, [[1.0, 0.0], [0.0, 1.0]])
+    weighted = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0})
+    weighted.partial_fit(X, y, sample_weight=[0.0, 2.0])
+    np.testing.assert_array_equal(weighted.group_counts_, [[0.0, 0.0], [0.0, 2.0]])
+
+
 def test_missing_labels_and_complex_groups_get_scikit_learn_messages():
     # the messages scikit-learn's own estimators give (its check_requires_y_none and
     # check_complex_data, which cannot run here: they feed several columns)

@@ -4,6 +4,7 @@ the sum of its parts, its column selectors and automatic split, bad input."""
 from __future__ import annotations
 
 import pickle
+import re
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ import scipy.sparse as sp
 import sklearn.naive_bayes as skl
 from scipy import stats
 from scipy.special import logsumexp
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.compose import make_column_selector
 
 from hebnb import BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB, MultinomialNB
@@ -623,3 +624,23 @@ def test_the_automatic_split_of_an_object_array_is_that_of_its_frame():
     assert split == expected
     frame = pd.DataFrame(X, dtype=object)
     assert [(name, c) for name, _, c in MixedNB().fit(frame, y).models_] == expected
+
+
+@pytest.mark.skipif(
+    not hasattr(BaseEstimator, "_get_params_html"),
+    reason="scikit-learn's HTML display lists parameters from 1.7",
+)
+def test_the_html_display_marks_only_the_parameters_set():
+    """scikit-learn's HTML display marks the parameters that differ from ``__init__``'s
+    defaults; MixedNB's group-model keys (``cat__alpha``, ...) are not among its
+    arguments, so all of them were marked although only ``models`` was set."""
+    from sklearn.utils import estimator_html_repr
+
+    model = MixedNB(models=[("cat", CategoricalNB(), [0, 1])], fit_prior=False)
+    html = estimator_html_repr(model)
+    marked = re.findall(
+        r'<tr class="user-set">.*?<td class="param">(?:<a[^>]*>)?\s*(\w+)', html, re.DOTALL
+    )
+    assert sorted(marked) == ["fit_prior", "models"], marked
+    # the deep parameters themselves are unchanged (a search still tunes the groups)
+    assert model.get_params()["cat__smoothing"] == CategoricalNB().smoothing

@@ -194,15 +194,20 @@ class EmpiricalBayesDirichletClassifier(ThreadSafeModel, ClassifierMixin, BaseEs
         self,
         X: ArrayLike,
         y: ArrayLike,
-        sample_weight: ArrayLike | None = None,
         *,
         classes: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> Self:
         """Adds a batch of rows (with forgetting) and takes one empirical-Bayes step.
 
         The first call on an unfitted model is ``fit`` followed by that one step (as in
         bayesianbandits). Every step moves every group's posterior by the change of the
         prior, since posteriors are the prior plus the stored counts.
+
+        ``classes`` and ``sample_weight`` are keyword-only: scikit-learn's incremental
+        learners take ``partial_fit(X, y, classes, sample_weight)`` and bayesianbandits'
+        ``partial_fit(X, y, sample_weight)``, so a third positional argument would mean
+        one thing to some callers and the other to the rest.
 
         Parameters
         ----------

@@ -270,6 +270,13 @@ class MixedNB(NaiveBayesClassifier):
                         params[f"{name}__{key}"] = value
         return params
 
+    def _get_params_html(self, deep: bool = True, doc_link: str = "") -> Any:
+        """The parameter table of scikit-learn's HTML display (scikit-learn >= 1.7):
+        MixedNB's own parameters. With the group models' ``name__parameter`` keys, which
+        are not arguments of ``__init__``, every one of them was marked as set by the
+        user."""
+        return super()._get_params_html(deep=False, doc_link=doc_link)
+
     def set_params(self, **params: Any) -> MixedNB:
         """Sets parameters; ``name`` replaces that group's model in ``models`` and
         ``name__parameter`` sets a parameter of it, as in ``ColumnTransformer``."""
