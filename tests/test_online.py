@@ -356,3 +356,62 @@ def test_a_stream_keeps_the_categories_it_started_with(estimator):
     model = estimator(categories=same).partial_fit(X, y)
     model.set_params(categories=[[0, 1, 2], np.array([0, 1, 2])]).partial_fit(X[:1], y[:1])
     assert model.n_categories_.tolist() == [3, 3]
+
+
+def _type_ii_maximiser(counts: np.ndarray, mean: np.ndarray, low: float, high: float) -> float:
+    """argmax over m in [low, high] of the Dirichlet-multinomial evidence (SPEC eq. 5),
+    from scipy's gammaln: a grid in ln m, then a bounded search around its best point."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import gammaln
+
+    seen = counts > 0
+
+    def minus_evidence(t: float) -> float:
+        m = np.exp(t)
+        cells = gammaln(counts[seen] + m * mean[seen]) - gammaln(m * mean[seen])
+        return -(gammaln(m) - gammaln(counts.sum() + m) + cells.sum())
+
+    grid = np.linspace(np.log(low), np.log(high), 2001)
+    values = [minus_evidence(t) for t in grid]
+    best = int(np.argmin(values))
+    around = (grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)])
+    refined = minimize_scalar(
+        minus_evidence, bounds=around, method="bounded", options={"xatol": 1e-12}
+    )
+    return float(np.exp(refined.x))
+
+
+@pytest.mark.parametrize("how", ["forgetting", "weights"])
+def test_a_category_forgetting_has_all_but_erased_keeps_its_place_in_the_evidence(how):
+    """A category seen once and decayed for 40,000 rows has a count of ~1e-175 and a
+    pooled mean ~1e-178: normal numbers, whose product in the digamma difference's
+    recurrence underflowed to 0. The gradient at the upper bound came out +inf and the
+    class's concentration 1e4 (the evidence peaks near 34); every probability moved."""
+    rng = np.random.default_rng(0)
+
+    def batch(n):
+        y = rng.integers(0, 2, n)
+        x = np.where(
+            y == 0, rng.choice(3, n, p=[0.6, 0.2, 0.2]), rng.choice(3, n, p=[0.2, 0.4, 0.4])
+        )
+        return x[:, None], y
+
+    if how == "forgetting":
+        model = CategoricalNB(learning_rate=0.99)
+        X, y = batch(1000)
+        X[0], y[0] = 9, 0  # category 9: seen once, in the first batch only
+        model.partial_fit(X, y, classes=[0, 1])
+        for _ in range(40):
+            model.partial_fit(*batch(1000))
+    else:
+        X, y = batch(1000)
+        X[0], y[0] = 9, 0
+        weights = np.ones(1000)
+        weights[0] = 1e-250
+        model = CategoricalNB().fit(X, y, sample_weight=weights)
+    counts, mean = model.category_count_[0], model.prior_mean_[0]
+    assert 0 < counts[0, -1] < 1e-170 and model.categories_[0][-1] == 9
+    low, high = model.concentration_bounds
+    for c in range(2):
+        expected = _type_ii_maximiser(counts[c], mean, low, high)
+        assert model.concentration_[c, 0] == pytest.approx(expected, rel=1e-6)
