@@ -161,16 +161,43 @@ def test_a_class_without_rows_has_its_prior_share(var_smoothing):
     assert np.all(mixed.predict_proba(X_test)[:, 2] < 3.0 / (X.shape[0] + 3))
 
 
-def test_gaussian_weights_of_any_scale_give_the_same_model():
+@pytest.mark.parametrize(
+    ("scale", "uniform", "offset"),
+    [
+        (1e-9, False, 0.0),
+        # subnormal weights (few significant bits: uniform ones, which they hold exactly)
+        (2.0**-1074, True, 0.0),
+        (2.0**-1060, True, 0.0),
+        # 2.6e297 (totals below the 1e300 limit) beside a feature of 1e10; a power of two,
+        # so that the scaled weights are the same numbers
+        (2.0**988, False, 1e10),
+    ],
+)
+@pytest.mark.parametrize("partial", [False, True])
+def test_gaussian_weights_of_any_scale_give_the_same_model(scale, uniform, offset, partial):
     """Weights scaled by 1e-9 (below scikit-learn's ``isclose`` cut, which drops such a
-    class) fit the model of the unscaled weights."""
+    class) fit the model of the unscaled weights; so do subnormal weights, whose products
+    with the values underflowed (5e-324 gave class means of 0), and weights of 2.6e297,
+    whose products with a feature of 1e10 overflowed (an infinite mean, then a refusal
+    blaming X), in one fit or batch by batch."""
     X, y = continuous(seed=7, n_rows=120)
-    weights = np.random.default_rng(8).uniform(0.5, 2.0, size=y.shape[0])
-    big = GaussianNB().fit(X, y, sample_weight=weights)
-    tiny = GaussianNB().fit(X, y, sample_weight=weights * 1e-9)
-    np.testing.assert_allclose(tiny.theta_, big.theta_, rtol=1e-10)
-    np.testing.assert_allclose(tiny.var_, big.var_, rtol=1e-10)
-    np.testing.assert_allclose(tiny.predict_proba(X), big.predict_proba(X), atol=1e-12)
+    X[:, 1] += offset
+    rng = np.random.default_rng(8)
+    weights = np.ones(y.shape[0]) if uniform else rng.uniform(0.5, 2.0, size=y.shape[0])
+
+    def fitted(w):
+        if not partial:
+            return GaussianNB().fit(X, y, sample_weight=w)
+        model = GaussianNB()
+        for rows in np.array_split(np.arange(y.shape[0]), 3):
+            model.partial_fit(X[rows], y[rows], classes=[0, 1, 2], sample_weight=w[rows])
+        return model
+
+    reference, scaled = fitted(weights), fitted(weights * scale)
+    assert np.all(np.isfinite(scaled.theta_)) and np.all(np.isfinite(scaled.var_))
+    np.testing.assert_allclose(scaled.theta_, reference.theta_, rtol=1e-10)
+    np.testing.assert_allclose(scaled.var_, reference.var_, rtol=1e-10)
+    np.testing.assert_allclose(scaled.predict_proba(X), reference.predict_proba(X), atol=1e-12)
 
 
 def mixed_frame(seed=0, n_rows=400):

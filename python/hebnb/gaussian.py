@@ -53,14 +53,23 @@ def merged_moments(
         n_new = float(weights.sum())
         if n_new == 0.0:  # (scikit-learn also drops a block weighing below ~1e-8)
             return mean, var, 0.0
-        new_mean = np.average(X, axis=0, weights=weights)
-        new_var = np.average((X - new_mean) ** 2, axis=0, weights=weights)
+        # the same averages with the weights scaled to at most 1: a subnormal weight
+        # times a value underflowed (5e-324 everywhere gave a mean of 0) and a weight of
+        # 1e298 times a value of 1e9 overflowed (an infinite mean)
+        scaled = weights / weights.max()
+        new_mean = np.average(X, axis=0, weights=scaled)
+        new_var = np.average((X - new_mean) ** 2, axis=0, weights=scaled)
     if n_past == 0:
         return new_mean, new_var, n_new
+    # the pairwise update in shares of the total weight (the weights themselves times the
+    # moments overflow as above)
     n_total = float(n_past + n_new)
-    total_mean = (n_new * new_mean + n_past * mean) / n_total
-    total_ssd = n_past * var + n_new * new_var + (n_new * n_past / n_total) * (mean - new_mean) ** 2
-    return total_mean, total_ssd / n_total, n_new
+    new_share, past_share = n_new / n_total, n_past / n_total
+    total_mean = new_share * new_mean + past_share * mean
+    total_var = (
+        past_share * var + new_share * new_var + new_share * past_share * (mean - new_mean) ** 2
+    )
+    return total_mean, total_var, n_new
 
 
 def pooled_moments(
