@@ -459,3 +459,34 @@ def test_the_sample_keeps_the_rows_a_stable_sort_of_the_priorities_keeps():
         order = np.argsort(-priorities, kind="stable")
         np.testing.assert_array_equal(sample.priorities, priorities[np.sort(order[:most])])
         assert sample.threshold == priorities[order[most]]
+
+
+def test_joining_many_parts_equals_joining_them_one_by_one():
+    """A Dask fit joins the rows of every partition for the power: one concatenation,
+    where a fold of ``followed_by`` copied everything joined so far at every partition.
+    The same rows, weights, seed count and threshold, and the same sample after."""
+    from functools import reduce
+
+    from hebnb.multinomial import LeaveOneOutRows
+
+    rng = np.random.default_rng(6)
+
+    def part(n, prioritised=False):
+        return LeaveOneOutRows(
+            rng.normal(size=(n, 3)),
+            rng.integers(0, 3, size=n),
+            rng.uniform(0.5, 2.0, size=n),
+            rng.random(n) if prioritised else None,
+            0.25 if prioritised else 0.0,
+            n + 7 if prioritised else 0,
+        )
+
+    for first_prioritised in (False, True):
+        parts = [
+            part(int(n), first_prioritised and k == 0) for k, n in enumerate([5, 0, 40, 1, 13])
+        ]
+        joined, folded = LeaveOneOutRows.joined(parts), reduce(LeaveOneOutRows.followed_by, parts)
+        for name in ("shifted_joint", "classes", "weights", "priorities", "threshold", "rows_seen"):
+            np.testing.assert_array_equal(getattr(joined, name), getattr(folded, name))
+        for a, b in zip(vars(joined.sampled(20)).values(), vars(folded.sampled(20)).values()):
+            np.testing.assert_array_equal(a, b)

@@ -68,7 +68,7 @@ from ._online import merge_pair_tables, n_rows_of
 from ._text import Batch, check_finite_labels
 from .aode import AODE, check_pair_memory, count_pair_tables
 from .dirichlet_groups import EmpiricalBayesDirichletClassifier, _group_column, _label_indices
-from .multinomial import DiscreteNB
+from .multinomial import DiscreteNB, LeaveOneOutRows
 from .naive_bayes import CategoricalNB
 
 __all__ = ["fit", "fit_graph", "partial_fit", "predict", "predict_log_proba", "predict_proba"]
@@ -713,12 +713,9 @@ def _power_task(model: BaseEstimator, *parts: Any) -> BaseEstimator:
     """The solved model with the posterior power of all the partitions' rows, taken in
     partition order: the rows, and so the power, of a local fit."""
     fitted = copy.copy(model)  # a task's input is never changed (retries)
-    rows = None
-    for part in parts:
-        if part is not None:
-            rows = part if rows is None else rows.followed_by(part)
-    if rows is not None:
-        fitted._fit_power(rows)
+    present = [part for part in parts if part is not None]
+    if present:
+        fitted._fit_power(LeaveOneOutRows.joined(present))
     return fitted
 
 
