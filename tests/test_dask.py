@@ -266,6 +266,28 @@ def test_object_columns_kept_as_objects_give_the_local_fit():
         np.testing.assert_allclose(distant.predict_proba(X), local.predict_proba(X), atol=1e-12)
 
 
+def test_values_that_cannot_be_sorted_are_refused_by_all_parent_aode_by_name():
+    """Values Python cannot order (tuples of mixed types) keep their first appearance,
+    which differs between partitions, and AODE's pair tables (coded by sorted rank) could
+    not be merged: "new codes must increase" from the core. Now the column is named;
+    max_parents (pairs counted after the categories are merged) fits the local model."""
+    import dask
+
+    tuples = pd.Series([(1,), ("a",), (2, "b"), ("a",), (1,), (2, "b")] * 10, dtype=object)
+    X = pd.DataFrame({"t": tuples, "k": [0, 1, 2] * 20})
+    y = pd.Series(["u", "v", "u", "v", "v", "u"] * 10)
+    parts = [X.iloc[:3], X.iloc[3:]]
+    with dask.config.set({"dataframe.convert-string": False}):
+        X_dask = dd.from_map(lambda i: parts[i], range(2), meta=X.iloc[:0])
+        y_dask = dd.from_pandas(y, npartitions=1).repartition(divisions=[0, 3, 59])
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(ValueError, match="feature 't' holds values Python cannot sort"):
+            hd.fit(AODE(), X_dask, y_dask)
+        distant = hd.fit(AODE(max_parents=1), X_dask, y_dask)
+    local = AODE(max_parents=1).fit(X, y)
+    np.testing.assert_allclose(distant.predict_proba(X), local.predict_proba(X), atol=1e-12)
+
+
 def test_the_count_tables_are_the_crosstabs_of_the_rows(client):
     X_parts, y_parts = _partitions(seed=3)
     X, y = _collections(X_parts, y_parts)

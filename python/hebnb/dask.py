@@ -304,6 +304,7 @@ class CategoricalFamily(Family[CategoricalCounts]):
         class_count[b_rows] += b.class_count
         pairs = None
         if a.pairs is not None and b.pairs is not None:
+            _check_increasing_codes(encoder, a_codes, b_codes)
             capped = self.template._capped(cardinality, n_classes)
             parents = np.ones(cardinality.shape[0], dtype=bool)
             merged_offsets = [int(o) for o in offsets]
@@ -707,6 +708,25 @@ def _power_rows_task(
         return None
     X, y, sample_weight = _aligned(X), _aligned(y), _aligned(sample_weight)
     return _in_partition(index, n_partitions, lambda: family.power_rows(model, X, y, sample_weight))
+
+
+def _check_increasing_codes(
+    encoder: CategoryEncoder, *codes_of_parts: list[npt.NDArray[np.int64]]
+) -> None:
+    """Refuses a merge of AODE pair tables whose codes do not map in increasing order onto
+    the merged categories: the partitions code categories by their sorted rank, and
+    values Python cannot order (tuples of mixed types, ...) keep their order of first
+    appearance, which differs from partition to partition."""
+    for codes in codes_of_parts:
+        for f, mapped in enumerate(codes):
+            if np.any(np.diff(mapped) <= 0):
+                name = encoder.feature_names[f] if encoder.feature_names is not None else f
+                raise ValueError(
+                    f"feature {name!r} holds values Python cannot sort (e.g. tuples of mixed "
+                    "types), whose pair tables AODE cannot merge across partitions: convert "
+                    "the column to strings, choose super-parents with max_parents, or fit "
+                    "locally"
+                )
 
 
 def _power_task(model: BaseEstimator, *parts: Any) -> BaseEstimator:
