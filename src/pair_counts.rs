@@ -1133,9 +1133,9 @@ fn flat_pairs(pairs: &[(usize, usize)]) -> Result<Vec<i32>> {
 
 /// The first `extra` elements of `vector`'s spare capacity, reserved fallibly; the
 /// caller writes them all, then extends the length. When the vector must grow it grows
-/// to `expected` elements (the caller's forecast of its final length) or by half, which
-/// ever is more: each growth copies the whole vector on one thread, so a good forecast
-/// means one copy. If that much cannot be reserved, only `extra` more is.
+/// to `expected` elements (the caller's forecast of its final length) or by half,
+/// whichever is more: each growth copies the whole vector on one thread, so a good
+/// forecast means one copy. If that much cannot be reserved, only `extra` more is.
 fn spare<T>(vector: &mut Vec<T>, extra: usize, expected: usize) -> Result<&mut [MaybeUninit<T>]> {
     let needed = vector.len() + extra;
     if needed > vector.capacity() {
@@ -1167,7 +1167,11 @@ fn append_blocks<T: Send>(
     // (indptr was reserved whole: its length is known before counting)
     let mut rows = spare(indptr, new_rows, 0)?;
     let mut new_indices = spare(indices, nnz, expected_cells)?;
-    let mut new_counts = spare(counts, nnz * n_classes, expected_cells * n_classes)?;
+    let mut new_counts = spare(
+        counts,
+        nnz * n_classes,
+        expected_cells.saturating_mul(n_classes),
+    )?;
     // each block's parts of the new memory, in order
     let mut placed = with_capacity(blocks.len(), "AODE pair tables")?;
     for block in blocks {

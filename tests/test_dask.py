@@ -331,6 +331,53 @@ def test_dirichlet_groups_fit_is_the_local_fit(client):
         np.testing.assert_allclose(model.predict_proba(rows), local.predict_proba(rows), atol=1e-10)
 
 
+def test_a_column_float_in_a_later_partition_has_the_concatenations_categories():
+    """Partitions whose dtypes drift (int64 in one Parquet file, float64 with a NaN in the
+    next): the categories_ of the local fit of their concatenation are floats; the merge
+    kept the first partition's integers."""
+    import dask
+
+    first = pd.DataFrame({"k": [0, 1, 2, 1]})
+    second = pd.DataFrame({"k": [2.0, np.nan, 0.0, 1.0]}, index=range(4, 8))
+    y = pd.Series(["u", "v", "u", "v", "u", "v", "v", "u"])
+    X_dask = dd.from_map(
+        lambda i: [first, second][i], range(2), meta=first.iloc[:0], enforce_metadata=False
+    )
+    y_dask = dd.from_pandas(y, npartitions=1).repartition(divisions=[0, 4, 7])
+    local = CategoricalNB().fit(pd.concat([first, second]), y)
+    with dask.config.set(scheduler="sync"):
+        distant = hd.fit(CategoricalNB(), X_dask, y_dask)
+    assert local.categories_[0].dtype == np.float64
+    assert distant.categories_[0].dtype == local.categories_[0].dtype
+    np.testing.assert_array_equal(distant.categories_[0], local.categories_[0])
+
+
+@pytest.mark.parametrize("learning_rate", [1.0, 0.9])
+def test_declared_groups_first_used_in_a_later_partition_keep_the_local_order(learning_rate):
+    """A partition lists its category column's unused categories after its own groups.
+    Kept in place by the merge, "c" and "d" (first used in the second partition, "d"
+    first) came in the first partition's declared order: groups_ [a, b, c, d, e] where
+    the local fit has [a, b, d, c, e], and group_counts_'s rows with them."""
+    import dask
+
+    declared = pd.CategoricalDtype(["a", "b", "c", "d", "e"])
+    X = pd.DataFrame({"g": pd.Series(["a", "b"] * 3 + ["d", "c"] * 3, dtype=declared)})
+    y = pd.Series(["s", "f", "s", "s", "f", "f", "s", "f", "f", "f", "s", "s"])
+    alphas = {"s": 1.0, "f": 1.0}
+    local = EmpiricalBayesDirichletClassifier(alphas, learning_rate=learning_rate).fit(X, y)
+    with dask.config.set(scheduler="sync"):
+        distant = hd.fit(
+            EmpiricalBayesDirichletClassifier(alphas, learning_rate=learning_rate),
+            dd.from_pandas(X, npartitions=2),
+            dd.from_pandas(y, npartitions=2),
+        )
+    assert local.groups_.tolist() == ["a", "b", "d", "c", "e"]
+    assert distant.groups_.tolist() == local.groups_.tolist()
+    np.testing.assert_allclose(distant.group_counts_, local.group_counts_, rtol=1e-12)
+    rows = pd.DataFrame({"g": pd.Series(["a", "c", "e"], dtype=declared)})
+    np.testing.assert_allclose(distant.predict_proba(rows), local.predict_proba(rows), atol=1e-12)
+
+
 @pytest.mark.parametrize(
     "model",
     [

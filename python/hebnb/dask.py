@@ -276,6 +276,9 @@ class CategoricalFamily(Family[CategoricalCounts]):
                 f"partitions have {encoder.n_features} and {b.encoder.n_features} features"
             )
         _check_same_names(a.encoder.feature_names, b.encoder.feature_names)
+        # a column read as floats in any partition is a float column of the concatenation
+        # (int64 in one partition, float64 with a NaN in another: float categories_)
+        encoder.floats = [x or y for x, y in zip(a.encoder.floats, b.encoder.floats)]
         b_vocabulary_codes = []
         for f in range(encoder.n_features):
             values, _ = _by_code(b.encoder, f)
@@ -474,22 +477,33 @@ class GroupFamily(Family[GroupCounts]):
         return GroupCounts(n_rows, groups, counts, rows, _get_feature_names(X))
 
     def merge(self, a: GroupCounts, b: GroupCounts) -> GroupCounts:
-        groups = copy.deepcopy(a.groups)  # a task's input is never changed (retries)
-        n_a, n_b = a.groups.lengths()[0], b.groups.lengths()[0]
-        b_values = np.fromiter(b.groups.values(0), dtype=object, count=n_b)
-        b_at = _encode_column(
-            groups, 0, _array_column(b_values, 0), True, "the group column"
-        ).astype(np.int64)
+        a_values, b_values = _group_values(a), _group_values(b)
+        # the groups in a local fit's order: those in rows by first appearance, then the
+        # declared categories no row holds (a partition lists its own unused ones after
+        # its rows; kept in place, they came before groups first seen in a later one)
+        seen_a, seen_b = a.group_rows > 0, b.group_rows > 0
+        order = np.concatenate(
+            [a_values[seen_a], b_values[seen_b], a_values[~seen_a], b_values[~seen_b]]
+        )
+        groups = _core.Vocabulary(1)
+        _encode_column(groups, 0, _array_column(order, 0), True, "the group column")
+        a_at, b_at = (
+            _encode_column(groups, 0, _array_column(values, 0), False, "the group column").astype(
+                np.int64
+            )
+            for values in (a_values, b_values)
+        )
         n_groups = groups.lengths()[0]
         counts = np.zeros((n_groups, a.counts.shape[1]))
         rows = np.zeros(n_groups, dtype=np.int64)
         rows[b_at] = b.group_rows
         # a's rows came first: they age by one step per later row of their group
         rate = float(self.template.learning_rate)
-        decay = rate ** rows[:n_a].astype(np.float64) if rate != 1.0 else np.ones(n_a)
-        counts[:n_a] = a.counts * decay[:, None]
+        later = rows[a_at].astype(np.float64)
+        decay = rate**later if rate != 1.0 else np.ones_like(later)
+        counts[a_at] = a.counts * decay[:, None]
         counts[b_at] += b.counts
-        rows[:n_a] += a.group_rows
+        rows[a_at] += a.group_rows
         return GroupCounts(a.n_rows + b.n_rows, groups, counts, rows, a.feature_names)
 
     def solve(self, state: GroupCounts) -> BaseEstimator:
@@ -510,6 +524,12 @@ class GroupFamily(Family[GroupCounts]):
         else:
             model.log_evidence_, model.n_eb_iterations_, model.eb_converged_ = -np.inf, 0, False
         return model
+
+
+def _group_values(state: GroupCounts) -> npt.NDArray[np.object_]:
+    """The groups of a partition's tables, in the order of their rows."""
+    n_groups = state.groups.lengths()[0]
+    return np.fromiter(state.groups.values(0), dtype=object, count=n_groups)
 
 
 class TokenFamily(Family[TokenCounts]):
