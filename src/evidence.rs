@@ -24,8 +24,9 @@
 //! [`crate::gamma_differences`].
 
 use crate::gamma_differences::{
-    digamma_difference, digamma_trigamma_difference, ln_gamma_difference, scaled_digamma_excess,
-    SHORT_SUM_LIMIT,
+    digamma_difference, digamma_trigamma_difference, ln_gamma_difference,
+    scaled_digamma_difference, scaled_digamma_excess, scaled_trigamma_difference, SHORT_SUM_LIMIT,
+    TINY_CURVATURE_SHARE, TINY_SHARE,
 };
 pub use crate::sign_changes::GradientShape;
 use crate::sign_changes::{shape_from_buckets, Bucket};
@@ -85,6 +86,20 @@ impl Default for EvidenceTerms {
 /// Whether a positive count is summed step by step: whole and at most [`SHORT_SUM_LIMIT`].
 fn is_short(n: f64) -> bool {
     n <= SHORT_SUM_LIMIT && n == f64::from(n as u8)
+}
+
+/// A long cell's `mu [ψ(n + m mu) - ψ(m mu)]`. Where `m mu` is below [`TINY_SHARE`] (a
+/// category whose pooled weight is all but nothing next to its feature's, down to a mean
+/// that underflowed to 0) it is taken as `(m mu) [ψ(n + m mu) - ψ(m mu)] / m`: the plain
+/// product overflowed to inf or NaN and sent the solver to a bound, where the cell's true
+/// share tends to `1 / m`, the `ln m` any seen category adds.
+fn long_cell_gradient(m: f64, n: f64, mu: f64) -> f64 {
+    let a = m * mu;
+    if a < TINY_SHARE {
+        scaled_digamma_difference(a, n) / m
+    } else {
+        mu * digamma_difference(a, n)
+    }
 }
 
 /// `(sum 1 / (m + p), sum 1 / (m + p)^2)` over the poles `p`, in four interleaved lanes
@@ -317,7 +332,7 @@ impl EvidenceTerms {
     pub fn increasing_parts(&self, m: f64) -> (f64, f64) {
         let (mut rising, mut falling) = (0.0, 0.0);
         for &(n, mu) in &self.long_cells {
-            let h = m * mu * digamma_difference(m * mu, n);
+            let h = scaled_digamma_difference(m * mu, n);
             if n >= 1.0 {
                 rising += h;
             } else {
@@ -491,7 +506,7 @@ impl EvidenceTerms {
         let long_cells: f64 = self
             .long_cells
             .iter()
-            .map(|&(n, mu)| mu * digamma_difference(m * mu, n))
+            .map(|&(n, mu)| long_cell_gradient(m, n, mu))
             .sum();
         let short_documents: f64 = self
             .short_document_steps()
@@ -517,6 +532,13 @@ impl EvidenceTerms {
         let mut gradient = self.short_cells / m + pole_first + shared_first;
         let mut curvature = -self.short_cells / (m * m) - pole_second - shared_second;
         for &(n, mu) in &self.long_cells {
+            if m * mu < TINY_CURVATURE_SHARE {
+                // (a mean of almost nothing: the terms scaled by m mu, see long_cell_gradient;
+                // the trigamma difference overflows from a larger share than the digamma's)
+                gradient += scaled_digamma_difference(m * mu, n) / m;
+                curvature += scaled_trigamma_difference(m * mu, n) / (m * m);
+                continue;
+            }
             let (first, second) = digamma_trigamma_difference(m * mu, n);
             gradient += mu * first;
             curvature += mu * mu * second;

@@ -228,7 +228,7 @@ pub fn scaled_digamma_excess(a: f64, n: f64) -> f64 {
             .sum::<f64>();
     }
     if a <= n || a < ASYMPTOTIC_FROM {
-        return a * digamma_difference(a, n) - n;
+        return scaled_digamma_difference(a, n) - n;
     }
     let q = n / a;
     let mut value = n * log_ratio_excess(q) + n / (2.0 * (a + n));
@@ -241,6 +241,57 @@ pub fn scaled_digamma_excess(a: f64, n: f64) -> f64 {
         value += a * b / (2.0 * k) * power_difference(a, log_ratio, 2 * i as i32 + 2);
     }
     value
+}
+
+/// Below this, `a = m mu` is a cell's concentration share that only a prior mean of
+/// almost nothing gives (a category whose pooled weight is ~1e-300 of its feature's, from
+/// weights spanning that range or a category forgetting has all but erased), and
+/// `ψ(a) ~ -1/a` overflows: the cell's terms are taken scaled by `a`
+/// ([`scaled_digamma_difference`], [`scaled_trigamma_difference`]).
+pub const TINY_SHARE: f64 = 1e-280;
+
+const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
+
+/// `a [ψ(a + n) - ψ(a)]` for `a >= 0`, `n > 0`, finite however small `a` is: its limit at
+/// `a = 0` is 1 (a cell of a seen category adds `ln m` to the evidence whatever its mean,
+/// so a mean that underflowed to 0 still counts). Above [`TINY_SHARE`] the plain product.
+pub fn scaled_digamma_difference(a: f64, n: f64) -> f64 {
+    if a >= TINY_SHARE {
+        return a * digamma_difference(a, n);
+    }
+    if n == 0.0 {
+        return 0.0;
+    }
+    // a ψ(a) = -1 - γ a + O(a²); a ψ(a + n) from ψ where a + n is not tiny itself, else
+    // from ψ(x) = -1/x - γ + O(x)
+    let upper = if a + n >= TINY_SHARE {
+        a * digamma(a + n)
+    } else {
+        -a / (a + n) - EULER_GAMMA * a
+    };
+    upper + 1.0 + EULER_GAMMA * a
+}
+
+/// Below this `ψ'(a) ~ 1 / a²` overflows: [`scaled_trigamma_difference`] takes its limit.
+pub const TINY_CURVATURE_SHARE: f64 = 1e-150;
+
+/// `a² [ψ'(a + n) - ψ'(a)]` for `a >= 0`, `n > 0`, finite however small `a` is (limit -1
+/// at `a = 0`), as [`scaled_digamma_difference`]: `a² ψ'(a) = 1 + O(a²)`. Above
+/// [`TINY_CURVATURE_SHARE`] the plain product.
+pub fn scaled_trigamma_difference(a: f64, n: f64) -> f64 {
+    if a >= TINY_CURVATURE_SHARE {
+        return a * a * trigamma_difference(a, n);
+    }
+    if n == 0.0 {
+        return 0.0;
+    }
+    let upper = if a + n >= 1e-100 {
+        a * a * trigamma(a + n)
+    } else {
+        let share = a / (a + n);
+        share * share
+    };
+    upper - 1.0
 }
 
 /// `h(q) = (ln(1 + q) - q) / q` for `q > 0`, as a power series for small `q` (where the
@@ -398,6 +449,36 @@ mod tests {
                 close(excess, n / (a + n) - n, 1e-14),
                 "a = {a}, n = {n}: {excess}"
             );
+        }
+    }
+
+    #[test]
+    fn scaled_differences_reach_their_limits_below_the_tiny_share() {
+        // just below TINY_SHARE the scaled forms agree with the plain products just above
+        // (the same function on either side), and at a = 0 they are 1 and -1: a seen cell's
+        // ln m; with a and n both tiny, a ψ-difference is n / (a + n)
+        for n in [0.5, 1.0, 3.0, 17.25, 1e6] {
+            let above = scaled_digamma_difference(TINY_SHARE * 1.0001, n);
+            let below = scaled_digamma_difference(TINY_SHARE * 0.9999, n);
+            assert!(close(below, above, 1e-12), "n = {n}: {below} vs {above}");
+            assert_eq!(scaled_digamma_difference(0.0, n), 1.0);
+            let above = scaled_trigamma_difference(TINY_CURVATURE_SHARE * 1.0001, n);
+            let below = scaled_trigamma_difference(TINY_CURVATURE_SHARE * 0.9999, n);
+            assert!(close(below, above, 1e-12), "n = {n}: {below} vs {above}");
+            assert_eq!(scaled_trigamma_difference(0.0, n), -1.0);
+        }
+        for (a, n) in [(1e-320, 3e-318), (5e-324, 5e-324), (1e-300, 1e-295)] {
+            let expected = n / (a + n);
+            assert!(
+                close(scaled_digamma_difference(a, n), expected, 1e-12),
+                "{a}, {n}"
+            );
+            let share = a / (a + n);
+            assert!(close(
+                scaled_trigamma_difference(a, n),
+                share * share - 1.0,
+                1e-12
+            ));
         }
     }
 

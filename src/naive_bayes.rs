@@ -330,7 +330,14 @@ pub fn log_probability_table(
                 // mean: most of a vocabulary); the same numbers as log_smoothed's
                 let log_denominator = (total + m).ln();
                 let mut empty = (f64::NAN, f64::NAN); // (mean, ln(0 + m mean))
-                for j in columns {
+                for j in columns.clone() {
+                    if mean[j] < f64::MIN_POSITIVE {
+                        // (0 or subnormal: a pooled share that underflowed, whole or in
+                        // most of its digits)
+                        out[j] = underflowed_mean_log_numerator(counts, (j, columns.clone()), c, m)
+                            - log_denominator;
+                        continue;
+                    }
                     let numerator = if row[j] == 0.0 {
                         if empty.0 != mean[j] {
                             empty = (mean[j], (row[j] + m * mean[j]).ln());
@@ -346,6 +353,39 @@ pub fn log_probability_table(
         })?;
     Array2::from_shape_vec((n_classes, width), flat)
         .map_err(|e| HebError::InvalidParameter(e.to_string()))
+}
+
+/// `ln(n + m mu)` of class `c`'s cell `j` whose prior mean is 0 or subnormal in the table
+/// while the category has a pooled count: the pooled share `t_j / S` of a category seen
+/// with almost no weight (a weight 1e-330 times its feature's, or a count forgetting has
+/// all but erased) underflowed, to 0 or to a few digits. Its logarithm `ln t_j - ln S` is
+/// still a number; without it `ln(0 + m 0)` ruled out every class that had not seen the
+/// category while the one that had kept a finite score. A category no row holds (no
+/// pooled count) stays at -inf.
+fn underflowed_mean_log_numerator(
+    counts: ArrayView2<f64>,
+    (j, columns): (usize, std::ops::Range<usize>),
+    c: usize,
+    m: f64,
+) -> f64 {
+    let pooled: f64 = counts.column(j).sum();
+    let feature_total: f64 = columns.map(|k| counts.column(k).sum()).sum();
+    let n = counts[[c, j]];
+    if !(pooled > 0.0 && feature_total > 0.0) {
+        return n.ln();
+    }
+    let log_smoothing = m.ln() + pooled.ln() - feature_total.ln();
+    if n > 0.0 {
+        // ln(n + e^s), without forming e^s
+        let (high, low) = if n.ln() >= log_smoothing {
+            (n.ln(), log_smoothing)
+        } else {
+            (log_smoothing, n.ln())
+        };
+        high + (low - high).exp().ln_1p()
+    } else {
+        log_smoothing
+    }
 }
 
 fn check_table(counts: ArrayView2<f64>, layout: &FeatureLayout, n_classes: usize) -> Result<()> {
