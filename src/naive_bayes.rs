@@ -315,6 +315,22 @@ pub fn log_probability_table(
     }
     let width = layout.n_columns();
     let mut flat = zeroed(n_classes * width, "log-probability table")?;
+    // pooled counts per column and their totals per feature, for the cells whose mean is
+    // 0 or subnormal (underflowed_mean_log_numerator): one pass, only where there are any
+    let pooled = if mean.iter().any(|&mu| mu < f64::MIN_POSITIVE) {
+        let mut pooled = zeroed(width, "pooled counts")?;
+        for row in counts.rows() {
+            for (sum, &n) in pooled.iter_mut().zip(row.iter()) {
+                *sum += n;
+            }
+        }
+        let totals: Vec<f64> = (0..layout.n_features())
+            .map(|f| pooled[layout.columns(f)].iter().sum())
+            .collect();
+        Some((pooled, totals))
+    } else {
+        None
+    };
     flat.par_chunks_mut(width.max(1))
         .enumerate()
         .try_for_each(|(c, out)| -> Result<()> {
@@ -330,11 +346,11 @@ pub fn log_probability_table(
                 // mean: most of a vocabulary); the same numbers as log_smoothed's
                 let log_denominator = (total + m).ln();
                 let mut empty = (f64::NAN, f64::NAN); // (mean, ln(0 + m mean))
-                for j in columns.clone() {
-                    if mean[j] < f64::MIN_POSITIVE {
+                for j in columns {
+                    if let (true, Some((pooled, totals))) = (mean[j] < f64::MIN_POSITIVE, &pooled) {
                         // (0 or subnormal: a pooled share that underflowed, whole or in
-                        // most of its digits)
-                        out[j] = underflowed_mean_log_numerator(counts, (j, columns.clone()), c, m)
+                        // most of its digits, or a category no row holds)
+                        out[j] = underflowed_mean_log_numerator(row[j], pooled[j], totals[f], m)
                             - log_denominator;
                         continue;
                     }
@@ -355,22 +371,15 @@ pub fn log_probability_table(
         .map_err(|e| HebError::InvalidParameter(e.to_string()))
 }
 
-/// `ln(n + m mu)` of class `c`'s cell `j` whose prior mean is 0 or subnormal in the table
-/// while the category has a pooled count: the pooled share `t_j / S` of a category seen
+/// `ln(n + m mu)` of a cell (count `n`) whose prior mean is 0 or subnormal in the table
+/// while its category has a pooled count `t_j` (`pooled`) of the feature's `S`
+/// (`feature_total`): the pooled share `t_j / S` of a category seen
 /// with almost no weight (a weight 1e-330 times its feature's, or a count forgetting has
 /// all but erased) underflowed, to 0 or to a few digits. Its logarithm `ln t_j - ln S` is
 /// still a number; without it `ln(0 + m 0)` ruled out every class that had not seen the
 /// category while the one that had kept a finite score. A category no row holds (no
 /// pooled count) stays at -inf.
-fn underflowed_mean_log_numerator(
-    counts: ArrayView2<f64>,
-    (j, columns): (usize, std::ops::Range<usize>),
-    c: usize,
-    m: f64,
-) -> f64 {
-    let pooled: f64 = counts.column(j).sum();
-    let feature_total: f64 = columns.map(|k| counts.column(k).sum()).sum();
-    let n = counts[[c, j]];
+fn underflowed_mean_log_numerator(n: f64, pooled: f64, feature_total: f64, m: f64) -> f64 {
     if !(pooled > 0.0 && feature_total > 0.0) {
         return n.ln();
     }
