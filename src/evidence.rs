@@ -533,9 +533,10 @@ impl EvidenceTerms {
         let mut curvature = -self.short_cells / (m * m) - pole_second - shared_second;
         for &(n, mu) in &self.long_cells {
             if m * mu < TINY_CURVATURE_SHARE {
-                // (a mean of almost nothing: the terms scaled by m mu, see long_cell_gradient;
-                // the trigamma difference overflows from a larger share than the digamma's)
-                gradient += scaled_digamma_difference(m * mu, n) / m;
+                // (a mean of almost nothing: the curvature scaled by m mu, as the gradient is
+                // in long_cell_gradient; the trigamma difference overflows from a larger
+                // share than the digamma's)
+                gradient += long_cell_gradient(m, n, mu);
                 curvature += scaled_trigamma_difference(m * mu, n) / (m * m);
                 continue;
             }

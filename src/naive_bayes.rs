@@ -33,16 +33,11 @@ pub enum PriorMean {
 /// Under the pooled marginal a category never counted (declared, or seen only with
 /// weight 0) has mean 0; a feature with no counted value at all falls back to uniform.
 pub fn prior_mean(counts: ArrayView2<f64>, layout: &FeatureLayout, kind: PriorMean) -> Vec<f64> {
-    // the pooled counts of every column in one pass over the rows (a column's own walk
-    // strides through the whole table)
-    let mut mean = vec![0.0; layout.n_columns()];
-    if kind == PriorMean::PooledMarginal {
-        for row in counts.rows() {
-            for (pooled, &n) in mean.iter_mut().zip(row.iter()) {
-                *pooled += n;
-            }
-        }
-    }
+    let mut mean = if kind == PriorMean::PooledMarginal {
+        pooled_counts(counts)
+    } else {
+        vec![0.0; layout.n_columns()]
+    };
     for f in 0..layout.n_features() {
         let columns = layout.columns(f);
         let uniform = 1.0 / layout.cardinality(f).max(1) as f64;
@@ -55,6 +50,18 @@ pub fn prior_mean(counts: ArrayView2<f64>, layout: &FeatureLayout, kind: PriorMe
         }
     }
     mean
+}
+
+/// The counts of every column summed over the classes, in one pass over the rows (a
+/// column's own walk strides through the whole table).
+fn pooled_counts(counts: ArrayView2<f64>) -> Vec<f64> {
+    let mut pooled = vec![0.0; counts.ncols()];
+    for row in counts.rows() {
+        for (sum, &n) in pooled.iter_mut().zip(row.iter()) {
+            *sum += n;
+        }
+    }
+    pooled
 }
 
 /// Concentrations and solver diagnostics for every (class, feature).
@@ -318,12 +325,7 @@ pub fn log_probability_table(
     // pooled counts per column and their totals per feature, for the cells whose mean is
     // 0 or subnormal (underflowed_mean_log_numerator): one pass, only where there are any
     let pooled = if mean.iter().any(|&mu| mu < f64::MIN_POSITIVE) {
-        let mut pooled = zeroed(width, "pooled counts")?;
-        for row in counts.rows() {
-            for (sum, &n) in pooled.iter_mut().zip(row.iter()) {
-                *sum += n;
-            }
-        }
+        let pooled = pooled_counts(counts);
         let totals: Vec<f64> = (0..layout.n_features())
             .map(|f| pooled[layout.columns(f)].iter().sum())
             .collect();

@@ -511,9 +511,8 @@ class GroupFamily(Family[GroupCounts]):
         model = clone(self.template)
         model._validate_params()
         model.classes_, model.prior_ = model._initial_prior()
-        n_groups = state.groups.lengths()[0]
         model._groups = state.groups
-        model.groups_ = np.fromiter(state.groups.values(0), dtype=object, count=n_groups)
+        model.groups_ = _group_values(state)
         model.group_counts_ = state.counts
         model.n_features_in_ = 1
         if state.feature_names is not None:
