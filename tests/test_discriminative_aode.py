@@ -1101,6 +1101,43 @@ def test_count_features_leave_each_row_out_by_its_sample_weight(monkeypatch, blo
     assert (raw == 0.0).any() and (raw > 1.0).any()
 
 
+def test_count_features_standardise_by_sample_weight():
+    """The count features are centred and scaled over the rows as their sample weights
+    weigh them: rows of weight 0 (copies of other rows, so that the vocabulary is the
+    same) change nothing, as they change none of the counts. An unweighted mean and
+    spread over all the rows moved the fit by up to 1e-3 in probability."""
+    X, y = _data(seed=6, n_rows=200)
+    rng = np.random.default_rng(7)
+    copies = rng.choice(len(y), size=80, replace=False)
+    X_more = np.vstack([X, X[copies]])
+    y_more = np.concatenate([y, (y[copies] + 1) % 3])  # other labels: they would matter
+    weights = rng.uniform(0.5, 2.0, len(y))
+    params = {
+        "smoothing": "laplace",
+        "weighting": "cll-value",
+        "weighting_rows": "leave-one-out",
+        "count_features": True,
+        "weighting_tol": 1e-10,
+    }
+    kept = AODE(**params).fit(X, y, sample_weight=weights)
+    padded = AODE(**params).fit(
+        X_more, y_more, sample_weight=np.concatenate([weights, np.zeros(len(copies))])
+    )
+    np.testing.assert_allclose(padded._count_encoding.center, kept._count_encoding.center)
+    np.testing.assert_allclose(padded._count_encoding.scale, kept._count_encoding.scale)
+    np.testing.assert_allclose(padded.predict_proba(X), kept.predict_proba(X), atol=1e-8)
+    # and the centre is the weighted mean of the training rows' features
+    from hebnb.aode import _count_features
+
+    codes = kept._encode(X)[0]
+    parents = np.flatnonzero(kept.super_parents_)
+    keys = hebnb.weighting.aode_cell_keys(codes, parents, kept.n_categories_)
+    cells, _, _, _ = hebnb.weighting.number_cells(keys)
+    counts = kept._count_encoding
+    raw = _count_features(cells[:, counts.columns], counts.cell_counts, weights)
+    np.testing.assert_allclose(counts.center, np.average(raw, axis=0, weights=weights))
+
+
 def test_count_features_constant_over_the_rows_change_nothing():
     """A full factorial design (every value and pair of values equally frequent, like the
     car dataset): every count feature is constant, its spread only rounding, so it is

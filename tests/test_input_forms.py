@@ -55,6 +55,44 @@ def test_whole_floats_beyond_int64_are_the_integers_they_equal(estimator):
             np.testing.assert_array_equal(model.category_count_[0], models[0].category_count_[0])
 
 
+@pytest.mark.parametrize("without_pyarrow", [False, True])
+@pytest.mark.parametrize("form", ["pyarrow", "polars"])
+def test_arrow_uint64_beyond_int64_with_nulls_are_exact_integers(
+    small, form, without_pyarrow, monkeypatch
+):
+    """An Arrow or polars uint64 column with values >= 2**63 and a null: each value its
+    own category (through pandas or numpy they were float64, where all four became one,
+    2**64), the null missing, and the probabilities of the same column without nulls."""
+    if form == "pyarrow" and without_pyarrow:
+        pytest.skip("a pyarrow table needs pyarrow")
+    pa = pytest.importorskip("pyarrow")
+    pl = pytest.importorskip("polars") if form == "polars" else None
+    X, y = small
+    values = [2**64 - 10 + int(v) for v in X[:, 0]]
+    with_null = values[:-1] + [None]
+
+    def table(column):
+        if form == "pyarrow":
+            return pa.table({"a": pa.array(column, pa.uint64())})
+        return pl.DataFrame({"a": pl.Series(column, dtype=pl.UInt64)})
+
+    reference = np.array([[v] for v in with_null], dtype=object)
+    expected = CategoricalNB().fit(reference, y)
+    if without_pyarrow:
+        monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)
+    model = CategoricalNB(handle_unknown="error").fit(table(with_null), y)
+    assert model.categories_[0].tolist() == sorted(set(values))
+    np.testing.assert_allclose(
+        model.predict_proba(table(with_null)), expected.predict_proba(reference), rtol=1e-12
+    )
+    # at predict, a null beside known values leaves them what they are
+    np.testing.assert_allclose(
+        model.predict_proba(table(values[:2] + [None])),
+        expected.predict_proba(reference[:2].tolist() + [[None]]),
+        rtol=1e-12,
+    )
+
+
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 @pytest.mark.parametrize(("dtype", "offset"), [("UInt8", 0), ("UInt64", 2**53), ("UInt64", 2**63)])
 def test_nullable_unsigned_columns_are_exact_integers(estimator, small, dtype, offset):

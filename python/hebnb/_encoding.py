@@ -529,8 +529,8 @@ def _polars_column(series: Any, feature: int | str) -> ColumnSpec:
         ):
             # read in Rust through the Arrow C stream interface ("stream" spec), numpy
             # values where its type turns out not to be read there
-            return ("stream", series, lambda: _array_column(np.asarray(series.to_numpy()), feature))
-        return _array_column(np.asarray(series.to_numpy()), feature)
+            return ("stream", series, lambda: _array_column(_polars_values(series), feature))
+        return _array_column(_polars_values(series), feature)
     import polars
 
     # polars' own layout (string views): no copy, where the default converts to large_string
@@ -554,6 +554,16 @@ def _polars_column(series: Any, feature: int | str) -> ColumnSpec:
             f"{_CATEGORICAL_TYPES}{hint}"
         )
     return ("arrow", _chunked(arrow))
+
+
+def _polars_values(series: Any) -> np.ndarray:
+    """A polars column as numpy values, without pyarrow: integers with nulls as Python
+    ints and None (``to_numpy`` makes them float64, exact only below 2**53)."""
+    if series.dtype.is_integer() and series.null_count():
+        values = np.empty(len(series), dtype=object)
+        values[:] = series.to_list()
+        return values
+    return np.asarray(series.to_numpy())
 
 
 #: polars types read through the Arrow C stream interface without pyarrow (integers too).
@@ -862,9 +872,11 @@ def _encode_arrow(
         )
     if types.is_integer(kind):
         if types.is_uint64(kind) and len(chunk) and (pa.compute.max(chunk).as_py() or 0) >= 2**63:
-            return _encode_column(
-                vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name
-            )
+            # as Python ints (to_pandas would make a column with nulls float64, in which
+            # values this large collapse into one)
+            values = np.empty(len(chunk), dtype=object)
+            values[:] = chunk.to_pylist()
+            return _encode_column(vocabulary, feature, ("objects", values), grow, name)
         nulls = np.asarray(chunk.is_null(), dtype=bool) if chunk.null_count else None
         values = np.asarray(chunk.fill_null(0) if chunk.null_count else chunk).astype(np.int64)
         return vocabulary.encode_ints(feature, values, nulls, grow=grow)

@@ -645,7 +645,7 @@ class AODE(CategoricalClassifier):
             )
         columns = np.array([k for k, _, _ in counted], dtype=np.intp)
         raw = _count_features(cells[:, columns], cell_counts, weights)
-        center, spread = raw.mean(axis=0), raw.std(axis=0)
+        center, spread = _weighted_column_moments(raw, weights)
         # a feature constant over the rows (every value as frequent: a balanced design)
         # has a spread of rounding only, which must not be scaled up to one
         varies = spread > 1e-9 * (1.0 + np.abs(center))
@@ -1447,6 +1447,23 @@ def _count_features(
         np.copyto(block, 0.0, where=~(block > threshold))
         np.log1p(block, out=block)
     return features
+
+
+def _weighted_column_moments(
+    features: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mean and standard deviation of each column of ``features`` (S, G) over the
+    rows weighted by ``weights`` (S,): the count features standardise like the counts
+    they come from (a row of weight 0 like no row, one of weight 2 like two). Taken a
+    block of rows at a time, so that no temporary of the size of ``features`` is made."""
+    total = weights.sum()
+    center = (weights @ features) / total
+    square_sum = np.zeros_like(center)
+    for start in range(0, features.shape[0], _COUNT_FEATURE_ROWS):
+        deviation = features[start : start + _COUNT_FEATURE_ROWS] - center
+        deviation *= deviation
+        square_sum += weights[start : start + _COUNT_FEATURE_ROWS] @ deviation
+    return center, np.sqrt(square_sum / total)
 
 
 @dataclasses.dataclass(frozen=True)
