@@ -342,3 +342,16 @@ def test_long_inputs_are_scored_a_chunk_of_rows_at_a_time(monkeypatch):
     np.testing.assert_array_equal(model.predict_proba(rows), whole)
     # 64 cells a chunk, a row's output two of them (one per class)
     assert max(seen) == 64 // 2 and sum(seen) == rows.shape[0]
+
+
+def test_a_column_vector_y_is_raveled_with_scikit_learns_warning():
+    """y of shape (n, 1): scikit-learn's DataConversionWarning and the model of y
+    raveled, as every other estimator here (it was a ValueError)."""
+    from sklearn.exceptions import DataConversionWarning
+
+    X = np.array([[1], [1], [2], [2], [3], [3]])
+    y = np.array([0, 1, 0, 0, 1, 1])
+    expected = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(X, y)
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        model = EmpiricalBayesDirichletClassifier({0: 1.0, 1: 1.0}).fit(X, y.reshape(-1, 1))
+    np.testing.assert_array_equal(model.predict_proba(X), expected.predict_proba(X))

@@ -348,6 +348,9 @@ def rows_as_array(X: Any) -> np.ndarray:
     would become the category ``1``) become an object array. Rows of different lengths
     are named as such (numpy 2 speaks of an "inhomogeneous shape", numpy 1 makes an
     array of lists)."""
+    if isinstance(X, np.matrix):
+        # (a matrix stays 2-D when a column is taken from it)
+        return np.asarray(X)
     if isinstance(X, np.ndarray):
         return X
     if isinstance(X, (list, tuple)):
@@ -413,13 +416,7 @@ def _split_table(X: Any) -> _Table:
                 "pa.table({'name': array}) if it is a single feature"
             )
         if not isinstance(X, (pa.Table, pa.RecordBatch)):
-            try:
-                X = pa.table(X)
-            except pa.ArrowInvalid as error:
-                raise ValueError(
-                    f"Expected a 2D table, got a {type(X).__name__} whose Arrow stream is "
-                    f"not a table of columns ({error})"
-                ) from error
+            X = _arrow_table(X)
         labels = list(X.column_names)
         columns = [("arrow", _chunked(X.column(i))) for i in range(X.num_columns)]
         floats = [pa.types.is_floating(X.schema.field(i).type) for i in range(X.num_columns)]
@@ -442,6 +439,33 @@ def _split_table(X: Any) -> _Table:
         return _Table([], array, None, None, n_rows, floats)
     columns = [_array_column(array[:, j], j) for j in range(n_features)]
     return _Table(columns, None, None, None, n_rows, floats)
+
+
+def _arrow_table(X: Any) -> Any:
+    """A pyarrow Table read from an object's Arrow C stream."""
+    pa = _pyarrow("an Arrow stream")
+    try:
+        return pa.table(X)
+    except pa.ArrowInvalid as error:
+        raise ValueError(
+            f"Expected a 2D table, got a {type(X).__name__} whose Arrow stream is not a "
+            f"table of columns ({error})"
+        ) from error
+
+
+def stream_as_table(X: Any) -> Any:
+    """An object that only exports the Arrow C stream interface (a DuckDB or ADBC
+    result, a nanoarrow stream: no length, and perhaps readable only once) as a pyarrow
+    Table, read once, so that its rows can be counted before they are encoded;
+    anything else as it is."""
+    if (
+        hasattr(X, "__arrow_c_stream__")
+        and not hasattr(X, "shape")
+        and not hasattr(X, "__len__")
+        and _module_of(X) not in ("pyarrow", "polars", "pandas")
+    ):
+        return _arrow_table(X)
+    return X
 
 
 def _is_float(column: ColumnSpec) -> bool:
@@ -541,7 +565,7 @@ def _polars_column(series: Any, feature: int | str) -> ColumnSpec:
         raise TypeError(
             f"{_described(feature)} has polars type {series.dtype}, which cannot be read: {error}"
         ) from None
-    if not _arrow_categorical(arrow.type):
+    if series.dtype == polars.Object or not _arrow_categorical(arrow.type):
         # named by its polars type: the Arrow type polars exports it as (an Object column
         # as fixed_size_binary[8], its objects' addresses) is not one the user chose
         hint = (
@@ -891,7 +915,14 @@ def _encode_arrow(
         # not datetime.date objects, which would be other categories
         chunk = chunk.cast(pa.timestamp("ms"))
     if _arrow_categorical(kind):  # booleans, binaries, the other temporals, decimals
-        return _encode_column(vocabulary, feature, ("objects", _arrow_objects(chunk)), grow, name)
+        try:
+            values = _arrow_objects(chunk)
+        except pa.ArrowInvalid as error:  # time64[ns] beyond datetime.time's microseconds
+            raise ValueError(
+                f"{name} has Arrow type {kind}, whose values cannot be read as Python "
+                f"objects ({error}): cast the column first (to int64 or to strings)"
+            ) from None
+        return _encode_column(vocabulary, feature, ("objects", values), grow, name)
     raise TypeError(f"{name} has Arrow type {kind}, which is not categorical: {_CATEGORICAL_TYPES}")
 
 
@@ -916,6 +947,7 @@ def _arrow_categorical(kind: Any) -> bool:
         types.is_binary,
         types.is_large_binary,
         types.is_binary_view,
+        types.is_fixed_size_binary,
         types.is_temporal,
         types.is_decimal,
     )
@@ -1362,8 +1394,9 @@ def _examples(table: _Table, f: int, where: np.ndarray) -> list[Any]:
     return examples
 
 
-def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted class labels and the class index of every row; rejects missing labels."""
+def labels_as_array(y: Any) -> np.ndarray:
+    """``y`` as a numpy array, a column vector (n, 1) raveled with scikit-learn's
+    warning."""
     y = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
     if y.ndim == 2 and y.shape[1] == 1:
         warn(
@@ -1372,6 +1405,12 @@ def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             DataConversionWarning,
         )
         y = y.ravel()
+    return y
+
+
+def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted class labels and the class index of every row; rejects missing labels."""
+    y = labels_as_array(y)
     if y.ndim != 1:
         raise ValueError(f"y should be a 1d array, got an array of shape {y.shape} instead.")
     if y.shape[0] != n_samples:

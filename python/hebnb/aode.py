@@ -32,7 +32,7 @@ from ._base import (
     read_consistently,
     solve_pending,
 )
-from ._encoding import check_sample_weight, check_table_size
+from ._encoding import check_sample_weight, check_table_size, stream_as_table
 from ._memory import memory_budget_bytes
 from ._online import (
     batch_classes,
@@ -997,6 +997,7 @@ class AODE(CategoricalClassifier):
         self._check_combinations()
         for name in self._weight_attributes:
             self.__dict__.pop(name, None)  # weights of an earlier fit no longer apply
+        X = stream_as_table(X)  # (its rows counted before they are encoded)
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.__dict__["classes_"]
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)

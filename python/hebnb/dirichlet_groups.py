@@ -23,6 +23,7 @@ from ._encoding import (
     _encode_column,
     _pandas_column,
     check_sample_weight,
+    labels_as_array,
     refuse_non_table,
 )
 from ._online import check_learning_rate
@@ -484,7 +485,7 @@ def _label_indices(y: ArrayLike, classes: np.ndarray, n_rows: int) -> np.ndarray
         raise ValueError(
             "EmpiricalBayesDirichletClassifier requires y to be passed, but the target y is None"
         )
-    labels = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
+    labels = labels_as_array(y)
     if labels.ndim != 1 or labels.shape[0] != n_rows:
         raise ValueError(f"y must have shape ({n_rows},), got {labels.shape}")
     index = pd.Index(classes).get_indexer(pd.Index(labels))

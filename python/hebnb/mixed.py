@@ -13,7 +13,13 @@ from sklearn.utils._indexing import _get_column_indices, _safe_indexing
 from sklearn.utils.validation import check_array
 
 from ._base import check_class_prior, class_log_prior, validate_table
-from ._encoding import check_sample_weight, encode_labels, refuse_non_table, rows_as_array
+from ._encoding import (
+    check_sample_weight,
+    encode_labels,
+    refuse_non_table,
+    rows_as_array,
+    stream_as_table,
+)
 from ._online import batch_classes, n_rows_of
 from ._params import ClassProbabilities, meta_fit_context
 from ._text import FloatArray, NaiveBayesClassifier, check_finite_labels
@@ -30,11 +36,22 @@ def is_continuous(column: pd.Series) -> bool:
     its NaN)."""
     if column.isna().all():
         return False
-    if pd.api.types.is_float_dtype(column.dtype):
+    if _is_float_dtype(column.dtype):
         return True
     if column.dtype == object:
         return pd.api.types.infer_dtype(column, skipna=True) in ("floating", "mixed-integer-float")
     return False
+
+
+def _is_float_dtype(dtype: Any) -> bool:
+    """``pd.api.types.is_float_dtype``, which raises NotImplementedError for some Arrow
+    types pandas has no numpy counterpart of (``string_view``): those are asked of the
+    Arrow type."""
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow
+
+        return bool(pyarrow.types.is_floating(dtype.pyarrow_dtype))
+    return bool(pd.api.types.is_float_dtype(dtype))
 
 
 def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
@@ -52,7 +69,7 @@ def default_models(X: Any) -> list[tuple[str, BaseEstimator, list[int]]]:
     # decided from the dtypes, the float columns' emptiness in one pass: a Series per
     # column cost about 0.1 ms each (1.6 s of a 20,000-column fit)
     dtypes = list(frame.dtypes)
-    is_float = [pd.api.types.is_float_dtype(dtype) for dtype in dtypes]
+    is_float = [_is_float_dtype(dtype) for dtype in dtypes]
     floating = [j for j, f in enumerate(is_float) if f]
     if floating:
         empty = frame.iloc[:, floating].isna().all(axis=0).to_numpy()
@@ -124,6 +141,7 @@ def check_table(X: Any) -> Any:
     void or structured dtype and polars ``Object`` columns (which Arrow holds as the
     objects' addresses)."""
     refuse_non_table(X)
+    X = stream_as_table(X)
     module = type(X).__module__.partition(".")[0]
     if module in ("polars", "pyarrow") and hasattr(X, "to_pandas") and hasattr(X, "columns"):
         if module == "polars":

@@ -26,7 +26,7 @@ from ._base import (
     n_threads,
     on_failure,
 )
-from ._encoding import check_sample_weight, check_table_size
+from ._encoding import check_sample_weight, check_table_size, stream_as_table
 from ._online import batch_classes, grow_tables, n_rows_of, undo_of_added_counts
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only, offered_if
 from ._warnings import warn
@@ -352,6 +352,7 @@ class CategoricalNB(CategoricalClassifier):
         if not first_call:  # fit_context checks only the first call; set_params may not
             self._validate_params()
         self._check_combinations()
+        X = stream_as_table(X)  # (its rows counted before they are encoded)
         n_rows = n_rows_of(X)
         fitted_classes = None if first_call else self.classes_
         declared, labels = batch_classes(y, n_rows, classes, fitted_classes)
