@@ -264,7 +264,7 @@ def test_daemon_threads_inside_updates_do_not_abort_the_process_at_exit():
 
 FORKED_CHILDREN_EXIT = textwrap.dedent(
     """
-    import os, sys, threading, time
+    import atexit, os, threading, time
     import numpy as np
     from hebnb import AODE
 
@@ -279,11 +279,15 @@ FORKED_CHILDREN_EXIT = textwrap.dedent(
     for _ in range(2):
         threading.Thread(target=fit, daemon=True).start()
     hung = 0
-    for _ in range(60):
+    for _ in range(200):
         time.sleep(0.003)
         pid = os.fork()
         if pid == 0:
-            sys.exit(0)  # an ordinary exit: atexit callbacks, then finalization
+            # the exit callbacks an ordinary exit runs first (hebnb's waits for returning
+            # threads: where children hung), then no module teardown, which takes a
+            # second of copy-on-write page faults beside the parent's busy threads
+            atexit._run_exitfuncs()
+            os._exit(0)
         deadline = time.monotonic() + 10
         while not os.waitpid(pid, os.WNOHANG)[0]:
             if time.monotonic() > deadline:
