@@ -234,9 +234,9 @@ class AODE(CategoricalClassifier):
         With ``weighting``: L-BFGS iterations of the weight fit.
     count_weights_ : ndarray of shape (n_counted, n_classes)
         With ``count_features=True``: the weight of ``ln(1 + n)`` of each counted value
-        or pair: each super-parent's own value, then its pairs with the later features
-        and with the features that are not super-parents, super-parents in feature order
-        (``count_columns_``).
+        or pair: super-parent by super-parent (in feature order), its columns ``j`` in
+        feature order, where ``j`` is the super-parent itself (its own value), a later
+        feature, or a feature that is not a super-parent (``count_columns_``).
     count_columns_ : ndarray of shape (n_counted, 2)
         With ``count_features=True``: the (super-parent, feature) of each counted value
         (``i = j``) or pair of values.
@@ -967,9 +967,10 @@ class AODE(CategoricalClassifier):
 
         With ``learning_rate=1`` any sequence of calls gives the model one ``fit`` on the
         concatenated batches would give (a batch whose weights sum to zero is refused, as
-        scikit-learn refuses it); new categories join the vocabulary (``categories_``
-        stays sorted). The memory cap, if set, follows the grown
-        cardinalities.
+        scikit-learn refuses it), except for ``max_parents``: its super-parents are
+        chosen on the first batch and kept, where one ``fit`` chooses them on all the
+        rows. New categories join the vocabulary (``categories_`` stays sorted). The
+        memory cap, if set, follows the grown cardinalities.
 
         A call costs the batch, not the model: the batch is encoded against the
         vocabulary and kept, and the kept batches are counted into the stored tables
