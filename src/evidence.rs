@@ -449,10 +449,15 @@ impl EvidenceTerms {
             }
         }
         let tail_area = tail_area + closed_form_tail;
+        shape_from_buckets(&bucket[..buckets], self.cells_less_documents(), tail_area)
+    }
+
+    /// The non-zero cells less the documents: the limit of `m l'(m)` as `m -> 0` (each
+    /// term `a [ψ(a + n) - ψ(a)]` tends to 1), so the gradient is positive near 0 where
+    /// this is.
+    pub fn cells_less_documents(&self) -> f64 {
         let long_documents: f64 = self.long_totals.iter().map(|&(_, k)| k).sum();
-        let weight_at_zero =
-            self.short_cells + self.long_cells.len() as f64 - self.short_documents - long_documents;
-        shape_from_buckets(&bucket[..buckets], weight_at_zero, tail_area)
+        self.short_cells + self.long_cells.len() as f64 - self.short_documents - long_documents
     }
 
     /// Whether `l` is flat in `m`: no document, every counted cell has prior mean 1 (a

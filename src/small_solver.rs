@@ -38,17 +38,11 @@ fn digamma_newton_trigamma_difference(a: f64, n: f64) -> (f64, f64) {
     (digamma_difference(a, n), newton_trigamma_difference(a, n))
 }
 use crate::sign_changes::{GradientShape, SignChanges};
-use crate::solver::{maximise_by_search, Evidence, Solution, SolverSettings};
+use crate::solver::{maximise_by_search, single_root, Evidence, Solution, SolverSettings};
 
 /// Most unit intervals the shape certificate walks exactly before it gives up (then the
 /// bound search decides).
 const CERTIFICATE_UNITS: usize = 48;
-
-/// The Newton iteration of [`single_root`] stops once the error it predicts for its
-/// iterate (from the last two steps, the convergence being quadratic) is below this
-/// fraction of the solver's `log_tolerance`: the maximiser to ~1e-14 relative, without
-/// the last evaluation that only confirms a step below the tolerance.
-const QUADRATIC_STOP: f64 = 1e-3;
 
 /// Largest number of non-zero cells on the fast path.
 pub const MAX_CELLS: usize = 48;
@@ -1065,94 +1059,6 @@ fn at_end(m: f64, n_iter: usize) -> Solution {
         log_evidence: f64::NAN,
         n_iter,
         converged: true,
-    }
-}
-
-/// The maximiser of an evidence whose `f(t) = m l'(m)` (`t = ln m`) is positive near
-/// `m = 0` and changes sign at most once: Newton's method in `t` from `start`, kept
-/// inside a bracket by bisection as in the general solver's `newton_in_bracket`, whose
-/// ends are evaluated only when a step would leave the bracket (`verified` says which
-/// end's sign is already known to be right). An end whose sign says the root lies beyond it is the answer
-/// (`f(m_max) >= 0`: `m_max`; `f(m_min) <= 0`: `m_min`). Newton's iterates and the
-/// maximiser are those of evaluating both ends first (the decision of
-/// [`crate::solver::maximise_evidence_from`]); only the evaluations a good start makes
-/// unnecessary are saved.
-fn single_root(
-    terms: &SmallEvidence,
-    settings: &SolverSettings,
-    start: f64,
-    (mut lo_known, mut hi_known): (bool, bool),
-) -> Solution {
-    let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
-    let (mut lo, mut hi) = (lo_m.ln(), hi_m.ln());
-    let start = if start > 0.0 && start.is_finite() {
-        start.ln()
-    } else {
-        f64::NAN
-    };
-    let mut t = if start > lo && start < hi {
-        start
-    } else {
-        0.5 * (lo + hi)
-    };
-    let mut n_iter = 0;
-    let mut converged = false;
-    let mut previous_newton_step = None;
-    while n_iter < settings.max_iter {
-        n_iter += 1;
-        let m = t.exp();
-        let (f, curvature) = terms.scaled_gradient_and_curvature(m);
-        if f > 0.0 {
-            lo = t;
-            lo_known = true;
-        } else if f < 0.0 {
-            hi = t;
-            hi_known = true;
-        } else {
-            converged = true;
-            break;
-        }
-        // f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
-        let slope = f + m * m * curvature;
-        let newton = t - f / slope;
-        let inside = slope < 0.0 && newton > lo && newton < hi;
-        // a step out of the bracket or uphill bisects; first make sure the root is
-        // inside at all, by the end on the side it points to
-        if !inside && f > 0.0 && !hi_known {
-            n_iter += 1;
-            if terms.scaled_gradient(hi_m) >= 0.0 {
-                return at_end(hi_m, n_iter);
-            }
-            hi_known = true;
-        } else if !inside && f < 0.0 && !lo_known {
-            n_iter += 1;
-            if terms.scaled_gradient(lo_m) <= 0.0 {
-                return at_end(lo_m, n_iter);
-            }
-            lo_known = true;
-        }
-        let next = if inside { newton } else { 0.5 * (lo + hi) };
-        let step = (next - t).abs();
-        t = next;
-        // Newton's error squares from step to step (e' ~ K e², the step ~ the error),
-        // so after two Newton steps the new iterate is off by ~ step³ / previous²
-        let settled = previous_newton_step.is_some_and(|previous: f64| {
-            inside
-                && step < 0.1 * previous
-                && step * step * step
-                    < QUADRATIC_STOP * settings.log_tolerance * previous * previous
-        });
-        if settled || step < settings.log_tolerance || hi - lo < settings.log_tolerance {
-            converged = true;
-            break;
-        }
-        previous_newton_step = inside.then_some(step);
-    }
-    Solution {
-        concentration: t.exp(),
-        log_evidence: f64::NAN,
-        n_iter,
-        converged,
     }
 }
 
