@@ -408,7 +408,7 @@ impl<'a> PairTablesView<'a> {
         // child values in range and strictly increasing within each row: one pass over
         // the cells (rising from -1 puts them all at 0 or above; the last below K_b puts
         // them all below), pairs in parallel, the first bad pair reported
-        let bad = (0..self.n_pairs()).into_par_iter().find_first(|&p| {
+        let is_bad = |&p: &usize| {
             // compared in i64: a cardinality of 2^31 or more does not wrap
             let k_child = layout.cardinality(self.pair(p).1) as i64;
             (offsets[p]..offsets[p + 1]).any(|row| {
@@ -421,7 +421,13 @@ impl<'a> PairTablesView<'a> {
                 }
                 !rising || i64::from(previous) >= k_child
             })
-        });
+        };
+        // (a model's tables checked when it is loaded run on the calling thread)
+        let bad = if crate::parallel::in_a_pool() {
+            (0..self.n_pairs()).into_par_iter().find_first(is_bad)
+        } else {
+            (0..self.n_pairs()).find(is_bad)
+        };
         match bad.map(|p| self.pair(p)) {
             Some((a, b)) => Err(HebError::InvalidParameter(format!(
                 "pair table of features ({a}, {b}): child values out of range or unsorted"

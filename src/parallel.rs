@@ -144,6 +144,16 @@ pub fn lease(n_threads: usize) -> Result<Lease> {
     Ok(Lease { slot })
 }
 
+/// Whether the calling thread is a worker of a rayon pool (here always a leased one).
+/// A kernel that may also run on the calling thread (a call too small to hand to a
+/// pool: the inline scoring of `crate::python`, or a check run before any pool is
+/// leased) iterates in parallel only inside one: outside, a parallel iterator of more
+/// than one piece goes to rayon's global pool, which ignores `n_jobs`, and whose threads
+/// a forked child does not have (its call waited for them forever).
+pub fn in_a_pool() -> bool {
+    rayon::current_thread_index().is_some()
+}
+
 /// Runs `work` inside a pool of `n_threads` workers (at least one).
 ///
 /// # Errors

@@ -270,31 +270,36 @@ pub fn score_rows(
         table.len(),
     )?;
     let mut flat = zeroed(matrix.n_rows * n_classes, "joint log-likelihood")?;
-    if n_classes > 0 {
-        flat.par_chunks_mut(ROWS_PER_TASK * n_classes)
-            .enumerate()
-            .for_each(|(chunk, out)| {
-                if interrupt::cancelled() {
-                    return;
+    let score_task = |(chunk, out): (usize, &mut [f64])| {
+        if interrupt::cancelled() {
+            return;
+        }
+        for (r, row_out) in out.chunks_mut(n_classes).enumerate() {
+            let s = chunk * ROWS_PER_TASK + r;
+            row_out.copy_from_slice(bias);
+            for k in matrix.slice(s) {
+                let x = values.apply(matrix.data[k]);
+                if x == 0.0 {
+                    continue;
                 }
-                for (r, row_out) in out.chunks_mut(n_classes).enumerate() {
-                    let s = chunk * ROWS_PER_TASK + r;
-                    row_out.copy_from_slice(bias);
-                    for k in matrix.slice(s) {
-                        let x = values.apply(matrix.data[k]);
-                        if x == 0.0 {
-                            continue;
-                        }
-                        let v = matrix.indices[k] as usize;
-                        let weights = &table[v * n_classes..(v + 1) * n_classes];
-                        for (slot, &t) in row_out.iter_mut().zip(weights) {
-                            if t != f64::NEG_INFINITY {
-                                *slot += x * t;
-                            }
-                        }
+                let v = matrix.indices[k] as usize;
+                let weights = &table[v * n_classes..(v + 1) * n_classes];
+                for (slot, &t) in row_out.iter_mut().zip(weights) {
+                    if t != f64::NEG_INFINITY {
+                        *slot += x * t;
                     }
                 }
-            });
+            }
+        }
+    };
+    if n_classes > 0 {
+        // a small call scores on the calling thread (crate::parallel::in_a_pool)
+        let task = ROWS_PER_TASK * n_classes;
+        if crate::parallel::in_a_pool() {
+            flat.par_chunks_mut(task).enumerate().for_each(score_task);
+        } else {
+            flat.chunks_mut(task).enumerate().for_each(score_task);
+        }
     }
     interrupt::check()?;
     Array2::from_shape_vec((matrix.n_rows, n_classes), flat)

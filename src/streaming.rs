@@ -52,7 +52,7 @@ pub fn add_batch(
     };
     // inside a pool the features are counted in parallel; outside one (a single thread
     // asked for) on the calling thread, with no hand-off
-    if rayon::current_thread_index().is_some() {
+    if crate::parallel::in_a_pool() {
         tables.par_iter_mut().enumerate().for_each(add_feature);
     } else {
         tables.iter_mut().enumerate().for_each(add_feature);
