@@ -377,6 +377,12 @@ class ThreadSafeModel:
 
     #: Attributes an update modifies in place (copied for the update's private copy).
     _updated_in_place: ClassVar[tuple[str, ...]] = ()
+    #: Attributes a pickle or copy leaves out (rebuilt on loading or first use).
+    _left_out_of_pickles: ClassVar[tuple[str, ...]] = ()
+    #: Attributes an update changes in place in the model's own state rather than
+    #: replacing them (a vocabulary grows, counts are added into tables): a pickle copies
+    #: them while it holds the model, everything else it shares until the pickler reads.
+    _changed_in_place: ClassVar[tuple[str, ...]] = ("_encoder",)
 
     @classmethod
     def _get_param_names(cls) -> list[str]:
@@ -408,10 +414,31 @@ class ThreadSafeModel:
         return model
 
     def __getstate__(self) -> dict[str, Any]:
-        # never a state an update, or the solve after one, is halfway through
-        state = cache_while_reading(self, super().__getstate__)  # scikit-learn's
-        assert isinstance(state, dict)  # the instance dict and the version
-        return without_locks(state)
+        # never a state an update, or the solve after one, is halfway through, and taken
+        # whole while the locks are held: scikit-learn's state is the live instance dict,
+        # which the pickler reads after they are given back, when an update may be
+        # replacing its entries or growing what it changes in place (a copy mixed two
+        # states: a grown vocabulary beside the tables of before)
+        parent = super().__getstate__  # scikit-learn's
+
+        def snapshot() -> dict[str, Any]:
+            state = parent()
+            assert isinstance(state, dict)  # the instance dict and the version
+            left_out = self._left_out_of_pickles
+            kept = {key: value for key, value in state.items() if key not in left_out}
+            for name in self._changed_in_place:
+                if name in kept:
+                    kept[name] = copy.deepcopy(kept[name])
+            return without_locks(kept)
+
+        state: dict[str, Any] = cache_while_reading(self, snapshot)
+        return state
+
+    def __sklearn_is_fitted__(self) -> bool:
+        # scikit-learn's own test iterates vars(self), which another reader may be filling
+        # meanwhile (a cached attribute, the solve after partial_fit): "dictionary changed
+        # size during iteration". list() takes the keys in one step.
+        return any(key.endswith("_") and not key.startswith("__") for key in list(self.__dict__))
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # a model unpickled from byte frames (Dask ships it to its workers so) may hold

@@ -1397,15 +1397,15 @@ def _examples(table: _Table, f: int, where: np.ndarray) -> list[Any]:
 def labels_as_array(y: Any) -> np.ndarray:
     """``y`` as a numpy array, a column vector (n, 1) raveled with scikit-learn's
     warning."""
-    y = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
-    if y.ndim == 2 and y.shape[1] == 1:
+    labels: np.ndarray = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.Index)) else y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
         warn(
             "A column-vector y was passed when a 1d array was expected. Please change the "
             "shape of y to (n_samples,), for example using ravel().",
             DataConversionWarning,
         )
-        y = y.ravel()
-    return y
+        labels = labels.ravel()
+    return labels
 
 
 def encode_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:

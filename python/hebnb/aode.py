@@ -414,6 +414,16 @@ class AODE(CategoricalClassifier):
     #: Folds of the cross-fitting that scores the training rows for the weights.
     _weighting_folds = 5
 
+    #: The public pair tables (recomputed from ``_pairs`` on first access) and the cell
+    #: numbering (rebuilt from ``_cell_keys`` by ``__setstate__``).
+    _left_out_of_pickles = (
+        "pair_features_",
+        "pair_indptr_",
+        "pair_indices_",
+        "pair_counts_",
+        "_cell_numbering",
+    )
+
     #: Fitted attributes of the discriminative weights (dropped by a refit without them).
     _weight_attributes = (
         "parent_weights_",
@@ -1166,9 +1176,6 @@ class AODE(CategoricalClassifier):
     def __getstate__(self) -> dict[str, Any]:
         # no update meanwhile (the base's pickle reads under the same lock)
         state: dict[str, Any] = read_consistently(self, self._solved_state)
-        for name in _PAIR_VIEWS:
-            state.pop(name, None)  # recomputed from _pairs on first access
-        state.pop("_cell_numbering", None)  # rebuilt from _cell_keys by __setstate__
         return state
 
     def _solved_state(self) -> dict[str, Any]:

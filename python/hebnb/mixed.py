@@ -379,6 +379,9 @@ class MixedNB(NaiveBayesClassifier):
         if nested:
             raise ValueError(f"model names must not contain '__': got {nested!r}")
 
+    #: ``partial_fit`` updates the groups' models in place
+    _changed_in_place = ("models_",)
+
     @meta_fit_context
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> MixedNB:
         """Fits every group's model on its columns and the class prior.

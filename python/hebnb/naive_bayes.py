@@ -247,6 +247,9 @@ class CategoricalNB(CategoricalClassifier):
     #: codes in order of first appearance: a stream's batches never move old counts
     _code_order = "insertion"
 
+    #: a stream's batches grow the vocabulary and add into the count tables in place
+    _changed_in_place = ("_encoder", "_feature_counts")
+
     #: what ``_solve`` sets: after ``partial_fit`` they are computed when first used
     _SOLVED = frozenset(
         {
