@@ -46,6 +46,25 @@ def test_gaussian_equals_scikit_learn(weighted, var_smoothing):
     np.testing.assert_allclose(ours.predict_proba(X_test), ref.predict_proba(X_test), atol=1e-10)
 
 
+@pytest.mark.parametrize("estimator", ["GaussianNB", "MultinomialNB"])
+def test_an_overflowing_row_is_named_by_its_place_in_x_when_scored_in_chunks(
+    estimator, monkeypatch
+):
+    """A long X is scored a chunk of rows at a time: the refused row is named by its row
+    in X, not in its chunk (row 25238 of a chunk was reported for row 200000)."""
+    import hebnb
+
+    monkeypatch.setattr(hebnb._base, "PREDICT_CHUNK_CELLS", 64)  # chunks of 10 rows here
+    rng = np.random.default_rng(0)
+    X = rng.poisson(0.5, size=(200, 6)).astype(float)
+    y = rng.integers(0, 3, 200)
+    model = getattr(hebnb, estimator)().fit(X, y)
+    far = X.copy()
+    far[137] = 1e200 if estimator == "GaussianNB" else 1e308
+    with pytest.raises(ValueError, match="in row 137: the posterior"):
+        model.predict_proba(far)
+
+
 def test_a_row_whose_distances_overflow_for_every_class_is_refused():
     """|x| ~ 1e200 squares to inf under every class: the row got probabilities of 0 each
     (scikit-learn's gives NaN). One class overflowing alone is a probability of 0."""

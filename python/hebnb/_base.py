@@ -468,6 +468,20 @@ def _rows_in_chunks(X: Any, output_width: int = 0) -> tuple[int | None, Any]:
     return n_rows, ((start, take(start, start + step)) for start in range(0, n_rows, step))
 
 
+class RowsOverflow(ValueError):
+    """Rows whose scores overflow float64 for every class (``_text.check_no_overflow``),
+    named by their place in the rows scored: :func:`score_in_chunks` shifts them to the
+    caller's numbering."""
+
+    def __init__(self, what: str, rows: np.ndarray) -> None:
+        self.what, self.rows = what, rows
+        more = f" (and {rows.size - 1} more)" if rows.size > 1 else ""
+        super().__init__(
+            f"{what} overflow float64 for every class in row {rows[0]}{more}: the "
+            "posterior is not determined; rescale them"
+        )
+
+
 def score_in_chunks(
     X: Any, score: Callable[[Any], np.ndarray], *, output_width: int = 0
 ) -> np.ndarray:
@@ -479,7 +493,10 @@ def score_in_chunks(
         return score(X)
     out: np.ndarray | None = None
     for start, part in chunks:
-        scored = score(part)
+        try:
+            scored = score(part)
+        except RowsOverflow as error:
+            raise RowsOverflow(error.what, error.rows + start) from None
         if out is None:
             out = np.empty((n_rows, *scored.shape[1:]), dtype=scored.dtype)
         out[start : start + scored.shape[0]] = scored

@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import (
     PREDICT_CHUNK_CELLS,
+    RowsOverflow,
     ThreadSafeModel,
     check_class_prior,
     class_log_prior,
@@ -65,11 +66,7 @@ def check_no_overflow(joint: FloatArray, what: str) -> None:
     probability of 0 (as it does for a row no class can produce)."""
     lost = np.flatnonzero(np.isneginf(joint.max(axis=1, initial=-np.inf)))
     if lost.size:
-        more = f" (and {lost.size - 1} more)" if lost.size > 1 else ""
-        raise ValueError(
-            f"{what} overflow float64 for every class in row {lost[0]}{more}: the "
-            "posterior is not determined; rescale them"
-        )
+        raise RowsOverflow(what, lost)
 
 
 def training_batch(
