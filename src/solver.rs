@@ -284,6 +284,16 @@ pub(crate) fn better(first: Solution, second: Solution) -> Solution {
     }
 }
 
+/// Where Newton's iteration in `t = ln m` on `(lo, hi)` begins: `start` (in `ln m`) if it
+/// lies inside, else the middle.
+fn inside_or_middle(start: f64, lo: f64, hi: f64) -> f64 {
+    if start > lo && start < hi {
+        start
+    } else {
+        0.5 * (lo + hi)
+    }
+}
+
 /// `ln start`, or NaN (no guess) for a start that is not a positive number.
 fn log_start(start: f64) -> f64 {
     if start > 0.0 && start.is_finite() {
@@ -440,11 +450,7 @@ fn newton_in_bracket<E: Evidence>(
     start: f64,
     report: Report,
 ) -> Solution {
-    let mut t = if start > lo && start < hi {
-        start
-    } else {
-        0.5 * (lo + hi)
-    };
+    let mut t = inside_or_middle(start, lo, hi);
     let mut n_iter = 0;
     let mut converged = false;
     while n_iter < settings.max_iter {
@@ -506,16 +512,7 @@ pub(crate) fn single_root<E: Evidence>(
 ) -> Solution {
     let (lo_m, hi_m) = (settings.min_concentration, settings.max_concentration);
     let (mut lo, mut hi) = (lo_m.ln(), hi_m.ln());
-    let start = if start > 0.0 && start.is_finite() {
-        start.ln()
-    } else {
-        f64::NAN
-    };
-    let mut t = if start > lo && start < hi {
-        start
-    } else {
-        0.5 * (lo + hi)
-    };
+    let mut t = inside_or_middle(log_start(start), lo, hi);
     let mut n_iter = 0;
     let mut converged = false;
     let mut previous_newton_step = None;

@@ -29,41 +29,23 @@ def often_switching_threads():
 
 
 def while_updating(model, reads, seconds: float = 1.5, rows: int = 50):
-    """Runs ``partial_fit`` batches that grow the vocabulary on one thread and each of
-    ``reads`` in a loop on its own thread; returns (rows submitted, errors)."""
+    """Runs ``partial_fit`` batches that grow the vocabulary (:func:`while_updating_with`)
+    beside each of ``reads`` in a loop on its own thread; returns (rows submitted,
+    errors)."""
     rng = np.random.default_rng(1)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    submitted = [0]
+    update_errors: list[BaseException] = []
+    batch = [0]
 
     def update():
-        batch = 0
-        while not stop.is_set():
-            batch += 1
-            X = rng.integers(0, 3 + batch // 5, size=(rows, 4))
-            try:
-                model.partial_fit(X, rng.integers(0, 2, size=rows))
-            except BaseException as error:  # noqa: BLE001 (collected, asserted empty)
-                errors.append(error)
-            submitted[0] += rows
+        batch[0] += 1
+        X = rng.integers(0, 3 + batch[0] // 5, size=(rows, 4))
+        try:
+            model.partial_fit(X, rng.integers(0, 2, size=rows))
+        except BaseException as error:  # noqa: BLE001 (collected, asserted empty)
+            update_errors.append(error)
 
-    def loop(read):
-        while not stop.is_set():
-            try:
-                read()
-            except BaseException as error:  # noqa: BLE001 (collected, asserted empty)
-                errors.append(error)
-                return
-
-    threads = [threading.Thread(target=update)]
-    threads += [threading.Thread(target=loop, args=(read,)) for read in reads]
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
-    return submitted[0], errors
+    n_updates, errors = while_updating_with(update, reads, seconds)
+    return n_updates * rows, update_errors + errors
 
 
 def while_updating_with(update, reads, seconds: float):
