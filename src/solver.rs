@@ -465,14 +465,7 @@ fn newton_in_bracket<E: Evidence>(
             converged = true;
             break;
         }
-        // f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
-        let slope = f + m * m * curvature;
-        let newton = t - f / slope;
-        let next = if slope < 0.0 && newton > lo && newton < hi {
-            newton
-        } else {
-            0.5 * (lo + hi)
-        };
+        let next = newton_step(t, m, (f, curvature), (lo, hi)).unwrap_or(0.5 * (lo + hi));
         let step = (next - t).abs();
         t = next;
         if step < settings.log_tolerance || hi - lo < settings.log_tolerance {
@@ -487,6 +480,15 @@ fn newton_in_bracket<E: Evidence>(
         n_iter,
         converged,
     }
+}
+
+/// Newton's step on `f(t) = m l'(m)` from `t = ln m` (`f'(t) = m l'(m) + m² l''(m)`, from
+/// `(f, l'')` at `m`) where it goes downhill and stays inside the bracket `(lo, hi)`;
+/// None where the iterations bisect instead.
+fn newton_step(t: f64, m: f64, (f, curvature): (f64, f64), (lo, hi): (f64, f64)) -> Option<f64> {
+    let slope = f + m * m * curvature;
+    let newton = t - f / slope;
+    (slope < 0.0 && newton > lo && newton < hi).then_some(newton)
 }
 
 /// The Newton iteration of [`single_root`] stops once the error it predicts for its
@@ -530,10 +532,8 @@ pub(crate) fn single_root<E: Evidence>(
             converged = true;
             break;
         }
-        // f'(t) = m l'(m) + m² l''(m).  Newton: t - f / f'.
-        let slope = f + m * m * curvature;
-        let newton = t - f / slope;
-        let inside = slope < 0.0 && newton > lo && newton < hi;
+        let newton = newton_step(t, m, (f, curvature), (lo, hi));
+        let inside = newton.is_some();
         // a step out of the bracket or uphill bisects; first make sure the root is
         // inside at all, by the end on the side it points to
         if !inside && f > 0.0 && !hi_known {
@@ -549,7 +549,7 @@ pub(crate) fn single_root<E: Evidence>(
             }
             lo_known = true;
         }
-        let next = if inside { newton } else { 0.5 * (lo + hi) };
+        let next = newton.unwrap_or(0.5 * (lo + hi));
         let step = (next - t).abs();
         t = next;
         // Newton's error squares from step to step (e' ~ K e², the step ~ the error),

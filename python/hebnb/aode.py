@@ -45,6 +45,10 @@ from ._online import (
 from ._params import StrictInterval, StrOptions, fit_context, keyword_only, offered_if
 from ._warnings import warn
 
+#: The public pair tables (in the order of ``categories_``) and their keys in ``_pairs``.
+_PAIR_VIEWS = ("pair_features_", "pair_indptr_", "pair_indices_", "pair_counts_")
+_PAIR_KEYS = ("pairs", "indptr", "indices", "counts")
+
 
 class AODE(CategoricalClassifier):
     """Averaged one-dependence estimators, with child conditionals smoothed by Laplace
@@ -416,13 +420,7 @@ class AODE(CategoricalClassifier):
 
     #: The public pair tables (recomputed from ``_pairs`` on first access) and the cell
     #: numbering (rebuilt from ``_cell_keys`` by ``__setstate__``).
-    _left_out_of_pickles = (
-        "pair_features_",
-        "pair_indptr_",
-        "pair_indices_",
-        "pair_counts_",
-        "_cell_numbering",
-    )
+    _left_out_of_pickles = (*_PAIR_VIEWS, "_cell_numbering")
 
     #: Fitted attributes of the discriminative weights (dropped by a refit without them).
     _weight_attributes = (
@@ -1365,11 +1363,6 @@ def _indexable(data: Any) -> Any:
     """Rows of ``data`` as ``_safe_indexing`` takes them: an array-like that offers only
     ``__array__`` becomes its array (tables, arrays and lists stay as they are)."""
     return data if hasattr(data, "__getitem__") else np.asarray(data)
-
-
-#: The public pair tables (in the order of ``categories_``) and their keys in ``_pairs``.
-_PAIR_VIEWS = ("pair_features_", "pair_indptr_", "pair_indices_", "pair_counts_")
-_PAIR_KEYS = ("pairs", "indptr", "indices", "counts")
 
 
 #: A stream merges its kept batches into the stored tables when counting them would cost
